@@ -1,1 +1,1 @@
-"""The Transformer family and the training tasks, built only from tinygradx\x27s public API."""
+"""The Transformer family and the training tasks, built only from tinygradx's public API."""
