@@ -1,0 +1,18 @@
+"""tinygradx: a readable tensor + reverse-mode autograd engine on numpy.
+
+    import tinygradx as tgx
+    import tinygradx.functional as F
+    x = tgx.randn(2, 3, requires_grad=True)
+    F.softmax(x, dim=-1).sum().backward()
+"""
+from . import autograd, ops
+from .autograd import (Function, OpError, detect_anomaly, enable_grad, get_rng_state, grad,
+                       is_grad_enabled, manual_seed, no_grad, set_rng_state, unbroadcast)
+from .tensor import (Tensor, arange, bool_, cat, concatenate, eye, float16, float32, float64,
+                     full, full_like, int32, int64, matmul, maximum, minimum, ones, ones_like,
+                     rand, rand_like, randint, randn, randn_like, stack, tensor, uint8, where,
+                     zeros, zeros_like)
+from . import functional
+from .gradcheck import GradcheckError, gradcheck
+
+__version__ = "0.1.0"

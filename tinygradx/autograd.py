@@ -1,0 +1,467 @@
+"""Reverse-mode autograd: the Function node, the backward walk, and the switches around them.
+
+The path of one op (see docs/design.md):
+
+    a * b  ->  Tensor.__mul__  ->  ops.Mul.apply(a, b)
+           ->  Function.apply: ctx = Mul(); out = ctx.forward(a.data, b.data)   (numpy arrays)
+           ->  Tensor(out) with out._ctx = ctx, ctx.parents = (a, b)           (only if a grad is needed)
+    loss.backward()  ->  toposort(loss)  ->  for each node, newest first:
+           g = grads.pop(node); in_grads = node._ctx.backward(g); unbroadcast each to its parent's
+           shape; sum into the parent's entry (or into leaf.grad); free the node's saved arrays.
+
+Invariants: a node records its parents as a tuple (order and multiplicity kept, so `x * x` has the
+parent x twice); forward and backward see numpy arrays only, so backward never builds a graph;
+broadcasting is undone in exactly one place (`unbroadcast`, called by the walk on every edge); a
+node never refers to its own output tensor, so the graph has no reference cycles and is freed by
+reference counting alone.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+import traceback
+
+import numpy as np
+
+Tensor = None  # set by tensor.py once the class exists (tensor.py imports this module)
+
+
+class OpError(ValueError):
+    """A bad shape, dim, dtype or argument given to an op, named in the user's terms."""
+
+
+class _State:
+    """Process-wide switches. One object, so the hot path reads one attribute per switch."""
+
+    def __init__(self):
+        self.grad_enabled = True
+        self.scope = [""]          # module path stack, pushed by nn.Module.__call__
+        self.instrumented = False  # True while any observer below is active (slow path)
+        self.anomaly = False
+        self.observers = []        # callables(ctx, inputs, out, seconds), e.g. trace and profile
+        self.rng = np.random.default_rng(0)
+
+    def refresh(self):
+        self.instrumented = self.anomaly or bool(self.observers)
+
+
+STATE = _State()
+
+
+# --------------------------------------------------------------------------------------------
+# switches: no_grad, scope, anomaly detection, observers
+# --------------------------------------------------------------------------------------------
+
+class _GradMode(contextlib.ContextDecorator):
+    def __init__(self, enabled):
+        self.enabled = enabled
+
+    def __enter__(self):
+        self.prev = STATE.grad_enabled
+        STATE.grad_enabled = self.enabled
+
+    def __exit__(self, *exc):
+        STATE.grad_enabled = self.prev
+        return False
+
+
+def no_grad():
+    """Context manager and decorator: ops inside record no graph (their outputs need no grad)."""
+    return _GradMode(False)
+
+
+def enable_grad():
+    """Context manager and decorator: turn graph recording back on inside a no_grad block."""
+    return _GradMode(True)
+
+
+def is_grad_enabled():
+    return STATE.grad_enabled
+
+
+@contextlib.contextmanager
+def scope(name):
+    """Record `name` as the module path of every node created inside (nn.Module uses this)."""
+    STATE.scope.append(name)
+    try:
+        yield
+    finally:
+        STATE.scope.pop()
+
+
+def current_scope():
+    return STATE.scope[-1]
+
+
+@contextlib.contextmanager
+def detect_anomaly():
+    """Raise at the first NaN/Inf produced by an op, forward or backward.
+
+    The error names the op, its module path and the line of user code that created the node.
+    Costs a finiteness check per op and a stack walk per node, so use it while debugging.
+    """
+    prev = STATE.anomaly
+    STATE.anomaly = True
+    STATE.refresh()
+    try:
+        yield
+    finally:
+        STATE.anomaly = prev
+        STATE.refresh()
+
+
+@contextlib.contextmanager
+def observe(fn):
+    """Call fn(ctx, inputs, out, seconds) after every op while active (trace and profile use it)."""
+    STATE.observers.append(fn)
+    STATE.refresh()
+    try:
+        yield fn
+    finally:
+        STATE.observers.remove(fn)
+        STATE.refresh()
+
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _user_callsite():
+    """The innermost stack frame outside tinygradx itself: the line that created a node."""
+    for frame in reversed(traceback.extract_stack()[:-1]):
+        if not os.path.abspath(frame.filename).startswith(_PKG_DIR):
+            return f"{frame.filename}:{frame.lineno} in {frame.name}: {frame.line}"
+    return "<unknown>"
+
+
+# --------------------------------------------------------------------------------------------
+# the node
+# --------------------------------------------------------------------------------------------
+
+def _fmt_shapes(arrays):
+    return ", ".join(str(tuple(np.shape(a))) for a in arrays)
+
+
+class Function:
+    """Base class of every differentiable op, built-in or user-written.
+
+    Subclass it and write two methods that take and return numpy arrays:
+
+        class Cube(Function):
+            def forward(self, x):              # arrays in, one array out
+                self.save_for_backward(x)
+                return x ** 3
+            def backward(self, grad):          # d(loss)/d(out) in, one grad per input out
+                (x,) = self.saved_tensors
+                return 3 * x ** 2 * grad
+
+        y = Cube.apply(t)
+
+    Positional arguments of `apply` are the differentiable inputs (Tensors, arrays or Python
+    scalars); keyword arguments are passed to `forward` unchanged (axes, shapes, flags).
+    `backward` returns one array (or None) per positional input, in order; it may return a
+    broadcast-shaped gradient, which the engine sums back to the input's shape.
+    `self.needs_input_grad[i]` tells whether input i needs a gradient at all.
+    """
+
+    __slots__ = ("parents", "needs_input_grad", "scope", "callsite", "__dict__")
+    # A short lower-case name used in error messages, graphs and traces; defaults to the class name.
+    op_name = None
+
+    # -- subclass API ------------------------------------------------------------------------
+    def forward(self, *arrays, **kwargs):
+        raise NotImplementedError
+
+    def backward(self, grad):
+        raise NotImplementedError
+
+    def save_for_backward(self, *arrays):
+        self.saved_tensors = arrays
+
+    @classmethod
+    def explain(cls, arrays, kwargs, err):
+        """Turn a numpy failure inside forward into a sentence in the op's own terms."""
+        return f"cannot apply to input shapes {_fmt_shapes(arrays)}: {err}"
+
+    # -- engine ------------------------------------------------------------------------------
+    @classmethod
+    def name(cls):
+        return cls.op_name or cls.__name__.lower()
+
+    @classmethod
+    def apply(cls, *inputs, **kwargs):
+        """Run forward on the inputs' arrays and, if a gradient is needed, record the node."""
+        tensors = _as_tensors(inputs)
+        ctx = cls.__new__(cls)
+        if STATE.grad_enabled:
+            needs = tuple([t.requires_grad for t in tensors])
+        else:
+            needs = (False,) * len(tensors)
+        ctx.needs_input_grad = needs
+        ctx.scope = STATE.scope[-1]
+        arrays = [t.data for t in tensors]
+        if STATE.instrumented:
+            return _apply_instrumented(cls, ctx, tensors, arrays, kwargs)
+        try:
+            out = ctx.forward(*arrays, **kwargs)
+        except (ValueError, IndexError, TypeError, np.exceptions.AxisError) as err:
+            raise _op_error(cls, ctx.scope, arrays, kwargs, err) from None
+        if True in needs:
+            ctx.parents = tensors
+            return Tensor._from_op(out, ctx)
+        return Tensor._from_op(out, None)
+
+    def free(self):
+        """Drop saved arrays and parents: the graph behind this node is gone."""
+        self.__dict__.clear()
+        self.parents = None
+
+    def __repr__(self):
+        where = f" at {self.scope}" if self.scope else ""
+        return f"<{self.name()}{where}>"
+
+
+def _op_error(cls, scope, arrays, kwargs, err):
+    if isinstance(err, OpError):
+        msg = str(err)
+    else:
+        msg = cls.explain(arrays, kwargs, err)
+    where = f" (in {scope})" if scope else ""
+    return OpError(f"{cls.name()}{where}: {msg}")
+
+
+def _apply_instrumented(cls, ctx, tensors, arrays, kwargs):
+    """The slow path of apply: anomaly checks and observers (trace, profile)."""
+    if STATE.anomaly:
+        ctx.callsite = _user_callsite()
+    start = time.perf_counter()
+    try:
+        out = ctx.forward(*arrays, **kwargs)
+    except (ValueError, IndexError, TypeError, np.exceptions.AxisError) as err:
+        raise _op_error(cls, ctx.scope, arrays, kwargs, err) from None
+    seconds = time.perf_counter() - start
+    if STATE.anomaly and np.issubdtype(np.asarray(out).dtype, np.floating):
+        if not np.all(np.isfinite(out)):
+            raise FloatingPointError(
+                f"detect_anomaly: {cls.name()} produced NaN/Inf in its forward output "
+                f"(shape {np.shape(out)}, module {ctx.scope or '<top>'}); created at "
+                f"{ctx.callsite}")
+    if True in ctx.needs_input_grad:
+        ctx.parents = tensors
+        result = Tensor._from_op(out, ctx)
+    else:
+        result = Tensor._from_op(out, None)
+    for fn in list(STATE.observers):
+        fn(ctx, tensors, result, seconds)
+    return result
+
+
+def _as_tensors(inputs):
+    """Tensors pass through; arrays and Python scalars become constants.
+
+    A Python scalar takes the dtype of the first Tensor input, so `x * 0.5` stays float32.
+    """
+    ref = None
+    for x in inputs:
+        if isinstance(x, Tensor):
+            ref = x.data.dtype
+            break
+    out = []
+    for x in inputs:
+        if isinstance(x, Tensor):
+            out.append(x)
+        else:
+            out.append(Tensor._const(x, ref))
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------------------------
+# broadcasting, undone in one place
+# --------------------------------------------------------------------------------------------
+
+def unbroadcast(grad, shape):
+    """Sum `grad` down to `shape`: the adjoint of numpy broadcasting `shape` up to grad.shape."""
+    shape = tuple(shape)
+    if grad.shape == shape:
+        return grad
+    lead = grad.ndim - len(shape)
+    if lead < 0:
+        raise OpError(f"unbroadcast: gradient of shape {grad.shape} cannot belong to an input "
+                      f"of shape {shape}")
+    axes = list(range(lead))
+    for i, n in enumerate(shape):
+        if n == 1 and grad.shape[lead + i] != 1:
+            axes.append(lead + i)
+        elif n != grad.shape[lead + i]:
+            raise OpError(f"unbroadcast: gradient of shape {grad.shape} does not broadcast "
+                          f"from input shape {shape}")
+    return grad.sum(axis=tuple(axes), keepdims=True).reshape(shape)
+
+
+# --------------------------------------------------------------------------------------------
+# the backward walk
+# --------------------------------------------------------------------------------------------
+
+def toposort(roots):
+    """Every tensor that needs a gradient behind `roots`, each after all of its consumers.
+
+    Iterative (an explicit stack instead of recursion) so a chain of 100,000 ops is fine.
+    """
+    order, seen = [], set()
+    stack = [(r, False) for r in reversed(roots)]
+    while stack:
+        t, expanded = stack.pop()
+        if expanded:
+            order.append(t)
+            continue
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        stack.append((t, True))
+        ctx = t._ctx
+        if ctx is None:
+            continue
+        if ctx.parents is None:
+            raise RuntimeError(
+                f"backward: trying to backward through the graph a second time: the "
+                f"{ctx.name()} node{' in ' + ctx.scope if ctx.scope else ''} was freed by an "
+                f"earlier backward(). Pass retain_graph=True to the first backward() if you "
+                f"need to walk the graph again.")
+        for p, need in zip(ctx.parents, ctx.needs_input_grad):
+            if need and id(p) not in seen:
+                stack.append((p, False))
+    order.reverse()
+    return order
+
+
+def _initial_grad(root, gradient):
+    if gradient is None:
+        if root.data.size != 1:
+            raise RuntimeError(
+                f"backward: grad can be created implicitly only for a scalar output, but the "
+                f"output has shape {root.shape}; pass backward(gradient) with that shape "
+                f"(e.g. loss.sum().backward() or y.backward(tgx.ones_like(y))).")
+        return np.ones(root.data.shape, dtype=root.data.dtype)
+    g = gradient.data if isinstance(gradient, Tensor) else np.asarray(gradient, root.data.dtype)
+    if g.shape != root.data.shape:
+        raise OpError(f"backward: gradient has shape {g.shape} but the output has shape "
+                      f"{root.shape}; they must match")
+    return g
+
+
+def run_backward(roots, root_grads, retain_graph=False, capture=None):
+    """Propagate gradients from `roots` to every tensor behind them that needs one.
+
+    With `capture` (a dict id(tensor) -> None) the gradients of those tensors are stored in it
+    and no `.grad` is touched (this is `tgx.grad`); otherwise leaves accumulate into `.grad`.
+    """
+    grads = {}
+    for r, g in zip(roots, root_grads):
+        if not r.requires_grad:
+            raise RuntimeError(
+                f"backward: the output (shape {r.shape}) does not require grad and has no "
+                f"graph: no input had requires_grad=True, or it was computed under no_grad()")
+        grads[id(r)] = g if id(r) not in grads else grads[id(r)] + g
+    anomaly = STATE.anomaly
+    for t in toposort(roots):
+        g = grads.pop(id(t), None)
+        if g is None:
+            continue  # no gradient reached this tensor (e.g. every path returned None)
+        if t._hooks:
+            for hook in t._hooks:
+                replaced = hook(Tensor._from_op(g, None))
+                if replaced is not None:
+                    g = replaced.data if isinstance(replaced, Tensor) else np.asarray(replaced)
+        ctx = t._ctx
+        if capture is not None:
+            if id(t) in capture:
+                capture[id(t)] = g
+        elif ctx is None or t._retain_grad:
+            # leaves (and retain_grad tensors) accumulate across backward calls, as in PyTorch
+            if t.grad is None:
+                t.grad = Tensor._from_op(np.array(g, dtype=t.data.dtype, copy=True), None)
+            else:
+                t.grad.data += g
+        if ctx is None:
+            continue
+        in_grads = ctx.backward(g)
+        if not isinstance(in_grads, tuple):
+            in_grads = (in_grads,)
+        if len(in_grads) != len(ctx.parents):
+            raise RuntimeError(f"{ctx.name()}.backward returned {len(in_grads)} gradients for "
+                               f"{len(ctx.parents)} inputs")
+        for p, ig, need in zip(ctx.parents, in_grads, ctx.needs_input_grad):
+            if ig is None or not need:
+                continue
+            if ig.shape != p.data.shape:
+                ig = unbroadcast(ig, p.data.shape)
+            if ig.dtype != p.data.dtype:
+                ig = ig.astype(p.data.dtype)
+            if anomaly and not np.all(np.isfinite(ig)):
+                raise FloatingPointError(
+                    f"detect_anomaly: the backward of {ctx.name()} (module "
+                    f"{ctx.scope or '<top>'}) produced NaN/Inf in the gradient of an input of "
+                    f"shape {p.shape}; the node was created at "
+                    f"{getattr(ctx, 'callsite', '<unknown>')}")
+            prev = grads.get(id(p))
+            grads[id(p)] = ig if prev is None else prev + ig
+        if not retain_graph:
+            ctx.free()
+
+
+def backward(tensor, gradient=None, retain_graph=False):
+    """Accumulate d(tensor)/d(leaf) into every leaf's .grad (Tensor.backward calls this)."""
+    run_backward([tensor], [_initial_grad(tensor, gradient)], retain_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=False):
+    """Return d(outputs)/d(inputs) as a tuple of Tensors, without touching any `.grad`.
+
+    Like torch.autograd.grad: `outputs` and `inputs` are Tensors or sequences of them;
+    `grad_outputs` gives the seed gradient for non-scalar outputs.
+    """
+    outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    single = isinstance(inputs, Tensor)
+    inputs = [inputs] if single else list(inputs)
+    if grad_outputs is None:
+        grad_outputs = [None] * len(outputs)
+    elif isinstance(grad_outputs, Tensor):
+        grad_outputs = [grad_outputs]
+    seeds = [_initial_grad(o, g) for o, g in zip(outputs, grad_outputs)]
+    for i, x in enumerate(inputs):
+        if not x.requires_grad:
+            raise RuntimeError(f"grad: input {i} (shape {x.shape}) does not require grad")
+    capture = {id(x): None for x in inputs}
+    run_backward(outputs, seeds, retain_graph, capture)
+    result = []
+    for i, x in enumerate(inputs):
+        g = capture[id(x)]
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(f"grad: input {i} (shape {x.shape}) was not used to compute "
+                                   f"the outputs; pass allow_unused=True to get None for it")
+            result.append(None)
+        else:
+            result.append(Tensor._from_op(np.array(g, copy=True), None))
+    return tuple(result)
+
+
+def manual_seed(seed):
+    """Seed tinygradx's one random generator (randn, rand, dropout, initialisation)."""
+    STATE.rng = np.random.default_rng(seed)
+
+
+def get_rng_state():
+    """The generator's state as a JSON-serialisable dict (for checkpoints)."""
+    return STATE.rng.bit_generator.state
+
+
+def set_rng_state(state):
+    rng = np.random.default_rng()
+    rng.bit_generator.state = state
+    STATE.rng = rng
+
+
+def default_rng():
+    return STATE.rng
+

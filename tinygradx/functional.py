@@ -1,0 +1,276 @@
+"""tinygradx.functional (imported as F): the functions a Transformer is written with.
+
+Each fused op (softmax, log_softmax, layer_norm, cross_entropy, dropout) is one graph node with a
+hand-derived backward (ops.py); each also has a `*_composite` twin built from primitive ops, so
+the tests can prove fused == composite in value and gradient without any outside oracle.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import ops
+from .autograd import STATE, OpError, current_scope
+from .tensor import Tensor, where
+
+
+def _check_dim(name, x, dim):
+    if not -max(x.ndim, 1) <= dim < max(x.ndim, 1):
+        raise OpError(f"{name}: dim {dim} is out of range for a tensor of shape {x.shape}")
+
+
+# ------------------------------------------------------------------------------------------
+# activations
+# ------------------------------------------------------------------------------------------
+
+def relu(x):
+    return ops.Relu.apply(x)
+
+
+def gelu(x, approximate="none"):
+    """x * Phi(x) with the exact erf, or the tanh approximation with approximate='tanh'."""
+    return x.gelu(approximate)
+
+
+def sigmoid(x):
+    return ops.Sigmoid.apply(x)
+
+
+def tanh(x):
+    return ops.Tanh.apply(x)
+
+
+def softmax(x, dim=-1):
+    """exp(x)/sum(exp(x)) along dim. The row max is subtracted first (it cancels in the
+    gradient, so the fused op treats it as a constant). Fully masked (-inf) rows give zeros."""
+    _check_dim("softmax", x, dim)
+    return ops.Softmax.apply(x, dim=dim)
+
+
+def log_softmax(x, dim=-1):
+    """x - logsumexp(x) along dim, computed without overflow."""
+    _check_dim("log_softmax", x, dim)
+    return ops.LogSoftmax.apply(x, dim=dim)
+
+
+# ------------------------------------------------------------------------------------------
+# layers as functions
+# ------------------------------------------------------------------------------------------
+
+def linear(x, weight, bias=None):
+    """x @ weight.T + bias, weight in PyTorch's [out_features, in_features] layout.
+
+    Shapes: x (..., in), weight (out, in), bias (out,) -> (..., out).
+    """
+    if bias is None:
+        return ops.Linear.apply(x, weight)
+    return ops.Linear.apply(x, weight, bias)
+
+
+def embedding(input, weight, padding_idx=None):
+    """Rows of weight picked by integer ids: input (...) int, weight (V, C) -> (..., C).
+
+    The backward scatter-adds into the rows, so an id used twice gets both gradients;
+    the row at padding_idx gets no gradient.
+    """
+    ids = input.data if isinstance(input, Tensor) else np.asarray(input)
+    return ops.Embedding.apply(weight, ids=ids, padding_idx=padding_idx)
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """(x - mean) / sqrt(var + eps) * weight + bias over the trailing normalized_shape dims.
+
+    Biased variance with eps inside the square root, as torch.nn.functional.layer_norm.
+    """
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(normalized_shape)
+    n = len(normalized_shape)
+    if x.shape[x.ndim - n:] != normalized_shape or n > x.ndim:
+        raise OpError(f"layer_norm{_where()}: input of shape {x.shape} does not end with "
+                      f"normalized_shape {normalized_shape}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and tuple(p.shape) != normalized_shape:
+            raise OpError(f"layer_norm{_where()}: {name} has shape {tuple(p.shape)}, "
+                          f"expected {normalized_shape}")
+    wb = [p for p in (weight, bias) if p is not None]
+    return ops.LayerNorm.apply(x, *wb, n_axes=n, eps=eps,
+                               affine=(weight is not None, bias is not None))
+
+
+def _where():
+    s = current_scope()
+    return f" (in {s})" if s else ""
+
+
+def cross_entropy(input, target, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    """Cross-entropy between logits and class-index targets, as torch.nn.functional.
+
+    Shapes: input (N, C) with target (N,), or (C,) with a scalar target, or (N, C, d1, ...)
+    with target (N, d1, ...). Targets equal to ignore_index add nothing and are not counted
+    by 'mean'. label_smoothing e mixes the one-hot target with the uniform distribution.
+    """
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', "
+                         f"got {reduction!r}")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], "
+                         f"got {label_smoothing}")
+    t = target.data if isinstance(target, Tensor) else np.asarray(target)
+    if t.dtype.kind not in "iu":
+        raise OpError(f"cross_entropy{_where()}: target must hold class indices (an integer "
+                      f"tensor), got dtype {t.dtype}")
+    x = input
+    if x.ndim == 1:
+        if t.ndim != 0:
+            raise OpError(f"cross_entropy: logits {x.shape} need a scalar target, got {t.shape}")
+        x, t = x.reshape(1, -1), t.reshape(1)
+        out = ops.CrossEntropy.apply(x, target=t, ignore_index=ignore_index,
+                                     reduction=reduction, label_smoothing=label_smoothing)
+        return out.reshape(()) if reduction == "none" else out
+    expected = (x.shape[0],) + x.shape[2:]
+    if t.shape != expected:
+        raise OpError(f"cross_entropy{_where()}: logits of shape {x.shape} need targets of "
+                      f"shape {expected}, got {t.shape} (the class dim of the logits is dim 1; "
+                      f"flatten (B, T, V) logits to (B*T, V))")
+    rest = x.shape[2:]
+    if rest:
+        # (N, C, d1..) -> (N*d1.., C): move the class dim last, then flatten
+        perm = (0,) + tuple(range(2, x.ndim)) + (1,)
+        x = x.permute(*perm).reshape(-1, x.shape[1])
+        t = t.reshape(-1)
+    out = ops.CrossEntropy.apply(x, target=t, ignore_index=ignore_index, reduction=reduction,
+                                 label_smoothing=label_smoothing)
+    if reduction == "none" and rest:
+        out = out.reshape((input.shape[0],) + rest)
+    return out
+
+
+def nll_loss(input, target, ignore_index=-100, reduction="mean"):
+    """Negative log-likelihood of log-probabilities (N, C) at class-index targets (N,)."""
+    t = target.data if isinstance(target, Tensor) else np.asarray(target)
+    keep = t != ignore_index
+    picked = input[np.arange(t.shape[0]), np.where(keep, t, 0)]
+    losses = -picked * Tensor(keep.astype(input.dtype))
+    if reduction == "none":
+        return losses
+    if reduction == "sum":
+        return losses.sum()
+    return losses.sum() / max(int(keep.sum()), 1)
+
+
+def dropout(x, p=0.5, training=True):
+    """Inverted dropout: zero each element with probability p and scale the rest by 1/(1-p),
+    so the expected value is unchanged and evaluation needs no rescaling. Identity when not
+    training or p == 0."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout: p must be in [0, 1], got {p}")
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return x * 0.0
+    return ops.Dropout.apply(x, p=p, rng=STATE.rng)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, return_weights=False):
+    """softmax(Q K^T / sqrt(d_k) + M) V.
+
+    Shapes: query (..., n, d_k), key (..., m, d_k), value (..., m, d_v) -> (..., n, d_v).
+    attn_mask: a bool mask where True means "may attend" (PyTorch's convention for this
+    function) or a float mask added to the scores (0 to keep, -inf to block); it broadcasts to
+    (..., n, m). is_causal adds the mask that hides positions j > i. With return_weights the
+    attention weights A (..., n, m) are returned too.
+    """
+    if query.shape[-1] != key.shape[-1]:
+        raise OpError(f"scaled_dot_product_attention{_where()}: query {query.shape} and key "
+                      f"{key.shape} must share the last dim d_k")
+    if key.shape[-2] != value.shape[-2]:
+        raise OpError(f"scaled_dot_product_attention{_where()}: key {key.shape} and value "
+                      f"{value.shape} must have the same number of positions m")
+    d_k = query.shape[-1]
+    scale = 1.0 / math.sqrt(d_k) if scale is None else scale
+    scores = (query * scale) @ key.transpose(-2, -1)                 # (..., n, m)
+    n, m = scores.shape[-2], scores.shape[-1]
+    if is_causal:
+        blocked = np.triu(np.ones((n, m), dtype=bool), k=1 + (m - n))
+        scores = scores.masked_fill(blocked, -np.inf)
+    if attn_mask is not None:
+        mask = attn_mask.data if isinstance(attn_mask, Tensor) else np.asarray(attn_mask)
+        if mask.dtype == np.bool_:
+            scores = scores.masked_fill(~mask, -np.inf)
+        else:
+            scores = scores + Tensor(mask.astype(scores.dtype, copy=False))
+    weights = softmax(scores, dim=-1)                                # A: (..., n, m)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p)
+    out = weights @ value                                            # (..., n, d_v)
+    return (out, weights) if return_weights else out
+
+
+# ------------------------------------------------------------------------------------------
+# composite twins: the same math from primitive ops (test oracles and teaching aids)
+# ------------------------------------------------------------------------------------------
+
+def softmax_composite(x, dim=-1):
+    """softmax from exp, sum and divide, with a detached max for stability."""
+    shifted = x - x.amax(dim=dim, keepdim=True).detach()
+    e = shifted.exp()
+    return e / e.sum(dim=dim, keepdim=True)
+
+
+def log_softmax_composite(x, dim=-1):
+    shifted = x - x.amax(dim=dim, keepdim=True).detach()
+    return shifted - shifted.exp().sum(dim=dim, keepdim=True).log()
+
+
+def layer_norm_composite(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    dims = tuple(range(x.ndim - len(normalized_shape), x.ndim))
+    mean = x.mean(dim=dims, keepdim=True)
+    xc = x - mean
+    var = (xc * xc).mean(dim=dims, keepdim=True)      # biased, as in the fused op
+    y = xc * (var + eps).rsqrt()
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+def cross_entropy_composite(input, target, ignore_index=-100, reduction="mean",
+                            label_smoothing=0.0):
+    """Only the (N, C) layout: log_softmax, pick the target column, smooth, mask, reduce."""
+    t = target.data if isinstance(target, Tensor) else np.asarray(target)
+    logp = log_softmax_composite(input, dim=1)
+    keep = t != ignore_index
+    nll = -logp[np.arange(t.shape[0]), np.where(keep, t, 0)]
+    if label_smoothing:
+        nll = nll * (1 - label_smoothing) - logp.mean(dim=1) * label_smoothing
+    nll = nll * Tensor(keep.astype(input.dtype))
+    if reduction == "none":
+        return nll
+    if reduction == "sum":
+        return nll.sum()
+    return nll.sum() / max(int(keep.sum()), 1)
+
+
+def gelu_composite(x, approximate="none"):
+    if approximate == "tanh":
+        inner = (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)
+        return x * 0.5 * (inner.tanh() + 1)
+    return x * 0.5 * ((x * (1 / math.sqrt(2))).erf() + 1)
+
+
+def dropout_composite(x, mask, p):
+    """Dropout with a given keep-mask: x * mask / (1-p)."""
+    return x * Tensor(mask.astype(x.dtype)) * (1.0 / (1.0 - p))
+
+
+__all__ = ["relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "linear", "embedding",
+           "layer_norm", "cross_entropy", "nll_loss", "dropout",
+           "scaled_dot_product_attention", "softmax_composite", "log_softmax_composite",
+           "layer_norm_composite", "cross_entropy_composite", "gelu_composite",
+           "dropout_composite", "where"]

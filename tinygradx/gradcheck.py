@@ -1,0 +1,167 @@
+"""gradcheck: compare the analytic gradient of any function of Tensors with finite differences.
+
+A public API, not a test helper: users check their own `Function` subclasses with it.
+
+    tgx.gradcheck(lambda a, b: F.softmax(a @ b, dim=-1), (x.double(), w.double()))
+
+Full mode builds both Jacobians (one backward per output element, two forwards per input
+element). fast_mode compares one random projection v^T J u per input (one backward, two
+forwards), so whole Transformer blocks are checked in seconds.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import autograd
+from .autograd import no_grad
+from .tensor import Tensor
+
+
+class GradcheckError(AssertionError):
+    """The analytic and numeric gradients disagree; the message says where and by how much."""
+
+
+def _outputs(fn, inputs):
+    out = fn(*inputs)
+    outs = (out,) if isinstance(out, Tensor) else tuple(out)
+    for i, o in enumerate(outs):
+        if not isinstance(o, Tensor):
+            raise TypeError(f"gradcheck: output {i} of the function is {type(o).__name__}, "
+                            f"expected Tensors")
+    return outs
+
+
+def _numeric_outputs(fn, inputs):
+    with no_grad():
+        return [o.data.astype(np.float64).ravel() for o in _outputs(fn, inputs)]
+
+
+def _prepare(inputs):
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    checked = []
+    for i, x in enumerate(inputs):
+        if isinstance(x, Tensor) and x.requires_grad:
+            if x.dtype != np.float64:
+                raise TypeError(
+                    f"gradcheck: input {i} (shape {x.shape}) is {x.dtype}; finite differences "
+                    f"need float64 (eps=1e-6 is below float32's resolution of ~1e-7 relative). "
+                    f"Pass x.double() (and make the function compute in float64).")
+            checked.append(i)
+    if not checked:
+        raise ValueError("gradcheck: no input has requires_grad=True, so there is nothing to "
+                         "check")
+    return inputs, checked
+
+
+def _perturbed(inputs, i, flat_index, delta):
+    """A copy of the inputs with one element (or a whole direction) of input i moved."""
+    x = inputs[i]
+    data = x.data.copy()
+    if flat_index is None:
+        data += delta
+    else:
+        data.reshape(-1)[flat_index] += delta
+    moved = Tensor(data, requires_grad=True)
+    return inputs[:i] + (moved,) + inputs[i + 1:]
+
+
+def _fail(msg, raise_exception):
+    if raise_exception:
+        raise GradcheckError(msg)
+    return False
+
+
+def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, fast_mode=False,
+              raise_exception=True, seed=0):
+    """Check d fn(*inputs) / d inputs against central finite differences in float64.
+
+    Parameters
+    ----------
+    fn : callable taking the inputs and returning a Tensor or a tuple of Tensors.
+    inputs : Tensor or tuple; those with requires_grad=True are checked and must be float64.
+    eps, atol, rtol : step of the central difference and the tolerance
+        |analytic - numeric| <= atol + rtol * |numeric|, PyTorch's defaults.
+    fast_mode : compare v^T J u for random u, v instead of the full Jacobian.
+    raise_exception : raise GradcheckError on a mismatch (default) or return False.
+
+    Returns True when every checked gradient matches.
+    """
+    inputs, checked = _prepare(inputs)
+    outs = _outputs(fn, inputs)
+    for i, o in enumerate(outs):
+        if o.dtype.kind == "f" and o.dtype != np.float64:
+            raise TypeError(f"gradcheck: output {i} is {o.dtype}; compute in float64 so the "
+                            f"finite differences mean something")
+    diff_outs = [o for o in outs if o.requires_grad]
+    if not diff_outs:
+        return _fail("gradcheck: no output depends differentiably on the inputs",
+                     raise_exception)
+    if fast_mode:
+        return _check_fast(fn, inputs, checked, outs, eps, atol, rtol, raise_exception, seed)
+    return _check_full(fn, inputs, checked, outs, eps, atol, rtol, raise_exception)
+
+
+def _analytic_vjp(outs, inputs, checked, seeds):
+    """sum_k <seed_k, out_k> differentiated w.r.t. the checked inputs (zeros where unused)."""
+    pairs = [(o, s) for o, s in zip(outs, seeds) if o.requires_grad]
+    grads = autograd.grad([o for o, _ in pairs], [inputs[i] for i in checked],
+                          grad_outputs=[Tensor(s.reshape(o.shape)) for o, s in pairs],
+                          retain_graph=True, allow_unused=True)
+    return [np.zeros(inputs[i].shape) if g is None else g.data for i, g in zip(checked, grads)]
+
+
+def _check_full(fn, inputs, checked, outs, eps, atol, rtol, raise_exception):
+    sizes = [o.data.size for o in outs]
+    n_out = sum(sizes)
+    # analytic Jacobian rows: one VJP with a one-hot seed per output element
+    analytic = {i: np.zeros((inputs[i].data.size, n_out)) for i in checked}
+    col = 0
+    for k, o in enumerate(outs):
+        for j in range(sizes[k]):
+            seeds = [np.zeros(s) for s in sizes]
+            seeds[k][j] = 1.0
+            if o.requires_grad:
+                for i, g in zip(checked, _analytic_vjp(outs, inputs, checked, seeds)):
+                    analytic[i][:, col] = g.ravel()
+            col += 1
+    for i in checked:
+        numeric = np.zeros_like(analytic[i])
+        for e in range(inputs[i].data.size):
+            plus = np.concatenate(_numeric_outputs(fn, _perturbed(inputs, i, e, eps)))
+            minus = np.concatenate(_numeric_outputs(fn, _perturbed(inputs, i, e, -eps)))
+            numeric[e] = (plus - minus) / (2 * eps)
+        bad = np.abs(analytic[i] - numeric) > atol + rtol * np.abs(numeric)
+        if bad.any():
+            e, c = np.argwhere(bad)[0]
+            where = np.unravel_index(e, inputs[i].shape)
+            k = int(np.searchsorted(np.cumsum(sizes), c, side="right"))
+            msg = (f"gradcheck: Jacobian mismatch for input {i} (shape {inputs[i].shape}) at "
+                   f"element {tuple(int(w) for w in where)}, output {k} element "
+                   f"{int(c - sum(sizes[:k]))}:\n"
+                   f"  analytic {analytic[i][e, c]:.8g} vs numeric {numeric[e, c]:.8g} "
+                   f"(|diff| {abs(analytic[i][e, c] - numeric[e, c]):.3g} > "
+                   f"atol {atol} + rtol {rtol} * |numeric|)\n"
+                   f"  {int(bad.sum())} of {bad.size} entries differ; max |diff| "
+                   f"{np.abs(analytic[i] - numeric).max():.3g}")
+            return _fail(msg, raise_exception)
+    return True
+
+
+def _check_fast(fn, inputs, checked, outs, eps, atol, rtol, raise_exception, seed):
+    rng = np.random.default_rng(seed)
+    seeds = [rng.standard_normal(o.data.size) for o in outs]           # v, one per output
+    analytic = _analytic_vjp(outs, inputs, checked, seeds)              # J^T v per input
+    for i, g in zip(checked, analytic):
+        u = rng.standard_normal(inputs[i].shape)
+        lhs = float(np.sum(g * u))                                       # v^T J u, analytic
+        plus = _numeric_outputs(fn, _perturbed(inputs, i, None, eps * u))
+        minus = _numeric_outputs(fn, _perturbed(inputs, i, None, -eps * u))
+        rhs = sum(float(np.dot(v, (p - m) / (2 * eps)))                  # v^T J u, numeric
+                  for v, p, m in zip(seeds, plus, minus))
+        if abs(lhs - rhs) > atol + rtol * abs(rhs):
+            msg = (f"gradcheck (fast_mode): mismatch for input {i} (shape {inputs[i].shape}): "
+                   f"v^T J u analytic {lhs:.8g} vs numeric {rhs:.8g} (|diff| "
+                   f"{abs(lhs - rhs):.3g} > atol {atol} + rtol {rtol} * |numeric|). Run with "
+                   f"fast_mode=False on a smaller input to find the element.")
+            return _fail(msg, raise_exception)
+    return True

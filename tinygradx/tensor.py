@@ -1,0 +1,701 @@
+"""Tensor: a numpy array, a requires_grad flag, a .grad, and the node (_ctx) that made it.
+
+Methods only check arguments and call `ops.X.apply`; the math lives in ops.py and the walk in
+autograd.py. Names, argument names and semantics follow PyTorch where it has the same function.
+"""
+from __future__ import annotations
+
+import numbers
+from collections import namedtuple
+
+import numpy as np
+
+from . import autograd, ops
+from .autograd import STATE, OpError
+
+float32, float64, float16 = np.float32, np.float64, np.float16
+int64, int32, int8, uint8, bool_ = np.int64, np.int32, np.int8, np.uint8, np.bool_
+
+_DTYPES = {"float32": float32, "float": float32, "float64": float64, "double": float64,
+           "float16": float16, "half": float16, "int64": int64, "long": int64, "int32": int32,
+           "int": int32, "int8": int8, "uint8": uint8, "bool": bool_}
+
+MaxResult = namedtuple("MaxResult", ["values", "indices"])
+
+
+def _dtype(dtype):
+    if dtype is None:
+        return None
+    if isinstance(dtype, str):
+        if dtype not in _DTYPES:
+            raise TypeError(f"unknown dtype {dtype!r}; use one of {sorted(_DTYPES)}")
+        return np.dtype(_DTYPES[dtype])
+    return np.dtype(dtype)
+
+
+def _to_array(data, dtype):
+    """Python data gets PyTorch's defaults (float32, int64); numpy arrays keep their dtype."""
+    if isinstance(data, Tensor):
+        data = data.data
+    if isinstance(data, np.ndarray):
+        arr = data
+    else:
+        arr = np.asarray(data)
+        if arr.dtype == np.float64:
+            arr = arr.astype(np.float32)
+        elif arr.dtype.kind in "iu" and arr.dtype != np.int64 and not isinstance(data, np.generic):
+            arr = arr.astype(np.int64)
+        elif arr.dtype.kind not in "biuf":
+            raise TypeError(f"Tensor: cannot make a tensor from {type(data).__name__} "
+                            f"(numpy dtype {arr.dtype}); give numbers, nested lists or arrays")
+    if dtype is not None and arr.dtype != dtype:
+        arr = arr.astype(dtype)
+    return arr
+
+
+class Tensor:
+    """An n-d array that can record the graph of ops applied to it.
+
+    >>> x = Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    >>> (x * x).sum().backward()
+    >>> x.grad
+    tensor([[2., 4.],
+            [6., 8.]])
+    """
+
+    __slots__ = ("data", "requires_grad", "grad", "_ctx", "_hooks", "_retain_grad", "name",
+                 "__weakref__")
+    __array_priority__ = 1000  # numpy scalars/arrays on the left defer to our reflected ops
+
+    def __init__(self, data, dtype=None, requires_grad=False, name=None):
+        self.data = _to_array(data, _dtype(dtype))
+        if requires_grad and self.data.dtype.kind != "f":
+            raise TypeError(f"Tensor: only floating-point tensors can require gradients; this "
+                            f"one has dtype {self.data.dtype} (indices and masks never need "
+                            f"them)")
+        self.requires_grad = bool(requires_grad)
+        self.grad = None
+        self._ctx = None
+        self._hooks = None
+        self._retain_grad = False
+        self.name = name
+
+    @classmethod
+    def _from_op(cls, data, ctx):
+        """Fast constructor for op results: no conversion, no checks."""
+        t = object.__new__(cls)
+        t.data = data if isinstance(data, np.ndarray) else np.asarray(data)
+        t.requires_grad = ctx is not None
+        t.grad = t._hooks = t.name = None
+        t._ctx = ctx
+        t._retain_grad = False
+        return t
+
+    @classmethod
+    def _const(cls, x, ref_dtype):
+        """A constant operand: Python scalars follow the other operand's dtype."""
+        if isinstance(x, (bool, np.bool_)):
+            arr = np.asarray(x)
+        elif isinstance(x, numbers.Integral) and not isinstance(x, np.ndarray):
+            kind = ref_dtype.kind if ref_dtype is not None else "i"
+            arr = np.asarray(x, dtype=ref_dtype if kind in "iuf" else np.int64)
+        elif isinstance(x, numbers.Real) and not isinstance(x, np.ndarray):
+            kind = ref_dtype.kind if ref_dtype is not None else "i"
+            arr = np.asarray(x, dtype=ref_dtype if kind == "f" else np.float32)
+        elif x is None:
+            raise TypeError("expected a Tensor, array or number, got None")
+        else:
+            arr = _to_array(x, None)
+        return cls._from_op(arr, None)
+
+    # -- basic attributes -----------------------------------------------------------------
+    @property
+    def shape(self):
+        return self.data.shape
+
+    @property
+    def ndim(self):
+        return self.data.ndim
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def is_leaf(self):
+        return self._ctx is None
+
+    @property
+    def grad_fn(self):
+        return self._ctx
+
+    @property
+    def T(self):
+        return self.permute(*reversed(range(self.ndim)))
+
+    @property
+    def mT(self):
+        return self.transpose(-2, -1)
+
+    def size(self, dim=None):
+        return self.data.shape if dim is None else self.data.shape[dim]
+
+    def numel(self):
+        return self.data.size
+
+    def dim(self):
+        return self.data.ndim
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.data.shape[0]
+
+    def numpy(self):
+        """The underlying array (shared, not copied); detach first if you will modify it."""
+        return self.data
+
+    def item(self):
+        if self.data.size != 1:
+            raise ValueError(f"item: only a one-element tensor converts to a Python number, "
+                             f"this one has shape {self.shape}")
+        return self.data.item()
+
+    def tolist(self):
+        return self.data.tolist()
+
+    def detach(self):
+        """The same data, cut from the graph."""
+        return Tensor._from_op(self.data, None)
+
+    def clone(self):
+        return self * 1 if self.requires_grad else Tensor._from_op(self.data.copy(), None)
+
+    def requires_grad_(self, flag=True):
+        if flag and self.data.dtype.kind != "f":
+            raise TypeError(f"requires_grad_: only floating-point tensors can require "
+                            f"gradients, this one is {self.dtype}")
+        self.requires_grad = flag
+        return self
+
+    def retain_grad(self):
+        """Keep .grad on this non-leaf tensor after backward."""
+        self._retain_grad = True
+        return self
+
+    def register_hook(self, fn):
+        """fn(grad) runs when this tensor's gradient is complete; it may return a replacement."""
+        if not self.requires_grad:
+            raise RuntimeError("register_hook: the tensor does not require grad")
+        if self._hooks is None:
+            self._hooks = []
+        self._hooks.append(fn)
+        return fn
+
+    def backward(self, gradient=None, retain_graph=False):
+        """Accumulate d(self)/d(leaf) into the .grad of every leaf that requires grad."""
+        autograd.backward(self, gradient, retain_graph)
+
+    def zero_(self):
+        self.data[...] = 0
+        return self
+
+    # -- dtype conversion -----------------------------------------------------------------
+    def to(self, dtype):
+        dtype = _dtype(dtype)
+        if dtype == self.dtype:
+            return self
+        if dtype.kind != "f" or self.dtype.kind != "f":
+            return Tensor._from_op(self.data.astype(dtype), None)
+        return Cast.apply(self, dtype=dtype)
+
+    def double(self):
+        return self.to(float64)
+
+    def float(self):
+        return self.to(float32)
+
+    def half(self):
+        return self.to(float16)
+
+    def long(self):
+        return self.to(int64)
+
+    def int(self):
+        return self.to(int32)
+
+    def bool(self):
+        return self.to(bool_)
+
+    type = to
+
+    # -- repr -----------------------------------------------------------------------------
+    def __repr__(self):
+        body = np.array2string(self.data, separator=", ", prefix="tensor(", precision=4,
+                               threshold=200, edgeitems=3)
+        extras = []
+        if self.data.dtype not in (np.float32, np.int64, np.bool_):
+            extras.append(f"dtype={self.data.dtype}")
+        if self._ctx is not None:
+            extras.append(f"grad_fn=<{self._ctx.name()}>")
+        elif self.requires_grad:
+            extras.append("requires_grad=True")
+        return f"tensor({body}{''.join(', ' + e for e in extras)})"
+
+    def __bool__(self):
+        if self.data.size != 1:
+            raise ValueError(f"the truth value of a tensor with shape {self.shape} is ambiguous"
+                             f"; use .any() or .all()")
+        return bool(self.data)
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype.kind not in "iu" or self.data.size != 1:
+            raise TypeError("only a one-element integer tensor can be used as an index")
+        return int(self.data)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    __hash__ = object.__hash__
+
+    # -- arithmetic -----------------------------------------------------------------------
+    def __add__(self, other):
+        return ops.Add.apply(self, other)
+
+    def __radd__(self, other):  # other + self
+        return ops.Add.apply(other, self)
+
+    def __sub__(self, other):
+        return ops.Sub.apply(self, other)
+
+    def __rsub__(self, other):  # other - self
+        return ops.Sub.apply(other, self)
+
+    def __mul__(self, other):
+        return ops.Mul.apply(self, other)
+
+    def __rmul__(self, other):  # other * self
+        return ops.Mul.apply(other, self)
+
+    def __truediv__(self, other):
+        return ops.Div.apply(self, other)
+
+    def __rtruediv__(self, other):  # other / self
+        return ops.Div.apply(other, self)
+
+    def __pow__(self, other):
+        if isinstance(other, numbers.Real) and not isinstance(other, Tensor):
+            return ops.PowScalar.apply(self, p=other)
+        return ops.Pow.apply(self, other)
+
+    def __rpow__(self, other):  # other ** self
+        return ops.Pow.apply(other, self)
+
+    def __neg__(self):
+        return ops.Neg.apply(self)
+
+    def __matmul__(self, other):
+        return ops.MatMul.apply(self, other)
+
+    def __rmatmul__(self, other):  # other @ self
+        return ops.MatMul.apply(other, self)
+
+    add, sub, mul, div, matmul = __add__, __sub__, __mul__, __truediv__, __matmul__
+    pow = __pow__
+
+    # comparisons make boolean tensors (no gradient flows through them)
+    def _cmp(self, other, fn):
+        other = other.data if isinstance(other, Tensor) else other
+        try:
+            return Tensor._from_op(fn(self.data, other), None)
+        except ValueError as err:
+            raise OpError(f"compare: {ops._bshape([self.data, np.asarray(other)])}") from err
+
+    def __lt__(self, o):
+        return self._cmp(o, np.less)
+
+    def __le__(self, o):
+        return self._cmp(o, np.less_equal)
+
+    def __gt__(self, o):
+        return self._cmp(o, np.greater)
+
+    def __ge__(self, o):
+        return self._cmp(o, np.greater_equal)
+
+    def __eq__(self, o):
+        return self._cmp(o, np.equal)
+
+    def __ne__(self, o):
+        return self._cmp(o, np.not_equal)
+
+    def __invert__(self):
+        return Tensor._from_op(~self.data, None)
+
+    def __and__(self, o):
+        return self._cmp(o, np.logical_and)
+
+    def __or__(self, o):
+        return self._cmp(o, np.logical_or)
+
+    eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
+
+    def any(self):
+        return Tensor._from_op(np.any(self.data), None)
+
+    def all(self):
+        return Tensor._from_op(np.all(self.data), None)
+
+    # -- element-wise math ----------------------------------------------------------------
+    def exp(self):
+        return ops.Exp.apply(self)
+
+    def log(self):
+        return ops.Log.apply(self)
+
+    def sqrt(self):
+        return ops.Sqrt.apply(self)
+
+    def rsqrt(self):
+        return ops.Rsqrt.apply(self)
+
+    def tanh(self):
+        return ops.Tanh.apply(self)
+
+    def sigmoid(self):
+        return ops.Sigmoid.apply(self)
+
+    def relu(self):
+        return ops.Relu.apply(self)
+
+    def gelu(self, approximate="none"):
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+        return ops.Gelu.apply(self, approximate=approximate)
+
+    def erf(self):
+        return ops.Erf.apply(self)
+
+    def abs(self):
+        return ops.Abs.apply(self)
+
+    def square(self):
+        return ops.PowScalar.apply(self, p=2)
+
+    def maximum(self, other):
+        return ops.Maximum.apply(self, other)
+
+    def minimum(self, other):
+        return ops.Minimum.apply(self, other)
+
+    def clamp(self, min=None, max=None):
+        if min is None and max is None:
+            raise ValueError("clamp: give at least one of min and max")
+        return ops.Clamp.apply(self, min=min, max=max)
+
+    clip = clamp
+
+    def softmax(self, dim):
+        return ops.Softmax.apply(self, dim=dim)
+
+    def log_softmax(self, dim):
+        return ops.LogSoftmax.apply(self, dim=dim)
+
+    # -- reductions -----------------------------------------------------------------------
+    def sum(self, dim=None, keepdim=False):
+        return ops.Sum.apply(self, dim=dim, keepdim=keepdim)
+
+    def mean(self, dim=None, keepdim=False):
+        if self.dtype.kind != "f":
+            raise TypeError(f"mean: needs a floating-point tensor, got {self.dtype}")
+        return ops.Mean.apply(self, dim=dim, keepdim=keepdim)
+
+    def amax(self, dim=None, keepdim=False):
+        return ops.Max.apply(self, dim=dim, keepdim=keepdim)
+
+    def amin(self, dim=None, keepdim=False):
+        return ops.Max.apply(self, dim=dim, keepdim=keepdim, minimum=True)
+
+    def max(self, dim=None, keepdim=False):
+        """max() -> the largest value; max(dim) -> (values, indices) as in PyTorch."""
+        if dim is None:
+            return self.amax()
+        return MaxResult(self.amax(dim, keepdim), self.argmax(dim, keepdim))
+
+    def min(self, dim=None, keepdim=False):
+        if dim is None:
+            return self.amin()
+        return MaxResult(self.amin(dim, keepdim), self.argmin(dim, keepdim))
+
+    def argmax(self, dim=None, keepdim=False):
+        ops._axes(dim, self.ndim)
+        return Tensor._from_op(np.argmax(self.data, axis=dim, keepdims=keepdim), None)
+
+    def argmin(self, dim=None, keepdim=False):
+        ops._axes(dim, self.ndim)
+        return Tensor._from_op(np.argmin(self.data, axis=dim, keepdims=keepdim), None)
+
+    def var(self, dim=None, unbiased=True, keepdim=False, correction=None):
+        """Variance; unbiased=True divides by N-1 (PyTorch's default), or give correction."""
+        corr = (1 if unbiased else 0) if correction is None else correction
+        return ops.Var.apply(self, dim=dim, correction=corr, keepdim=keepdim)
+
+    def std(self, dim=None, unbiased=True, keepdim=False):
+        return self.var(dim, unbiased, keepdim).sqrt()
+
+    def logsumexp(self, dim, keepdim=False):
+        return ops.LogSumExp.apply(self, dim=dim, keepdim=keepdim)
+
+    # -- movement -------------------------------------------------------------------------
+    def reshape(self, *shape):
+        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) \
+            else shape
+        if shape == self.data.shape:
+            return self
+        return ops.Reshape.apply(self, shape=shape)
+
+    view = reshape
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        if self.ndim == 0:
+            return self.reshape(1)
+        s, e = start_dim % self.ndim, end_dim % self.ndim
+        shape = self.shape[:s] + (-1,) + self.shape[e + 1:]
+        return self.reshape(shape)
+
+    def permute(self, *dims):
+        dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+        return ops.Permute.apply(self, dims=dims)
+
+    def transpose(self, dim0, dim1):
+        nd = self.ndim
+        ops._axes((dim0,), nd), ops._axes((dim1,), nd)
+        order = list(range(nd))
+        order[dim0], order[dim1] = order[dim1], order[dim0]
+        return ops.Permute.apply(self, dims=tuple(order))
+
+    swapaxes = transpose
+
+    def expand(self, *shape):
+        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) \
+            else shape
+        return ops.Expand.apply(self, shape=shape)
+
+    def expand_as(self, other):
+        return self.expand(other.shape)
+
+    def unsqueeze(self, dim):
+        d = dim if dim >= 0 else dim + self.ndim + 1
+        if not 0 <= d <= self.ndim:
+            raise OpError(f"unsqueeze: dim {dim} is out of range for a tensor of shape "
+                          f"{self.shape} (valid: {-self.ndim - 1}..{self.ndim})")
+        return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
+
+    def squeeze(self, dim=None):
+        if dim is None:
+            return self.reshape(tuple(s for s in self.shape if s != 1))
+        axes = ops._axes(dim, self.ndim)
+        return self.reshape(tuple(s for i, s in enumerate(self.shape)
+                                  if not (i in axes and s == 1)))
+
+    def __getitem__(self, index):
+        index = _normalise_index(index, self.shape)
+        return ops.Getitem.apply(self, index=index)
+
+    def split(self, split_size_or_sections, dim=0):
+        n = self.shape[dim]
+        if isinstance(split_size_or_sections, int):
+            sizes = [split_size_or_sections] * (n // split_size_or_sections)
+            if n % split_size_or_sections:
+                sizes.append(n % split_size_or_sections)
+        else:
+            sizes = list(split_size_or_sections)
+            if sum(sizes) != n:
+                raise OpError(f"split: sections {sizes} sum to {sum(sizes)}, but dim {dim} of "
+                              f"shape {self.shape} has size {n}")
+        out, start = [], 0
+        for s in sizes:
+            idx = [slice(None)] * self.ndim
+            idx[dim] = slice(start, start + s)
+            out.append(self[tuple(idx)])
+            start += s
+        return tuple(out)
+
+    def chunk(self, chunks, dim=0):
+        n = self.shape[dim]
+        return self.split(-(-n // chunks), dim)
+
+    def masked_fill(self, mask, value):
+        """Put `value` where mask is True (mask broadcasts to self's shape)."""
+        m = mask.data if isinstance(mask, Tensor) else np.asarray(mask)
+        if m.dtype != np.bool_:
+            raise TypeError(f"masked_fill: mask must be a bool tensor, got dtype {m.dtype}")
+        return ops.MaskedFill.apply(self, mask=m, value=value)
+
+    def triu(self, diagonal=0):
+        return ops.Tri.apply(self, diagonal=diagonal, upper=True)
+
+    def tril(self, diagonal=0):
+        return ops.Tri.apply(self, diagonal=diagonal, upper=False)
+
+
+class Cast(autograd.Function):
+    """Change the float dtype; the gradient is cast back."""
+    op_name = "cast"
+
+    def forward(self, x, dtype):
+        self.dtype = x.dtype
+        return x.astype(dtype)
+
+    def backward(self, g):
+        return g.astype(self.dtype)
+
+
+def _normalise_index(index, shape):
+    """Tensors become arrays; float indices are refused with a clear message."""
+    items = index if isinstance(index, tuple) else (index,)
+    out = []
+    for i in items:
+        if isinstance(i, Tensor):
+            i = i.data
+        if isinstance(i, list):
+            i = np.asarray(i)
+        if isinstance(i, (float, np.floating)) or (isinstance(i, np.ndarray)
+                                                   and i.dtype.kind == "f"):
+            raise OpError(f"getitem: index {i!r} is a float; tensors are indexed by ints, "
+                          f"slices, None, bool masks or integer arrays (shape {shape})")
+        out.append(i)
+    return tuple(out)
+
+
+autograd.Tensor = Tensor  # the engine wraps op results with this class (see autograd.py)
+
+
+# ------------------------------------------------------------------------------------------
+# constructors
+# ------------------------------------------------------------------------------------------
+
+def _shape(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        return tuple(size[0])
+    return tuple(size)
+
+
+def _float_dtype(dtype):
+    return _dtype(dtype) or np.dtype(np.float32)
+
+
+def tensor(data, dtype=None, requires_grad=False):
+    return Tensor(data, dtype=dtype, requires_grad=requires_grad)
+
+
+def zeros(*size, dtype=None, requires_grad=False):
+    return Tensor(np.zeros(_shape(size), _float_dtype(dtype)), requires_grad=requires_grad)
+
+
+def ones(*size, dtype=None, requires_grad=False):
+    return Tensor(np.ones(_shape(size), _float_dtype(dtype)), requires_grad=requires_grad)
+
+
+def full(size, fill_value, dtype=None, requires_grad=False):
+    if dtype is None and isinstance(fill_value, (bool, np.bool_)):
+        dtype = bool_
+    elif dtype is None and isinstance(fill_value, numbers.Integral):
+        dtype = int64
+    return Tensor(np.full(tuple(size), fill_value, _float_dtype(dtype)),
+                  requires_grad=requires_grad)
+
+
+def randn(*size, dtype=None, requires_grad=False):
+    data = STATE.rng.standard_normal(_shape(size), dtype=np.float64)
+    return Tensor(data.astype(_float_dtype(dtype)), requires_grad=requires_grad)
+
+
+def rand(*size, dtype=None, requires_grad=False):
+    data = STATE.rng.random(_shape(size), dtype=np.float64)
+    return Tensor(data.astype(_float_dtype(dtype)), requires_grad=requires_grad)
+
+
+def randint(low, high, size, dtype=None):
+    return Tensor(STATE.rng.integers(low, high, size=tuple(size)).astype(_dtype(dtype) or int64))
+
+
+def arange(start, end=None, step=1, dtype=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    data = np.arange(start, end, step)
+    if dtype is None:
+        dtype = float32 if data.dtype.kind == "f" else int64
+    return Tensor(data.astype(_dtype(dtype)), requires_grad=requires_grad)
+
+
+def eye(n, m=None, dtype=None, requires_grad=False):
+    return Tensor(np.eye(n, m, dtype=_float_dtype(dtype)), requires_grad=requires_grad)
+
+
+def zeros_like(t, dtype=None, requires_grad=False):
+    return Tensor(np.zeros(t.shape, _dtype(dtype) or t.dtype), requires_grad=requires_grad)
+
+
+def ones_like(t, dtype=None, requires_grad=False):
+    return Tensor(np.ones(t.shape, _dtype(dtype) or t.dtype), requires_grad=requires_grad)
+
+
+def full_like(t, fill_value, dtype=None, requires_grad=False):
+    return Tensor(np.full(t.shape, fill_value, _dtype(dtype) or t.dtype),
+                  requires_grad=requires_grad)
+
+
+def randn_like(t, dtype=None, requires_grad=False):
+    return randn(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+
+
+def rand_like(t, dtype=None, requires_grad=False):
+    return rand(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+
+
+# ------------------------------------------------------------------------------------------
+# functions of several tensors
+# ------------------------------------------------------------------------------------------
+
+def cat(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise OpError("cat: expected a non-empty sequence of tensors")
+    return ops.Cat.apply(*tensors, dim=dim)
+
+
+concatenate = cat
+
+
+def stack(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise OpError("stack: expected a non-empty sequence of tensors")
+    return ops.Stack.apply(*tensors, dim=dim)
+
+
+def where(condition, input, other):
+    """Elements of input where condition is True, else of other (both may broadcast)."""
+    cond = condition.data if isinstance(condition, Tensor) else np.asarray(condition)
+    if cond.dtype != np.bool_:
+        raise TypeError(f"where: condition must be a bool tensor, got dtype {cond.dtype}")
+    return ops.Where.apply(input, other, cond=cond)
+
+
+def matmul(a, b):
+    return ops.MatMul.apply(a, b)
+
+
+def maximum(a, b):
+    return ops.Maximum.apply(a, b)
+
+
+def minimum(a, b):
+    return ops.Minimum.apply(a, b)
