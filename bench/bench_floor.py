@@ -1,0 +1,269 @@
+"""Training-step benchmark: the numpy floor against PyTorch eager (and later tinygradx).
+
+    python bench/bench_floor.py                        # all configs, A/B pairs, Markdown table
+    python bench/bench_floor.py --configs gpt-cpu --pairs 20 --rss
+    python bench/bench_floor.py --impls numpy          # without torch
+
+Each implementation runs one full training step (forward, backward, optimizer update) on the same
+fixed batch from the same initial parameters; ``harness.ab_compare`` interleaves them in one
+process and reports per-round ratios. ``--rss`` also runs each (config, implementation) alone in
+a child process for its peak RSS, since ru_maxrss is a per-process high-water mark.
+
+Adding tinygradx (or anything else): register a factory with ``register_adapter(name, factory)``;
+``factory(spec, params, batch)`` gets the config spec (see CONFIGS), the initial numpy params dict
+(nanoGPT / encoder-decoder names as in numpy_gpt.py / numpy_encdec.py) and the batch (numpy int
+arrays), and returns a zero-argument callable that performs one training step and returns the
+loss as a float. ``_tinygradx_adapter`` below is the placeholder to fill in once the engine and
+models exist.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy_encdec as ned  # noqa: E402
+import numpy_gpt as ngpt  # noqa: E402
+from harness import ab_compare, format_ratio, machine_facts, peak_rss_mb  # noqa: E402
+from numpy_common import adam_step, adamw_step  # noqa: E402
+
+# lr only sets the update size; it does not change the work done per step.
+CONFIGS = {
+    "gpt-cpu": dict(kind="gpt", B=12, T=64, lr=1e-3, title="GPT, nanoGPT shakespeare-char CPU "
+                    "config (V 65, L 4, h 4, C 128, T 64, B 12), AdamW",
+                    cfg=ngpt.GPTConfig(vocab_size=65, block_size=64, n_layer=4, n_head=4,
+                                       n_embd=128)),
+    "gpt-gpu-b8": dict(kind="gpt", B=8, T=256, lr=1e-3, title="GPT, nanoGPT shakespeare-char GPU "
+                       "config at batch 8 (V 65, L 6, h 6, C 384, T 256, B 8), AdamW",
+                       cfg=ngpt.GPTConfig(vocab_size=65, block_size=256, n_layer=6, n_head=6,
+                                          n_embd=384)),
+    "encdec": dict(kind="encdec", B=32, S=24, T=24, lr=1e-3, title="encoder-decoder (d 128, h 4, "
+                   "2+2 layers, d_ff 512, V 32, length 24, B 32, dropout 0.1), Adam",
+                   cfg=ned.EncDecConfig(src_vocab=32, tgt_vocab=32, d_model=128, h=4, n_enc=2,
+                                        n_dec=2, d_ff=512, dropout=0.1)),
+}
+
+
+def make_batch(spec, seed=1):
+    """A fixed batch: random tokens; for the encoder-decoder, trailing pads of random length."""
+    rng = np.random.default_rng(seed)
+    B = spec["B"]
+    if spec["kind"] == "gpt":
+        V, T = spec["cfg"].vocab_size, spec["T"]
+        return rng.integers(0, V, (B, T)), rng.integers(0, V, (B, T))
+    cfg, S, T = spec["cfg"], spec["S"], spec["T"]
+    src = rng.integers(1, cfg.src_vocab, (B, S))
+    tgt = rng.integers(1, cfg.tgt_vocab, (B, T + 1))
+    for b in range(B):                                   # lengths 16..24, pads (0) after
+        n = int(rng.integers(16, S + 1))
+        src[b, n:] = 0
+        tgt[b, n + 1:] = 0
+    return src, tgt[:, :-1].copy(), tgt[:, 1:].copy()
+
+
+def init_params(spec, seed=0):
+    mod = ngpt if spec["kind"] == "gpt" else ned
+    return mod.init_params(spec["cfg"], seed)
+
+
+# ---- adapters: factory(spec, params, batch) -> step() -> float loss ----------------------------
+
+def _numpy_adapter(spec, params, batch):
+    params = {k: v for k, v in params.items()}           # noqa: C416 (keep caller's dict intact)
+    params = init_params(spec) if not params else _copy_into_flat(spec, params)
+    state = {}
+    if spec["kind"] == "gpt":
+        net = ngpt.NumpyGPT(spec["cfg"])
+
+        def step():
+            loss, grads = net.loss_and_grads(params, *batch)
+            adamw_step(params, grads, state, lr=spec["lr"])
+            return loss
+    else:
+        net = ned.NumpyEncDec(spec["cfg"], seed=0)
+
+        def step():
+            loss, grads = net.loss_and_grads(params, *batch)
+            adam_step(params, grads, state, lr=spec["lr"])
+            return loss
+    return step
+
+
+def _copy_into_flat(spec, params):
+    """A private flat-buffer copy of ``params`` (so implementations never share arrays)."""
+    mod = ngpt if spec["kind"] == "gpt" else ned
+    flat = mod.empty_params(spec["cfg"])
+    for k, a in flat.items():
+        a[...] = params[k]
+    return flat
+
+
+def _torch_adapter(spec, params, batch):
+    import torch
+    import torch_models as tm
+    if spec["kind"] == "gpt":
+        model = tm.params_to_torch(tm.TorchGPT(spec["cfg"]), params)
+        opt = model.configure_optimizer(lr=spec["lr"])
+    else:
+        model = tm.params_to_torch(tm.TorchEncDec(spec["cfg"]), params)
+        opt = torch.optim.Adam(model.parameters(), lr=spec["lr"], betas=(0.9, 0.98), eps=1e-9)
+    model.train()
+    tb = [torch.from_numpy(a) for a in batch]
+
+    def step():
+        loss = model(*tb)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss.item()
+    return step
+
+
+def _tinygradx_adapter(spec, params, batch):
+    """Placeholder: wire tinygradx's models here once they exist, e.g. build
+    tinygradx.models.gpt.GPT(...) / make_model(...), load ``params`` by name with
+    load_state_dict, and return a step() doing forward, backward and the optimizer update."""
+    raise NotImplementedError("tinygradx adapter not wired yet (see bench_floor.py)")
+
+
+ADAPTERS = {"numpy": _numpy_adapter, "torch": _torch_adapter, "tinygradx": _tinygradx_adapter}
+
+
+def register_adapter(name, factory):
+    ADAPTERS[name] = factory
+
+
+def torch_available():
+    try:
+        import torch  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+def make_step_fns(config, impls=("numpy", "torch"), seed=0):
+    """dict impl -> step callable for CONFIGS[config], all from the same params and batch.
+    Implementations whose adapter raises ImportError / NotImplementedError are skipped with a
+    note on stderr."""
+    spec = CONFIGS[config]
+    params = init_params(spec, seed)
+    batch = make_batch(spec)
+    fns = {}
+    for name in impls:
+        try:
+            fns[name] = ADAPTERS[name](spec, params, batch)
+        except (ImportError, NotImplementedError) as e:
+            print(f"[skip] {name} on {config}: {e}", file=sys.stderr)
+    return fns
+
+
+# ---- peak RSS: one child process per (config, implementation) ----------------------------------
+
+def _rss_child(config, impl, steps):
+    before = peak_rss_mb()
+    fn = make_step_fns(config, (impl,))[impl]
+    import resource
+    fn()
+    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(steps):
+        fn()
+    f1 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    print(json.dumps({"peak_rss_mb": peak_rss_mb(), "rss_before_mb": before,
+                      "minflt_per_step": (f1 - f0) / steps}))
+
+
+def measure_rss(config, impl, steps=10):
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--rss-child", config, impl,
+                          "--steps", str(steps)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# ---- main ------------------------------------------------------------------------------------
+
+def run(configs, impls, pairs, warmup, rss):
+    rows = []
+    for config in configs:
+        spec = CONFIGS[config]
+        fns = make_step_fns(config, impls)
+        first = {n: f() for n, f in fns.items()}     # first-step losses: same model, same data
+        base = "torch" if "torch" in fns else next(iter(fns))
+        res = ab_compare(fns, pairs=pairs, warmup=warmup, baseline=base)
+        floor = res["times"].get("numpy")
+        for n in fns:
+            st = res["stats"][n]
+            row = {"config": config, "title": spec["title"], "impl": n, "loss0": first[n],
+                   "median_ms": st["median"] * 1e3, "min_ms": st["min"] * 1e3,
+                   "max_ms": st["max"] * 1e3, "ratio_base": res["ratios"][n], "base": base}
+            if floor is not None:
+                rs = [a / b for a, b in zip(res["times"][n], floor)]
+                row["ratio_floor"] = {"median": float(np.median(rs)), "min": min(rs),
+                                      "max": max(rs)}
+            if rss:
+                row.update(measure_rss(config, n))
+            rows.append(row)
+        print(f"done {config}", file=sys.stderr)
+    return rows
+
+
+def markdown(rows, pairs, rss):
+    out = []
+    for config in dict.fromkeys(r["config"] for r in rows):
+        rs = [r for r in rows if r["config"] == config]
+        out.append(f"**{rs[0]['title']}** ({pairs} A/B rounds; ratios are per-round medians "
+                   f"[min, max])\n")
+        hdr = (f"| implementation | step ms, median [min, max] | vs {rs[0]['base']} "
+               "| vs numpy floor |")
+        sep = "|---|---|---|---|"
+        if rss:
+            hdr += " peak RSS MB (after imports) | page faults / step |"
+            sep += "---|---|"
+        out += [hdr, sep]
+        for r in rs:
+            line = (f"| {r['impl']} | {r['median_ms']:.1f} [{r['min_ms']:.1f}, {r['max_ms']:.1f}] "
+                    f"| {format_ratio(r['ratio_base'])} | "
+                    f"{format_ratio(r['ratio_floor']) if 'ratio_floor' in r else '-'} |")
+            if rss:
+                line += (f" {r['peak_rss_mb']:.0f} ({r['rss_before_mb']:.0f}) | "
+                         f"{r['minflt_per_step']:.0f} |")
+            out.append(line)
+        losses = ", ".join(f"{r['impl']} {r['loss0']:.4f}" for r in rs)
+        out.append(f"\nfirst-step loss: {losses}\n")
+    return "\n".join(out)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
+    ap.add_argument("--impls", nargs="+", default=None,
+                    help="default: numpy, plus torch when installed")
+    ap.add_argument("--pairs", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--rss", action="store_true", help="peak RSS per impl (child processes)")
+    ap.add_argument("--json", help="also write the raw rows here")
+    ap.add_argument("--rss-child", nargs=2, metavar=("CONFIG", "IMPL"), help=argparse.SUPPRESS)
+    ap.add_argument("--steps", type=int, default=10, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.rss_child:
+        _rss_child(*a.rss_child, a.steps)
+        return
+    impls = a.impls or (["numpy", "torch"] if torch_available() else ["numpy"])
+    rows = run(a.configs, impls, a.pairs, a.warmup, a.rss)
+    print(f"date: {datetime.date.today().isoformat()}\n")
+    print("command: python bench/bench_floor.py " + " ".join(sys.argv[1:] if argv is None
+                                                               else argv) + "\n")
+    print("```\n" + machine_facts() + "\n```\n")
+    print(markdown(rows, a.pairs, a.rss))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

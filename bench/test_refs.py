@@ -1,0 +1,82 @@
+"""Checks of the numpy floor references; not part of the main suite (testpaths = tests/).
+
+    python -m pytest bench/test_refs.py
+"""
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import check_refs as cr  # noqa: E402
+import harness  # noqa: E402
+import numpy_gpt as ngpt  # noqa: E402
+
+needs_torch = pytest.mark.skipif(not cr.HAVE_TORCH, reason="torch not installed")
+
+
+def _assert_small(errs, tol):
+    worst = max(errs, key=errs.get)
+    assert errs[worst] <= tol, f"{worst}: rel err {errs[worst]:.3g} > {tol:g}"
+
+
+@needs_torch
+def test_gpt_matches_torch():
+    _assert_small(cr.check_gpt_vs_torch(), cr.RTOL)
+
+
+@needs_torch
+@pytest.mark.parametrize("dropout", [0.0, 0.2])
+def test_encdec_matches_torch(dropout):
+    _assert_small(cr.check_encdec_vs_torch(dropout), cr.RTOL)
+
+
+@needs_torch
+def test_optimizers_match_torch():
+    _assert_small(cr.check_optim_vs_torch(), cr.RTOL)
+
+
+def test_gpt_finite_differences():
+    _assert_small(cr.check_gpt_fd(), 1e-5)
+
+
+def test_encdec_finite_differences():
+    _assert_small(cr.check_encdec_fd(), 1e-5)
+
+
+def test_float32_path_matches_float64():
+    _assert_small(cr.check_float32_matches_float64(), 1e-3)
+
+
+def test_gpt_init_statistics():
+    cfg = ngpt.GPTConfig(vocab_size=50, block_size=16, n_layer=3, n_head=2, n_embd=64)
+    p = ngpt.init_params(cfg, seed=0)
+    assert p["transformer.wte.weight"].dtype == np.float32
+    assert abs(p["transformer.h.0.attn.c_attn.weight"].std() - 0.02) < 2e-3
+    assert abs(p["transformer.h.0.mlp.c_proj.weight"].std() - 0.02 / math.sqrt(6)) < 1e-3
+    assert np.all(p["transformer.h.1.ln_2.weight"] == 1) and np.all(p["transformer.ln_f.bias"] == 0)
+    q = ngpt.init_params(cfg, seed=0)
+    assert all(np.array_equal(p[k], q[k]) for k in p)
+
+
+def test_reused_buffers_give_same_step():
+    """Buffers are reused across steps and shapes: a repeated step gives bit-identical grads."""
+    cfg = cr.GPT_SMALL
+    p = ngpt.init_params(cfg, seed=0)
+    net = ngpt.NumpyGPT(cfg)
+    idx, tgt = cr.gpt_batch(cfg)
+    l1, g = net.loss_and_grads(p, idx, tgt)
+    g1 = {k: v.copy() for k, v in g.items()}
+    net.loss_and_grads(p, idx[:2, :5], tgt[:2, :5])          # another (B, T) in between
+    l2, g2 = net.loss_and_grads(p, idx, tgt)
+    assert l1 == l2 and all(np.array_equal(g1[k], g2[k]) for k in g1)
+
+
+def test_ab_compare_shape():
+    res = harness.ab_compare({"a": lambda: None, "b": lambda: sum(range(100))}, pairs=3, warmup=1)
+    assert len(res["times"]["a"]) == 3 and res["baseline"] == "a"
+    assert res["ratios"]["a"]["median"] == 1.0
+    assert "numpy" in harness.machine_facts()
