@@ -12,7 +12,7 @@ from .tensor import (Tensor, arange, bool_, cat, concatenate, eye, float16, floa
                      full, full_like, int32, int64, matmul, maximum, minimum, ones, ones_like,
                      rand, rand_like, randint, randn, randn_like, stack, tensor, uint8, where,
                      zeros, zeros_like)
-from . import functional
+from . import functional, nn, optim
 from .gradcheck import GradcheckError, gradcheck
 
 __version__ = "0.1.0"
