@@ -558,10 +558,10 @@ class MatMul(Function):
         a, b = self.a, self.b
         a2 = a[None, :] if a.ndim == 1 else a       # numpy's rule: a 1-D left operand is a row
         b2 = b[:, None] if b.ndim == 1 else b       # and a 1-D right operand a column
+        if b.ndim == 1:                             # (vector @ vector gives a 0-d g: add
+            g = np.expand_dims(g, -1)               # the column axis first, then the row)
         if a.ndim == 1:
             g = np.expand_dims(g, -2)
-        if b.ndim == 1:
-            g = np.expand_dims(g, -1)
         ga = gb = None
         if self.needs_input_grad[0]:
             ga = np.matmul(g, np.swapaxes(b2, -1, -2))
