@@ -272,6 +272,10 @@ def _as_tensors(inputs):
             out.append(x)
         else:
             out.append(Tensor._const(x, ref))
+    if ref is not None and ref.kind in "iub" and any(isinstance(x, float) for x in inputs):
+        # as PyTorch: an integer tensor with a Python float computes in float32, not float64
+        out = [Tensor._from_op(t.data.astype(np.float32), None) if t.data.dtype.kind in "iub"
+               else t for t in out]
     return tuple(out)
 
 

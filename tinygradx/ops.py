@@ -77,6 +77,8 @@ class Div(_Binary):
     def forward(self, a, b):
         self.b = b
         self.out = a / b
+        if a.dtype.kind in "iub" and b.dtype.kind in "iub":
+            self.out = self.out.astype(np.float32)  # int / int is float32, as in PyTorch
         return self.out
 
     def backward(self, g):

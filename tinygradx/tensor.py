@@ -41,8 +41,8 @@ def _to_array(data, dtype):
         arr = data
     else:
         arr = np.asarray(data)
-        if arr.dtype == np.float64:
-            arr = arr.astype(np.float32)
+        if arr.dtype == np.float64 and not isinstance(data, np.generic):
+            arr = arr.astype(np.float32)  # Python floats; numpy float64 scalars stay float64
         elif arr.dtype.kind in "iu" and arr.dtype != np.int64 and not isinstance(data, np.generic):
             arr = arr.astype(np.int64)
         elif arr.dtype.kind not in "biuf":
