@@ -11,12 +11,7 @@ import math
 
 import numpy as np
 
-try:
-    from ._erf import erf as _erf, erf_grad as _erf_grad
-except Exception:  # TEMPORARY until _erf lands
-    _verf = np.vectorize(math.erf)
-    def _erf(x): return _verf(x).astype(x.dtype)
-    def _erf_grad(x): return (2 / math.sqrt(math.pi) * np.exp(-x * x)).astype(x.dtype)
+from ._erf import erf as _erf, erf_grad as _erf_grad
 from .autograd import Function, OpError
 
 
