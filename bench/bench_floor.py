@@ -13,8 +13,8 @@ Adding tinygradx (or anything else): register a factory with ``register_adapter(
 ``factory(spec, params, batch)`` gets the config spec (see CONFIGS), the initial numpy params dict
 (nanoGPT / encoder-decoder names as in numpy_gpt.py / numpy_encdec.py) and the batch (numpy int
 arrays), and returns a zero-argument callable that performs one training step and returns the
-loss as a float. ``_tinygradx_adapter`` below is the placeholder to fill in once the engine and
-models exist.
+loss as a float. ``_tinygradx_adapter`` below wires tinygradx's own models
+(--impls numpy torch tinygradx).
 """
 from __future__ import annotations
 
@@ -126,11 +126,67 @@ def _torch_adapter(spec, params, batch):
     return step
 
 
+def _import_tgx_models():
+    """tinygradx.models when installed, else the repo's models/ folder (a source checkout)."""
+    try:
+        from tinygradx.models import gpt, transformer
+    except ImportError:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        if root not in sys.path:
+            sys.path.insert(0, root)
+        from models import gpt, transformer
+    return gpt, transformer
+
+
 def _tinygradx_adapter(spec, params, batch):
-    """Placeholder: wire tinygradx's models here once they exist, e.g. build
-    tinygradx.models.gpt.GPT(...) / make_model(...), load ``params`` by name with
-    load_state_dict, and return a step() doing forward, backward and the optimizer update."""
-    raise NotImplementedError("tinygradx adapter not wired yet (see bench_floor.py)")
+    """tinygradx's own models (models/gpt.py, models/transformer.py) and optimizers, loaded with
+    the same initial parameters by name. Written against the torch-like API of issue 3; if that
+    API moves, this is the one function to adjust."""
+    try:
+        import tinygradx as tgx
+        from tinygradx import optim
+        import tinygradx.functional as F
+        tgpt, ttr = _import_tgx_models()
+    except ImportError as e:
+        raise NotImplementedError(f"tinygradx models not importable: {e}") from e
+    cfg = spec["cfg"]
+    if spec["kind"] == "gpt":
+        model = tgpt.GPT(tgpt.GPTConfig(block_size=cfg.block_size, vocab_size=cfg.vocab_size,
+                                        n_layer=cfg.n_layer, n_head=cfg.n_head,
+                                        n_embd=cfg.n_embd, dropout=0.0, gelu_approximate="tanh"))
+        model.load_state_dict(dict(params), strict=True)
+        named = list(model.named_parameters())
+        opt = optim.AdamW([{"params": [p for _, p in named if p.ndim >= 2], "weight_decay": 0.1},
+                           {"params": [p for _, p in named if p.ndim < 2], "weight_decay": 0.0}],
+                          lr=spec["lr"], betas=(0.9, 0.95), eps=1e-8)
+        idx, tgt = (tgx.Tensor(a) for a in batch)
+
+        def forward():
+            return model(idx, tgt)[1]
+    else:
+        model = ttr.make_model(cfg.src_vocab, cfg.tgt_vocab, N=cfg.n_enc, d_model=cfg.d_model,
+                               d_ff=cfg.d_ff, h=cfg.h, dropout=cfg.dropout)
+        assert cfg.n_enc == cfg.n_dec
+        model.load_state_dict(dict(params), strict=True)
+        opt = optim.Adam(model.parameters(), lr=spec["lr"], betas=(0.9, 0.98), eps=1e-9)
+        src, tgt_in, tgt_out = batch
+        src_t, tin_t, tout_t = (tgx.Tensor(a) for a in batch)
+        src_pad = src == cfg.pad_id                                  # (B, S) bool
+
+        def forward():
+            logp = model(src_t, tin_t, src_pad_mask=src_pad)         # (B, T, Vt)
+            B, T, V = logp.shape
+            return F.nll_loss(logp.reshape(B * T, V), tout_t.reshape(B * T),
+                              ignore_index=cfg.pad_id)
+    model.train()
+
+    def step():
+        loss = forward()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return float(loss.item())
+    return step
 
 
 ADAPTERS = {"numpy": _numpy_adapter, "torch": _torch_adapter, "tinygradx": _tinygradx_adapter}
@@ -192,7 +248,13 @@ def run(configs, impls, pairs, warmup, rss):
     for config in configs:
         spec = CONFIGS[config]
         fns = make_step_fns(config, impls)
-        first = {n: f() for n, f in fns.items()}     # first-step losses: same model, same data
+        first = {}
+        for n, f in list(fns.items()):                # first-step losses: same model, same data
+            try:
+                first[n] = f()
+            except Exception as e:                    # an adapter under construction: report it
+                print(f"[skip] {n} on {config}: first step failed: {e!r}", file=sys.stderr)
+                del fns[n]
         base = "torch" if "torch" in fns else next(iter(fns))
         res = ab_compare(fns, pairs=pairs, warmup=warmup, baseline=base)
         floor = res["times"].get("numpy")

@@ -4,6 +4,8 @@ In float64 on small configs:
   * with torch installed: loss and every gradient against bench/torch_models.py (the encoder-
     decoder also with dropout 0.2, torch replaying the numpy dropout masks), and a few AdamW/Adam
     steps against torch.optim;
+  * with tinygradx importable: loss and every gradient against its own models/gpt.py and
+    models/transformer.py (issue 7, goal 1 asks that the floor and tinygradx compute the same step);
   * always: central finite differences at a few random coordinates of every parameter tensor.
 Relative error of a tensor = max|ours - ref| / max(max|ref|, 1e-8); the floor of 1e-8 keeps
 gradients that are zero analytically (e.g. attention key biases, which shift a softmax row by a
@@ -31,6 +33,13 @@ try:
     HAVE_TORCH = True
 except ImportError:                                    # the floor must work without torch
     HAVE_TORCH = False
+
+try:
+    import tinygradx as tgx
+    import tinygradx.functional as tgxF
+    HAVE_TGX = True
+except ImportError:                                    # engine not importable (yet)
+    HAVE_TGX = False
 
 RTOL = 1e-5
 
@@ -135,6 +144,61 @@ def check_optim_vs_torch(steps=3):
     return out
 
 
+# ---- against tinygradx's own models (issue 7, goal 1: the floor computes the same step) -------
+def _tgx_grads(model):
+    return {k: np.asarray(p.grad.data) for k, p in model.named_parameters()}
+
+
+def check_gpt_vs_tinygradx():
+    from bench_floor import _import_tgx_models
+    tgpt, _ = _import_tgx_models()
+    cfg = GPT_SMALL
+    params = ngpt.init_params(cfg, seed=0)
+    idx, tgt = gpt_batch(cfg)
+    loss, grads = ngpt.NumpyGPT(cfg).loss_and_grads(params, idx, tgt)
+    model = tgpt.GPT(tgpt.GPTConfig(block_size=cfg.block_size, vocab_size=cfg.vocab_size,
+                                    n_layer=cfg.n_layer, n_head=cfg.n_head, n_embd=cfg.n_embd,
+                                    dropout=0.0, gelu_approximate="tanh"))
+    model.double()
+    model.load_state_dict(dict(params), strict=True)
+    lt = model(tgx.Tensor(idx), tgx.Tensor(tgt))[1]
+    lt.backward()
+    tg = _tgx_grads(model)
+    errs = {k: rel_err(grads[k], tg[k]) for k in tg}
+    errs["<loss>"] = rel_err(loss, lt.item())
+    return errs
+
+
+def check_encdec_vs_tinygradx(full_pad_row=False):
+    """Dropout 0. By default the fully padded source row is left out: what attention does on a
+    row with no real key is a convention (here masked_fill -1e9, i.e. uniform weights), and
+    tinygradx's may differ without either being wrong."""
+    from bench_floor import _import_tgx_models
+    _, ttr = _import_tgx_models()
+    cfg = dict(ENCDEC_SMALL, dropout=0.0)
+    params = ned.init_params(cfg, seed=0)
+    batch = encdec_batch(cfg)
+    if not full_pad_row:
+        batch = tuple(a[:2] for a in batch)
+    loss, grads = ned.NumpyEncDec(cfg).loss_and_grads(params, *batch)
+    assert cfg["n_enc"] == cfg["n_dec"]
+    model = ttr.make_model(cfg["src_vocab"], cfg["tgt_vocab"], N=cfg["n_enc"],
+                           d_model=cfg["d_model"], d_ff=cfg["d_ff"], h=cfg["h"], dropout=0.0,
+                           max_len=cfg["max_len"])
+    model.double()
+    model.load_state_dict(dict(params), strict=True)
+    src, tgt_in, tgt_out = batch
+    logp = model(tgx.Tensor(src), tgx.Tensor(tgt_in), src_pad_mask=src == 0)
+    B, T, V = logp.shape
+    lt = tgxF.nll_loss(logp.reshape(B * T, V), tgx.Tensor(tgt_out).reshape(B * T),
+                       ignore_index=0)
+    lt.backward()
+    tg = _tgx_grads(model)
+    errs = {k: rel_err(grads[k], tg[k]) for k in tg}
+    errs["<loss>"] = rel_err(loss, lt.item())
+    return errs
+
+
 # ----------------------------------------------------------------------------------------------
 def _fd_check(loss_fn, params, grads, n_coords=3, h=1e-6, seed=0):
     """Central differences at ``n_coords`` random coordinates of every tensor. Returns the max
@@ -207,7 +271,7 @@ def main():
         worst = max(errs, key=errs.get)
         good = errs[worst] <= tol and all(math.isfinite(v) for v in errs.values())
         ok &= good
-        print(f"{'PASS' if good else 'FAIL'}  {name:<44} max rel err {errs[worst]:.2e} "
+        print(f"{'PASS' if good else 'FAIL'}  {name:<48} max rel err {errs[worst]:.2e} "
               f"({worst}; {len(errs)} checked, tol {tol:g})")
 
     if HAVE_TORCH:
@@ -218,6 +282,16 @@ def main():
         report("optimizer steps vs torch.optim", check_optim_vs_torch(), RTOL)
     else:
         print("torch not installed: skipping the torch comparisons")
+    if HAVE_TGX:
+        print("tinygradx importable: comparing float64 loss and all gradients with its models")
+        for name, fn in (("GPT vs tinygradx", check_gpt_vs_tinygradx),
+                         ("enc-dec vs tinygradx, dropout 0, no all-pad row",
+                          lambda: check_encdec_vs_tinygradx(full_pad_row=False))):
+            try:
+                report(name, fn(), RTOL)
+            except Exception as e:                     # models under construction: say so
+                ok = False
+                print(f"FAIL  {name:<48} {e!r}")
     report("GPT vs central differences", check_gpt_fd(), 1e-5)
     report("enc-dec vs central differences", check_encdec_fd(), 1e-5)
     report("float32 vs float64 path", check_float32_matches_float64(), 1e-3)

@@ -16,6 +16,7 @@ import harness  # noqa: E402
 import numpy_gpt as ngpt  # noqa: E402
 
 needs_torch = pytest.mark.skipif(not cr.HAVE_TORCH, reason="torch not installed")
+needs_tgx = pytest.mark.skipif(not cr.HAVE_TGX, reason="tinygradx not importable")
 
 
 def _assert_small(errs, tol):
@@ -37,6 +38,16 @@ def test_encdec_matches_torch(dropout):
 @needs_torch
 def test_optimizers_match_torch():
     _assert_small(cr.check_optim_vs_torch(), cr.RTOL)
+
+
+@needs_tgx
+def test_gpt_matches_tinygradx():
+    _assert_small(cr.check_gpt_vs_tinygradx(), cr.RTOL)
+
+
+@needs_tgx
+def test_encdec_matches_tinygradx():
+    _assert_small(cr.check_encdec_vs_tinygradx(), cr.RTOL)
 
 
 def test_gpt_finite_differences():
