@@ -14,5 +14,6 @@ from .tensor import (Tensor, arange, bool_, cat, concatenate, eye, float16, floa
                      zeros, zeros_like)
 from . import functional, nn, optim
 from .gradcheck import GradcheckError, gradcheck
+from .trace import trace
 
 __version__ = "0.1.0"

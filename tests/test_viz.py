@@ -1,0 +1,385 @@
+"""tinygradx.viz: golden DOT files, deterministic ids, residual paths, depth, rendering.
+
+Golden files live in tests/golden/*.dot; regenerate them after an intended change with
+
+    TINYGRADX_REGEN_GOLDEN=1 python -m pytest tests/test_viz.py
+
+and read the diff before committing it.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+import numpy as np
+import pytest
+
+import tinygradx as tgx
+import tinygradx.functional as F
+from tinygradx import nn
+
+graphviz = pytest.importorskip("graphviz")
+from tinygradx import viz  # noqa: E402  (after the skip: viz needs graphviz to build graphs)
+
+GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
+REGEN = os.environ.get("TINYGRADX_REGEN_GOLDEN") == "1"
+
+
+def check_golden(name, text):
+    path = os.path.join(GOLDEN, name)
+    if REGEN or not os.path.exists(path):
+        os.makedirs(GOLDEN, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        if not REGEN:
+            pytest.fail(f"golden file {name} was missing and has been written; check it in")
+        return
+    with open(path, encoding="utf-8") as f:
+        expected = f.read()
+    assert text == expected, (f"DOT output differs from tests/golden/{name}; if the change is "
+                              f"intended, rerun with TINYGRADX_REGEN_GOLDEN=1")
+
+
+# ------------------------------------------------------------------------------------------
+# small graphs and stacks built from tinygradx.nn
+# ------------------------------------------------------------------------------------------
+
+def affine():
+    """y = relu(x W + b).sum() with named leaves: the smallest graph with all leaf kinds."""
+    tgx.manual_seed(0)
+    params = {"W": nn.Parameter(np.arange(6, dtype=np.float32).reshape(3, 2) / 10),
+              "b": nn.Parameter(np.array([0.5, -1.0], np.float32))}
+    x = tgx.Tensor(np.ones((4, 3), np.float32), requires_grad=True, name="x")
+    y = F.relu(x @ params["W"] + params["b"]) * 0.5
+    return y.sum(), params
+
+
+class Block(nn.Module):
+    """One Transformer block, Pre-LN (LN inside the sublayer) or Post-LN (LN after the add)."""
+
+    def __init__(self, d, h, pre):
+        self.pre = pre
+        self.ln_1, self.ln_2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn = nn.MultiHeadAttention(d, h)
+        self.mlp = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(), nn.Linear(2 * d, d))
+
+    def forward(self, x):
+        if self.pre:
+            y = self.ln_1(x)
+            x = x + self.attn(y, y, y)[0]
+            return x + self.mlp(self.ln_2(x))
+        x = self.ln_1(x + self.attn(x, x, x)[0])
+        return self.ln_2(x + self.mlp(x))
+
+
+class Stack(nn.Module):
+    def __init__(self, layers, pre, vocab=11, d=8, h=2):
+        self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(16, d)
+        self.h = nn.ModuleList([Block(d, h, pre) for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(d) if pre else nn.Identity()
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, idx, targets):
+        B, T = idx.shape
+        x = self.wte(idx) + self.wpe(np.arange(T))
+        for block in self.h:
+            x = block(x)
+        logits = self.head(self.ln_f(x))
+        return F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(-1))
+
+
+def stack_loss(layers, pre):
+    tgx.manual_seed(0)
+    model = Stack(layers, pre)
+    idx = np.random.default_rng(0).integers(0, 11, size=(2, 5))
+    return model(idx, idx), model
+
+
+def ops_on(path):
+    return [t._ctx.name() for t in path if t._ctx is not None]
+
+
+# ------------------------------------------------------------------------------------------
+# golden DOT files
+# ------------------------------------------------------------------------------------------
+
+def test_golden_affine():
+    loss, params = affine()
+    check_golden("affine.dot", viz.to_dot_source(loss, params=params))
+
+
+def test_golden_affine_saved_and_grads():
+    loss, params = affine()
+    loss.backward(retain_graph=True)
+    check_golden("affine_saved_grads.dot",
+                 viz.to_dot_source(loss, params=params, show_saved=True, rankdir="LR"))
+
+
+def test_golden_pre_ln_block_residual():
+    loss, model = stack_loss(1, pre=True)
+    check_golden("pre_ln_block.dot", viz.to_dot_source(loss, params=model, highlight="residual"))
+
+
+def test_golden_post_ln_depth():
+    loss, model = stack_loss(2, pre=False)
+    check_golden("post_ln_depth2.dot",
+                 viz.to_dot_source(loss, params=model, depth=2, highlight="residual"))
+
+
+# ------------------------------------------------------------------------------------------
+# determinism and labels
+# ------------------------------------------------------------------------------------------
+
+def test_ids_are_a_counter_and_runs_agree():
+    a = viz.to_dot_source(stack_loss(2, pre=True)[0])
+    b = viz.to_dot_source(stack_loss(2, pre=True)[0])
+    assert a == b
+    ids = re.findall(r"^\s*(n\d+) \[", a, flags=re.M)
+    assert sorted(int(i[1:]) for i in ids) == list(range(len(ids)))   # n0, n1, ..., no gaps
+    assert "legend_op" in a and not re.search(r"\bn\d{6,}", a)        # no id() numbers
+
+
+def test_labels_name_params_shapes_and_scopes():
+    loss, model = stack_loss(1, pre=True)
+    src = viz.to_dot_source(loss, params=model)
+    assert "h.0.attn.w_q.weight" in src and "(8, 8)" in src
+    assert 'label="layer_norm\\n(2, 5, 8)\\nh.0.ln_1"' in src
+    assert "cluster_h.0.attn" in src
+    assert "legend" in src
+
+
+def test_gradients_only_after_backward_and_widths_scale():
+    loss, model = stack_loss(1, pre=True)
+    assert "grad " not in viz.to_dot_source(loss, params=model, legend=False)
+    loss.backward(retain_graph=True)
+    src = viz.to_dot_source(loss, params=model)
+    assert "grad 1.00e+00" in src                      # dL/dL at the root
+    widths = [float(w) for w in re.findall(r'penwidth="?([\d.]+)', src)]
+    assert min(widths) < 1.0 and max(widths) > 3.0
+    # drawing did not change the gradients training sees
+    before = model.head.weight.grad.numpy().copy()
+    viz.to_dot(loss, params=model, grads=True)
+    np.testing.assert_array_equal(model.head.weight.grad.numpy(), before)
+
+
+def test_freed_graph_is_explained():
+    loss, _ = affine()
+    loss.backward()
+    with pytest.raises(RuntimeError, match="retain_graph=True"):
+        viz.to_dot(loss)
+
+
+def test_missing_graphviz_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "graphviz", None)
+    monkeypatch.setattr(viz, "_GRAPH_CLASS", None)
+    loss, _ = affine()
+    with pytest.raises(ImportError, match=r"tinygradx\[viz\]"):
+        viz.to_dot(loss)
+
+
+# ------------------------------------------------------------------------------------------
+# residual paths
+# ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("layers", [1, 3])
+def test_pre_ln_path_crosses_only_adds_until_the_final_layernorm(layers):
+    loss, _ = stack_loss(layers, pre=True)
+    names = ops_on(viz.residual_path(loss))
+    ln = names.index("layer_norm")
+    assert names[ln + 1:] == ["add"] * (2 * layers) + ["add", "embedding"]   # + the E + P add
+    assert names.count("layer_norm") == 1
+    assert viz.residual_summary(loss).startswith("Pre-LN: 1 LayerNorm on the identity path (ln_f)")
+
+
+@pytest.mark.parametrize("layers", [1, 3])
+def test_post_ln_path_crosses_one_layernorm_per_sublayer(layers):
+    loss, _ = stack_loss(layers, pre=False)
+    path = viz.residual_path(loss)
+    names = ops_on(path)
+    assert names.count("layer_norm") == 2 * layers
+    scopes = [t._ctx.scope for t in path if t._ctx.name() == "layer_norm"]
+    assert scopes[:2] == [f"h.{layers - 1}.ln_2", f"h.{layers - 1}.ln_1"]
+    assert names[-1] == "embedding"
+    assert viz.residual_summary(loss).startswith(f"Post-LN: {2 * layers} LayerNorms")
+
+
+def test_highlight_marks_the_path_in_red():
+    loss, model = stack_loss(1, pre=True)
+    src = viz.to_dot_source(loss, params=model, highlight="residual", legend=False)
+    red_nodes = re.findall(r'^\s*(n\d+) \[[^\]]*color="#d62728"', src, flags=re.M)
+    red_edges = re.findall(r'^\s*(n\d+) -> (n\d+) \[[^\]]*color="#d62728"', src, flags=re.M)
+    assert len(red_nodes) == len(viz.residual_path(loss))
+    assert len(red_edges) == len(red_nodes) - 1
+
+
+def test_no_skip_connection_is_said_plainly():
+    loss, _ = affine()
+    assert viz.residual_summary(loss).startswith("no residual connection found")
+
+
+# the real models (models/gpt.py, models/transformer.py)
+def _has_models():
+    try:
+        from tinygradx.models import gpt, transformer  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_models = pytest.mark.skipif(not _has_models(), reason="tinygradx.models not importable "
+                                  "(pip install -e .)")
+
+
+def gpt_loss(layers, norm_first):
+    from tinygradx.models import gpt
+    tgx.manual_seed(0)
+    cfg = gpt.GPTConfig(block_size=8, vocab_size=13, n_layer=layers, n_head=2, n_embd=8,
+                        norm_first=norm_first)
+    model = gpt.GPT(cfg).eval()
+    idx = np.random.default_rng(0).integers(0, 13, size=(2, 6))
+    return model(idx, idx)[1], model
+
+
+def encdec(layers, norm_first):
+    from tinygradx.models import transformer
+    tgx.manual_seed(0)
+    model = transformer.make_model(13, 13, N=layers, d_model=8, d_ff=16, h=2, dropout=0.0,
+                                   norm_first=norm_first, max_len=16).eval()
+    rng = np.random.default_rng(0)
+    return model, rng.integers(1, 13, size=(2, 5)), rng.integers(1, 13, size=(2, 6))
+
+
+@needs_models
+def test_real_pre_ln_gpt():
+    loss, _ = gpt_loss(3, norm_first=True)
+    path = viz.residual_path(loss)
+    names = ops_on(path)
+    ln = names.index("layer_norm")
+    assert path[ln]._ctx.scope == "transformer.ln_f"
+    assert set(names[ln + 1:-1]) == {"add"} and names[-1] == "embedding"
+    assert names.count("layer_norm") == 1
+    assert viz.residual_summary(loss).startswith("Pre-LN: 1 LayerNorm")
+
+
+@needs_models
+def test_real_post_ln_gpt():
+    loss, _ = gpt_loss(3, norm_first=False)
+    assert ops_on(viz.residual_path(loss)).count("layer_norm") == 6
+
+
+@needs_models
+@pytest.mark.parametrize("layers", [1, 2])
+def test_real_post_ln_encoder_and_decoder(layers):
+    model, src, tgt = encdec(layers, norm_first=False)
+    memory = model.encode(src)
+    enc = ops_on(viz.residual_path(memory.sum()))
+    assert enc.count("layer_norm") == 2 * layers               # 2 per encoder layer
+    logp = model(src, tgt[:, :-1])
+    loss = F.nll_loss(logp.reshape(-1, 13), tgt[:, 1:].reshape(-1))
+    path = viz.residual_path(loss)
+    dec = [t._ctx.scope for t in path if t._ctx and t._ctx.name() == "layer_norm"]
+    assert len(dec) == 3 * layers                               # 3 per decoder layer
+    assert all(s.startswith("decoder.layers.") for s in dec)
+    assert path[-1]._ctx.scope == "tgt_embed"
+
+
+@needs_models
+def test_real_pre_ln_encoder_decoder():
+    model, src, tgt = encdec(2, norm_first=True)
+    enc = ops_on(viz.residual_path(model.encode(src).sum()))
+    assert enc.count("layer_norm") == 1                        # encoder.norm only
+
+
+# ------------------------------------------------------------------------------------------
+# depth collapsing
+# ------------------------------------------------------------------------------------------
+
+def test_depth_collapses_modules_and_merges_edges():
+    loss, model = stack_loss(3, pre=True)
+    full = viz.to_dot_source(loss, params=model, legend=False)
+    small = viz.to_dot_source(loss, params=model, depth=2, legend=False, highlight="residual")
+    assert "softmax" in full and "softmax" not in small
+    for i in range(3):
+        assert f'label="h.{i}\\nBlock' in small
+    edges = re.findall(r"^\s*(n\d+ -> n\d+)", small, flags=re.M)
+    assert len(edges) == len(set(edges))                       # merged, no duplicates
+    assert len(re.findall(r"^\s*n\d+ \[", small, flags=re.M)) < 25
+    assert 'h.0.attn.w_q.weight' not in small                  # absorbed into its module
+
+
+@needs_models
+def test_twelve_layer_gpt_fits_a_screen():
+    loss, model = gpt_loss(12, norm_first=True)
+    src = viz.to_dot_source(loss, params=model, depth=3, legend=False)
+    nodes = re.findall(r"^\s*n\d+ \[", src, flags=re.M)
+    assert len(nodes) < 40
+    assert all(f"transformer.h.{i}\\n" in src for i in range(12))
+
+
+def test_depth_validation():
+    loss, _ = affine()
+    with pytest.raises(ValueError, match="depth"):
+        viz.to_dot(loss, depth=0)
+
+
+# ------------------------------------------------------------------------------------------
+# rendering
+# ------------------------------------------------------------------------------------------
+
+def available(kind):
+    try:
+        return viz.find_renderer(kind)[0] == kind
+    except viz.RendererNotFound:
+        return False
+
+
+ANY = available("dot") or available("graphviz-pure")
+
+
+@pytest.mark.skipif(not ANY, reason="no Graphviz renderer (dot or graphviz-pure) installed")
+@pytest.mark.parametrize("kind", ["dot", "graphviz-pure"])
+def test_render_svg_and_png(kind, tmp_path):
+    if not available(kind):
+        pytest.skip(f"{kind} is not installed")
+    loss, model = stack_loss(1, pre=True)
+    g = viz.to_dot(loss, params=model, depth=2, highlight="residual")
+    svg = viz.render(g, str(tmp_path / "g.svg"), renderer=kind)
+    assert "<svg" in open(svg, encoding="utf-8").read()
+    png = viz.render(g, str(tmp_path / "g.png"), renderer=kind)
+    assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.skipif(not available("graphviz-pure") or available("dot"),
+                    reason="needs graphviz-pure as the only renderer")
+def test_graphviz_pure_has_no_pdf(tmp_path):
+    loss, _ = affine()
+    with pytest.raises(viz.RendererNotFound, match="PDF"):
+        viz.render(loss, str(tmp_path / "g.pdf"))
+
+
+@pytest.mark.skipif(not ANY, reason="no Graphviz renderer installed")
+def test_jupyter_display_uses_the_fallback_renderer():
+    loss, _ = affine()
+    bundle = viz.to_dot(loss)._repr_mimebundle_()
+    assert "<svg" in bundle["image/svg+xml"]
+
+
+def test_no_renderer_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setattr(viz.shutil, "which", lambda name: None)
+    monkeypatch.setattr(viz, "_graphviz_pure_exe", lambda: None)
+    loss, _ = affine()
+    with pytest.raises(viz.RendererNotFound, match="pip install graphviz-pure"):
+        viz.render(loss, str(tmp_path / "g.svg"))
+    # DOT text needs no renderer
+    out = viz.render(loss, str(tmp_path / "g.dot"))
+    assert open(out, encoding="utf-8").read().startswith("digraph")
+
+
+@needs_models
+def test_cli_helper_writes_the_graph_and_returns_the_summary(tmp_path):
+    out = tmp_path / "gpt.dot"
+    summary = viz.build_graph_for_cli("gpt", "post", 2, 3, str(out))
+    assert summary.startswith("Post-LN: 4 LayerNorms")
+    text = out.read_text(encoding="utf-8")
+    assert "transformer.h.1" in text and "#d62728" in text
