@@ -118,6 +118,14 @@ def test_trace_works_without_a_graph_and_stops_on_exit():
 
 def test_trace_is_exported():
     assert isinstance(tgx.trace(), Trace)
+    from tinygradx import trace as exported           # the function, carrying the helpers
+    assert exported.trace_cli is trace_cli and exported.Trace is Trace
+
+
+def test_cli_helper_traces_one_attention_sublayer():
+    lines = trace_cli("attention", fmt="markdown").splitlines()
+    assert lines[0] == "dims: B=2, n=5, d_model=12, h=3, d_k=4"
+    assert [ln.split(" | ")[3] for ln in lines[4:]] == [e[2] for e in EXPECTED]
 
 
 def test_cli_helper_traces_a_gpt_block():

@@ -379,7 +379,8 @@ def test_no_renderer_is_a_clear_error(monkeypatch, tmp_path):
 @needs_models
 def test_cli_helper_writes_the_graph_and_returns_the_summary(tmp_path):
     out = tmp_path / "gpt.dot"
-    summary = viz.build_graph_for_cli("gpt", "post", 2, 3, str(out))
-    assert summary.startswith("Post-LN: 4 LayerNorms")
+    said = []
+    assert viz.build_graph_for_cli("gpt", "post", 2, 3, str(out), log=said.append) == str(out)
+    assert said[0].startswith("Post-LN: 4 LayerNorms")
     text = out.read_text(encoding="utf-8")
     assert "transformer.h.1" in text and "#d62728" in text

@@ -402,10 +402,14 @@ def trace(dims=None):
 
 
 def trace_cli(model_name, norm="pre", layers=1, fmt="text", scope=None, checkpoint=None):
-    """`tinygradx trace --model gpt|transformer ...`: one forward pass of a small model, traced.
+    """`tinygradx trace --model gpt|transformer|attention ...`: one forward pass, traced.
 
+    "attention" is a single self-attention sublayer LayerNorm(x + MHA(x, x, x)) (B=2, n=5,
+    d_model=12, h=3); "gpt" and "transformer" are small models of the given LayerNorm placement.
     Returns the table as a string (the CLI prints it).
     """
+    if model_name == "attention":
+        return _attention_trace().table(fmt=fmt, scope=scope)
     from .viz import _cli_dims, _cli_kind, _cli_loss, _cli_model
     model, batch = _cli_model(model_name, norm, layers, checkpoint)
     model_name = _cli_kind(model)
@@ -413,3 +417,28 @@ def trace_cli(model_name, norm="pre", layers=1, fmt="text", scope=None, checkpoi
     with trace(dims=dims) as t:
         _cli_loss(model_name, model, batch)
     return t.table(fmt=fmt, scope=scope)
+
+
+def _attention_trace():
+    from . import autograd, nn
+    from .tensor import randn
+
+    class AttentionSublayer(nn.Module):
+        def __init__(self):
+            self.self_attn = nn.MultiHeadAttention(12, 3)
+            self.norm1 = nn.LayerNorm(12)
+
+        def forward(self, x):
+            return self.norm1(x + self.self_attn(x, x, x)[0])
+
+    autograd.manual_seed(0)
+    layer = AttentionSublayer()
+    x = randn(2, 5, 12)
+    with trace(dims={"B": 2, "n": 5, "d_model": 12, "h": 3, "d_k": 4}) as t:
+        layer(x)
+    return t
+
+
+# `tgx.trace` is the function above (it shadows this module's name in the package), so the
+# module's other public names hang off it too: `from tinygradx import trace; trace.trace_cli`.
+trace.Trace, trace.Row, trace.trace_cli = Trace, Row, trace_cli

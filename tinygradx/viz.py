@@ -904,11 +904,11 @@ def _cli_loss(model_name, model, batch):
 
 
 def build_graph_for_cli(model_name, norm, layers, depth, out, checkpoint=None,
-                        renderer="auto"):
+                        renderer="auto", log=print):
     """`tinygradx graph ...`: build the model, draw one loss's graph with its residual path.
 
-    Writes `out` (.svg/.png/.pdf, or .dot/.gv for the DOT text) and returns the one-line
-    residual summary, which the CLI prints.
+    Writes `out` (.svg/.png/.pdf, or .dot/.gv for the DOT text), passes the one-line residual
+    summary to `log` (print by default) and returns the path written.
     """
     model, batch = _cli_model(model_name, norm, layers, checkpoint)
     model_name = _cli_kind(model)
@@ -916,5 +916,7 @@ def build_graph_for_cli(model_name, norm, layers, depth, out, checkpoint=None,
     loss.backward(retain_graph=True)
     title = checkpoint or f"{model_name} {norm}-LN, {layers} layer(s)"
     dot = to_dot(loss, params=model, depth=depth, highlight="residual", title=title)
-    render(dot, out, renderer=renderer)
-    return residual_summary(loss)
+    path = render(dot, out, renderer=renderer)
+    if log is not None:
+        log(residual_summary(loss))
+    return path
