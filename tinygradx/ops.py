@@ -288,6 +288,8 @@ def _axes(dim, ndim):
     """Normalise dim (None, int or tuple) to a sorted tuple of non-negative axes."""
     if dim is None:
         return tuple(range(ndim))
+    if not isinstance(dim, (int, np.integer, tuple, list)):
+        raise OpError(f"dim must be an int or a tuple of ints, got {dim!r}")
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     out = []
     for d in dims:

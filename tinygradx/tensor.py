@@ -434,11 +434,11 @@ class Tensor:
         return MaxResult(self.amin(dim, keepdim), self.argmin(dim, keepdim))
 
     def argmax(self, dim=None, keepdim=False):
-        ops._axes(dim, self.ndim)
+        _named_axes("argmax", dim, self.ndim)
         return Tensor._from_op(np.argmax(self.data, axis=dim, keepdims=keepdim), None)
 
     def argmin(self, dim=None, keepdim=False):
-        ops._axes(dim, self.ndim)
+        _named_axes("argmin", dim, self.ndim)
         return Tensor._from_op(np.argmin(self.data, axis=dim, keepdims=keepdim), None)
 
     def var(self, dim=None, unbiased=True, keepdim=False, correction=None):
@@ -465,7 +465,7 @@ class Tensor:
     def flatten(self, start_dim=0, end_dim=-1):
         if self.ndim == 0:
             return self.reshape(1)
-        s, e = start_dim % self.ndim, end_dim % self.ndim
+        (s,), (e,) = (_named_axes("flatten", d, self.ndim) for d in (start_dim, end_dim))
         shape = self.shape[:s] + (-1,) + self.shape[e + 1:]
         return self.reshape(shape)
 
@@ -475,7 +475,7 @@ class Tensor:
 
     def transpose(self, dim0, dim1):
         nd = self.ndim
-        ops._axes((dim0,), nd), ops._axes((dim1,), nd)
+        _named_axes("transpose", dim0, nd), _named_axes("transpose", dim1, nd)
         order = list(range(nd))
         order[dim0], order[dim1] = order[dim1], order[dim0]
         return ops.Permute.apply(self, dims=tuple(order))
@@ -500,7 +500,7 @@ class Tensor:
     def squeeze(self, dim=None):
         if dim is None:
             return self.reshape(tuple(s for s in self.shape if s != 1))
-        axes = ops._axes(dim, self.ndim)
+        axes = _named_axes("squeeze", dim, self.ndim)
         return self.reshape(tuple(s for i, s in enumerate(self.shape)
                                   if not (i in axes and s == 1)))
 
@@ -555,6 +555,14 @@ class Cast(autograd.Function):
 
     def backward(self, g):
         return g.astype(self.dtype)
+
+
+def _named_axes(name, dim, ndim):
+    """ops._axes with the op's name in front of its error message."""
+    try:
+        return ops._axes(dim, ndim)
+    except OpError as err:
+        raise OpError(f"{name}: {err}") from None
 
 
 def _normalise_index(index, shape):
