@@ -536,11 +536,22 @@ class Tri(Function):
 # matmul and friends
 # ------------------------------------------------------------------------------------------
 
+def _mm(a, b):
+    """np.matmul, but (..., n, k) @ (k, m) runs as ONE 2-D GEMM on a (prod(...)*n, k) view.
+
+    numpy loops over the batch for an N-d @ 2-d product and, when the 2-d operand is a
+    transposed view (x @ W.T), falls back to a non-BLAS loop that is ~50x slower.
+    """
+    if b.ndim == 2 and a.ndim > 2:
+        return (a.reshape(-1, a.shape[-1]) @ b).reshape(a.shape[:-1] + (b.shape[1],))
+    return np.matmul(a, b)
+
+
 class MatMul(Function):
     """(...,n,k)@(...,k,m): da = g @ b^T, db = a^T @ g; batch dims broadcast; 1-D as numpy."""
     def forward(self, a, b):
         self.a, self.b = a, b
-        return np.matmul(a, b)
+        return _mm(a, b)
 
     @classmethod
     def explain(cls, arrays, kwargs, err):
@@ -563,7 +574,7 @@ class MatMul(Function):
             g = np.expand_dims(g, -2)
         ga = gb = None
         if self.needs_input_grad[0]:
-            ga = np.matmul(g, np.swapaxes(b2, -1, -2))
+            ga = _mm(g, np.swapaxes(b2, -1, -2))
             if a.ndim == 1:
                 ga = ga[..., 0, :]
         if self.needs_input_grad[1]:
@@ -588,14 +599,14 @@ class Linear(Function):
             raise OpError(f"input {x.shape} has {x.shape[-1]} features but the weight "
                           f"{w.shape} expects {w.shape[-1]} (weight is [out, in])")
         self.x, self.w = x, w
-        y = x @ w.T
+        y = _mm(x, w.T)
         if b is not None:
             y += b
         return y
 
     def backward(self, g):
         x, w = self.x, self.w
-        gx = g @ w if self.needs_input_grad[0] else None
+        gx = _mm(g, w) if self.needs_input_grad[0] else None
         g2 = g.reshape(-1, g.shape[-1])
         gw = g2.T @ x.reshape(-1, x.shape[-1]) if self.needs_input_grad[1] else None
         if len(self.needs_input_grad) == 3:
