@@ -126,6 +126,8 @@ class Module:
         setattr(self, name, tensor)
         if persistent:
             self._buffer_names = getattr(self, "_buffer_names", ()) + (name,)
+        else:  # not in state_dict, but still converted by to()/double()
+            self._nonpersistent_names = getattr(self, "_nonpersistent_names", ()) + (name,)
 
     def num_parameters(self, trainable_only=False):
         return sum(p.data.size for p in self.parameters() if p.requires_grad or not trainable_only)
@@ -152,8 +154,11 @@ class Module:
         return self
 
     def to(self, dtype):
-        """Convert every parameter and buffer to a float dtype, in place."""
-        for p in list(self.parameters()) + [b for _, b in self.named_buffers()]:
+        """Convert every parameter and buffer (persistent or not) to a float dtype, in place."""
+        buffers = [b for _, b in self.named_buffers()]
+        for m in self.modules():
+            buffers += [getattr(m, n) for n in getattr(m, "_nonpersistent_names", ())]
+        for p in list(self.parameters()) + buffers:
             if p.data.dtype.kind == "f":
                 p.data = p.data.astype(dtype)
                 if p.grad is not None:
