@@ -1,0 +1,157 @@
+"""Pieces both Transformers share: the KV cache, next-token sampling, initialisers, masks.
+
+References: top-k sampling (Fan et al. 2018, "Hierarchical Neural Story Generation"), nucleus
+(top-p) sampling (Holtzman et al. 2020, "The Curious Case of Neural Text Degeneration"), Xavier
+initialisation (Glorot & Bengio 2010). Only tinygradx's public API is used, as a user's model
+code would.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import tinygradx as tgx
+from tinygradx import Tensor
+
+
+# ------------------------------------------------------------------------------------------
+# KV cache
+# ------------------------------------------------------------------------------------------
+
+class LayerCache:
+    """The keys and values one attention layer has seen so far, each (B, h, t, d_k).
+
+    Causal self-attention at step t needs K and V of positions 0..t; they never change once
+    computed (position j only ever attends to positions <= j), so we keep them and compute
+    only the new rows. `static` holds what is computed once per sequence: the cross-attention
+    K and V of the encoder output H.
+    """
+
+    def __init__(self):
+        self.k = None          # (B, h, t, d_k)
+        self.v = None          # (B, h, t, d_v)
+        self.static = None     # (K_H, V_H) for cross-attention, each (B, h, S, d_k)
+
+    @property
+    def length(self):
+        return 0 if self.k is None else self.k.shape[2]
+
+    def update(self, k, v):
+        """Append the new positions' k, v (B, h, T, d_k) and return all of them (B, h, t+T, d_k)."""
+        if self.k is not None:
+            k = tgx.cat([self.k, k], dim=2)                  # (B, h, t + T, d_k)
+            v = tgx.cat([self.v, v], dim=2)                  # (B, h, t + T, d_v)
+        self.k, self.v = k, v
+        return k, v
+
+    def reorder(self, index):
+        """Keep batch rows `index` (B',) in this order: beam search's survivors."""
+        if self.k is not None:
+            self.k, self.v = self.k[index], self.v[index]    # (B', h, t, d_k)
+        if self.static is not None:
+            self.static = tuple(s[index] for s in self.static)
+
+
+class KVCache:
+    """One LayerCache per layer; `cache[i]` goes to layer i. Its length is the number of
+    positions already processed, i.e. the position of the next token."""
+
+    def __init__(self, n_layer):
+        self.layers = [LayerCache() for _ in range(n_layer)]
+
+    def __getitem__(self, i):
+        return self.layers[i]
+
+    def __len__(self):
+        return len(self.layers)
+
+    @property
+    def length(self):
+        return self.layers[0].length
+
+    def reorder(self, index):
+        index = np.asarray(index.data if isinstance(index, Tensor) else index, dtype=np.int64)
+        for layer in self.layers:
+            layer.reorder(index)
+
+
+# ------------------------------------------------------------------------------------------
+# sampling
+# ------------------------------------------------------------------------------------------
+
+def sample_next(logits, temperature=1.0, top_k=None, top_p=None, rng=None):
+    """Draw one token id per row from logits (B, V); returns an int64 array (B,).
+
+    temperature 0 is greedy (argmax). top_k keeps the k largest logits; top_p (nucleus) keeps
+    the smallest set of tokens whose probabilities sum to >= top_p. The draw uses `rng`
+    (default: tinygradx's global generator, so `tgx.manual_seed` makes sampling repeatable).
+    """
+    z = np.asarray(logits.data if isinstance(logits, Tensor) else logits, dtype=np.float64)
+    if temperature == 0:
+        return z.argmax(axis=-1).astype(np.int64)
+    if temperature < 0:
+        raise ValueError(f"sample_next: temperature must be >= 0, got {temperature}")
+    rng = tgx.autograd.default_rng() if rng is None else rng
+    z = z / temperature
+    if top_k is not None:
+        k = min(int(top_k), z.shape[-1])
+        kth = np.sort(z, axis=-1)[:, -k][:, None]            # (B, 1) the k-th largest logit
+        z = np.where(z < kth, -np.inf, z)
+    p = np.exp(z - z.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)                        # softmax: (B, V)
+    if top_p is not None and top_p < 1.0:
+        order = np.argsort(-p, axis=-1, kind="stable")        # most probable first
+        sorted_p = np.take_along_axis(p, order, axis=-1)
+        # keep a token if the mass strictly before it is < top_p (the first always stays)
+        keep_sorted = np.cumsum(sorted_p, axis=-1) - sorted_p < top_p
+        keep = np.zeros_like(keep_sorted)
+        np.put_along_axis(keep, order, keep_sorted, axis=-1)
+        p = np.where(keep, p, 0.0)
+        p /= p.sum(axis=-1, keepdims=True)
+    # inverse-CDF draw: the first index whose cumulative probability exceeds u ~ U[0, 1)
+    u = rng.random((p.shape[0], 1))                           # (B, 1)
+    ids = (np.cumsum(p, axis=-1) <= u).sum(axis=-1)
+    return np.minimum(ids, p.shape[-1] - 1).astype(np.int64)
+
+
+# ------------------------------------------------------------------------------------------
+# initialisers (in place, drawn from tinygradx's global generator)
+# ------------------------------------------------------------------------------------------
+
+def normal_(p, std, mean=0.0):
+    """N(mean, std^2), drawn straight into p's buffer (no float64 copy of a 38M-row table)."""
+    tgx.autograd.default_rng().standard_normal(out=p.data, dtype=p.data.dtype)
+    p.data *= std
+    p.data += mean
+    return p
+
+
+def xavier_uniform_(p, gain=1.0):
+    """U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio 2010)."""
+    fan_out, fan_in = p.shape[0], p.shape[1]
+    a = gain * math.sqrt(6.0 / (fan_in + fan_out))
+    p.data[...] = tgx.autograd.default_rng().uniform(-a, a, size=p.shape)
+    return p
+
+
+def zeros_(p):
+    p.data[...] = 0
+    return p
+
+
+# ------------------------------------------------------------------------------------------
+# masks
+# ------------------------------------------------------------------------------------------
+
+def pad_mask(tokens, pad_id):
+    """True where tokens (B, T) equal pad_id: the key_padding_mask convention of the models."""
+    t = tokens.data if isinstance(tokens, Tensor) else np.asarray(tokens)
+    return t == pad_id                                         # (B, T) bool
+
+
+def as_ids(x):
+    """Token ids as an int64 Tensor (accepts Tensors, arrays and nested lists)."""
+    if isinstance(x, Tensor):
+        return x
+    return Tensor(np.asarray(x, dtype=np.int64))
