@@ -1,0 +1,259 @@
+"""The `tinygradx` command: train, eval, translate, generate, demo, graph, trace, experiment.
+
+Every user mistake (unknown task, bad value, missing file) is one line on stderr and exit
+code 2, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+
+
+class UsageError(Exception):
+    """A mistake in the command line or its files: printed as one line, exit code 2."""
+
+
+def _train_config_args(parser):
+    """One flag per TrainConfig field, typed, with its default in --help."""
+    from tinygradx.models.train import TrainConfig
+    for f in dataclasses.fields(TrainConfig):
+        default = f.default
+        if f.type in (bool, "bool"):
+            parser.add_argument(f"--{f.name}", type=_bool, default=None, metavar="BOOL",
+                                help=f"(default {default})")
+        else:
+            kind = {"int": int, "float": float, "str": str}.get(f.type, f.type)
+            parser.add_argument(f"--{f.name}", type=kind, default=None,
+                                help=f"(default {default!r})")
+
+
+def _bool(text):
+    low = text.lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
+
+
+def _overrides(args):
+    from tinygradx.models.train import TrainConfig
+    names = {f.name for f in dataclasses.fields(TrainConfig)}
+    return {k: v for k, v in vars(args).items() if k in names and v is not None}
+
+
+def _need_file(path, what="checkpoint"):
+    if not path:
+        raise UsageError(f"--{what} FILE is required")
+    if not os.path.isfile(path):
+        raise UsageError(f"{what} file not found: {path}")
+
+
+def _load_trainer(path, **overrides):
+    from tinygradx import io
+    from tinygradx.models.train import Trainer
+    _need_file(path)
+    try:
+        return Trainer.from_checkpoint(path, **overrides)
+    except io.CheckpointError as err:
+        raise UsageError(str(err)) from None
+
+
+# ------------------------------------------------------------------------------------------
+# commands
+# ------------------------------------------------------------------------------------------
+
+def cmd_train(args):
+    from tinygradx.models.train import Trainer, TrainConfig
+    over = _overrides(args)
+    if args.resume:
+        path = args.resume if isinstance(args.resume, str) and args.resume != "auto" else \
+            os.path.join(over.get("out_dir", TrainConfig.out_dir), "checkpoint.npz")
+        trainer = _load_trainer(path, **{k: v for k, v in over.items()
+                                         if k in ("max_steps", "eval_interval", "progress",
+                                                  "out_dir", "save_interval")})
+        print(f"resumed from {path} at step {trainer.step}")
+    else:
+        trainer = Trainer(TrainConfig(**over))
+    print(f"task {trainer.cfg.task}: {type(trainer.model).__name__} with "
+          f"{trainer.model.num_parameters():,} parameters")
+    finished = trainer.train()
+    if not finished:
+        return 130
+    _report(trainer)
+    return 0
+
+
+def _report(trainer):
+    res = trainer.evaluate("test" if trainer.cfg.task != "chars" else "val")
+    if "exact_match" in res:
+        print(f"held-out exact match: {100 * res['exact_match']:.2f}% "
+              f"(loss {res['loss']:.4f})")
+    else:
+        print(f"validation loss: {res['loss']:.4f} nats per character")
+    print(f"checkpoint: {trainer.checkpoint_path()}")
+
+
+def cmd_eval(args):
+    trainer = _load_trainer(args.checkpoint, progress=False)
+    res = trainer.evaluate(args.split)
+    if "exact_match" in res and args.beam > 1:
+        res["exact_match_beam"] = trainer.exact_match(args.split, beam_size=args.beam)
+    for k, v in res.items():
+        print(f"{k}: {v}")
+    return 0
+
+
+def cmd_translate(args):
+    trainer = _load_trainer(args.checkpoint, progress=False)
+    if trainer.lm:
+        raise UsageError(f"the checkpoint is a {trainer.cfg.task} language model; use "
+                         f"`tinygradx generate`")
+    sentences = args.sentences or [line.rstrip("\n") for line in sys.stdin if line.strip()]
+    for src, out in zip(sentences, trainer.translate(sentences, beam_size=args.beam)):
+        print(f"{src}\t{out}")
+    return 0
+
+
+def cmd_generate(args):
+    import numpy as np
+    import tinygradx as tgx
+    from tinygradx.models import decoding
+    trainer = _load_trainer(args.checkpoint, progress=False)
+    if not trainer.lm:
+        raise UsageError("the checkpoint is a translation model; use `tinygradx translate`")
+    tgx.manual_seed(args.seed)
+    task = trainer.task
+    if trainer.cfg.task == "add":
+        raise UsageError("the add task is evaluated with `tinygradx eval`")
+    unknown = sorted(set(args.prompt) - set(task.vocab))
+    if unknown:
+        raise UsageError(f"the prompt has characters the model never saw: {unknown[:5]}")
+    ids = np.array([task.encode(args.prompt or "\n")], dtype=np.int64)
+    out = decoding.sample(trainer.model, ids, args.max_new_tokens, temperature=args.temperature,
+                          top_k=args.top_k, top_p=args.top_p)
+    print(task.decode(out[0].tolist()))
+    return 0
+
+
+def cmd_demo(args):
+    from tinygradx.models.demo import run_demo
+    return run_demo(steps=args.steps, out_dir=args.out, task=args.task)
+
+
+def cmd_graph(args):
+    from tinygradx import viz
+    path = viz.build_graph_for_cli(args.model, args.norm, args.layers, args.depth, args.out,
+                                   checkpoint=args.checkpoint)
+    print(f"wrote {path}")
+    return 0
+
+
+def cmd_trace(args):
+    from tinygradx import trace
+    print(trace.trace_cli(args.model, norm=args.norm, fmt=args.format))
+    return 0
+
+
+def cmd_experiment(args):
+    from tinygradx.models import experiments
+    return experiments.main(args.name, args.out, layers=args.layers, steps=args.steps)
+
+
+# ------------------------------------------------------------------------------------------
+# the parser
+# ------------------------------------------------------------------------------------------
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):          # one line and exit 2, as argparse does, minus usage spam
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser():
+    p = _Parser(prog="tinygradx", description="Train, inspect and draw small Transformers.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    t = sub.add_parser("train", help="train a model on a built-in task")
+    t.add_argument("--resume", nargs="?", const="auto", default=None, metavar="CHECKPOINT",
+                   help="continue from CHECKPOINT (default: OUT_DIR/checkpoint.npz)")
+    _train_config_args(t)
+    t.set_defaults(fn=cmd_train)
+
+    e = sub.add_parser("eval", help="evaluate a checkpoint on held-out data")
+    e.add_argument("--checkpoint", required=True)
+    e.add_argument("--split", default="test", choices=["valid", "test", "val"])
+    e.add_argument("--beam", type=int, default=1)
+    e.set_defaults(fn=cmd_eval)
+
+    tr = sub.add_parser("translate", help="translate sentences (arguments or stdin)")
+    tr.add_argument("--checkpoint", required=True)
+    tr.add_argument("--beam", type=int, default=1)
+    tr.add_argument("sentences", nargs="*")
+    tr.set_defaults(fn=cmd_translate)
+
+    g = sub.add_parser("generate", help="sample text from a language-model checkpoint")
+    g.add_argument("--checkpoint", required=True)
+    g.add_argument("--prompt", default="")
+    g.add_argument("--max_new_tokens", "--max-new-tokens", type=int, default=200)
+    g.add_argument("--temperature", type=float, default=1.0)
+    g.add_argument("--top_k", "--top-k", type=int, default=None)
+    g.add_argument("--top_p", "--top-p", type=float, default=None)
+    g.add_argument("--seed", type=int, default=0)
+    g.set_defaults(fn=cmd_generate)
+
+    d = sub.add_parser("demo", help="the main job: train, translate, save, draw")
+    d.add_argument("--task", default="dates")
+    d.add_argument("--steps", type=int, default=None)
+    d.add_argument("--out", default="runs/demo")
+    d.set_defaults(fn=cmd_demo)
+
+    gr = sub.add_parser("graph", help="draw a model's graph with its residual path")
+    gr.add_argument("--model", choices=["gpt", "transformer"], default="gpt")
+    gr.add_argument("--norm", choices=["pre", "post"], default="pre")
+    gr.add_argument("--layers", type=int, default=2)
+    gr.add_argument("--depth", type=int, default=None)
+    gr.add_argument("--out", default="graph.svg")
+    gr.add_argument("--checkpoint", default=None)
+    gr.set_defaults(fn=cmd_graph)
+
+    tc = sub.add_parser("trace", help="print the shape trace table of one forward pass")
+    tc.add_argument("--model", choices=["gpt", "transformer", "attention"], default="transformer")
+    tc.add_argument("--norm", choices=["pre", "post"], default="post")
+    tc.add_argument("--format", choices=["text", "markdown"], default="text")
+    tc.set_defaults(fn=cmd_trace)
+
+    x = sub.add_parser("experiment", help="the LN-placement experiments (Xiong et al. 2020)")
+    x.add_argument("name", choices=["ln-grad", "warmup"])
+    x.add_argument("--out", default="runs/experiments")
+    x.add_argument("--layers", default="2,6,12")
+    x.add_argument("--steps", type=int, default=None)
+    x.set_defaults(fn=cmd_experiment)
+    return p
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.fn(args) or 0
+    except UsageError as err:
+        print(f"tinygradx {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except (ValueError, FileNotFoundError, KeyError) as err:
+        # configuration and data mistakes surface as these from the library: one line
+        # (TINYGRADX_DEBUG=1 shows the traceback instead)
+        if os.environ.get("TINYGRADX_DEBUG"):
+            raise
+        msg = str(err).strip("'\"") if isinstance(err, KeyError) else str(err)
+        print(f"tinygradx {args.command}: error: {msg.splitlines()[0] if msg else err!r}",
+              file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"tinygradx {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
