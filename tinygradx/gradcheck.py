@@ -53,16 +53,25 @@ def _prepare(inputs):
     return inputs, checked
 
 
-def _perturbed(inputs, i, flat_index, delta):
-    """A copy of the inputs with one element (or a whole direction) of input i moved."""
+def _perturbed_outputs(fn, inputs, i, flat_index, delta):
+    """fn's outputs with one element (or a whole direction) of input i moved.
+
+    The input Tensor itself is moved (its array swapped for a moved copy, then restored), as
+    PyTorch's gradcheck does, so a function that closes over the input (a module's own
+    Parameter) sees the change too.
+    """
     x = inputs[i]
-    data = x.data.copy()
+    saved = x.data
+    data = saved.copy()
     if flat_index is None:
         data += delta
     else:
         data.reshape(-1)[flat_index] += delta
-    moved = Tensor(data, requires_grad=True)
-    return inputs[:i] + (moved,) + inputs[i + 1:]
+    x.data = data
+    try:
+        return _numeric_outputs(fn, inputs)
+    finally:
+        x.data = saved
 
 
 def _fail(msg, raise_exception):
@@ -127,8 +136,8 @@ def _check_full(fn, inputs, checked, outs, eps, atol, rtol, raise_exception):
     for i in checked:
         numeric = np.zeros_like(analytic[i])
         for e in range(inputs[i].data.size):
-            plus = np.concatenate(_numeric_outputs(fn, _perturbed(inputs, i, e, eps)))
-            minus = np.concatenate(_numeric_outputs(fn, _perturbed(inputs, i, e, -eps)))
+            plus = np.concatenate(_perturbed_outputs(fn, inputs, i, e, eps))
+            minus = np.concatenate(_perturbed_outputs(fn, inputs, i, e, -eps))
             numeric[e] = (plus - minus) / (2 * eps)
         bad = np.abs(analytic[i] - numeric) > atol + rtol * np.abs(numeric)
         if bad.any():
@@ -154,8 +163,8 @@ def _check_fast(fn, inputs, checked, outs, eps, atol, rtol, raise_exception, see
     for i, g in zip(checked, analytic):
         u = rng.standard_normal(inputs[i].shape)
         lhs = float(np.sum(g * u))                                       # v^T J u, analytic
-        plus = _numeric_outputs(fn, _perturbed(inputs, i, None, eps * u))
-        minus = _numeric_outputs(fn, _perturbed(inputs, i, None, -eps * u))
+        plus = _perturbed_outputs(fn, inputs, i, None, eps * u)
+        minus = _perturbed_outputs(fn, inputs, i, None, -eps * u)
         rhs = sum(float(np.dot(v, (p - m) / (2 * eps)))                  # v^T J u, numeric
                   for v, p, m in zip(seeds, plus, minus))
         if abs(lhs - rhs) > atol + rtol * abs(rhs):
