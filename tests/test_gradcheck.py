@@ -93,6 +93,18 @@ def test_fast_mode_fails_on_the_wrong_input_only():
     assert tgx.gradcheck(WrongSecondInput.apply, (a, b_const), fast_mode=True)
 
 
+def test_inputs_are_perturbed_in_place_so_closures_see_them():
+    # as PyTorch: a function that uses a Parameter through a closure (a module's own weight)
+    # can be checked with respect to that Parameter
+    w = x64(3, 2)
+    x = x64(4, 3, seed=1)
+    assert tgx.gradcheck(lambda a, w_: (a @ w).tanh() * w_.sum(), (x, w))
+    assert tgx.gradcheck(lambda a, w_: (a @ w).tanh() * w_.sum(), (x, w), fast_mode=True)
+    before = w.numpy().copy()
+    tgx.gradcheck(lambda a: a @ w, (w.T,))
+    np.testing.assert_array_equal(w.numpy(), before)      # restored afterwards
+
+
 def test_gradcheck_error_is_an_assertion_error():
     assert issubclass(GradcheckError, AssertionError)
 
