@@ -251,7 +251,7 @@ class Trainer:
     # -- evaluation ------------------------------------------------------------------------
     def val_loss(self, split="valid"):
         rng = np.random.default_rng(1234)   # the same batches at every evaluation
-        split = "val" if (self.lm and split == "valid") else split
+        split = "valid" if split == "val" else split    # every task knows "valid"; add no "val"
         total = 0.0
         with tgx.no_grad():
             self.model.eval()
