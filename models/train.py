@@ -231,7 +231,9 @@ class Trainer:
         logp = self.model(tgx.tensor(b.src), tgx.tensor(b.tgt_in), b.src_key_padding,
                           b.tgt_key_padding)                               # (B, T, V)
         V = logp.shape[-1]
-        loss = F.cross_entropy(logp.reshape(-1, V), b.tgt_out.reshape(-1),   # (B*T, V)
+        # the padding mask, not the ids, says which positions are padding (as in pad_batch)
+        target = np.where(b.tgt_key_padding, PAD, b.tgt_out)              # (B, T)
+        loss = F.cross_entropy(logp.reshape(-1, V), target.reshape(-1),     # (B*T, V)
                                ignore_index=PAD, label_smoothing=self.cfg.label_smoothing)
         return loss, int(b.n_tokens)
 
