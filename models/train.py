@@ -318,7 +318,8 @@ class Trainer:
         signal.signal(signal.SIGINT, self._on_sigint)
         t0, tokens = time.perf_counter(), 0
         try:
-            with open(log_path, "a", encoding="utf-8") as logf:
+            # a fresh run starts a new log; a resumed one (step > 0) continues it
+            with open(log_path, "a" if self.step else "w", encoding="utf-8") as logf:
                 while self.step < end and not self._stop:
                     loss, ntok, lr, norm = self.train_step()
                     tokens += ntok
