@@ -247,8 +247,8 @@ def main(argv=None):
         if os.environ.get("TINYGRADX_DEBUG"):
             raise
         msg = str(err).strip("'\"") if isinstance(err, KeyError) else str(err)
-        print(f"tinygradx {args.command}: error: {msg.splitlines()[0] if msg else err!r}",
-              file=sys.stderr)
+        line = msg.splitlines()[0] if msg else repr(err)
+        print(f"tinygradx {args.command}: error: {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"tinygradx {args.command}: interrupted", file=sys.stderr)
