@@ -241,8 +241,8 @@ def main(argv=None):
     except UsageError as err:
         print(f"tinygradx {args.command}: error: {err}", file=sys.stderr)
         return 2
-    except (ValueError, FileNotFoundError, KeyError) as err:
-        # configuration and data mistakes surface as these from the library: one line
+    except (ValueError, OSError, KeyError) as err:
+        # configuration and data mistakes (and unusable paths) surface as these: one line
         # (TINYGRADX_DEBUG=1 shows the traceback instead)
         if os.environ.get("TINYGRADX_DEBUG"):
             raise
