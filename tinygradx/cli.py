@@ -98,9 +98,12 @@ def _report(trainer):
 
 def cmd_eval(args):
     trainer = _load_trainer(args.checkpoint, progress=False)
-    res = trainer.evaluate(args.split)
+    split = "valid" if args.split == "val" else args.split
+    if trainer.cfg.task == "chars" and split == "test":
+        split = "valid"                # chars has only train/valid (90/10 in file order)
+    res = trainer.evaluate(split)
     if "exact_match" in res and args.beam > 1:
-        res["exact_match_beam"] = trainer.exact_match(args.split, beam_size=args.beam)
+        res["exact_match_beam"] = trainer.exact_match(split, beam_size=args.beam)
     for k, v in res.items():
         print(f"{k}: {v}")
     return 0
