@@ -246,23 +246,52 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
 class Gelu(Function):
-    """GELU(x) = x*Phi(x); approximate='tanh' uses 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3)))."""
+    """GELU(x) = x*Phi(x); approximate='tanh' uses 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))).
+
+    Written with in-place numpy calls: GELU runs on the widest activation of a Transformer
+    (B, T, 4*d_model), so every avoided temporary is a pass over memory saved.
+    """
     def forward(self, x, approximate="none"):
         self.x, self.approximate = x, approximate
         if approximate == "tanh":
-            self.t = np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x))
-            return 0.5 * x * (1 + self.t)
-        self.cdf = 0.5 * (1 + _erf(x * (1 / math.sqrt(2))))
-        return x * self.cdf
+            u = np.multiply(x, x, out=np.empty_like(x))   # out=: stays an array at 0-d
+            u *= 0.044715 * _SQRT_2_OVER_PI
+            u += _SQRT_2_OVER_PI
+            u *= x                               # u = sqrt(2/pi) * (x + 0.044715 x^3)
+            self.t = np.tanh(u, out=u)
+            y = np.add(self.t, 1, out=np.empty_like(x))
+            y *= x
+            y *= 0.5
+            return y
+        cdf = np.asarray(_erf(x * (1 / math.sqrt(2))))
+        cdf += 1
+        cdf *= 0.5                               # Phi(x)
+        self.cdf = cdf
+        return x * cdf
 
     def backward(self, g):
         x = self.x
         if self.approximate == "tanh":
-            t = self.t
-            du = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
-            return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du)
-        pdf = np.exp(-0.5 * x * x) * (1 / math.sqrt(2 * math.pi))
-        return g * (self.cdf + x * pdf)
+            du = np.multiply(x, x, out=np.empty_like(x))
+            du *= 3 * 0.044715 * _SQRT_2_OVER_PI
+            du += _SQRT_2_OVER_PI                # du/dx = sqrt(2/pi) (1 + 3*0.044715 x^2)
+            d = np.multiply(self.t, self.t, out=np.empty_like(x))
+            np.subtract(1, d, out=d)             # 1 - t^2
+            d *= du
+            d *= x
+            d += self.t
+            d += 1
+            d *= 0.5                             # 0.5 (1 + t) + 0.5 x (1 - t^2) du
+            d *= g
+            return d
+        pdf = np.multiply(x, x, out=np.empty_like(x))
+        pdf *= -0.5
+        np.exp(pdf, out=pdf)
+        pdf *= 1 / math.sqrt(2 * math.pi)       # phi(x)
+        pdf *= x
+        pdf += self.cdf                          # Phi(x) + x phi(x)
+        pdf *= g
+        return pdf
 
 
 class Clamp(Function):
