@@ -134,7 +134,9 @@ def cmd_generate(args):
     unknown = sorted(set(args.prompt) - set(task.vocab))
     if unknown:
         raise UsageError(f"the prompt has characters the model never saw: {unknown[:5]}")
-    ids = np.array([task.encode(args.prompt or "\n")], dtype=np.int64)
+    # no prompt: start from a newline as nanoGPT does, or the first character if the text has none
+    start = args.prompt or ("\n" if "\n" in task.vocab else task.vocab[0])
+    ids = np.array([task.encode(start)], dtype=np.int64)
     out = decoding.sample(trainer.model, ids, args.max_new_tokens, temperature=args.temperature,
                           top_k=args.top_k, top_p=args.top_p)
     print(task.decode(out[0].tolist()))
