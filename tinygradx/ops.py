@@ -690,7 +690,8 @@ class Softmax(Function):
     """
     def forward(self, x, dim=-1):
         self.dim = dim
-        e = np.exp(x - _safe_max(x, dim))
+        e = np.subtract(x, _safe_max(x, dim), out=np.empty_like(x))
+        np.exp(e, out=e)
         total = e.sum(axis=dim, keepdims=True)
         if not np.all(total):
             total[total == 0] = 1
@@ -700,9 +701,11 @@ class Softmax(Function):
 
     def backward(self, g):
         s = self.out
-        gs = g * s
-        gs -= s * gs.sum(axis=self.dim, keepdims=True)
-        return gs
+        gx = g * s
+        row = gx.sum(axis=self.dim, keepdims=True)               # sum_j g_j s_j
+        np.subtract(g, row, out=gx)
+        gx *= s                                                  # s * (g - sum(g*s))
+        return gx
 
 
 class LogSoftmax(Function):
@@ -732,32 +735,46 @@ class LayerNorm(Function):
     op_name = "layer_norm"
 
     def forward(self, x, *wb, n_axes=1, eps=1e-5, affine=(False, False)):
-        axes = tuple(range(x.ndim - n_axes, x.ndim))
-        mean = x.mean(axis=axes, keepdims=True)
-        xc = x - mean
-        var = np.mean(xc * xc, axis=axes, keepdims=True)
-        rstd = 1.0 / np.sqrt(var + eps)
+        # work on a (rows, n) view: every reduction is then along axis 1, and the row dot
+        # products of the backward become BLAS matrix-vector products
+        self.shape, self.wshape = x.shape, x.shape[x.ndim - n_axes:]
+        n = int(np.prod(self.wshape))
+        x2 = x.reshape(-1, n)
+        xc = x2 - x2.mean(axis=1, keepdims=True)
+        var = np.einsum("ij,ij->i", xc, xc) / n                 # biased variance, no temporary
+        rstd = (1.0 / np.sqrt(var + eps)).astype(x.dtype, copy=False)[:, None]
         xc *= rstd
-        self.xhat, self.rstd, self.axes, self.affine = xc, rstd, axes, affine
+        self.xhat, self.rstd, self.affine = xc, rstd, affine
         wb = list(wb)
-        self.w = wb.pop(0) if affine[0] else None
+        self.w = wb.pop(0).reshape(n) if affine[0] else None
         y = xc * self.w if self.w is not None else xc.copy()
         if affine[1]:
-            y += wb.pop(0)
-        return y
+            y += wb.pop(0).reshape(n)
+        return y.reshape(x.shape)
 
     def backward(self, g):
-        xhat, axes = self.xhat, self.axes
-        lead = tuple(range(xhat.ndim - len(axes)))
-        gh = g * self.w if self.w is not None else g
-        mean_gh = gh.mean(axis=axes, keepdims=True)
-        mean_ghx = (gh * xhat).mean(axis=axes, keepdims=True)
-        gx = (gh - mean_gh - xhat * mean_ghx) * self.rstd
-        grads = [gx]
+        xhat, w = self.xhat, self.w
+        n = xhat.shape[1]
+        g2 = g.reshape(-1, n)
+        gx = g2 * xhat                                          # temporary, reused below
+        gw = gx.sum(axis=0) if self.affine[0] and self.needs_input_grad[1] else None
+        gb = g2.sum(axis=0) if self.affine[1] and self.needs_input_grad[-1] else None
+        if w is not None:
+            mean_gh = (g2 @ w) / n                              # mean(g*w) per row
+            mean_ghx = (gx @ w) / n                             # mean(g*w*xhat) per row
+            out = g2 * w
+        else:
+            mean_gh, mean_ghx = g2.mean(axis=1), gx.mean(axis=1)
+            out = g2.copy()
+        out -= mean_gh[:, None]
+        np.multiply(xhat, mean_ghx[:, None], out=gx)
+        out -= gx
+        out *= self.rstd
+        grads = [out.reshape(self.shape)]
         if self.affine[0]:
-            grads.append((g * xhat).sum(axis=lead) if self.needs_input_grad[1] else None)
+            grads.append(None if gw is None else gw.reshape(self.wshape))
         if self.affine[1]:
-            grads.append(g.sum(axis=lead) if self.needs_input_grad[-1] else None)
+            grads.append(None if gb is None else gb.reshape(self.wshape))
         return tuple(grads)
 
 
