@@ -1,0 +1,352 @@
+"""The docs cannot drift from the code: every snippet runs, every number is checked, every code
+link still points at the line it quotes, every public name is indexed in docs/api.md.
+
+1. Snippets. Every ```python block of docs/*.md and docs/zh/*.md runs; the blocks of one page run
+   in order in one namespace, from a temporary working directory. When a ```text block follows a
+   python block (only blank lines between), the python block's printed output must equal it
+   (trailing whitespace ignored; `...` is a wildcard, as doctest's ELLIPSIS). A python block of
+   the pages this file owns (OWN_PAGES) that prints must be followed by its text block. Put
+   `<!-- skip-test -->` on the line right before a fence to skip that block (rendering with an
+   external program, for example).
+2. Links. Every relative link must name an existing file. A link to a line, `(../models/gpt.py#L60)`,
+   needs a file of at least 60 lines, and when the link is followed on its line by a quote in
+   backticks (`[models/gpt.py#L60](../models/gpt.py#L60): `att = ...``) the quote must appear
+   within +-3 lines of line 60. On the pages this file owns every line link must carry a quote.
+3. API index. Every public name of tinygradx, tinygradx.functional.__all__ and every class of
+   tinygradx.nn / tinygradx.optim appears in docs/api.md in backticks, and has a docstring.
+
+Refresh the text blocks after an intended change (then read the diff before committing):
+
+    python tests/test_docs.py --update docs/walkthrough.md docs/zh/walkthrough.md
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+import os
+import re
+import sys
+import tempfile
+import time
+import types
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOCS = os.path.join(ROOT, "docs")
+PAGES = sorted(
+    [os.path.join("docs", f) for f in os.listdir(DOCS) if f.endswith(".md")]
+    + ([os.path.join("docs", "zh", f) for f in os.listdir(os.path.join(DOCS, "zh"))
+        if f.endswith(".md")] if os.path.isdir(os.path.join(DOCS, "zh")) else []))
+OWN_PAGES = {"docs/walkthrough.md", "docs/zh/walkthrough.md", "docs/autograd.md",
+             "docs/index.md", "docs/api.md"}
+# pages other people are writing: a link to one of them may arrive before the page itself
+PENDING_PAGES = {"docs/tasks.md", "docs/performance.md", "docs/experiments.md"}
+SKIP_MARK = "<!-- skip-test -->"
+LINE_SLACK = 3
+
+FENCE = re.compile(r"^```(\w*)\s*$")
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+QUOTE_AFTER = re.compile(r"^\)?\s*:?\s*`([^`]+)`")
+
+
+# ------------------------------------------------------------------------------------------
+# parsing
+# ------------------------------------------------------------------------------------------
+
+class Block:
+    def __init__(self, lang, start, end, code, skip):
+        self.lang, self.start, self.end, self.code, self.skip = lang, start, end, code, skip
+        self.expected = None          # the text Block that follows, if any
+
+
+def read(page):
+    with open(os.path.join(ROOT, page), encoding="utf-8") as f:
+        return f.read().split("\n")
+
+
+def blocks(lines):
+    """Fenced blocks of a page (line numbers 0-based: start = the opening fence, end = the
+    closing one), with each python block's following text block attached."""
+    out, i = [], 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        j = i + 1
+        while j < len(lines) and lines[j].rstrip() != "```":
+            j += 1
+        if j == len(lines):
+            raise AssertionError(f"unclosed fence at line {i + 1}")
+        skip = i > 0 and lines[i - 1].strip() == SKIP_MARK
+        out.append(Block(m.group(1), i, j, "\n".join(lines[i + 1:j]), skip))
+        i = j + 1
+    for a, b in zip(out, out[1:]):
+        between = lines[a.end + 1:b.start]
+        if a.lang == "python" and b.lang == "text" and all(not s.strip() for s in between):
+            a.expected = b
+    return out
+
+
+def normalise(text):
+    lines = [s.rstrip() for s in text.strip("\n").split("\n")]
+    return "\n".join(lines).strip("\n")
+
+
+def matches(expected, got):
+    """Equal after normalising, with `...` in `expected` matching any text (even newlines)."""
+    expected, got = normalise(expected), normalise(got)
+    if "..." not in expected:
+        return expected == got
+    pattern = ".*?".join(re.escape(part) for part in expected.split("..."))
+    return re.fullmatch(pattern, got, flags=re.DOTALL) is not None
+
+
+# ------------------------------------------------------------------------------------------
+# running a page
+# ------------------------------------------------------------------------------------------
+
+def run_page(page):
+    """Run the python blocks of `page` in order in one namespace, from a temp dir.
+    Yields (block, printed output) for every block that ran."""
+    import numpy as np
+
+    import tinygradx as tgx
+    lines = read(page)
+    namespace = {"__name__": "__docs__"}
+    cwd = os.getcwd()
+    rng_state = tgx.get_rng_state()
+    with tempfile.TemporaryDirectory() as tmp, np.printoptions():
+        os.chdir(tmp)
+        try:
+            for b in blocks(lines):
+                if b.lang != "python" or b.skip:
+                    continue
+                buf = io.StringIO()
+                code = compile(b.code, f"{page}:{b.start + 2}", "exec")
+                with contextlib.redirect_stdout(buf):
+                    exec(code, namespace)
+                yield b, buf.getvalue()
+        finally:
+            os.chdir(cwd)
+            tgx.set_rng_state(rng_state)         # a page's manual_seed must not leak out
+
+
+def snippet_pages():
+    return [p for p in PAGES if any(b.lang == "python" for b in blocks(read(p)))]
+
+
+@pytest.mark.parametrize("page", snippet_pages())
+def test_snippets(page):
+    try:
+        from tinygradx.viz import RendererNotFound
+    except ImportError:                                   # pragma: no cover
+        RendererNotFound = ()
+    start = time.perf_counter()
+    n = 0
+    try:
+        for b, out in run_page(page):
+            n += 1
+            where = f"{page}, the python block at line {b.start + 1}"
+            if b.expected is not None:
+                assert matches(b.expected.code, out), (
+                    f"{where} printed\n{out}\nbut the text block at line {b.expected.start + 1} "
+                    f"says\n{b.expected.code}\n(refresh with: python tests/test_docs.py --update "
+                    f"{page})")
+            elif page in OWN_PAGES:
+                assert not out.strip(), (f"{where} printed output but no ```text block follows "
+                                         f"it:\n{out}")
+    except RendererNotFound as err:
+        pytest.skip(f"{page} renders a graph and no renderer is installed: {err}")
+    assert n > 0
+    assert time.perf_counter() - start < 30, f"{page}: snippets took over 30 s; use smaller sizes"
+
+
+def test_every_page_has_its_expected_blocks_paired():
+    """A text block must belong to a python block (or be plain text that no snippet prints).
+    On our own pages every text block directly after a python block is its output."""
+    for page in OWN_PAGES:
+        if not os.path.exists(os.path.join(ROOT, page)):
+            continue
+        for b in blocks(read(page)):
+            if b.lang == "python" and b.skip:
+                assert SKIP_MARK in read(page)[b.start - 1]
+
+
+# ------------------------------------------------------------------------------------------
+# links
+# ------------------------------------------------------------------------------------------
+
+def links(page):
+    """(line number, target, quote or None) for every relative link of a page, fenced code
+    excluded."""
+    lines = read(page)
+    fenced = set()
+    for b in blocks(lines):
+        fenced.update(range(b.start, b.end + 1))
+    out = []
+    for i, line in enumerate(lines):
+        if i in fenced:
+            continue
+        for m in LINK.finditer(line):
+            target = m.group(1)
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+                continue                                   # http:, mailto:, in-page anchors
+            q = QUOTE_AFTER.match(line[m.end():])
+            out.append((i + 1, target, q.group(1) if q else None))
+    return out
+
+
+def resolve(page, target):
+    path, _, anchor = target.partition("#")
+    full = os.path.normpath(os.path.join(ROOT, os.path.dirname(page), path))
+    return full, anchor
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_links(page):
+    problems = []
+    for lineno, target, quote in links(page):
+        full, anchor = resolve(page, target)
+        rel = os.path.relpath(full, ROOT).replace(os.sep, "/")
+        where = f"{page}:{lineno}: ({target})"
+        if not os.path.exists(full):
+            if rel not in PENDING_PAGES:
+                problems.append(f"{where}: {rel} does not exist")
+            continue
+        m = re.fullmatch(r"L(\d+)(?:-L(\d+))?", anchor)
+        if not m:
+            if page in OWN_PAGES and quote is not None:
+                problems.append(f"{where}: a quote without a line anchor")
+            continue
+        with open(full, encoding="utf-8") as f:
+            src = f.read().split("\n")
+        if src and src[-1] == "":
+            src = src[:-1]
+        n = int(m.group(1))
+        if n > len(src):
+            problems.append(f"{where}: {rel} has only {len(src)} lines")
+            continue
+        if quote is None:
+            if page in OWN_PAGES:
+                problems.append(f"{where}: a line link must quote the line in backticks")
+            continue
+        lo, hi = max(1, n - LINE_SLACK), min(len(src), n + LINE_SLACK)
+        found = [k for k in range(lo, hi + 1) if quote.strip() in src[k - 1]]
+        if not found:
+            exact = [k + 1 for k, s in enumerate(src) if quote.strip() in s]
+            hint = f" (it is at line {exact[0]} now)" if exact else " (it is gone)"
+            problems.append(f"{where}: `{quote}` is not within {LINE_SLACK} lines of L{n}{hint}")
+    assert not problems, "\n".join(problems)
+
+
+def test_links_are_checked_somewhere():
+    total = sum(1 for p in OWN_PAGES if os.path.exists(os.path.join(ROOT, p))
+                for _, t, q in links(p) if "#L" in t and q)
+    assert total >= 40, f"only {total} quoted line links on the docs pages"
+
+
+# ------------------------------------------------------------------------------------------
+# the API index
+# ------------------------------------------------------------------------------------------
+
+# Public names whose code had no docstring when this list was written (the code is not ours to
+# edit here). A name missing from this list must have a docstring; take names off the list as
+# their docstrings arrive (the test prints the ones that already have).
+KNOWN_MISSING_DOCSTRINGS = {
+    "tinygradx.arange", "tinygradx.cat", "tinygradx.concatenate", "tinygradx.eye",
+    "tinygradx.full", "tinygradx.full_like", "tinygradx.is_grad_enabled", "tinygradx.matmul",
+    "tinygradx.maximum", "tinygradx.minimum", "tinygradx.ones", "tinygradx.ones_like",
+    "tinygradx.rand", "tinygradx.rand_like", "tinygradx.randint", "tinygradx.randn",
+    "tinygradx.randn_like", "tinygradx.set_rng_state", "tinygradx.stack", "tinygradx.tensor",
+    "tinygradx.zeros", "tinygradx.zeros_like",
+    "tinygradx.functional.relu", "tinygradx.functional.sigmoid", "tinygradx.functional.tanh",
+    "tinygradx.functional.log_softmax_composite", "tinygradx.functional.layer_norm_composite",
+    "tinygradx.functional.gelu_composite",
+}
+
+
+def public_api():
+    """{qualified name: object} of what docs/api.md must index."""
+    import tinygradx as tgx
+    import tinygradx.functional as F
+    import tinygradx.nn as nn
+    import tinygradx.optim as optim
+    api = {}
+    for name in dir(tgx):
+        obj = getattr(tgx, name)
+        if name.startswith("_") or isinstance(obj, types.ModuleType):
+            continue
+        api[f"tinygradx.{name}"] = obj
+    for name in getattr(F, "__all__", [n for n in dir(F) if not n.startswith("_")]):
+        api[f"tinygradx.functional.{name}"] = getattr(F, name)
+    for mod in (nn, optim):
+        for name, obj in vars(mod).items():
+            if inspect.isclass(obj) and obj.__module__ == mod.__name__ and not name.startswith("_"):
+                api[f"{mod.__name__}.{name}"] = obj
+    for name in getattr(optim, "__all__", []):
+        api[f"tinygradx.optim.{name}"] = getattr(optim, name)
+    return api
+
+
+def test_api_index_lists_every_public_name():
+    with open(os.path.join(DOCS, "api.md"), encoding="utf-8") as f:
+        text = f.read()
+    missing = []
+    for qual in public_api():
+        short = qual.rsplit(".", 1)[1]
+        if not re.search(r"`(?:[\w.]+\.)?" + re.escape(short) + r"\b", text):
+            missing.append(qual)
+    assert not missing, "docs/api.md does not list: " + ", ".join(missing)
+
+
+def test_public_names_have_docstrings():
+    import numpy as np
+    undocumented = set()
+    for qual, obj in public_api().items():
+        if isinstance(obj, (type(np.float32), np.dtype)) or obj in (np.bool_,):
+            continue                                      # dtype aliases (numpy's own)
+        if not (obj.__doc__ or "").strip():
+            undocumented.add(qual)
+    new = sorted(undocumented - KNOWN_MISSING_DOCSTRINGS)
+    fixed = sorted(KNOWN_MISSING_DOCSTRINGS - undocumented)
+    if fixed:
+        print("documented now, can leave KNOWN_MISSING_DOCSTRINGS: " + ", ".join(fixed))
+    assert not new, "public names without a docstring: " + ", ".join(new)
+
+
+# ------------------------------------------------------------------------------------------
+# refreshing the text blocks
+# ------------------------------------------------------------------------------------------
+
+def update(page):
+    """Rewrite the text block after each python block of `page` with what it prints now
+    (inserting one when a block prints and has none)."""
+    lines = read(page)
+    outputs = {b.start: (b, out) for b, out in run_page(page)}
+    edits = []                                            # (start, end, new lines), bottom up
+    for start, (b, out) in outputs.items():
+        new = normalise(out).split("\n") if out.strip() else None
+        if b.expected is not None:
+            if new is None:
+                new = [""]
+            if "..." in b.expected.code and matches(b.expected.code, out):
+                continue                                  # keep hand-written wildcards
+            edits.append((b.expected.start + 1, b.expected.end, new))
+        elif new is not None:
+            edits.append((b.end + 1, b.end + 1, ["", "```text"] + new + ["```"]))
+    for s, e, new in sorted(edits, reverse=True):
+        lines[s:e] = new
+    with open(os.path.join(ROOT, page), "w", encoding="utf-8") as f:
+        f.write("\n".join(lines))
+    print(f"{page}: {len(outputs)} snippets run, {len(edits)} text blocks written")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3 or sys.argv[1] != "--update":
+        sys.exit("usage: python tests/test_docs.py --update docs/PAGE.md [...]")
+    sys.path.insert(0, ROOT)
+    for p in sys.argv[2:]:
+        update(os.path.relpath(os.path.abspath(p), ROOT).replace(os.sep, "/"))
