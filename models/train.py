@@ -359,6 +359,7 @@ class Trainer:
     def save(self, path=None):
         """Model, optimizer, schedule step, both RNG states and the config, atomically."""
         path = path or self.checkpoint_path()
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         arrays = {f"model/{k}": v.numpy() for k, v in self.model.state_dict().items()}
         opt_meta = _flatten(self.optimizer.state_dict(), "optim", arrays)
         meta = {"config": dataclasses.asdict(self.cfg), "step": self.step,
