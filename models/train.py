@@ -442,7 +442,10 @@ def _fmt_eval(row):
 
 def config_from_args(pairs, base=None):
     """Apply `--key value` overrides to a TrainConfig, with type checks and clear errors."""
-    cfg = dataclasses.asdict(base or TrainConfig())
+    # without a base, start from the field defaults: TrainConfig() would have resolved d_ff = 0
+    # to 4 * 128 already, and --d_model 64 would then keep d_ff 512
+    cfg = dataclasses.asdict(base) if base is not None else {
+        f.name: f.default for f in dataclasses.fields(TrainConfig)}
     types = {f.name: f.type for f in dataclasses.fields(TrainConfig)}
     for key, value in pairs.items():
         if key not in types:
