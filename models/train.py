@@ -271,7 +271,9 @@ class Trainer:
         if self.cfg.task == "add":
             pairs = getattr(self.task, "test" if split == "test" else "valid")[:limit]
             prompt = self.task.prompt(pairs)
-            out = decoding.sample(self.model, prompt, self.task.ndigit + 1, top_k=1)
+            # temperature 0: argmax without a draw from the global RNG (top_k=1 still drew one
+            # per token, so an evaluation shifted the dropout masks of the following steps)
+            out = decoding.sample(self.model, prompt, self.task.ndigit + 1, temperature=0)
             return float(self.task.exact_match(pairs, out[:, prompt.shape[1]:]))
         pairs = self.task.split(split)[:limit]
         hyps = self.translate([s for s, _ in pairs], beam_size=beam_size, as_tokens=True)
