@@ -245,6 +245,30 @@ def test_links(page):
     assert not problems, "\n".join(problems)
 
 
+def slug(heading):
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    import unicodedata
+    text = heading.strip().lower()
+    kept = "".join(c for c in text if c in " -" or unicodedata.category(c)[0] in "LMN"
+                   or unicodedata.category(c) == "Pc")
+    return kept.replace(" ", "-")
+
+
+@pytest.mark.parametrize("page", sorted(OWN_PAGES))
+def test_in_page_anchors(page):
+    if not os.path.exists(os.path.join(ROOT, page)):
+        pytest.skip(f"{page} not written yet")
+    lines = read(page)
+    fenced = set()
+    for b in blocks(lines):
+        fenced.update(range(b.start, b.end + 1))
+    anchors = {slug(s.lstrip("#")) for i, s in enumerate(lines)
+               if i not in fenced and re.match(r"^#{1,6} ", s)}
+    bad = [m.group(1) for i, s in enumerate(lines) if i not in fenced
+           for m in re.finditer(r"\]\(#([^)]+)\)", s) if m.group(1) not in anchors]
+    assert not bad, f"{page}: anchors with no heading: {bad}"
+
+
 def test_links_are_checked_somewhere():
     total = sum(1 for p in OWN_PAGES if os.path.exists(os.path.join(ROOT, p))
                 for _, t, q in links(p) if "#L" in t and q)
