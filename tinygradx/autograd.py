@@ -77,6 +77,7 @@ def enable_grad():
 
 
 def is_grad_enabled():
+    """Whether ops currently record the graph (False inside no_grad())."""
     return STATE.grad_enabled
 
 
@@ -461,6 +462,7 @@ def get_rng_state():
 
 
 def set_rng_state(state):
+    """Restore the generator from a dict made by get_rng_state()."""
     rng = np.random.default_rng()
     rng.bit_generator.state = state
     STATE.rng = rng

@@ -25,6 +25,7 @@ def _check_dim(name, x, dim):
 # ------------------------------------------------------------------------------------------
 
 def relu(x):
+    """max(x, 0) element-wise; the gradient passes where x > 0."""
     return ops.Relu.apply(x)
 
 
@@ -34,10 +35,12 @@ def gelu(x, approximate="none"):
 
 
 def sigmoid(x):
+    """1 / (1 + exp(-x)), computed without overflow."""
     return ops.Sigmoid.apply(x)
 
 
 def tanh(x):
+    """tanh(x) element-wise; d/dx = 1 - tanh^2."""
     return ops.Tanh.apply(x)
 
 
@@ -221,11 +224,13 @@ def softmax_composite(x, dim=-1):
 
 
 def log_softmax_composite(x, dim=-1):
+    """log_softmax from primitive ops: x - max - log(sum(exp(x - max)))."""
     shifted = x - x.amax(dim=dim, keepdim=True).detach()
     return shifted - shifted.exp().sum(dim=dim, keepdim=True).log()
 
 
 def layer_norm_composite(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """layer_norm from mean, subtract, rsqrt and multiply (the fused op's test oracle)."""
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     dims = tuple(range(x.ndim - len(normalized_shape), x.ndim))
@@ -258,6 +263,7 @@ def cross_entropy_composite(input, target, ignore_index=-100, reduction="mean",
 
 
 def gelu_composite(x, approximate="none"):
+    """GELU from erf (or tanh) and arithmetic ops (the fused op's test oracle)."""
     if approximate == "tanh":
         inner = (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)
         return x * 0.5 * (inner.tanh() + 1)
