@@ -76,8 +76,7 @@ def init_params(spec, seed=0):
 # ---- adapters: factory(spec, params, batch) -> step() -> float loss ----------------------------
 
 def _numpy_adapter(spec, params, batch):
-    params = {k: v for k, v in params.items()}           # noqa: C416 (keep caller's dict intact)
-    params = init_params(spec) if not params else _copy_into_flat(spec, params)
+    params = _copy_into_flat(spec, params)               # own copy: impls never share arrays
     state = {}
     if spec["kind"] == "gpt":
         net = ngpt.NumpyGPT(spec["cfg"])
@@ -235,9 +234,29 @@ def _rss_child(config, impl, steps):
                       "minflt_per_step": (f1 - f0) / steps}))
 
 
-def measure_rss(config, impl, steps=10):
-    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--rss-child", config, impl,
-                          "--steps", str(steps)], capture_output=True, text=True, check=True)
+def set_threads(n):
+    """Limit BLAS and torch threads for this process (threadpoolctl is optional)."""
+    try:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(n)
+        _LIMITS.append(n)
+    except ImportError:
+        print("[warn] threadpoolctl not installed: BLAS threads not limited (set "
+              "OPENBLAS_NUM_THREADS before starting python instead)", file=sys.stderr)
+    if torch_available():
+        import torch
+        torch.set_num_threads(n)
+
+
+_LIMITS = []
+
+
+def measure_rss(config, impl, steps=3):
+    cmd = [sys.executable, os.path.abspath(__file__), "--rss-child", config, impl,
+           "--steps", str(steps)]
+    if _LIMITS:
+        cmd += ["--threads", str(_LIMITS[-1])]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -308,10 +327,15 @@ def main(argv=None):
     ap.add_argument("--pairs", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--rss", action="store_true", help="peak RSS per impl (child processes)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="limit BLAS (via threadpoolctl) and torch intra-op threads, e.g. 1 for "
+                         "a comparison that a busy machine distorts less")
     ap.add_argument("--json", help="also write the raw rows here")
     ap.add_argument("--rss-child", nargs=2, metavar=("CONFIG", "IMPL"), help=argparse.SUPPRESS)
-    ap.add_argument("--steps", type=int, default=10, help=argparse.SUPPRESS)
+    ap.add_argument("--steps", type=int, default=3, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.threads:
+        set_threads(a.threads)
     if a.rss_child:
         _rss_child(*a.rss_child, a.steps)
         return
