@@ -76,7 +76,7 @@ def cmd_train(args):
                                                   "out_dir", "save_interval")})
         print(f"resumed from {path} at step {trainer.step}")
     else:
-        trainer = Trainer(TrainConfig(**over))
+        trainer = Trainer(TrainConfig.for_task(over.pop("task", TrainConfig.task), **over))
     print(f"task {trainer.cfg.task}: {type(trainer.model).__name__} with "
           f"{trainer.model.num_parameters():,} parameters")
     finished = trainer.train()
