@@ -38,6 +38,33 @@ def _bool(text):
     raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
 
 
+def _int_at_least(low):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
+        return value
+    parse.__name__ = f"int >= {low}"
+    return parse
+
+
+def _float_in(low, high, low_open=False):
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not ((low < value) if low_open else (low <= value)) or value > high:
+            lo = "(" if low_open else "["
+            raise argparse.ArgumentTypeError(f"must be in {lo}{low}, {high}], got {value}")
+        return value
+    parse.__name__ = "float"
+    return parse
+
+
 def _overrides(args):
     from tinygradx.models.train import TrainConfig
     names = {f.name for f in dataclasses.fields(TrainConfig)}
@@ -189,36 +216,36 @@ def build_parser():
     e = sub.add_parser("eval", help="evaluate a checkpoint on held-out data")
     e.add_argument("--checkpoint", required=True)
     e.add_argument("--split", default="test", choices=["valid", "test", "val"])
-    e.add_argument("--beam", type=int, default=1)
+    e.add_argument("--beam", type=_int_at_least(1), default=1)
     e.set_defaults(fn=cmd_eval)
 
     tr = sub.add_parser("translate", help="translate sentences (arguments or stdin)")
     tr.add_argument("--checkpoint", required=True)
-    tr.add_argument("--beam", type=int, default=1)
+    tr.add_argument("--beam", type=_int_at_least(1), default=1)
     tr.add_argument("sentences", nargs="*")
     tr.set_defaults(fn=cmd_translate)
 
     g = sub.add_parser("generate", help="sample text from a language-model checkpoint")
     g.add_argument("--checkpoint", required=True)
     g.add_argument("--prompt", default="")
-    g.add_argument("--max_new_tokens", "--max-new-tokens", type=int, default=200)
-    g.add_argument("--temperature", type=float, default=1.0)
-    g.add_argument("--top_k", "--top-k", type=int, default=None)
-    g.add_argument("--top_p", "--top-p", type=float, default=None)
+    g.add_argument("--max_new_tokens", "--max-new-tokens", type=_int_at_least(0), default=200)
+    g.add_argument("--temperature", type=_float_in(0, float("inf")), default=1.0)
+    g.add_argument("--top_k", "--top-k", type=_int_at_least(1), default=None)
+    g.add_argument("--top_p", "--top-p", type=_float_in(0, 1, low_open=True), default=None)
     g.add_argument("--seed", type=int, default=0)
     g.set_defaults(fn=cmd_generate)
 
     d = sub.add_parser("demo", help="the main job: train, translate, save, draw")
     d.add_argument("--task", default="dates")
-    d.add_argument("--steps", type=int, default=None)
+    d.add_argument("--steps", type=_int_at_least(0), default=None)
     d.add_argument("--out", default="runs/demo")
     d.set_defaults(fn=cmd_demo)
 
     gr = sub.add_parser("graph", help="draw a model's graph with its residual path")
     gr.add_argument("--model", choices=["gpt", "transformer"], default="gpt")
     gr.add_argument("--norm", choices=["pre", "post"], default="pre")
-    gr.add_argument("--layers", type=int, default=2)
-    gr.add_argument("--depth", type=int, default=None)
+    gr.add_argument("--layers", type=_int_at_least(1), default=2)
+    gr.add_argument("--depth", type=_int_at_least(1), default=None)
     gr.add_argument("--out", default="graph.svg")
     gr.add_argument("--checkpoint", default=None)
     gr.set_defaults(fn=cmd_graph)
