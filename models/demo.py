@@ -16,7 +16,7 @@ import time
 
 import tinygradx as tgx
 
-from .tasks import pad_batch
+from .tasks import is_lm_task, pad_batch
 from .train import Trainer, TrainConfig
 
 # measured on 2 cores: see docs/tasks.md for the run that produced these settings
@@ -35,6 +35,9 @@ def _today_examples():
 
 
 def run_demo(steps=None, out_dir="runs/demo", task="dates", log=print):
+    if is_lm_task(task):
+        raise ValueError(f"the demo trains an encoder-decoder; {task!r} is a language-model "
+                         f"task (use `tinygradx train --task {task}`)")
     cfg = dict(DEMO_CONFIG, task=task, out_dir=out_dir)
     if steps is not None:
         cfg["max_steps"] = steps
