@@ -423,15 +423,29 @@ class Tensor:
         return ops.Max.apply(self, dim=dim, keepdim=keepdim, minimum=True)
 
     def max(self, dim=None, keepdim=False):
-        """max() -> the largest value; max(dim) -> (values, indices) as in PyTorch."""
+        """max() -> the largest value; max(dim) -> (values, indices) as in PyTorch.
+
+        As in PyTorch, max() and amax() share the gradient among tied maxima, while the
+        values of max(dim) are picked at the returned indices and get all of it.
+        """
         if dim is None:
             return self.amax()
-        return MaxResult(self.amax(dim, keepdim), self.argmax(dim, keepdim))
+        idx = self.argmax(dim, keepdim=True)
+        return MaxResult(self._pick(idx, dim, keepdim), idx if keepdim else idx.squeeze(dim))
 
     def min(self, dim=None, keepdim=False):
         if dim is None:
             return self.amin()
-        return MaxResult(self.amin(dim, keepdim), self.argmin(dim, keepdim))
+        idx = self.argmin(dim, keepdim=True)
+        return MaxResult(self._pick(idx, dim, keepdim), idx if keepdim else idx.squeeze(dim))
+
+    def _pick(self, idx, dim, keepdim):
+        """self at the positions idx (keepdim-shaped) along dim, as a gather."""
+        d = dim % self.ndim
+        grid = list(np.indices(idx.shape, sparse=True))
+        grid[d] = idx.data
+        out = self[tuple(grid)]
+        return out if keepdim else out.squeeze(d)
 
     def argmax(self, dim=None, keepdim=False):
         _named_axes("argmax", dim, self.ndim)
