@@ -242,7 +242,7 @@ def test_max_min_with_dim_returns_values_and_indices(which, case, seed):
     np.testing.assert_array_equal(indices.numpy(), np_arg(x, axis=dim, keepdims=keepdim))
     assert indices.dtype == np.int64
     check_op(None, lambda t: getattr(t, which)(dim=dim, keepdim=keepdim).values, [shape],
-             seed=seed)
+             seed=seed, direct=keepdim)        # keepdim=False adds a squeeze after the gather
 
 
 @pytest.mark.parametrize("which", ["max", "min"])
@@ -252,14 +252,23 @@ def test_max_min_without_dim(which):
     check_op(getattr(np, which), lambda t: getattr(t, which)(), [(3, 4)])
 
 
-def test_max_ties_split_the_gradient_evenly():
-    # as torch.amax and torch.max() (no dim): tied maxima share the gradient
+def test_max_ties_follow_pytorch():
+    # torch.amax and torch.max() (no dim): tied maxima share the gradient
     x = Tensor(np.array([[1.0, 3.0, 3.0], [2.0, 0.0, 2.0]]), requires_grad=True)
     x.amax(dim=1).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [[0, 0.5, 0.5], [0.5, 0, 0.5]])
     x.grad = None
     x.max().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [[0, 0.5, 0.5], [0, 0, 0]])
+    # torch.max(dim) / min(dim): the values are picked at the returned indices, which get all
+    x.grad = None
+    values, indices = x.max(dim=1)
+    values.sum().backward()
+    assert indices.tolist() == [1, 0]
+    np.testing.assert_array_equal(x.grad.numpy(), [[0, 1, 0], [1, 0, 0]])
+    x.grad = None
+    x.min(dim=0, keepdim=True).values.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[1, 0, 0], [0, 1, 1]])
 
 
 # ------------------------------------------------------------------------------------------

@@ -81,6 +81,21 @@ def test_against_torch(name, torch_fn, tgx_fn, shapes, kw):
     compare(torch_fn, tgx_fn, shapes, **kw)
 
 
+@pytest.mark.parametrize("which", ["max", "min", "amax", "amin"])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_reductions_with_ties_against_torch(which, keepdim):
+    a = np.random.default_rng(0).integers(0, 3, size=(5, 4)).astype(np.float64)
+    t, x = torch.tensor(a, requires_grad=True), Tensor(a, requires_grad=True)
+    out_t, out_x = getattr(t, which)(dim=0, keepdim=keepdim), getattr(x, which)(0, keepdim)
+    if which in ("max", "min"):
+        np.testing.assert_array_equal(out_x.indices.numpy(), out_t.indices.numpy())
+        out_t, out_x = out_t.values, out_x.values
+    np.testing.assert_array_equal(out_x.numpy(), out_t.detach().numpy())
+    out_t.sum().backward()
+    out_x.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())
+
+
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 @pytest.mark.parametrize("smoothing", [0.0, 0.2])
 @pytest.mark.parametrize("ignore_index", [-100, 1])
