@@ -14,6 +14,8 @@ from .tensor import (Tensor, arange, bool_, cat, concatenate, eye, float16, floa
                      zeros, zeros_like)
 from . import functional, nn, optim
 from .gradcheck import GradcheckError, gradcheck
+from . import perf
+from .perf import profile
 from .trace import trace
 
 __version__ = "0.1.0"

@@ -40,6 +40,7 @@ class _State:
         self.instrumented = False  # True while any observer below is active (slow path)
         self.anomaly = False
         self.observers = []        # callables(ctx, inputs, out, seconds), e.g. trace and profile
+        self.backward_observers = []  # callables(ctx, seconds) after each node's backward
         self.rng = np.random.default_rng(0)
 
     def refresh(self):
@@ -368,6 +369,7 @@ def run_backward(roots, root_grads, retain_graph=False, capture=None):
                 f"graph: no input had requires_grad=True, or it was computed under no_grad()")
         grads[id(r)] = g if id(r) not in grads else grads[id(r)] + g
     anomaly = STATE.anomaly
+    timers = STATE.backward_observers
     for t in toposort(roots):
         g = grads.pop(id(t), None)
         if g is None:
@@ -389,7 +391,13 @@ def run_backward(roots, root_grads, retain_graph=False, capture=None):
                 t.grad.data += g
         if ctx is None:
             continue
-        in_grads = ctx.backward(g)
+        if timers:
+            start = time.perf_counter()
+            in_grads = ctx.backward(g)
+            for fn in timers:
+                fn(ctx, time.perf_counter() - start)
+        else:
+            in_grads = ctx.backward(g)
         if not isinstance(in_grads, tuple):
             in_grads = (in_grads,)
         if len(in_grads) != len(ctx.parents):
