@@ -1,0 +1,233 @@
+"""Decoding (models/decoding.py): greedy, beam search, GPT sampling.
+
+The model-level KV-cache checks (GPT cache == recompute, decode_step == full decode) live in
+test_models.py; here: beam size 1 == greedy, a beam as wide as the search space == exhaustive
+search, greedy on a briefly trained copy model, greedy through the decode_step cache ==
+greedy_decode, and sample(top_k=1) == uncached argmax decoding.
+"""
+import itertools
+import tempfile
+
+import numpy as np
+import pytest
+
+import tinygradx as tgx
+from tinygradx.models import decoding
+from tinygradx.models.gpt import GPT, GPTConfig
+from tinygradx.models.tasks import BOS, EOS, PAD, copy_task, pad_batch
+from tinygradx.models.train import Trainer, TrainConfig
+from tinygradx.models.transformer import make_model
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_blas_thread():
+    """Tiny GEMMs run several times faster on one BLAS thread, above all on a busy machine."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        yield
+        return
+    with threadpool_limits(1):
+        yield
+
+
+class _ShortCopy(Trainer):
+    """copy over 5 symbols, 2..4 long: a 1-layer d_model 32 model learns it in ~100 steps."""
+
+    def _make_task(self):
+        return copy_task(seed=0, n_train=300, n_valid=40, n_test=40, alphabet_size=5,
+                         min_len=2, max_len=4)
+
+
+@pytest.fixture(scope="module")
+def copy_trainer():
+    with tempfile.TemporaryDirectory() as out_dir:
+        cfg = TrainConfig(task="copy", d_model=32, n_head=2, n_layer=1, batch_size=32,
+                          dropout=0.0, lr=1e-2, schedule="constant", progress=False,
+                          out_dir=out_dir)
+        trainer = _ShortCopy(cfg, log=lambda *a: None)
+        for _ in range(100):
+            trainer.train_step()
+        yield trainer
+
+
+def _test_batch(trainer, n=40):
+    pairs = trainer.task.encoded("test")[:n]
+    return pairs, pad_batch(pairs)
+
+
+def _max_len(trainer):
+    return trainer.task.max_lengths()[1] + 2
+
+
+# ------------------------------------------------------------------------------------------
+# greedy and beam search on the trained copy model
+# ------------------------------------------------------------------------------------------
+
+def test_greedy_copies_held_out_inputs(copy_trainer):
+    pairs, b = _test_batch(copy_trainer)
+    V = len(copy_trainer.task.tgt_vocab)
+    out = decoding.greedy_decode(copy_trainer.model, b.src, b.src_key_padding,
+                                 _max_len(copy_trainer), BOS, EOS)
+    assert len(out) == len(pairs)
+    for ids in out:
+        assert len(ids) <= _max_len(copy_trainer)
+        assert all(0 <= i < V and i not in (PAD, BOS, EOS) for i in ids)
+    hits = [ids == list(t) for ids, (_, t) in zip(out, pairs)]
+    assert np.mean(hits) >= 0.3, np.mean(hits)          # about 0.65 after 100 steps
+    # stopping at <eos>: a correct copy is exactly as long as its source, nothing trails it
+    assert all(len(ids) == len(s) for ids, (s, _), h in zip(out, pairs, hits) if h)
+    # and the trainer's string API agrees
+    em = copy_trainer.exact_match("test", limit=len(pairs))
+    assert em == pytest.approx(np.mean(hits))
+
+
+def test_beam_size_one_equals_greedy(copy_trainer):
+    _, b = _test_batch(copy_trainer, 12)
+    args = (copy_trainer.model, b.src, b.src_key_padding, _max_len(copy_trainer), BOS, EOS)
+    greedy = decoding.greedy_decode(*args)
+    for alpha in (0.0, 0.6):
+        assert decoding.beam_search(*args, beam_size=1, length_penalty=alpha) == greedy
+
+
+def test_beam_search_output_is_a_valid_sequence(copy_trainer):
+    pairs, b = _test_batch(copy_trainer, 12)
+    V = len(copy_trainer.task.tgt_vocab)
+    max_len = _max_len(copy_trainer)
+    for k in (2, 4):
+        out = decoding.beam_search(copy_trainer.model, b.src, b.src_key_padding, max_len,
+                                   BOS, EOS, beam_size=k)
+        assert len(out) == len(pairs)
+        for ids in out:
+            assert isinstance(ids, list) and all(isinstance(i, int) for i in ids)
+            assert len(ids) <= max_len
+            assert all(0 <= i < V and i not in (PAD, BOS, EOS) for i in ids)
+    hits = np.mean([o == list(t) for o, (_, t) in zip(out, pairs)])
+    assert hits >= 0.3
+    # a tiny max_len cuts every hypothesis
+    short = decoding.beam_search(copy_trainer.model, b.src, b.src_key_padding, 1, BOS, EOS,
+                                 beam_size=3)
+    assert all(len(ids) <= 1 for ids in short)
+
+
+def test_decoding_restores_training_mode(copy_trainer):
+    model = copy_trainer.model
+    _, b = _test_batch(copy_trainer, 3)
+    model.train()
+    decoding.greedy_decode(model, b.src, b.src_key_padding, 4, BOS, EOS)
+    decoding.beam_search(model, b.src, b.src_key_padding, 4, BOS, EOS, beam_size=2)
+    assert model.training
+    model.eval()
+    decoding.greedy_decode(model, b.src, b.src_key_padding, 4, BOS, EOS)
+    assert not model.training
+    model.train()
+
+
+def test_cached_greedy_equals_greedy_decode(copy_trainer):
+    """Greedy through init_decode_state/decode_step (KV cache, padded sources in the batch)
+    picks the same tokens as greedy_decode, which recomputes the whole prefix each step."""
+    model = copy_trainer.model
+    _, b = _test_batch(copy_trainer, 16)
+    assert b.src_key_padding.any()
+    max_len = _max_len(copy_trainer)
+    want = decoding.greedy_decode(model, b.src, b.src_key_padding, max_len, BOS, EOS)
+    model.eval()
+    with tgx.no_grad():
+        state = model.init_decode_state(model.encode(tgx.tensor(b.src), b.src_key_padding),
+                                        b.src_key_padding)
+        tok = np.full((len(b), 1), BOS, dtype=np.int64)
+        rows, done = [], np.zeros(len(b), dtype=bool)
+        for _ in range(max_len):
+            nxt = model.decode_step(tok, state).numpy().argmax(-1)
+            nxt = np.where(done, EOS, nxt)
+            rows.append(nxt)
+            done |= nxt == EOS
+            tok = nxt[:, None]
+            if done.all():
+                break
+    model.train()
+    got = []
+    for row in np.stack(rows, axis=1).tolist():
+        got.append(row[:row.index(EOS)] if EOS in row else row)
+    assert got == want
+
+
+# ------------------------------------------------------------------------------------------
+# beam search == exhaustive search when the beam holds every hypothesis
+# ------------------------------------------------------------------------------------------
+
+def _sequence_logprob(model, memory, src_pad, seq):
+    """log p(seq | src) of one target sequence (ids after <bos>), by one full forward."""
+    tgt_in = np.array([[BOS] + seq[:-1]], dtype=np.int64)
+    states = model.decode(memory, src_pad, tgx.tensor(tgt_in), None)
+    logp = model.generator(states).numpy()[0]                            # (T, V)
+    return float(sum(logp[t, tok] for t, tok in enumerate(seq)))
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+def test_wide_beam_equals_exhaustive_search(alpha):
+    tgx.manual_seed(3)
+    V, max_len = 6, 3
+    model = make_model(7, V, N=1, d_model=16, d_ff=32, h=2, dropout=0.0).double().eval()
+    src = np.array([[4, 5, 6]], dtype=np.int64)
+    pad = np.zeros_like(src, dtype=bool)
+    with tgx.no_grad():
+        memory = model.encode(tgx.tensor(src), pad)
+        finished = []
+        for n in range(max_len):                       # n tokens, then <eos> (if it fits)
+            for body in itertools.product([t for t in range(V) if t != EOS], repeat=n):
+                seq = list(body) + [EOS]
+                score = _sequence_logprob(model, memory, pad, seq)
+                finished.append((score / decoding._length_penalty(len(seq), alpha), list(body)))
+    best = max(finished)[1]
+    got = decoding.beam_search(model, src, pad, max_len, BOS, EOS, beam_size=V ** max_len,
+                               length_penalty=alpha)
+    assert got == [best]
+
+
+# ------------------------------------------------------------------------------------------
+# GPT sampling
+# ------------------------------------------------------------------------------------------
+
+def _tiny_gpt(block_size=12, dropout=0.1):
+    tgx.manual_seed(0)
+    return GPT(GPTConfig(block_size=block_size, vocab_size=11, n_layer=2, n_head=2, n_embd=16,
+                         dropout=dropout))
+
+
+def _argmax_uncached(model, idx, n):
+    """Greedy decoding by re-running the full (cropped) context every step, no cache."""
+    model.eval()
+    idx = np.array(idx)
+    with tgx.no_grad():
+        for _ in range(n):
+            logits, _ = model(tgx.tensor(idx[:, -model.config.block_size:]))
+            idx = np.concatenate([idx, logits.numpy()[:, -1].argmax(-1)[:, None]], axis=1)
+    model.train()
+    return idx
+
+
+def test_sample_top_k_1_equals_argmax_decoding():
+    model = _tiny_gpt()
+    prompt = np.array([[1, 2, 3], [4, 4, 0]], dtype=np.int64)
+    want = _argmax_uncached(model, prompt, 15)              # runs past block_size 12
+    for kw in (dict(top_k=1), dict(top_k=1, temperature=0.5), dict(temperature=0),
+               dict(top_p=1e-9)):
+        got = decoding.sample(model, prompt, 15, **kw)
+        np.testing.assert_array_equal(got, want, err_msg=str(kw))
+    assert model.training                                   # restored after sampling
+
+
+def test_sample_is_seeded_and_stops_at_eos():
+    model = _tiny_gpt()
+    prompt = np.array([[1, 2]], dtype=np.int64)
+    tgx.manual_seed(5)
+    a = decoding.sample(model, prompt, 8, temperature=1.0, top_k=5)
+    tgx.manual_seed(5)
+    b = decoding.sample(model, prompt, 8, temperature=1.0, top_k=5)
+    np.testing.assert_array_equal(a, b)
+    assert a.shape == (1, 10) and a.dtype.kind == "i"
+    np.testing.assert_array_equal(a[:, :2], prompt)
+    first = int(decoding.sample(model, prompt, 1, temperature=0)[0, -1])
+    out = decoding.sample(model, prompt, 8, temperature=0, eos_id=first)
+    assert out.shape == (1, 3) and out[0, -1] == first

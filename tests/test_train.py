@@ -1,0 +1,454 @@
+"""The training loop (models/train.py): every task learns, determinism, resumable checkpoints,
+checkpoint errors, Ctrl-C, the padding-blind loss, the masks and the metrics log.
+
+Tiny models throughout (d_model 32, one layer, small batches), so the whole file takes seconds.
+"""
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import tinygradx as tgx
+from tinygradx import io
+from tinygradx.models.tasks import BOS, EOS, IGNORE, PAD, pad_batch
+from tinygradx.models.train import Trainer, TrainConfig, _flatten, config_from_args
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_blas_thread():
+    """Tiny GEMMs run several times faster on one BLAS thread, above all on a busy machine."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        yield
+        return
+    with threadpool_limits(1):
+        yield
+
+
+# ------------------------------------------------------------------------------------------
+# helpers
+# ------------------------------------------------------------------------------------------
+
+def _quiet(*args, **kwargs):
+    pass
+
+
+_SUBJECTS = [("I", "Je"), ("You", "Tu"), ("We", "Nous"), ("They", "Ils")]
+_VERBS = [("go", "vais"), ("run", "cours"), ("stop", "arrête"), ("wait", "attends"),
+          ("eat", "mange"), ("sleep", "dors"), ("come", "viens"), ("look", "regarde")]
+
+
+def write_tsv(path):
+    """A small Tatoeba-style file: source TAB target TAB attribution, accents and punctuation."""
+    lines = [f"{s} {v} now.\t{fs} {fv} maintenant !\tCC-BY 2.0 (France) #{i}"
+             for i, ((s, fs), (v, fv)) in enumerate((a, b) for a in _SUBJECTS for b in _VERBS)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def write_text(path):
+    """A small UTF-8 text for the chars task (a few distinct characters, some repetition)."""
+    words = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "and", "cat"]
+    rng = np.random.default_rng(0)
+    text = "\n".join(" ".join(rng.choice(words, size=8)) + "." for _ in range(120))
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def tiny(tmp_path, task="copy", **kw):
+    """A TrainConfig small enough for a unit test; task files are written into tmp_path."""
+    cfg = dict(task=task, d_model=32, n_head=2, n_layer=1, batch_size=16, n_train=400,
+               block_size=16, dropout=0.0, lr=1e-2, schedule="constant", warmup=5,
+               max_steps=40, eval_interval=10**6, eval_batches=2, eval_examples=8,
+               progress=False, out_dir=str(tmp_path / f"run_{task}"))
+    if task == "tsv":
+        cfg["path"] = write_tsv(tmp_path / "pairs.tsv")
+    if task == "chars":
+        cfg["text"] = write_text(tmp_path / "text.txt")
+    cfg.update(kw)
+    return TrainConfig(**cfg)
+
+
+def weights(trainer):
+    return {k: v.numpy().copy() for k, v in trainer.model.state_dict().items()}
+
+
+def assert_same_weights(a, b, atol=1e-6):
+    wa, wb = weights(a), weights(b)
+    assert wa.keys() == wb.keys()
+    for k in wa:
+        np.testing.assert_allclose(wa[k], wb[k], rtol=0, atol=atol, err_msg=k)
+
+
+def vocab_size(trainer):
+    return trainer.task.vocab_size if trainer.lm else len(trainer.task.tgt_vocab)
+
+
+# ------------------------------------------------------------------------------------------
+# every task learns something in seconds
+# ------------------------------------------------------------------------------------------
+
+# task -> (steps, overrides, the largest allowed mean loss of the last 10 steps as a fraction
+# of the uniform baseline log V; measured values are 0.6-0.8 of these bounds). copy and
+# reverse need attention to line up, so they get more steps; add's answer digits stay near
+# random until the carries are learnt (its top digit, 0 or 1, is learnt at once).
+LEARN = {
+    "copy": (60, {}, 0.7),
+    "reverse": (60, {}, 0.75),
+    "sort": (40, {}, 0.45),
+    "numbers": (40, {}, 0.55),
+    "numbers_zh": (40, {}, 0.55),
+    "dates": (40, {}, 0.55),
+    "tsv": (30, {}, 0.2),
+    "add": (40, {"batch_size": 64, "lr": 3e-2}, 0.8),
+    "chars": (40, {}, 0.5),
+}
+
+
+@pytest.mark.parametrize("task", list(LEARN))
+def test_short_run_beats_uniform_baseline(tmp_path, task):
+    steps, over, frac = LEARN[task]
+    cfg = dict(dict(batch_size=32, max_steps=steps), **over)
+    trainer = Trainer(tiny(tmp_path, task, **cfg), log=_quiet)
+    baseline = math.log(vocab_size(trainer))
+    losses = [trainer.train_step()[0] for _ in range(steps)]
+    assert all(np.isfinite(losses))
+    late = float(np.mean(losses[-10:]))
+    assert late < frac * baseline, (task, losses[:3], late, baseline)
+    assert late < 0.8 * float(np.mean(losses[:3]))       # and it fell while training
+    assert trainer.step == steps
+
+
+# ------------------------------------------------------------------------------------------
+# determinism and resumption
+# ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("task", ["copy", "chars"])
+def test_same_seed_same_losses_and_weights(tmp_path, task):
+    runs = []
+    for _ in range(2):
+        t = Trainer(tiny(tmp_path, task, dropout=0.1), log=_quiet)
+        runs.append((t, [t.train_step()[0] for _ in range(4)]))
+    (a, la), (b, lb) = runs
+    assert la == lb
+    assert_same_weights(a, b, atol=0)
+    other = Trainer(tiny(tmp_path, task, dropout=0.1, seed=1), log=_quiet)
+    assert [other.train_step()[0] for _ in range(4)] != la
+
+
+@pytest.mark.parametrize("task", ["copy", "chars", "add"])
+def test_resume_equals_straight_run(tmp_path, task):
+    """N steps, save, from_checkpoint, M steps == N + M steps (dropout on, cosine schedule)."""
+    cfg = dict(dropout=0.2, schedule="cosine", warmup=2, max_steps=7, lr=3e-3)
+    straight = Trainer(tiny(tmp_path, task, out_dir=str(tmp_path / "a"), **cfg), log=_quiet)
+    for _ in range(7):
+        straight.train_step()
+
+    first = Trainer(tiny(tmp_path, task, out_dir=str(tmp_path / "b"), **cfg), log=_quiet)
+    for _ in range(4):
+        first.train_step()
+    path = first.save()
+    for _ in range(2):          # steps after the save must not leak into the resumed run
+        first.train_step()
+    resumed = Trainer.from_checkpoint(path, log=_quiet)
+    assert resumed.step == 4
+    assert resumed.scheduler.get_last_lr()[0] == pytest.approx(resumed._schedule()(4))
+    for _ in range(3):
+        resumed.train_step()
+    assert resumed.step == straight.step == 7
+    assert_same_weights(resumed, straight)
+    # the optimizer state came back too (Adam moments), not only the weights
+    (ma, aa), (mb, ab) = [(_flatten(t.optimizer.state_dict(), "o", arr), arr)
+                          for t, arr in ((straight, {}), (resumed, {}))]
+    assert ma == mb and aa.keys() == ab.keys()
+    for k in aa:
+        np.testing.assert_allclose(aa[k], ab[k], rtol=0, atol=1e-6, err_msg=k)
+
+
+@pytest.mark.parametrize("task", ["copy", "add"])
+def test_resume_through_train_with_evaluations(tmp_path, task):
+    """Via train(): evaluations (decoding, val loss) at different steps must not touch the
+    RNGs, or a resumed run would drift from the straight one."""
+    cfg = dict(dropout=0.2, schedule="cosine", warmup=2, max_steps=6, eval_interval=2, lr=3e-3)
+    straight = Trainer(tiny(tmp_path, task, out_dir=str(tmp_path / "a"), **cfg), log=_quiet)
+    assert straight.train() is True
+    first = Trainer(tiny(tmp_path, task, out_dir=str(tmp_path / "b"), **cfg), log=_quiet)
+    first.train(steps=3)                                # evaluates at 2 and 3, saves at 3
+    resumed = Trainer.from_checkpoint(first.checkpoint_path(), log=_quiet)
+    assert resumed.step == 3
+    resumed.train()
+    assert resumed.step == 6
+    assert_same_weights(resumed, straight)
+    rows = [json.loads(line) for line in open(tmp_path / "b" / "metrics.jsonl")]
+    assert [r["step"] for r in rows] == [1, 2, 3, 4, 5, 6]    # the resumed run appends
+
+
+def test_interrupted_save_keeps_previous_checkpoint(tmp_path, monkeypatch):
+    trainer = Trainer(tiny(tmp_path, "copy"), log=_quiet)
+    trainer.train_step()
+    path = trainer.save()
+    trainer.train_step()
+    calls = []
+
+    def failing_write_array(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > 3:                              # a few entries in, then "Ctrl-C"
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    real = np.lib.format.write_array
+    monkeypatch.setattr(np.lib.format, "write_array", failing_write_array)
+    with pytest.raises(KeyboardInterrupt):
+        trainer.save()
+    monkeypatch.undo()
+    assert Trainer.from_checkpoint(path, log=_quiet).step == 1
+    assert os.listdir(os.path.dirname(path)) == ["checkpoint.npz"]   # no temp file left
+
+
+# ------------------------------------------------------------------------------------------
+# checkpoint errors
+# ------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def saved(tmp_path):
+    trainer = Trainer(tiny(tmp_path, "copy"), log=_quiet)
+    trainer.train_step()
+    return trainer.save()
+
+
+def test_missing_checkpoint_is_a_clear_error(tmp_path):
+    missing = str(tmp_path / "nope.npz")
+    with pytest.raises(io.CheckpointError, match="does not exist") as err:
+        Trainer.from_checkpoint(missing, log=_quiet)
+    assert missing in str(err.value)
+
+
+@pytest.mark.parametrize("keep", [0.0, 0.5, 0.95])
+def test_truncated_checkpoint_is_a_clear_error(tmp_path, saved, keep):
+    data = open(saved, "rb").read()
+    bad = tmp_path / "truncated.npz"
+    bad.write_bytes(data[:int(keep * len(data))])
+    with pytest.raises(io.CheckpointError, match="truncated|empty|not"):
+        Trainer.from_checkpoint(str(bad), log=_quiet)
+
+
+def test_mismatched_checkpoint_is_a_clear_error(saved):
+    with pytest.raises(io.CheckpointError, match="does not fit|size mismatch") as err:
+        Trainer.from_checkpoint(saved, log=_quiet, d_model=64, n_head=2)
+    assert "size mismatch" in str(err.value) and saved in str(err.value)
+
+
+def test_foreign_checkpoint_is_a_clear_error(tmp_path):
+    path = str(tmp_path / "other.npz")
+    io.save_checkpoint(path, {"w": np.zeros(3)}, {"hello": 1})
+    with pytest.raises(io.CheckpointError, match="not a training checkpoint"):
+        Trainer.from_checkpoint(path, log=_quiet)
+
+
+# ------------------------------------------------------------------------------------------
+# Ctrl-C
+# ------------------------------------------------------------------------------------------
+
+def test_sigint_saves_a_checkpoint_and_stops(tmp_path):
+    trainer = Trainer(tiny(tmp_path, "copy", max_steps=1000), log=_quiet)
+    step = trainer.train_step
+
+    def step_then_ctrl_c():
+        out = step()
+        if trainer.step == 3:
+            os.kill(os.getpid(), signal.SIGINT)         # the handler runs before the next step
+        return out
+
+    trainer.train_step = step_then_ctrl_c
+    before = signal.getsignal(signal.SIGINT)
+    assert trainer.train() is False
+    assert signal.getsignal(signal.SIGINT) is before    # the handler is put back
+    assert trainer.step == 3
+    assert Trainer.from_checkpoint(trainer.checkpoint_path(), log=_quiet).step == 3
+
+
+def test_ctrl_c_on_the_command_line_saves_and_exits_without_traceback(tmp_path):
+    out_dir = tmp_path / "run"
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tinygradx.cli", "train", "--task", "copy", "--d_model", "32",
+         "--n_head", "2", "--n_layer", "1", "--batch_size", "8", "--n_train", "200",
+         "--max_steps", "100000", "--eval_interval", "100000", "--progress", "false",
+         "--out_dir", str(out_dir)],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # metrics.jsonl is opened after the SIGINT handler is installed
+        deadline = time.monotonic() + 60
+        while not (out_dir / "metrics.jsonl").exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "training did not start"
+            time.sleep(0.05)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err and "Traceback" not in out
+    assert "interrupted at step" in out
+    step = int(out.split("interrupted at step ")[1].split(":")[0])
+    resumed = Trainer.from_checkpoint(str(out_dir / "checkpoint.npz"), log=_quiet)
+    assert resumed.step == step
+
+
+# ------------------------------------------------------------------------------------------
+# the loss ignores padding; masks
+# ------------------------------------------------------------------------------------------
+
+def _fixed_batch(trainer, batch):
+    trainer._translation_batch = lambda split, rng, size=None: batch
+
+
+def test_loss_ignores_padding(tmp_path):
+    trainer = Trainer(tiny(tmp_path, "copy", dropout=0.1), log=_quiet)
+    trainer.model.eval()
+    pairs = sorted(trainer.task.encoded("train")[:6], key=lambda p: len(p[0]))
+    assert len(pairs[0][0]) < len(pairs[-1][0])         # ragged, so there is padding
+    batch = pad_batch(pairs)
+    _fixed_batch(trainer, batch)
+    loss, ntok = trainer.loss_on("train", None)
+    assert ntok == sum(len(t) + 1 for _, t in pairs)
+
+    # scribble over every padded position: source ids, decoder inputs and targets
+    rng = np.random.default_rng(0)
+    V = len(trainer.task.tgt_vocab)
+    noisy = pad_batch(pairs)
+    noisy.src[noisy.src_key_padding] = rng.integers(4, len(trainer.task.src_vocab),
+                                                    size=noisy.src_key_padding.sum())
+    noisy.tgt_in[noisy.tgt_key_padding] = rng.integers(4, V, size=noisy.tgt_key_padding.sum())
+    noisy.tgt_out[noisy.tgt_key_padding] = rng.integers(4, V, size=noisy.tgt_key_padding.sum())
+    _fixed_batch(trainer, noisy)
+    loss2, _ = trainer.loss_on("train", None)
+    np.testing.assert_allclose(loss2.item(), loss.item(), rtol=1e-6)
+
+    # and the padded batch's loss is the token-weighted mean of each pair's loss alone
+    alone = []
+    for p in pairs:
+        _fixed_batch(trainer, pad_batch([p]))
+        l, n = trainer.loss_on("train", None)
+        alone.append((l.item(), n))
+    expect = sum(l * n for l, n in alone) / sum(n for _, n in alone)
+    np.testing.assert_allclose(loss.item(), expect, rtol=1e-5)
+
+
+def test_lm_loss_ignores_the_prompt_of_add(tmp_path):
+    trainer = Trainer(tiny(tmp_path, "add"), log=_quiet)
+    x, y = trainer._lm_batch("train", np.random.default_rng(0))
+    nd = trainer.task.ndigit
+    assert (y[:, :2 * nd - 1] == IGNORE).all() and (y[:, 2 * nd - 1:] != IGNORE).all()
+    _, ntok = trainer.loss_on("train", np.random.default_rng(0))
+    assert ntok == y.shape[0] * (nd + 1)
+
+
+def test_batch_masks_and_the_masks_inside_the_model(tmp_path):
+    trainer = Trainer(tiny(tmp_path, "copy"), log=_quiet)
+    pairs = [([5, 6, 7], [5, 6, 7]), ([8], [8]), ([5, 9], [9, 5])]
+    b = pad_batch(pairs)
+    np.testing.assert_array_equal(b.src_key_padding, [[0, 0, 0], [0, 1, 1], [0, 0, 1]])
+    np.testing.assert_array_equal(b.tgt_key_padding,
+                                  [[0, 0, 0, 0], [0, 0, 1, 1], [0, 0, 0, 1]])
+    np.testing.assert_array_equal(b.tgt_in[:, 0], [BOS] * 3)
+    np.testing.assert_array_equal(b.tgt_out, [[5, 6, 7, EOS], [8, EOS, PAD, PAD],
+                                              [9, 5, EOS, PAD]])
+    np.testing.assert_array_equal(b.tgt_in, [[BOS, 5, 6, 7], [BOS, 8, PAD, PAD],
+                                             [BOS, 9, 5, PAD]])
+    model = trainer.model
+    model.eval()
+    enc, dec = model.encoder.layers[0], model.decoder.layers[0]
+    enc.record_attn = dec.record_attn = True
+    with tgx.no_grad():
+        model(tgx.tensor(b.src), tgx.tensor(b.tgt_in), b.src_key_padding, b.tgt_key_padding)
+    enc_a = enc.attn_weights.numpy()                    # (B, h, S, S)
+    self_a = dec.self_attn_weights.numpy()              # (B, h, T, T)
+    cross_a = dec.cross_attn_weights.numpy()            # (B, h, T, S)
+    for a in (enc_a, self_a, cross_a):
+        np.testing.assert_allclose(a.sum(-1), 1, rtol=1e-5)
+    # source padding: no encoder or cross-attention weight on a padded source position
+    assert (enc_a[np.broadcast_to(b.src_key_padding[:, None, None, :], enc_a.shape)] == 0).all()
+    assert (cross_a[np.broadcast_to(b.src_key_padding[:, None, None, :],
+                                    cross_a.shape)] == 0).all()
+    # causal: position i never looks at j > i; and real positions never at padded targets
+    T = b.tgt_in.shape[1]
+    future = np.triu(np.ones((T, T), dtype=bool), k=1)
+    assert (self_a[..., future] == 0).all()
+    pad_keys = np.broadcast_to(b.tgt_key_padding[:, None, None, :], self_a.shape)
+    real_queries = np.broadcast_to(~b.tgt_key_padding[:, None, :, None], self_a.shape)
+    assert (self_a[pad_keys & real_queries] == 0).all()
+
+
+# ------------------------------------------------------------------------------------------
+# metrics log, config
+# ------------------------------------------------------------------------------------------
+
+def test_metrics_jsonl_rows(tmp_path):
+    cfg = tiny(tmp_path, "copy", max_steps=4, eval_interval=2, schedule="cosine", warmup=2)
+    trainer = Trainer(cfg, log=_quiet)
+    assert trainer.train() is True
+    path = os.path.join(cfg.out_dir, "metrics.jsonl")
+    rows = [json.loads(line) for line in open(path, encoding="utf-8")]
+    assert [r["step"] for r in rows] == [1, 2, 3, 4]
+    assert rows == trainer.metrics
+    for r in rows:
+        assert {"step", "loss", "lr", "grad_norm", "tokens_per_s"} <= r.keys()
+        assert np.isfinite(r["loss"]) and r["lr"] > 0 and r["grad_norm"] >= 0
+        assert r["tokens_per_s"] > 0
+    assert [("val_loss" in r) for r in rows] == [False, True, False, True]
+    assert all(0 <= r["val_exact_match"] <= 1 for r in rows if "val_loss" in r)
+    assert rows[0]["lr"] < rows[1]["lr"]                # warm-up
+    assert os.path.exists(trainer.checkpoint_path())
+    # a fresh run into the same directory starts a new log
+    Trainer(cfg, log=_quiet).train(steps=1)
+    assert [json.loads(line)["step"] for line in open(path)] == [1]
+
+
+def test_chars_metrics_have_no_exact_match(tmp_path):
+    trainer = Trainer(tiny(tmp_path, "chars", max_steps=2, eval_interval=2), log=_quiet)
+    trainer.train()
+    assert "val_loss" in trainer.metrics[-1] and "val_exact_match" not in trainer.metrics[-1]
+    res = trainer.evaluate("valid")
+    assert set(res) == {"step", "split", "loss"}
+    with pytest.raises(ValueError, match="not defined"):
+        trainer.exact_match()
+
+
+def test_evaluate_reports_exact_match_and_translate_round_trip(tmp_path):
+    trainer = Trainer(tiny(tmp_path, "dates"), log=_quiet)
+    res = trainer.evaluate("test")
+    assert res["split"] == "test" and 0 <= res["exact_match"] <= 1 and res["loss"] > 0
+    out = trainer.translate(["30 Nov 2026", "11/30/26"])
+    assert len(out) == 2 and all(isinstance(o, str) for o in out)
+    assert trainer.translate(["30 Nov 2026"], beam_size=2)[0] is not None
+
+
+def test_config_checks_and_overrides():
+    cfg = config_from_args({"d_model": "64", "dropout": "0.2", "progress": "no", "task": "sort"})
+    assert (cfg.d_model, cfg.dropout, cfg.progress, cfg.task, cfg.d_ff) == (64, 0.2, False,
+                                                                            "sort", 256)
+    with pytest.raises(ValueError, match="--d_model: expected int"):
+        config_from_args({"d_model": "abc"})
+    with pytest.raises(ValueError, match="unknown option --frob"):
+        config_from_args({"frob": "1"})
+    for bad in [dict(dropout=2.0), dict(d_model=30, n_head=4), dict(lr=0), dict(batch_size=0),
+                dict(optimizer="rmsprop"), dict(schedule="linear")]:
+        with pytest.raises(ValueError, match="TrainConfig"):
+            TrainConfig(**bad)
+
+
+def test_tsv_needs_a_path(tmp_path):
+    with pytest.raises(ValueError, match="--path"):
+        Trainer(TrainConfig(task="tsv", out_dir=str(tmp_path)), log=_quiet)
