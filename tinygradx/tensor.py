@@ -430,12 +430,14 @@ class Tensor:
         """
         if dim is None:
             return self.amax()
+        _named_axes("max", dim, self.ndim)
         idx = self.argmax(dim, keepdim=True)
         return MaxResult(self._pick(idx, dim, keepdim), idx if keepdim else idx.squeeze(dim))
 
     def min(self, dim=None, keepdim=False):
         if dim is None:
             return self.amin()
+        _named_axes("min", dim, self.ndim)
         idx = self.argmin(dim, keepdim=True)
         return MaxResult(self._pick(idx, dim, keepdim), idx if keepdim else idx.squeeze(dim))
 
