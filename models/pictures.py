@@ -1,0 +1,414 @@
+"""The pictures a learner reads next to the formulas: attention maps, the PE matrix, the
+learning-rate schedule and training curves.
+
+matplotlib is an optional extra. Every function here returns the numbers as numpy arrays and
+always writes them as CSV; it writes a PNG too when matplotlib can be imported. Nothing here
+imports matplotlib at module import time, so `import tinygradx.models.pictures` is free.
+
+    from tinygradx.models import pictures
+    maps = pictures.attention_from_checkpoint("runs/reverse/checkpoint.npz", "abcdef", "pics")
+    maps["cross"].shape                  # (layers, heads, target positions, source positions)
+    pictures.positional_encoding(50, 64, "pics")
+    pictures.training_curves("runs/reverse/metrics.jsonl", "pics")
+
+Attention weights are captured with `tinygradx.autograd.observe`: every softmax op created
+inside a module whose path ends in self_attn, cross_attn or attn is the A = softmax(QK^T/sqrt(d_k)
++ M) of that layer. This needs nothing from the models (no flags, no return values), so it works
+for any model built from tinygradx ops; the models' `record_attn` flags are the fallback.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import re
+
+import numpy as np
+
+import tinygradx as tgx
+
+# the last path component of an attention module, and what its softmax is
+_ATTN_SUFFIXES = ("self_attn", "cross_attn", "attn")
+_SHADES = " .:-=+*#%@"      # 10 levels for the terminal heatmap, light to dark
+
+
+# ------------------------------------------------------------------------------------------
+# matplotlib, optional
+# ------------------------------------------------------------------------------------------
+
+def have_matplotlib():
+    """Whether PNGs will be written (matplotlib importable)."""
+    return _figure_class() is not None
+
+
+def _figure_class():
+    """matplotlib.figure.Figure, or None without matplotlib.
+
+    The object-oriented Figure (not pyplot) needs no backend and touches no global state, so
+    drawing here never changes what a Jupyter session or a user's pyplot is doing.
+    """
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        return None
+    return Figure
+
+
+def _save(fig, path):
+    fig.tight_layout()                     # keep tick labels of neighbouring panels apart
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    return path
+
+
+def _ensure_dir(out_dir):
+    if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
+    return out_dir or "."
+
+
+# ------------------------------------------------------------------------------------------
+# capturing attention weights
+# ------------------------------------------------------------------------------------------
+
+def _layer_index(path):
+    """The layer number in a module path: 'decoder.layers.3.cross_attn' -> 3."""
+    nums = re.findall(r"\.(\d+)\.", "." + path + ".")
+    return int(nums[-1]) if nums else 0
+
+
+def _kind(path):
+    """'encoder_self', 'decoder_self', 'cross' or 'self' (a GPT's causal self-attention)."""
+    last = path.rsplit(".", 1)[-1]
+    if last == "cross_attn":
+        return "cross"
+    if path.startswith("encoder."):
+        return "encoder_self"
+    if path.startswith("decoder."):
+        return "decoder_self"
+    return "self"
+
+
+def capture_attention(fn, *args, **kwargs):
+    """Run fn(*args, **kwargs) and collect the attention weights of every attention module.
+
+    Returns (fn's result, {module path: A (B, h, n, m)}), in the order the layers ran. Runs
+    under no_grad: the pictures never need a graph.
+    """
+    found = {}
+
+    def watch(ctx, inputs, out, seconds):
+        if ctx.name() == "softmax" and ctx.scope.rsplit(".", 1)[-1] in _ATTN_SUFFIXES:
+            found[ctx.scope] = np.array(out.data, copy=True)
+
+    with tgx.no_grad(), tgx.autograd.observe(watch):
+        result = fn(*args, **kwargs)
+    return result, found
+
+
+def _recorded_weights(model):
+    """The fallback: the models' record_attn flags, read after a forward pass."""
+    found = {}
+    for path, m in model.named_modules():
+        for attr, name in (("attn_weights", "self_attn"), ("self_attn_weights", "self_attn"),
+                           ("cross_attn_weights", "cross_attn")):
+            a = getattr(m, attr, None)
+            if a is not None:
+                # GPT keeps A on the attention module itself, the encoder-decoder on its layer
+                full = path if path.endswith(".attn") else f"{path}.{name}"
+                found[full] = np.array(a.data if hasattr(a, "data") else a)
+    return found
+
+
+def _set_record(model, flag):
+    for _, m in model.named_modules():
+        if hasattr(m, "record_attn"):
+            m.record_attn = flag
+
+
+def attention_weights(model, fn, *args, **kwargs):
+    """{kind: A (L, h, n, m)} for batch row 0 of the forward pass fn(*args, **kwargs).
+
+    kind is 'encoder_self', 'decoder_self', 'cross' (encoder-decoder) or 'self' (GPT). The model
+    is put in eval mode (no dropout on A) and restored afterwards.
+    """
+    was_training = model.training
+    model.eval()
+    try:
+        _, found = capture_attention(fn, *args, **kwargs)
+        if not found:                       # a model whose attention is not a softmax op
+            _set_record(model, True)
+            with tgx.no_grad():
+                fn(*args, **kwargs)
+            found = _recorded_weights(model)
+            _set_record(model, False)
+    finally:
+        model.train(was_training)
+    by_kind = {}
+    for path, a in found.items():
+        by_kind.setdefault(_kind(path), []).append((_layer_index(path), a[0]))
+    return {k: np.stack([a for _, a in sorted(v, key=lambda t: t[0])])   # (L, h, n, m)
+            for k, v in by_kind.items()}
+
+
+def translation_attention(model, src_ids, tgt_ids):
+    """Attention maps of an EncoderDecoder reading src_ids and the target tgt_ids (both lists
+    of ids without <bos>/<eos>), teacher-forced: the decoder input is <bos> + tgt_ids.
+
+    Returns {'encoder_self': (L, h, S, S), 'decoder_self': (L, h, T, T), 'cross': (L, h, T, S)}
+    with T = len(tgt_ids) + 1.
+    """
+    from .tasks import BOS
+    src = np.asarray([list(src_ids)], dtype=np.int64)                  # (1, S)
+    tgt_in = np.asarray([[BOS] + list(tgt_ids)], dtype=np.int64)        # (1, T)
+    return attention_weights(model, model, tgx.tensor(src), tgx.tensor(tgt_in))
+
+
+def gpt_attention(model, ids):
+    """{'self': A (L, h, T, T)} of a GPT reading ids (a list of ids)."""
+    idx = np.asarray([list(ids)], dtype=np.int64)                      # (1, T)
+    return attention_weights(model, model, tgx.tensor(idx))
+
+
+# ------------------------------------------------------------------------------------------
+# drawing and writing attention
+# ------------------------------------------------------------------------------------------
+
+_TITLES = {"encoder_self": "encoder self-attention", "decoder_self":
+           "decoder self-attention (causal)", "cross": "cross-attention (decoder reads H)",
+           "self": "causal self-attention"}
+
+
+def write_attention_csv(A, rows, cols, path):
+    """Long format: layer, head, query index/token, key index/token, weight (one row per cell)."""
+    L, h, n, m = A.shape
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["layer", "head", "query", "query_token", "key", "key_token", "weight"])
+        for l in range(L):
+            for k in range(h):
+                for i in range(n):
+                    for j in range(m):
+                        w.writerow([l, k, i, rows[i], j, cols[j], f"{A[l, k, i, j]:.6g}"])
+    return path
+
+
+def plot_attention(A, rows, cols, title, path):
+    """A (L, h, n, m) as a grid of heatmaps, one row per layer and one column per head, the
+    query tokens down the side and the key tokens along the bottom. None without matplotlib."""
+    Figure = _figure_class()
+    if Figure is None:
+        return None
+    L, h, n, m = A.shape
+    cell = 0.28                                                  # inches per token
+    fig = Figure(figsize=(max(2.2, cell * m + 0.8) * h, max(2.0, cell * n + 0.9) * L))
+    axes = fig.subplots(L, h, squeeze=False)
+    for l in range(L):
+        for k in range(h):
+            ax = axes[l][k]
+            ax.imshow(A[l, k], vmin=0.0, vmax=1.0, cmap="viridis", aspect="equal")
+            ax.set_xticks(range(m))
+            ax.set_xticklabels(cols, fontsize=7, rotation=90)
+            ax.set_yticks(range(n))
+            ax.set_yticklabels(rows, fontsize=7)
+            ax.set_title(f"layer {l} head {k}", fontsize=8)
+    fig.suptitle(f"{title}  (row = query, column = key; rows sum to 1)", fontsize=10)
+    return _save(fig, path)
+
+
+def ascii_heatmap(a, rows, cols):
+    """One (n, m) map as text for a terminal: darker characters are larger weights."""
+    width = max((len(str(r)) for r in rows), default=0)
+    levels = len(_SHADES) - 1
+    lines = [" " * (width + 1) + "".join(str(c)[:1] or " " for c in cols)]
+    for i, r in enumerate(rows):
+        cells = "".join(_SHADES[int(round(float(np.clip(v, 0, 1)) * levels))] for v in a[i])
+        lines.append(f"{str(r):>{width}} {cells}")
+    return "\n".join(lines)
+
+
+def save_attention(maps, labels, out_dir, prefix="attention"):
+    """Write each kind of `maps` ({kind: A (L, h, n, m)}) as CSV (always) and PNG (with
+    matplotlib). labels maps kind -> (query tokens, key tokens). Returns {kind: [paths]}."""
+    out_dir = _ensure_dir(out_dir)
+    written = {}
+    for kind, A in maps.items():
+        rows, cols = labels[kind]
+        base = os.path.join(out_dir, f"{prefix}_{kind}")
+        paths = [write_attention_csv(A, rows, cols, base + ".csv")]
+        png = plot_attention(A, rows, cols, _TITLES.get(kind, kind), base + ".png")
+        if png:
+            paths.append(png)
+        written[kind] = paths
+    return written
+
+
+def attention_from_checkpoint(checkpoint, text, out_dir="pictures", target=None,
+                              prefix="attention"):
+    """Attention maps of a trained checkpoint (a `tinygradx train` run) on one input.
+
+    Translation checkpoints: `text` is the source sentence; the target is `target` if given,
+    else the model's own greedy translation, and the decoder reads <bos> + target. Returns
+    {'encoder_self', 'decoder_self', 'cross'}. Language-model checkpoints (GPT): `text` is the
+    prompt; returns {'self'}. Arrays are (L, h, n, m); CSV and PNG files go to out_dir, named
+    f"{prefix}_{kind}.csv/.png".
+    """
+    from .train import Trainer
+    trainer = Trainer.from_checkpoint(checkpoint, log=lambda *a: None, progress=False)
+    model, task = trainer.model, trainer.task
+    if trainer.lm:
+        if trainer.cfg.task == "chars":
+            ids, toks = task.encode(text), list(text)
+        else:                                    # add: the vocabulary is the digits
+            vocab = list(task.vocab)
+            ids, toks = [vocab.index(c) for c in text], list(text)
+        maps = gpt_attention(model, ids)
+        labels = {"self": (toks, toks)}
+    else:
+        src_toks = task.tokenize_src(text)
+        if target is None:
+            tgt_toks = trainer.translate([src_toks], as_tokens=True)[0]
+        else:
+            tgt_toks = task.tokenize_tgt(target)
+        # an untrained model may never say <eos>: keep <bos> + target within the PE table
+        tgt_toks = list(tgt_toks)[:model.pos_encoding.pe.shape[0] - 1]
+        maps = translation_attention(model, task.src_vocab.encode(src_toks),
+                                     task.tgt_vocab.encode(tgt_toks))
+        tgt_in = ["<bos>"] + list(tgt_toks)
+        labels = {"encoder_self": (src_toks, src_toks), "decoder_self": (tgt_in, tgt_in),
+                  "cross": (tgt_in, src_toks)}
+    save_attention(maps, labels, out_dir, prefix)
+    return maps
+
+
+# ------------------------------------------------------------------------------------------
+# positional encoding, learning-rate schedule, training curves
+# ------------------------------------------------------------------------------------------
+
+def _write_matrix_csv(M, header, path, index_name):
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow([index_name] + list(header))
+        for i, row in enumerate(M):
+            w.writerow([i] + [f"{v:.6g}" for v in row])
+    return path
+
+
+def positional_encoding(max_len=50, d_model=64, out_dir="pictures"):
+    """The sinusoidal table PE (max_len, d_model) of the encoder-decoder, as a heatmap
+    (positions down, dimensions across) and a CSV matrix (one row per position)."""
+    from .transformer import sinusoidal_table
+    pe = sinusoidal_table(max_len, d_model)                      # (max_len, d_model)
+    out_dir = _ensure_dir(out_dir)
+    _write_matrix_csv(pe, [f"dim{j}" for j in range(d_model)],
+                      os.path.join(out_dir, "positional_encoding.csv"), "position")
+    Figure = _figure_class()
+    if Figure is not None:
+        fig = Figure(figsize=(8, 4.5))
+        ax = fig.subplots()
+        im = ax.imshow(pe, cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
+        ax.set_xlabel("dimension (even: sin, odd: cos; the wavelength grows with the index)")
+        ax.set_ylabel("position")
+        ax.set_title(f"sinusoidal PE, max_len={max_len}, d_model={d_model}")
+        fig.colorbar(im, ax=ax)
+        _save(fig, os.path.join(out_dir, "positional_encoding.png"))
+    return pe
+
+
+class _ScheduleOf:
+    """Just enough of a Trainer for Trainer._schedule, which reads only self.cfg: the schedule
+    is then exactly the one training uses, without building a task and a model."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+
+
+def lr_schedule(configs, steps=None, out_dir="pictures", name="lr_schedule"):
+    """The learning rate at every step of one TrainConfig or of {label: TrainConfig}.
+
+    Returns {label: lr array (steps,)}; steps defaults to each config's max_steps. The CSV has
+    one column per config.
+    """
+    from .train import Trainer, TrainConfig
+    if isinstance(configs, TrainConfig):
+        configs = {configs.schedule: configs}
+    curves = {}
+    for label, cfg in configs.items():
+        n = steps or cfg.max_steps
+        sched = Trainer._schedule(_ScheduleOf(cfg))
+        curves[label] = np.array([sched(i) for i in range(n)], dtype=np.float64)   # (n,)
+    out_dir = _ensure_dir(out_dir)
+    n_max = max(len(v) for v in curves.values())
+    with open(os.path.join(out_dir, name + ".csv"), "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["step"] + list(curves))
+        for i in range(n_max):
+            w.writerow([i] + [f"{v[i]:.6g}" if i < len(v) else "" for v in curves.values()])
+    Figure = _figure_class()
+    if Figure is not None:
+        fig = Figure(figsize=(7, 3.5))
+        ax = fig.subplots()
+        for label, v in curves.items():
+            ax.plot(np.arange(len(v)), v, label=label)
+        ax.set_xlabel("step")
+        ax.set_ylabel("learning rate")
+        ax.legend()
+        ax.set_title("learning-rate schedule")
+        _save(fig, os.path.join(out_dir, name + ".png"))
+    return curves
+
+
+TRAINING_COLUMNS = ("step", "loss", "lr", "val_loss", "val_exact_match")
+
+
+def read_metrics(path):
+    """A run's metrics.jsonl (or its directory) -> {column: array}; rows without an
+    evaluation have NaN in val_loss and val_exact_match."""
+    if os.path.isdir(path):
+        path = os.path.join(path, "metrics.jsonl")
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                rows.append(json.loads(line))
+    if not rows:
+        raise ValueError(f"{path}: no metrics rows")
+    # a resumed run appends: keep the last row for each step, in step order
+    by_step = {int(r["step"]): r for r in rows}
+    rows = [by_step[s] for s in sorted(by_step)]
+    return {c: np.array([float(r.get(c, math.nan)) for r in rows]) for c in TRAINING_COLUMNS}
+
+
+def training_curves(path, out_dir="pictures", name="training_curves"):
+    """Loss (train and validation), learning rate and validation exact match against the step,
+    from a run's metrics.jsonl. Returns {column: array (rows,)} (see read_metrics)."""
+    m = read_metrics(path)
+    out_dir = _ensure_dir(out_dir)
+    with open(os.path.join(out_dir, name + ".csv"), "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(TRAINING_COLUMNS)
+        for i in range(len(m["step"])):
+            w.writerow([int(m["step"][i])] + ["" if math.isnan(m[c][i]) else f"{m[c][i]:.6g}"
+                                               for c in TRAINING_COLUMNS[1:]])
+    Figure = _figure_class()
+    if Figure is not None:
+        has_em = bool(np.isfinite(m["val_exact_match"]).any())
+        fig = Figure(figsize=(11 if has_em else 8, 3.5))
+        axes = fig.subplots(1, 3 if has_em else 2)
+        ev = np.isfinite(m["val_loss"])
+        axes[0].plot(m["step"], m["loss"], lw=0.8, label="train loss")
+        axes[0].plot(m["step"][ev], m["val_loss"][ev], "o-", label="val loss")
+        axes[0].set_yscale("log")
+        axes[0].set_xlabel("step")
+        axes[0].legend()
+        axes[1].plot(m["step"], m["lr"])
+        axes[1].set_xlabel("step")
+        axes[1].set_ylabel("learning rate")
+        if has_em:
+            em = np.isfinite(m["val_exact_match"])
+            axes[2].plot(m["step"][em], 100 * m["val_exact_match"][em], "o-")
+            axes[2].set_xlabel("step")
+            axes[2].set_ylabel("val exact match (%)")
+            axes[2].set_ylim(0, 100)
+        _save(fig, os.path.join(out_dir, name + ".png"))
+    return m
