@@ -1,0 +1,111 @@
+"""KV-cached generation speed: tinygradx GPT.generate against the same loop in PyTorch eager.
+
+    python bench/bench_generate.py [--tokens 200] [--pairs 10] [--batch 1]
+
+Both start from the same weights and one prompt token and decode greedily with a per-layer
+cache of K and V (B, nh, t, hs), so each new token costs one position of attention, not a full
+recompute. The generated tokens must agree before the timings are printed. Reports tokens/s
+(median [min, max] over interleaved pairs) and the ratio. Timings are never asserted.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+import tinygradx as tgx                                          # noqa: E402
+from harness import ab_compare, format_ratio, machine_facts      # noqa: E402
+from tinygradx.models.gpt import GPT, GPTConfig                  # noqa: E402
+
+
+def torch_generate(torch, F, params, cfg, idx, n_new):
+    """Greedy decoding with a KV cache, written directly on the weight tensors."""
+    C, nh, L = cfg.n_embd, cfg.n_head, cfg.n_layer
+    hs = C // nh
+    p = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in params.items()}
+    out = idx.clone()
+    cache = [None] * L
+    tokens = idx
+    with torch.inference_mode():
+        for _ in range(n_new):
+            B, T = tokens.shape
+            start = 0 if cache[0] is None else cache[0][0].shape[2]
+            x = p["transformer.wte.weight"][tokens] + p["transformer.wpe.weight"][start:start + T]
+            for i in range(L):
+                pre = f"transformer.h.{i}."
+                h = F.layer_norm(x, (C,), p[pre + "ln_1.weight"], p[pre + "ln_1.bias"])
+                q, k, v = F.linear(h, p[pre + "attn.c_attn.weight"],
+                                   p[pre + "attn.c_attn.bias"]).split(C, dim=2)
+                q = q.view(B, T, nh, hs).transpose(1, 2)                  # (B, nh, T, hs)
+                k = k.view(B, T, nh, hs).transpose(1, 2)
+                v = v.view(B, T, nh, hs).transpose(1, 2)
+                if cache[i] is not None:
+                    k = torch.cat([cache[i][0], k], dim=2)                # (B, nh, t, hs)
+                    v = torch.cat([cache[i][1], v], dim=2)
+                cache[i] = (k, v)
+                att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))   # (B, nh, T, t)
+                t = k.shape[2]
+                mask = torch.ones(T, t, dtype=torch.bool).triu(1 + t - T)
+                att = F.softmax(att.masked_fill(mask, float("-inf")), dim=-1)
+                y = (att @ v).transpose(1, 2).reshape(B, T, C)            # (B, T, C)
+                x = x + F.linear(y, p[pre + "attn.c_proj.weight"], p[pre + "attn.c_proj.bias"])
+                h = F.layer_norm(x, (C,), p[pre + "ln_2.weight"], p[pre + "ln_2.bias"])
+                h = F.gelu(F.linear(h, p[pre + "mlp.c_fc.weight"], p[pre + "mlp.c_fc.bias"]),
+                           approximate="tanh")
+                x = x + F.linear(h, p[pre + "mlp.c_proj.weight"], p[pre + "mlp.c_proj.bias"])
+            x = F.layer_norm(x[:, -1:], (C,), p["transformer.ln_f.weight"],
+                             p["transformer.ln_f.bias"])
+            logits = x @ p["transformer.wte.weight"].T                    # (B, 1, V)
+            tokens = logits[:, -1].argmax(-1, keepdim=True)
+            out = torch.cat([out, tokens], dim=1)
+    return out.numpy()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tokens", type=int, default=200)
+    ap.add_argument("--pairs", type=int, default=10)
+    ap.add_argument("--batch", type=int, default=1)
+    args = ap.parse_args(argv)
+    cfg = GPTConfig(block_size=256, vocab_size=65, n_layer=4, n_head=4, n_embd=128)
+    tgx.manual_seed(0)
+    model = GPT(cfg).eval()
+    params = {k: v.numpy() for k, v in model.state_dict().items()}
+    prompt = np.zeros((args.batch, 1), dtype=np.int64)
+    n = min(args.tokens, cfg.block_size - 1)
+
+    def run_tgx():
+        with tgx.no_grad():
+            return model.generate(tgx.tensor(prompt), n, temperature=0.0).numpy()
+
+    fns = {"tinygradx": run_tgx}
+    print("# bench_generate\n")
+    print(machine_facts())
+    try:
+        import torch
+        import torch.nn.functional as F
+        tp = torch.from_numpy(prompt)
+        fns["torch"] = lambda: torch_generate(torch, F, params, cfg, tp, n)
+        same = np.array_equal(fns["torch"](), run_tgx())
+        print(f"\nsame tokens as torch: {same}")
+    except ImportError:
+        print("\ntorch not installed: tinygradx only")
+    res = ab_compare(fns, pairs=args.pairs, warmup=2, baseline="tinygradx")
+    print(f"\n## KV-cached greedy generation, GPT 4x128 (CPU config), batch {args.batch}, "
+          f"{n} new tokens\n")
+    print("| implementation | tokens/s (median) | time ratio to tinygradx |")
+    print("|---|---|---|")
+    for name in fns:
+        tps = args.batch * n / res["stats"][name]["median"]
+        print(f"| {name} | {tps:,.0f} | {format_ratio(res['ratios'][name])} |")
+
+
+if __name__ == "__main__":
+    main()
