@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q -e '.[test,viz]'
+	$(BIN)/python -m pip install -q -e '.[test,viz,plot]'
 	@# torch is an optional test oracle, never a dependency: install the local CPU wheel when
 	@# this machine has one (no multi-GB download), otherwise the oracle tests skip.
 	@if ls /opt/wheels/torch-2.13.0+cpu-*.whl >/dev/null 2>&1; then \

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import os
 import time
+import unicodedata
 
 import tinygradx as tgx
 
@@ -62,15 +63,20 @@ def run_demo(steps=None, out_dir="runs/demo", task="dates", log=print):
         examples = [trainer.task.detok_src(list(s)) if isinstance(s, (list, tuple)) else s
                     for s in examples]
     outputs = trainer.translate(examples)
-    width = max(len(e) for e in examples)
+    width = max(_display_width(e) for e in examples)
     for src, out in zip(examples, outputs):
-        log(f"  {src:<{width}}  ->  {out}")
+        log(f"  {src}{' ' * (width - _display_width(src))}  ->  {out}")
     ckpt = trainer.save()
     log(f"\ncheckpoint: {ckpt}   (try: tinygradx translate --checkpoint {ckpt} "
         f"\"4 July 1976\")")
     _draw_graph(trainer, out_dir, log)
     _draw_attention(trainer, examples[0], out_dir, log)
     return 0
+
+
+def _display_width(text):
+    """Terminal columns: CJK characters take two, so the example table stays aligned."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
 def _draw_graph(trainer, out_dir, log):
@@ -102,14 +108,21 @@ def _draw_graph(trainer, out_dir, log):
 
 
 def _draw_attention(trainer, sentence, out_dir, log):
-    """Cross-attention of the last decoder layer for one sentence: heatmap + CSV."""
-    try:
-        from . import pictures
-    except ImportError:
-        return
-    paths = pictures.demo_attention(trainer, sentence, out_dir)
-    if paths:
-        log("attention: " + ", ".join(paths))
+    """Encoder, decoder and cross-attention of one translated sentence: PNG (matplotlib) + CSV."""
+    from . import pictures
+    task = trainer.task
+    src = task.tokenize_src(sentence)
+    tgt = trainer.translate([src], as_tokens=True)[0]
+    maps = pictures.translation_attention(trainer.model, task.src_vocab.encode(src),
+                                          task.tgt_vocab.encode(tgt))
+    bos = ["<bos>"] + list(tgt)
+    labels = {"encoder_self": (src, src), "decoder_self": (bos, bos), "cross": (bos, src)}
+    written = pictures.save_attention(maps, labels, out_dir, prefix="attention")
+    paths = [p for kind in ("cross", "encoder_self", "decoder_self") for p in written[kind]]
+    log("attention: " + ", ".join(paths))
+    if not any(p.endswith(".png") for p in paths):
+        log("  (PNG heatmaps need matplotlib: pip install 'tinygradx[plot]'; the CSVs hold the "
+            "same numbers)")
 
 
 __all__ = ["run_demo", "DEMO_CONFIG"]
