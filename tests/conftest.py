@@ -6,7 +6,12 @@ HYPOTHESIS_PROFILE=ci|dev.
 """
 import os
 
-from hypothesis import HealthCheck, settings
+# The suite multiplies tiny matrices, where a second OpenBLAS thread only adds synchronisation
+# (and on a shared machine a spinning second thread makes each GEMM several times slower).
+# numpy reads this when it is first imported, which is after this file; subprocesses inherit it.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 settings.register_profile(
     "ci", max_examples=8, deadline=None, derandomize=True, print_blob=True,

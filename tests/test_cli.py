@@ -20,18 +20,6 @@ TINY = ["--d_model", "32", "--n_head", "2", "--n_layer", "1", "--batch_size", "8
         "--eval_batches", "1", "--eval_examples", "8", "--progress", "false"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_blas_thread():
-    """Tiny GEMMs run several times faster on one BLAS thread, above all on a busy machine."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        yield
-        return
-    with threadpool_limits(1):
-        yield
-
-
 def run(argv, capsys, stdin=None, monkeypatch=None):
     """cli.main(argv) in-process -> (exit code, stdout, stderr); argparse's exits included."""
     if stdin is not None:

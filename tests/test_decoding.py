@@ -19,18 +19,6 @@ from tinygradx.models.train import Trainer, TrainConfig
 from tinygradx.models.transformer import make_model
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_blas_thread():
-    """Tiny GEMMs run several times faster on one BLAS thread, above all on a busy machine."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        yield
-        return
-    with threadpool_limits(1):
-        yield
-
-
 class _ShortCopy(Trainer):
     """copy over 5 symbols, 2..4 long: a 1-layer d_model 32 model learns it in ~100 steps."""
 

@@ -22,18 +22,6 @@ from tinygradx.models.train import Trainer, TrainConfig, _flatten, config_from_a
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_blas_thread():
-    """Tiny GEMMs run several times faster on one BLAS thread, above all on a busy machine."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        yield
-        return
-    with threadpool_limits(1):
-        yield
-
-
 # ------------------------------------------------------------------------------------------
 # helpers
 # ------------------------------------------------------------------------------------------
