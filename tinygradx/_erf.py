@@ -31,6 +31,8 @@ Special values: ``erf(+-0) = +-0`` (sign kept), ``erf(+-inf) = +-1``, ``erf(nan)
 Subnormal float64 inputs are handled but may be off by one unit of the subnormal spacing.
 """
 
+import math
+
 import numpy as np
 
 __all__ = ["erf", "erf_grad"]
@@ -218,6 +220,9 @@ def _as_float_array(x):
     return x
 
 
+_SMALL = 64  # below this many elements, math.erf one by one is faster
+
+
 def erf(x):
     """Error function, elementwise; returns a new array of ``x``'s float dtype (0-d for 0-d).
 
@@ -235,6 +240,11 @@ def erf(x):
     of = out.reshape(-1)  # out is C-contiguous: a view
     n = xf.size
     if n == 0:
+        return out
+    if n <= _SMALL:
+        # a few elements: the per-call setup of the vector kernels (~100 us) would dominate,
+        # and math.erf is correctly rounded in double precision
+        of[...] = [math.erf(v) for v in xf.tolist()]
         return out
     chunk = min(_CHUNK, n)
     if dtype == np.float64:
