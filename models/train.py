@@ -378,6 +378,8 @@ class Trainer:
                         self.save()
                     self.metrics.append(row)
                     logf.write(json.dumps(row) + "\n")
+                    if "val_loss" in row:
+                        logf.flush()           # so a run can be watched at each evaluation
         finally:
             signal.signal(signal.SIGINT, previous)
             bar.close()
