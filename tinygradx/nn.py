@@ -49,6 +49,10 @@ def _walk(value, prefix):
             yield from _walk(v, f"{prefix}.{k}")
 
 
+_TREE = [0]  # bumped whenever a module attribute may add or remove a submodule
+_NAMED = [None]  # (tree version, id of the outermost module) of the last naming walk
+
+
 class Module:
     """Base class of layers and models: override `forward`, call the module like a function."""
 
@@ -57,13 +61,22 @@ class Module:
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
+    def __setattr__(self, name, value):
+        # assigning a module or a container may change the tree: outermost calls re-name it
+        if isinstance(value, (Module, list, tuple, dict)):
+            _TREE[0] += 1
+        object.__setattr__(self, name, value)
+
     def __call__(self, *args, **kwargs):
         stack = STATE.scope
-        if len(stack) == 1:
-            # the outermost call names every submodule once, so inner calls know their paths
+        if len(stack) == 1 and _NAMED[0] != (_TREE[0], id(self)):
+            # the outermost call names every submodule, so inner calls know their paths;
+            # walking the tree costs ~0.1 ms, so it is redone only when the tree changed
+            # or another module was the outermost one last time
             for name, m in self.named_modules():
-                m._path = name
-        path = getattr(self, "_path", None)
+                m.__dict__["_path"] = name
+            _NAMED[0] = (_TREE[0], id(self))
+        path = self.__dict__.get("_path")
         if path is None:
             path = type(self).__name__
         stack.append(path)
@@ -281,6 +294,7 @@ class ModuleList(Module):
 
     def append(self, m):
         self._list.append(m)
+        _TREE[0] += 1
         return self
 
 
