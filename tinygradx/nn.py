@@ -50,7 +50,7 @@ def _walk(value, prefix):
 
 
 _TREE = [0]  # bumped whenever a module attribute may add or remove a submodule
-_NAMED = [None]  # (tree version, id of the outermost module) of the last naming walk
+_NAMED = [None]  # the tree version of the last naming walk
 
 
 class Module:
@@ -69,13 +69,14 @@ class Module:
 
     def __call__(self, *args, **kwargs):
         stack = STATE.scope
-        if len(stack) == 1 and _NAMED[0] != (_TREE[0], id(self)):
-            # the outermost call names every submodule, so inner calls know their paths;
-            # walking the tree costs ~0.1 ms, so it is redone only when the tree changed
-            # or another module was the outermost one last time
+        if len(stack) == 1 and (_NAMED[0] != _TREE[0] or "_path" not in self.__dict__):
+            # an outermost call names every submodule, so inner calls know their paths.
+            # Walking the tree costs ~0.1 ms, so it is redone only when the tree changed or
+            # this module was never named: a block called on its own (as GPT.generate does)
+            # keeps the dotted path its model gave it
             for name, m in self.named_modules():
                 m.__dict__["_path"] = name
-            _NAMED[0] = (_TREE[0], id(self))
+            _NAMED[0] = _TREE[0]
         path = self.__dict__.get("_path")
         if path is None:
             path = type(self).__name__
