@@ -88,8 +88,9 @@ def _draw_graph(trainer, out_dir, log):
     logp = model(tgx.tensor(batch.src), tgx.tensor(batch.tgt_in), batch.src_key_padding,
                  batch.tgt_key_padding)                                    # (2, T, V)
     V = logp.shape[-1]
-    loss = tgx.functional.cross_entropy(logp.reshape(-1, V), batch.tgt_out.reshape(-1),
-                                        ignore_index=0)                   # (2*T, V) -> ()
+    loss = tgx.functional.cross_entropy(logp.reshape(-1, V),              # (2*T, V)
+                                        batch.tgt_out.reshape(-1),        # (2*T,)
+                                        ignore_index=0)
     loss.backward(retain_graph=True)
     graph = viz.to_dot(loss, params=model, depth=4, highlight="residual",
                        title="backward graph of the dates model (depth 4); bold: the "

@@ -64,7 +64,8 @@ def _encoder_grads(norm_first, n_layers, d_model, n_head, batch, seq_len, vocab,
         x = layer(x)                                                # (B, S, d)
     hidden.append(x)
     logp = model.generator(model.encoder.norm(x))                   # (B, S, V)
-    loss = F.cross_entropy(logp.reshape(batch * seq_len, vocab), tgx.tensor(targets))
+    loss = F.cross_entropy(logp.reshape(batch * seq_len, vocab),   # (B*S, V)
+                           tgx.tensor(targets))
     loss.backward()
     grads = {name: [] for name in MATRICES}
     for layer in model.encoder.layers:
