@@ -67,13 +67,18 @@ def _encoder_grads(norm_first, n_layers, d_model, n_head, batch, seq_len, vocab,
     loss = F.cross_entropy(logp.reshape(batch * seq_len, vocab),   # (B*S, V)
                            tgx.tensor(targets))
     loss.backward()
+    return loss.item(), _layer_grad_norms(model.encoder.layers), hidden
+
+
+def _layer_grad_norms(layers):
+    """{matrix name: [||dL/dW||_F per layer]} for W^Q, W^K, W^V, W^O (self-attention), W_1, W_2."""
     grads = {name: [] for name in MATRICES}
-    for layer in model.encoder.layers:
+    for layer in layers:
         sa, ff = layer.self_attn, layer.ff
         for name, p in zip(MATRICES, (sa.w_q.weight, sa.w_k.weight, sa.w_v.weight,
                                       sa.w_o.weight, ff.w_1.weight, ff.w_2.weight)):
             grads[name].append(float(np.linalg.norm(p.grad.data)))
-    return loss.item(), grads, hidden
+    return grads
 
 
 def _decoder_grads(norm_first, n_layers, d_model, n_head, batch, seq_len, vocab, data_seed):
@@ -97,13 +102,7 @@ def _decoder_grads(norm_first, n_layers, d_model, n_head, batch, seq_len, vocab,
     loss = F.cross_entropy(logp.reshape(batch * seq_len, vocab),    # (B*T, V)
                            tgx.tensor(tgt[:, 1:].reshape(-1)))      # (B*T,)
     loss.backward()
-    grads = {name: [] for name in MATRICES}
-    for layer in model.decoder.layers:
-        sa, ff = layer.self_attn, layer.ff
-        for name, p in zip(MATRICES, (sa.w_q.weight, sa.w_k.weight, sa.w_v.weight,
-                                      sa.w_o.weight, ff.w_1.weight, ff.w_2.weight)):
-            grads[name].append(float(np.linalg.norm(p.grad.data)))
-    return loss.item(), grads, hidden
+    return loss.item(), _layer_grad_norms(model.decoder.layers), hidden
 
 
 def _gpt_grads(norm_first, n_layers, d_model, n_head, batch, seq_len, vocab, data_seed):
