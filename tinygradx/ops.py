@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ._erf import erf as _erf, erf_grad as _erf_grad
-from .autograd import Function, OpError
+from .autograd import Function, OpError, _fmt_shapes
 
 
 def _bshape(arrays):
@@ -489,7 +489,7 @@ class Cat(Function):
 
     @classmethod
     def explain(cls, arrays, kwargs, err):
-        return (f"inputs of shapes {_fmt(arrays)} must match in every dim except dim "
+        return (f"inputs of shapes {_fmt_shapes(arrays)} must match in every dim except dim "
                 f"{kwargs.get('dim', 0)}: {err}")
 
     def backward(self, g):
@@ -505,14 +505,10 @@ class Stack(Function):
 
     @classmethod
     def explain(cls, arrays, kwargs, err):
-        return f"inputs must all have the same shape, got {_fmt(arrays)}"
+        return f"inputs must all have the same shape, got {_fmt_shapes(arrays)}"
 
     def backward(self, g):
         return tuple(np.moveaxis(g, self.dim, 0))
-
-
-def _fmt(arrays):
-    return ", ".join(str(tuple(a.shape)) for a in arrays)
 
 
 class Where(Function):
