@@ -279,3 +279,9 @@ def test_attention_mask_shape_error_names_the_module():
     with pytest.raises(OpError) as err:
         Wrap()(t(2, 3, 8), np.zeros((2, 4), bool))
     assert_clear_error(err, "MultiHeadAttention at attn", "(2, 4)", "(2, 3)")
+
+
+def test_masked_fill_mask_larger_than_input():
+    with pytest.raises(OpError, match=r"masked_fill: mask of shape \(2,\) does not broadcast "
+                                      r"to the input shape \(1,\)"):
+        t(1).masked_fill(np.array([True, False]), 0.0)

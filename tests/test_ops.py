@@ -453,7 +453,9 @@ def test_where_with_scalar_branch():
 @given(shape=SMALL_ND, seed=SEEDS, data=st.data(),
        value=st.sampled_from([0.0, -1e9, 3.5, -np.inf]))
 def test_masked_fill(shape, seed, data, value):
-    mshape = data.draw(hnp.broadcastable_shapes(shape, max_dims=len(shape)))
+    # a mask broadcasts TO the input (the output keeps the input's shape, as in PyTorch)
+    mshape = data.draw(hnp.broadcastable_shapes(shape, max_dims=len(shape)).filter(
+        lambda s: np.broadcast_shapes(s, shape) == tuple(shape)))
     mask = data.draw(hnp.arrays(np.bool_, mshape))
     check_op(lambda x: np.where(mask, value, x), lambda x: x.masked_fill(Tensor(mask), value),
              [shape], seed=seed, grad=abs(value) < 1e6)

@@ -533,6 +533,10 @@ class MaskedFill(Function):
     op_name = "masked_fill"
 
     def forward(self, x, mask, value):
+        if np.broadcast_shapes(mask.shape, x.shape) != x.shape:
+            # np.where would silently grow the output to the mask's shape; PyTorch refuses
+            raise OpError(f"mask of shape {mask.shape} does not broadcast to the input shape "
+                          f"{x.shape} (the output keeps the input's shape)")
         self.mask = mask
         return np.where(mask, np.asarray(value, dtype=x.dtype), x)
 
