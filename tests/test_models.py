@@ -423,9 +423,14 @@ def test_gpt_overfits_one_batch():
     rng = np.random.default_rng(0)
     x = rng.integers(0, 11, (4, 12))
     y = np.roll(x, -1, axis=1)
-    opt = _adam(model.parameters(), lr=1e-2)
-    for step in range(150):
-        _, loss = model(x, y)
+    _fit(model, lambda: model(x, y)[1], lr=1e-2, steps=150)
+
+
+def _fit(model, loss_fn, lr, steps):
+    """Adam on one fixed batch until the loss is below 0.02 (or `steps`); it must end < 0.05."""
+    opt = _adam(model.parameters(), lr=lr)
+    for step in range(steps):
+        loss = loss_fn()
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -441,16 +446,8 @@ def test_transformer_overfits_one_batch():
     src[1, 4:] = 0
     tgt = np.concatenate([np.full((4, 1), 1), src[:, ::-1] + 1], axis=1)  # BOS, reversed source
     tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
-    opt = _adam(model.parameters(), lr=3e-3)
-    for step in range(200):
-        logp = model(src, tgt_in, pad_mask(src, 0))
-        loss = F.nll_loss(logp.reshape(-1, 13), tgt_out.reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        if loss.item() < 0.02:
-            break
-    assert loss.item() < 0.05, f"loss {loss.item():.4f} after {step + 1} steps"
+    _fit(model, lambda: F.nll_loss(model(src, tgt_in, pad_mask(src, 0)).reshape(-1, 13),
+                                   tgt_out.reshape(-1)), lr=3e-3, steps=200)
 
 
 # ------------------------------------------------------------------------------------------

@@ -74,12 +74,18 @@ def _read_csv(path):
         return list(csv.reader(f))
 
 
-def test_save_attention_writes_csv_without_matplotlib(tmp_path, no_mpl):
+def _maps_and_labels():
+    """Attention maps of a tiny untrained translation model on 'abc' -> 'xy', with labels."""
     model = _tiny_translation_model()
     maps = pictures.translation_attention(model, [4, 5, 6], [9, 10])
     labels = {"encoder_self": (list("abc"), list("abc")),
               "decoder_self": (["<bos>", "x", "y"],) * 2,
               "cross": (["<bos>", "x", "y"], list("abc"))}
+    return maps, labels
+
+
+def test_save_attention_writes_csv_without_matplotlib(tmp_path, no_mpl):
+    maps, labels = _maps_and_labels()
     written = pictures.save_attention(maps, labels, str(tmp_path))
     assert all(len(p) == 1 and p[0].endswith(".csv") for p in written.values())
     rows = _read_csv(tmp_path / "attention_cross.csv")
@@ -94,11 +100,7 @@ def test_save_attention_writes_csv_without_matplotlib(tmp_path, no_mpl):
 
 @pytest.mark.skipif(not HAVE_MPL, reason="matplotlib not installed")
 def test_save_attention_writes_png_with_matplotlib(tmp_path):
-    model = _tiny_translation_model()
-    maps = pictures.translation_attention(model, [4, 5, 6], [9, 10])
-    labels = {"encoder_self": (list("abc"), list("abc")),
-              "decoder_self": (["<bos>", "x", "y"],) * 2,
-              "cross": (["<bos>", "x", "y"], list("abc"))}
+    maps, labels = _maps_and_labels()
     written = pictures.save_attention(maps, labels, str(tmp_path))
     for kind, paths in written.items():
         assert paths[1].endswith(f"attention_{kind}.png")
