@@ -242,15 +242,8 @@ class Trainer:
             return self.task.get_batch(split, cfg.batch_size, rng)
         return self.task.get_batch(split, cfg.batch_size, cfg.block_size, rng)
 
-    def _encoded(self, split):
-        """The split's (src_ids, tgt_ids) pairs, encoded once and cached."""
-        cache = self.__dict__.setdefault("_encoded_cache", {})
-        if split not in cache:
-            cache[split] = self.task.encoded(split)
-        return cache[split]
-
     def _translation_batch(self, split, rng, size=None):
-        pairs = self._encoded(split)
+        pairs = self.task.encoded(split)
         idx = rng.choice(len(pairs), size=min(size or self.cfg.batch_size, len(pairs)),
                          replace=False)
         return pad_batch([pairs[i] for i in idx])

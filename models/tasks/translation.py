@@ -60,6 +60,8 @@ class TranslationTask:
     tokenize_tgt: Callable[[str], list[str]] = _chars
     description: str = ""
     config: dict[str, Any] = field(default_factory=dict)
+    # encoded splits, built on first use: a training loop asks for them at every batch
+    _encoded: dict[str, list] = field(default_factory=dict, repr=False, compare=False)
 
     def split(self, name: str) -> list[Pair]:
         """The pairs of split ``name`` ('train', 'valid' or 'test')."""
@@ -68,8 +70,13 @@ class TranslationTask:
         return getattr(self, name)
 
     def encoded(self, split: str) -> list[tuple[list[int], list[int]]]:
-        """``(src_ids, tgt_ids)`` pairs of ``split``, no ``<bos>``/``<eos>`` (batching adds those)."""
-        return [(self.src_vocab.encode(s), self.tgt_vocab.encode(t)) for s, t in self.split(split)]
+        """``(src_ids, tgt_ids)`` pairs of ``split``, no ``<bos>``/``<eos>`` (batching adds those).
+
+        Computed once per split and cached (treat the returned list as read-only)."""
+        if split not in self._encoded:
+            self._encoded[split] = [(self.src_vocab.encode(s), self.tgt_vocab.encode(t))
+                                    for s, t in self.split(split)]
+        return self._encoded[split]
 
     def encode_src(self, text: str) -> list[int]:
         """Ids of a raw source string, as a user would type it (for ``translate``)."""
