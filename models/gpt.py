@@ -32,7 +32,11 @@ class CausalSelfAttention(nn.Module):
     where M_ij = -inf for j > i (a position never reads the future).
 
     W^Q, W^K, W^V of all heads live in one Linear `c_attn` (C -> 3C), W^O is `c_proj`.
-    Set `record_attn = True` to keep the last attention weights A (B, nh, T, t) in `attn_weights`.
+    `_heads` and `_scores` below compute the formula op by op. When `fused` (the default,
+    GPTConfig.fused_attention) the same numbers come from one graph node instead, as nanoGPT
+    uses torch's fused attention: F.packed_attention in training, F.attention with a KV cache.
+    Set `record_attn = True` to keep the last attention weights A (B, nh, T, t) in `attn_weights`
+    (this takes the op-by-op path, which has A).
     """
 
     def __init__(self, config):
@@ -44,30 +48,50 @@ class CausalSelfAttention(nn.Module):
         self.resid_dropout = nn.Dropout(config.dropout)
         self.record_attn = False
         self.attn_weights = None
+        self.fused = config.fused_attention
 
     def forward(self, x, cache=None):
         B, T, C = x.shape  # batch size, new positions, embedding dimensionality (n_embd)
-        nh, hs = self.n_head, C // self.n_head
-        # Q = X W^Q, K = X W^K, V = X W^V for all heads at once, then split per head
-        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)       # 3 x (B, T, C)
+        # Q = X W^Q, K = X W^K, V = X W^V for all heads at once
+        qkv = self.c_attn(x)                                     # [Q K V]: (B, T, 3C)
+        p = self.attn_dropout.p if self.training else 0.0
+        if self.fused and cache is None and not self.record_attn:
+            y = F.packed_attention(qkv, self.n_head, is_causal=True, dropout_p=p)  # (B, T, C)
+        else:
+            q, k, v = self._heads(qkv)                           # 3 x (B, nh, T, hs)
+            if cache is not None:
+                k, v = cache.update(k, v)                        # (B, nh, t, hs), t = past + T
+            if self.fused and not self.record_attn:
+                y = F.attention(q, k, v, is_causal=T > 1, dropout_p=p)   # (B, nh, T, hs)
+            else:
+                y = self._scores(q, k, v)                        # (B, nh, T, hs)
+            y = y.transpose(1, 2).reshape(B, T, C)               # Concat(head_1..head_h): (B, T, C)
+        return self.resid_dropout(self.c_proj(y))                # Concat(...) W^O: (B, T, C)
+
+    def _heads(self, qkv):
+        """[Q K V] (B, T, 3C) -> Q, K, V per head, each (B, nh, T, hs)."""
+        B, T, C3 = qkv.shape
+        nh, hs = self.n_head, self.n_embd // self.n_head
+        q, k, v = qkv.split(self.n_embd, dim=2)                  # 3 x (B, T, C)
         q = q.reshape(B, T, nh, hs).transpose(1, 2)              # (B, nh, T, hs)
         k = k.reshape(B, T, nh, hs).transpose(1, 2)              # (B, nh, T, hs)
         v = v.reshape(B, T, nh, hs).transpose(1, 2)              # (B, nh, T, hs)
-        if cache is not None:
-            k, v = cache.update(k, v)                            # (B, nh, t, hs), t = past + T
-        t = k.shape[2]
-        # Score = Q K^T / sqrt(d_k): d_k is the head size hs, not C (the seed's section 3)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))  # (B, nh, T, t)
-        # + M: new position i sits at absolute position t - T + i and may read keys j <= it
-        future = np.triu(np.ones((T, t), dtype=bool), k=1 + t - T)
-        att = att.masked_fill(future, -np.inf)                   # (B, nh, T, t)
+        return q, k, v
+
+    def _scores(self, q, k, v):
+        """head_i = Softmax(Q_i K_i^T / sqrt(d_k) + M) V_i for all heads, op by op."""
+        T, t, hs = q.shape[2], k.shape[2], q.shape[3]
+        # Score = Q K^T / sqrt(d_k): d_k is the head size hs, not C (the seed's section 3). The
+        # scale is applied to Q, (B, nh, T, hs), rather than to the larger scores (B, nh, T, t)
+        att = (q * (1.0 / math.sqrt(hs))) @ k.transpose(-2, -1)  # (B, nh, T, t)
+        # + M: M_ij = -inf where key j is in query i's future (i sits at position t - T + i)
+        if T > 1:                                                # (one new token sees all t)
+            att = att + F.causal_mask(T, t, att.dtype)           # (B, nh, T, t)
         att = F.softmax(att, dim=-1)                             # A, each row sums to 1
         if self.record_attn:
             self.attn_weights = att.detach()
         att = self.attn_dropout(att)
-        y = att @ v                                              # Z = A V: (B, nh, T, hs)
-        y = y.transpose(1, 2).reshape(B, T, C)                   # Concat(head_1..head_h): (B, T, C)
-        return self.resid_dropout(self.c_proj(y))                # Concat(...) W^O: (B, T, C)
+        return att @ v                                           # Z = A V: (B, nh, T, hs)
 
 
 class MLP(nn.Module):
@@ -128,6 +152,7 @@ class GPTConfig:
     bias: bool = True             # biases in Linears and LayerNorms, as GPT-2
     norm_first: bool = True       # Pre-LN (GPT-2); False gives Post-LN blocks and no ln_f
     gelu_approximate: str = "tanh"  # GPT-2's gelu_new; "none" is the exact erf GELU (nanoGPT)
+    fused_attention: bool = True  # attention as one node (F.attention); False: op by op
 
 
 class GPT(nn.Module):

@@ -495,3 +495,70 @@ def test_node_keeps_what_a_graph_drawer_needs():
     assert ctx.name() == "matmul" and ctx.parents == (x, w) and ctx.scope == ""
     assert [p.shape for p in ctx.parents] == [(2, 3), (3, 4)] and y.shape == (2, 4)
     assert y.grad_fn is ctx
+
+
+# ------------------------------------------------------------------------------------------
+# the walk's buffers: slice gradients written into one array, sums kept in place
+# ------------------------------------------------------------------------------------------
+
+def test_split_pieces_fill_one_gradient_and_unused_pieces_are_zero():
+    x = Tensor(np.arange(12.0).reshape(2, 6), requires_grad=True)
+    a, b, c = x.split(2, dim=1)
+    (a.sum() * 2 + c.sum() * 3).backward()           # b unused: its columns must be 0, not junk
+    assert x.grad.numpy().tolist() == [[2, 2, 0, 0, 3, 3]] * 2
+
+
+def test_overlapping_slices_strided_slices_and_dense_paths_add_up():
+    x = Tensor(np.arange(12.0).reshape(2, 6), requires_grad=True)
+    y = x * 1.0
+    a, b = y.split(3, dim=1)
+    loss = (a.sum() + b.sum() * 2 + y.sum() * 10 + y[0:1, 1:2].sum() * 100
+            + y[:, ::2].sum() * 1000 + a[:, 0:2].sum() * 7)
+    loss.backward()
+    expected = np.full((2, 6), 10.0)
+    expected[:, :3] += 1
+    expected[:, 3:] += 2
+    expected[0, 1] += 100
+    expected[:, ::2] += 1000
+    expected[:, 0:2] += 7
+    np.testing.assert_array_equal(x.grad.numpy(), expected)
+
+
+def test_slice_gradients_through_tgx_grad_and_retain_graph():
+    x = Tensor(np.ones((3, 4)), requires_grad=True)
+    q, k = x.chunk(2, dim=1)
+    loss = (q * 2).sum() + (k * 3).sum()
+    (g,) = tgx.grad(loss, x, retain_graph=True)
+    assert g.numpy().tolist() == [[2, 2, 3, 3]] * 3
+    loss.backward(retain_graph=True)
+    loss.backward()
+    assert x.grad.numpy().tolist() == [[4, 4, 6, 6]] * 3
+
+
+def test_leaf_gradients_own_their_memory_across_backward_calls():
+    # the walk hands fresh arrays to .grad without a copy and adds into its own sums in place;
+    # nothing a user or a hook kept may change when a later backward accumulates
+    tgx.manual_seed(0)
+    lin = tgx.nn.Linear(4, 3)
+    x = tgx.randn(5, 4, dtype="float64")
+    lin.double()
+    seen = []
+    lin.weight.register_hook(lambda g: seen.append(g.numpy()) or None)
+    loss = (lin(x) + lin(x)).sum()                  # two contributions to weight and bias
+    loss.backward()
+    first = lin.weight.grad.numpy().copy()
+    kept, kept_seen = lin.weight.grad, seen[0].copy()
+    loss2 = lin(x).sum() * 2
+    loss2.backward()
+    np.testing.assert_allclose(lin.weight.grad.numpy(), 2 * first)
+    assert kept is lin.weight.grad                   # accumulated into the same tensor
+    np.testing.assert_array_equal(seen[0], kept_seen)
+    assert not np.shares_memory(lin.weight.grad.numpy(), lin.bias.grad.numpy())
+
+
+def test_gradient_shared_by_two_inputs_is_not_overwritten():
+    a = Tensor(np.ones(3), requires_grad=True)
+    b = Tensor(np.ones(3), requires_grad=True)
+    c = a + b                                        # Add gives both the same array
+    (c * 2 + a * 5).sum().backward()
+    assert a.grad.numpy().tolist() == [7, 7, 7] and b.grad.numpy().tolist() == [2, 2, 2]

@@ -180,6 +180,16 @@ class Function:
     def save_for_backward(self, *arrays):
         self.saved_tensors = arrays
 
+    # Optional, for one-input ops whose input gradient is zero outside a slice (indexing): return
+    # (index, values) meaning "values at input[index], zeros elsewhere", or None to fall back to
+    # backward. The walk then adds `values` into one shared gradient buffer, so the slices of a
+    # split (q, k, v) fill one array instead of each making a full-size one that gets summed.
+    backward_slice = None
+    # True when backward always returns new arrays, not g, not saved arrays, not views of them
+    # and never one array for two inputs: the walk may then add into them in place and hand
+    # them to a leaf's .grad without a copy
+    fresh_grads = False
+
     @classmethod
     def explain(cls, arrays, kwargs, err):
         """Turn a numpy failure inside forward into a sentence in the op's own terms."""
@@ -370,11 +380,24 @@ def run_backward(roots, root_grads, retain_graph=False, capture=None):
         grads[id(r)] = g if id(r) not in grads else grads[id(r)] + g
     anomaly = STATE.anomaly
     timers = STATE.backward_observers
+    # ids of gradient arrays the walk allocated itself (sums, slice buffers): nothing else holds
+    # them, so further contributions are added in place and a leaf may keep one without a copy
+    owned = set()
+    # slice buffers not yet fully written: id(tensor) -> (axis, [(start, stop), ...]). The first
+    # slice of a split goes into an uninitialised buffer; the gaps are zeroed only if they are
+    # still open when the gradient is read (q, k, v cover it all: no zero-fill at all)
+    partial = {}
     for t in toposort(roots):
         g = grads.pop(id(t), None)
         if g is None:
             continue  # no gradient reached this tensor (e.g. every path returned None)
+        if partial and id(t) in partial:
+            _fill_gaps(g, partial.pop(id(t)))
+        mine = id(g) in owned
+        if mine:
+            owned.discard(id(g))
         if t._hooks:
+            mine = False                    # a hook may keep the array it was shown
             for hook in t._hooks:
                 replaced = hook(Tensor._from_op(g, None))
                 if replaced is not None:
@@ -386,40 +409,138 @@ def run_backward(roots, root_grads, retain_graph=False, capture=None):
         elif ctx is None or t._retain_grad:
             # leaves (and retain_grad tensors) accumulate across backward calls, as in PyTorch
             if t.grad is None:
-                t.grad = Tensor._from_op(np.array(g, dtype=t.data.dtype, copy=True), None)
+                if not (mine and ctx is None and g.dtype == t.data.dtype):
+                    g = np.array(g, dtype=t.data.dtype, copy=True)
+                t.grad = Tensor._from_op(g, None)
             else:
                 t.grad.data += g
         if ctx is None:
             continue
         if timers:
             start = time.perf_counter()
-            in_grads = ctx.backward(g)
-            for fn in timers:
-                fn(ctx, time.perf_counter() - start)
+        part = ctx.backward_slice(g) if ctx.backward_slice is not None else None
+        if part is not None:
+            _add_slice(grads, owned, partial, ctx, part, anomaly)
         else:
             in_grads = ctx.backward(g)
-        if not isinstance(in_grads, tuple):
-            in_grads = (in_grads,)
-        if len(in_grads) != len(ctx.parents):
-            raise RuntimeError(f"{ctx.name()}.backward returned {len(in_grads)} gradients for "
-                               f"{len(ctx.parents)} inputs")
-        for p, ig, need in zip(ctx.parents, in_grads, ctx.needs_input_grad):
-            if ig is None or not need:
-                continue
-            if ig.shape != p.data.shape:
-                ig = unbroadcast(ig, p.data.shape)
-            if ig.dtype != p.data.dtype:
-                ig = ig.astype(p.data.dtype)
-            if anomaly and not np.all(np.isfinite(ig)):
-                raise FloatingPointError(
-                    f"detect_anomaly: the backward of {ctx.name()} (module "
-                    f"{ctx.scope or '<top>'}) produced NaN/Inf in the gradient of an input of "
-                    f"shape {p.shape}; the node was created at "
-                    f"{getattr(ctx, 'callsite', '<unknown>')}")
-            prev = grads.get(id(p))
-            grads[id(p)] = ig if prev is None else prev + ig
+            if not isinstance(in_grads, tuple):
+                in_grads = (in_grads,)
+            if len(in_grads) != len(ctx.parents):
+                raise RuntimeError(f"{ctx.name()}.backward returned {len(in_grads)} gradients "
+                                   f"for {len(ctx.parents)} inputs")
+            fresh = ctx.fresh_grads
+            for p, ig, need in zip(ctx.parents, in_grads, ctx.needs_input_grad):
+                if ig is None or not need:
+                    continue
+                new = fresh and type(ig) is np.ndarray     # numpy scalars are immutable
+                if ig.shape != p.data.shape:
+                    ig, new = unbroadcast(ig, p.data.shape), True
+                if ig.dtype != p.data.dtype:
+                    ig, new = ig.astype(p.data.dtype), True
+                if new and type(ig) is not np.ndarray:
+                    new = False
+                if anomaly:
+                    _check_finite(ig, ctx, p)
+                prev = grads.get(id(p))
+                if partial and id(p) in partial:
+                    _fill_gaps(prev, partial.pop(id(p)))
+                if prev is None:
+                    grads[id(p)] = ig
+                    if new:
+                        owned.add(id(ig))
+                elif id(prev) in owned:
+                    prev += ig
+                elif new:
+                    ig += prev                          # ours to overwrite: no third array
+                    grads[id(p)] = ig
+                    owned.add(id(ig))
+                else:
+                    grads[id(p)] = total = prev + ig
+                    if type(total) is np.ndarray:
+                        owned.add(id(total))
+        if timers:
+            for fn in timers:
+                fn(ctx, time.perf_counter() - start)
         if not retain_graph:
             ctx.free()
+
+
+def _check_finite(ig, ctx, p):
+    if not np.all(np.isfinite(ig)):
+        raise FloatingPointError(
+            f"detect_anomaly: the backward of {ctx.name()} (module {ctx.scope or '<top>'}) "
+            f"produced NaN/Inf in the gradient of an input of shape {p.shape}; the node was "
+            f"created at {getattr(ctx, 'callsite', '<unknown>')}")
+
+
+def _add_slice(grads, owned, partial, ctx, part, anomaly):
+    """Add a backward_slice result (index, values) into the parent's gradient buffer."""
+    (p,) = ctx.parents
+    index, values = part
+    if values.dtype != p.data.dtype:
+        values = values.astype(p.data.dtype)
+    if anomaly:
+        _check_finite(values, ctx, p)
+    key = id(p)
+    buf = grads.get(key)
+    span = _axis_span(index, p.data.shape)
+    if buf is None and span is not None:
+        grads[key] = buf = np.empty(p.data.shape, dtype=p.data.dtype)
+        owned.add(id(buf))
+        buf[index] = values
+        partial[key] = (span[0], [span[1:]])
+        return
+    cover = partial.get(key)
+    if cover is not None:
+        if span is not None and span[0] == cover[0] and \
+                all(span[2] <= a or span[1] >= b for a, b in cover[1]):
+            buf[index] = values                  # a part not written yet: a copy, no add
+            cover[1].append(span[1:])
+            return
+        _fill_gaps(buf, partial.pop(key))
+    if buf is None or id(buf) not in owned:
+        if buf is None:
+            buf = np.zeros(p.data.shape, dtype=p.data.dtype)
+        else:
+            buf = np.array(buf, copy=True)      # it may be shared: add into a copy
+        grads[key] = buf
+        owned.add(id(buf))
+    buf[index] += values
+
+
+def _axis_span(index, shape):
+    """(axis, start, stop) when `index` selects a contiguous run along one axis and everything
+    along the others (what split/chunk make); None for anything else."""
+    if type(index) is not tuple or len(index) > len(shape):
+        return None
+    found = None
+    for axis, ix in enumerate(index):
+        if type(ix) is not slice:
+            return None
+        start, stop, step = ix.indices(shape[axis])
+        if step != 1 or stop <= start:
+            return None
+        if start == 0 and stop == shape[axis]:
+            continue
+        if found is not None:
+            return None
+        found = (axis, start, stop)
+    return found
+
+
+def _fill_gaps(buf, cover):
+    """Zero the parts of a partly written slice buffer that no slice wrote."""
+    axis, spans = cover
+    idx = [slice(None)] * buf.ndim
+    pos = 0
+    for a, b in sorted(spans):
+        if a > pos:
+            idx[axis] = slice(pos, a)
+            buf[tuple(idx)] = 0
+        pos = max(pos, b)
+    if pos < buf.shape[axis]:
+        idx[axis] = slice(pos, None)
+        buf[tuple(idx)] = 0
 
 
 def backward(tensor, gradient=None, retain_graph=False):

@@ -176,6 +176,74 @@ def dropout(x, p=0.5, training=True):
     return ops.Dropout.apply(x, p=p, rng=STATE.rng)
 
 
+_CAUSAL_MASKS = {}
+
+
+def causal_mask(n, m=None, dtype=np.float32):
+    """The additive causal mask M (n, m): 0 where query i may read key j, -inf where j lies in
+    its future, i.e. j > i + (m - n) (the n queries are the last n of the m positions, as with a
+    KV cache). A read-only numpy array, cached per (n, m, dtype); add it to the scores."""
+    m = n if m is None else m
+    key = (n, m, np.dtype(dtype))
+    mask = _CAUSAL_MASKS.get(key)
+    if mask is None:
+        if len(_CAUSAL_MASKS) > 64:                  # many lengths (generation): keep it small
+            _CAUSAL_MASKS.clear()
+        mask = np.triu(np.full((n, m), -np.inf, dtype=key[2]), k=1 + (m - n))
+        mask.flags.writeable = False
+        _CAUSAL_MASKS[key] = mask
+    return mask
+
+
+def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+    """softmax(Q K^T / sqrt(d_k) + M) V as ONE graph node (ops.Attention), the fast path.
+
+    The same arguments and numbers as `scaled_dot_product_attention` (tested equal, dropout
+    included: the keep-mask is drawn as F.dropout draws it), without the attention weights.
+    """
+    if query.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]:
+        raise OpError(f"attention{_where()}: query {query.shape}, key {key.shape} and value "
+                      f"{value.shape}: query and key must share d_k, key and value the number "
+                      f"of positions m")
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    n, m = query.shape[-2], key.shape[-2]
+    mask = None
+    if attn_mask is not None:
+        mask = attn_mask.data if isinstance(attn_mask, Tensor) else np.asarray(attn_mask)
+        if mask.dtype == np.bool_:
+            mask = np.where(mask, 0.0, -np.inf)
+        mask = mask.astype(query.dtype, copy=False)
+    if is_causal:
+        cm = causal_mask(n, m, query.dtype)
+        mask = cm if mask is None else mask + cm
+    p = _attention_dropout("attention", dropout_p)
+    return ops.Attention.apply(query, key, value, mask=mask, scale=scale, p=p, rng=STATE.rng)
+
+
+def _attention_dropout(name, p):
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"{name}{_where()}: dropout_p must be in [0, 1), got {p}")
+    return float(p)
+
+
+def packed_attention(qkv, n_head, dropout_p=0.0, is_causal=False, scale=None):
+    """Multi-head attention on a packed [Q K V] as ONE graph node (ops.PackedAttention).
+
+    qkv (B, T, 3*h*d) holds Q, K, V side by side (the output of one Linear d_model -> 3*h*d,
+    as GPT's c_attn); the result is Concat(head_1, ..., head_h) (B, T, h*d), before W^O. The
+    same numbers as splitting into heads and calling `attention` (tested equal), with no
+    split/transpose/concat nodes between.
+    """
+    if not isinstance(n_head, int) or n_head < 1:
+        raise OpError(f"packed_attention{_where()}: n_head must be a positive int, got "
+                      f"{n_head!r}")
+    T = qkv.shape[1] if qkv.ndim == 3 else 0
+    mask = causal_mask(T, T, qkv.dtype) if is_causal and T > 1 else None
+    p = _attention_dropout("packed_attention", dropout_p)
+    return ops.PackedAttention.apply(qkv, n_head=n_head, mask=mask, scale=scale, p=p,
+                                     rng=STATE.rng)
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, return_weights=False):
     """softmax(Q K^T / sqrt(d_k) + M) V.
@@ -277,6 +345,7 @@ def dropout_composite(x, mask, p):
 
 __all__ = ["relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "linear", "embedding",
            "layer_norm", "cross_entropy", "nll_loss", "dropout",
-           "scaled_dot_product_attention", "softmax_composite", "log_softmax_composite",
+           "scaled_dot_product_attention", "attention", "packed_attention", "causal_mask",
+           "softmax_composite", "log_softmax_composite",
            "layer_norm_composite", "cross_entropy_composite", "gelu_composite",
            "dropout_composite", "where"]

@@ -251,6 +251,7 @@ class Gelu(Function):
     Written with in-place numpy calls: GELU runs on the widest activation of a Transformer
     (B, T, 4*d_model), so every avoided temporary is a pass over memory saved.
     """
+    fresh_grads = True
     def forward(self, x, approximate="none"):
         self.x, self.approximate = x, approximate
         if approximate == "tanh":
@@ -354,7 +355,7 @@ class Mean(Function):
     """d(mean x) = g/N broadcast over the reduced axes."""
     def forward(self, x, dim=None, keepdim=False):
         self.shape, self.axes, self.keepdim = x.shape, _axes(dim, x.ndim), keepdim
-        self.n = max(1, int(np.prod([x.shape[a] for a in self.axes])))
+        self.n = max(1, math.prod(x.shape[a] for a in self.axes))
         return np.mean(x, axis=self.axes, keepdims=keepdim)
 
     def backward(self, g):
@@ -383,7 +384,7 @@ class Var(Function):
     """d(var x) = g * 2(x - mean)/(N - correction)"""
     def forward(self, x, dim=None, correction=1, keepdim=False):
         self.axes, self.keepdim = _axes(dim, x.ndim), keepdim
-        n = int(np.prod([x.shape[a] for a in self.axes]))
+        n = math.prod(x.shape[a] for a in self.axes)
         self.denom = max(n - correction, 0)
         self.xc = x - x.mean(axis=self.axes, keepdims=True)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -433,11 +434,15 @@ class Permute(Function):
         if len(dims) != x.ndim or sorted(d % max(x.ndim, 1) for d in dims) != list(range(x.ndim)):
             raise OpError(f"dims {tuple(dims)} is not a permutation of the {x.ndim} dims of "
                           f"a tensor of shape {x.shape}")
-        self.dims = tuple(d % x.ndim for d in dims)
-        return x.transpose(self.dims)
+        self.dims = dims = tuple(d % x.ndim for d in dims)
+        inverse = [0] * len(dims)
+        for i, d in enumerate(dims):
+            inverse[d] = i
+        self.inverse = tuple(inverse)
+        return x.transpose(dims)
 
     def backward(self, g):
-        return g.transpose(np.argsort(self.dims))
+        return g.transpose(self.inverse)
 
 
 class Expand(Function):
@@ -470,6 +475,10 @@ class Getitem(Function):
     @classmethod
     def explain(cls, arrays, kwargs, err):
         return f"index {kwargs['index']!r} is invalid for a tensor of shape {arrays[0].shape}: {err}"
+
+    def backward_slice(self, g):
+        # basic indexing: the gradient is g inside the slice (the walk adds it into one buffer)
+        return None if _is_advanced(self.index) else (self.index, g)
 
     def backward(self, g):
         out = np.zeros(self.shape, dtype=g.dtype)
@@ -621,6 +630,7 @@ class MatMul(Function):
 
 class Linear(Function):
     """y = x W^T + b with W in PyTorch's [out, in] layout: dx = g W, dW = g^T x, db = sum g."""
+    fresh_grads = True
     op_name = "linear"
 
     def forward(self, x, w, b=None):
@@ -645,6 +655,7 @@ class Linear(Function):
 
 class Embedding(Function):
     """out = W[ids]; dW = scatter-add of g into the rows named by ids (repeated ids sum)."""
+    fresh_grads = True
     def forward(self, w, ids, padding_idx=None):
         if not np.issubdtype(ids.dtype, np.integer):
             raise OpError(f"indices must be an integer tensor, got dtype {ids.dtype}")
@@ -688,6 +699,7 @@ class Softmax(Function):
     A row that is entirely -inf (every key masked) gives all-zero probabilities and zero
     gradient instead of NaN: the max is treated as 0 and the empty sum as 1.
     """
+    fresh_grads = True
     def forward(self, x, dim=-1):
         self.dim = dim
         e = np.subtract(x, _safe_max(x, dim), out=np.empty_like(x))
@@ -701,11 +713,121 @@ class Softmax(Function):
 
     def backward(self, g):
         s = self.out
-        gx = g * s
-        row = gx.sum(axis=self.dim, keepdims=True)               # sum_j g_j s_j
-        np.subtract(g, row, out=gx)
+        if self.dim in (-1, s.ndim - 1) and s.ndim <= 26:
+            # sum_j g_j s_j as a row-wise dot: no (..., n) temporary for g*s
+            sub = "abcdefghijklmnopqrstuvwxyz"[:s.ndim]
+            row = np.einsum(f"{sub},{sub}->{sub[:-1]}", g, s)[..., None]
+        else:
+            row = (g * s).sum(axis=self.dim, keepdims=True)      # sum_j g_j s_j
+        gx = np.subtract(g, row, out=np.empty_like(s))
         gx *= s                                                  # s * (g - sum(g*s))
         return gx
+
+
+class Attention(Function):
+    """Z = softmax(Q K^T * scale + M) V as one node: scaled dot-product attention, fused.
+
+    The same numbers as the composite (matmul, add M, softmax, dropout, matmul), with fewer
+    passes over memory: the scale goes on Q, M is added and the softmax runs in place on the
+    score buffer, and Z, dQ, dK, dV are written in the memory layout of Q, K, V (so the head
+    split (B, T, h, d) -> (B, h, T, d) before the call and the merge after it stay views).
+    Backward, with A the attention weights and D the dropout's scaled keep-mask (A' = A * D):
+        dV = A'^T g;  dA = (g V^T) * D;  dS = A * (dA - rowsum(dA * A));
+        dQ = dS K * scale;  dK = dS^T (Q * scale)
+    `mask` is additive (0 keeps, -inf blocks) and broadcasts to the scores (..., n, m); a row
+    with every key blocked gives zero weights, as softmax does.
+    """
+    fresh_grads = True
+    op_name = "attention"
+
+    def forward(self, q, k, v, mask=None, scale=1.0, p=0.0, rng=None):
+        out = np.empty_like(q) if v.shape[-1] == q.shape[-1] else \
+            np.empty(q.shape[:-1] + v.shape[-1:], dtype=q.dtype)
+        return self._forward(q, k, v, out, mask, scale, p, rng)
+
+    def backward(self, g):
+        need = self.needs_input_grad
+        gq = np.empty_like(self.qs) if need[0] else None
+        gk = np.empty_like(self.k) if need[1] else None
+        gv = np.empty_like(self.v) if need[2] else None
+        self._backward(g, gq, gk, gv)
+        return (gq, gk, gv) + (None,) * (len(need) - 3)
+
+    # the math, on arrays or views given by the caller (PackedAttention passes views)
+    def _forward(self, q, k, v, out, mask, scale, p, rng):
+        qs = np.multiply(q, np.asarray(scale, dtype=q.dtype), out=np.empty_like(q))
+        s = np.matmul(qs, np.swapaxes(k, -1, -2))                # S = (Q scale) K^T: (.., n, m)
+        if mask is not None:
+            s += mask                                            # + M
+        s -= _safe_max(s, -1)
+        np.exp(s, out=s)
+        total = s.sum(axis=-1, keepdims=True)
+        if not np.all(total):
+            total[total == 0] = 1
+        s /= total                                               # A = softmax(S), in place
+        self.qs, self.k, self.v, self.a, self.scale = qs, k, v, s, scale
+        self.keep = None
+        a = s
+        if p > 0.0:
+            keep = rng.random(s.shape, dtype=np.float32) >= p   # as ops.Dropout draws it
+            self.keep = keep * np.asarray(1.0 / (1.0 - p), dtype=s.dtype)
+            a = s * self.keep
+        return np.matmul(a, v, out=out)                          # Z = A V: (..., n, d_v)
+
+    def _backward(self, g, gq, gk, gv):
+        qs, k, v, a = self.qs, self.k, self.v, self.a
+        if gv is not None:
+            ad = a if self.keep is None else a * self.keep
+            np.matmul(np.swapaxes(ad, -1, -2), g, out=gv)        # dV = A'^T g
+        da = np.matmul(g, np.swapaxes(v, -1, -2))                # dA' = g V^T: (..., n, m)
+        if self.keep is not None:
+            da *= self.keep
+        sub = "abcdefghijklmnopqrstuvwxyz"[:a.ndim]
+        row = np.einsum(f"{sub},{sub}->{sub[:-1]}", da, a)[..., None]
+        da -= row
+        da *= a                                                  # dS = A * (dA - rowsum(dA A))
+        if gq is not None:
+            np.matmul(da, k, out=gq)
+            gq *= np.asarray(self.scale, dtype=gq.dtype)         # dQ = dS K scale
+        if gk is not None:
+            np.matmul(np.swapaxes(da, -1, -2), qs, out=gk)       # dK = dS^T (Q scale)
+
+
+class PackedAttention(Attention):
+    """Multi-head attention on a packed [Q K V] (B, T, 3*h*d) -> Concat(head_1..head_h)
+    (B, T, h*d), as one node (the layout of a fused c_attn projection, as flash-attn's
+    qkv-packed call). The heads are strided views into the input, the output is written with
+    the heads already side by side, and the backward writes dQ, dK, dV straight into one
+    (B, T, 3*h*d) gradient: no split, transpose or concat nodes, no copies between them.
+    """
+    op_name = "attention"
+
+    def forward(self, qkv, n_head=1, mask=None, scale=None, p=0.0, rng=None):
+        if qkv.ndim != 3 or qkv.shape[-1] % (3 * n_head):
+            raise OpError(f"expected a packed [Q K V] of shape (B, T, 3*h*d) with h={n_head}, "
+                          f"got {qkv.shape}")
+        B, T, C3 = qkv.shape
+        self.heads = (B, T, n_head, C3 // (3 * n_head))
+        q, k, v = self._views(qkv)
+        out = np.empty((B, T, C3 // 3), dtype=qkv.dtype)
+        if scale is None:
+            scale = 1.0 / math.sqrt(self.heads[3])
+        self._forward(q, k, v, self._split(out), mask, scale, p, rng)
+        return out
+
+    def backward(self, g):
+        dqkv = np.empty(self.heads[:2] + (3 * self.heads[2] * self.heads[3],), dtype=g.dtype)
+        self._backward(self._split(g), *self._views(dqkv))
+        return dqkv
+
+    def _views(self, a):
+        B, T, h, d = self.heads
+        a5 = a.reshape(B, T, 3, h, d)                            # (B, T, 3, h, d)
+        return [a5[:, :, j].transpose(0, 2, 1, 3) for j in range(3)]   # 3 x (B, h, T, d)
+
+    def _split(self, a):
+        B, T, h, d = self.heads
+        return a.reshape(B, T, h, d).transpose(0, 2, 1, 3)       # (B, T, h*d) -> (B, h, T, d)
 
 
 class LogSoftmax(Function):
@@ -732,13 +854,14 @@ class LayerNorm(Function):
     Biased variance, eps inside the square root (as torch.nn.LayerNorm). With xhat the
     normalised input and gh = g*w: dx = rstd * (gh - mean(gh) - xhat * mean(gh*xhat)).
     """
+    fresh_grads = True
     op_name = "layer_norm"
 
     def forward(self, x, *wb, n_axes=1, eps=1e-5, affine=(False, False)):
         # work on a (rows, n) view: every reduction is then along axis 1, and the row dot
         # products of the backward become BLAS matrix-vector products
         self.shape, self.wshape = x.shape, x.shape[x.ndim - n_axes:]
-        n = int(np.prod(self.wshape))
+        n = math.prod(self.wshape)
         x2 = x.reshape(-1, n)
         xc = x2 - x2.mean(axis=1, keepdims=True)
         var = np.einsum("ij,ij->i", xc, xc) / n                 # biased variance, no temporary
@@ -785,6 +908,7 @@ class CrossEntropy(Function):
     dx = (softmax(x) - q) * g_row; rows whose target is ignore_index get zero loss and grad;
     'mean' divides by the number of rows that are not ignored (as PyTorch).
     """
+    fresh_grads = True
     op_name = "cross_entropy"
 
     def forward(self, x, target, ignore_index=-100, reduction="mean", label_smoothing=0.0):

@@ -167,6 +167,14 @@ class Trace:
             row.symbol = (x or "S") + " + M"
             row.formula = f"{row.symbol}  (mask)"
             return
+        if op == "attention":                    # F.attention: the whole formula, one node
+            if len(row.sources) == 1:            # F.packed_attention: [Q K V] in, heads merged
+                row.symbol, row.hint = "Concat", "h·d_v"
+                row.formula = "Concat(head_i = softmax(QᵢKᵢᵀ/√d_k + M)·Vᵢ)"
+            else:
+                row.symbol, row.hint = "Z", "d_v"
+                row.formula = "head_i = softmax(QKᵀ/√d_k + M)·V"
+            return
         if op == "softmax":
             row.symbol = "A"
             row.formula = f"A = softmax({x})" if x else "softmax(x)"

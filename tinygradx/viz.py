@@ -853,7 +853,8 @@ def _cli_model(model_name, norm, layers, checkpoint=None, seed=0):
         return _checkpoint_model(checkpoint, gpt, rng)
     if model_name == "gpt":
         cfg = gpt.GPTConfig(block_size=16, vocab_size=c["V"], n_layer=layers, n_head=c["h"],
-                            n_embd=c["d_model"], dropout=0.0, norm_first=(norm == "pre"))
+                            n_embd=c["d_model"], dropout=0.0, norm_first=(norm == "pre"),
+                            fused_attention=False)   # one node per formula, not one for all
         model = gpt.GPT(cfg)
         idx = rng.integers(0, c["V"], size=(c["B"], c["T"] + 1))
         batch = (idx[:, :-1], idx[:, 1:])
@@ -876,6 +877,9 @@ def _checkpoint_model(path, gpt, rng):
         from models import train   # type: ignore
     model = train.Trainer.from_checkpoint(path, log=lambda *a, **k: None).model
     model.eval()
+    for m in model.modules():              # show attention formula by formula (same numbers)
+        if hasattr(m, "fused") and isinstance(m, gpt.CausalSelfAttention):
+            m.fused = False
     c = _CLI
     if isinstance(model, gpt.GPT):
         V, T = model.config.vocab_size, min(c["T"], model.config.block_size)
