@@ -170,8 +170,10 @@ def test_layer_norm_rows_have_mean_0_and_variance_1(shape, seed, shift, scale, d
     y = F.layer_norm(Tensor(x.astype(np.float32)), ns).numpy()   # default eps, float32
     assert y.dtype == np.float32
     axes = tuple(range(len(shape) - n, len(shape)))
-    np.testing.assert_allclose(y.mean(axis=axes), 0.0, atol=1e-4)
-    assert np.all(y.var(axis=axes) <= 1.0 + 1e-4)
+    # float32 loses |shift|/scale * eps32 to cancellation in x - mean: allow for it
+    tol = 1e-4 + 1e-6 * abs(shift) / scale
+    np.testing.assert_allclose(y.mean(axis=axes), 0.0, atol=tol)
+    assert np.all(y.var(axis=axes) <= 1.0 + tol)
 
 
 # ------------------------------------------------------------------------------------------
