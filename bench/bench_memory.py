@@ -17,7 +17,13 @@ import gc
 import os
 import sys
 
-import numpy as np
+
+# numpy's OpenBLAS workers otherwise spin for ~2^28 cycles after every GEMM; in one process
+# with torch (or a thread pool) that spinning core slows whatever runs next (torch's GPT step by
+# ~1.5x, measured). Set before numpy loads; export the variable yourself to override it.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+import numpy as np  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)

@@ -134,8 +134,8 @@ def machine_facts(torch_info=True):
     tp = _threadpools()
     if tp:
         lines.append(f"threadpools: {tp}")
-    env = ["OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
-           "MKL_NUM_THREADS"]
+    env = ["OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS",
+           "OPENBLAS_THREAD_TIMEOUT", "OMP_NUM_THREADS", "MKL_NUM_THREADS"]
     try:
         la = os.getloadavg()
         lines.append(f"load average at start (1/5/15 min): {la[0]:.2f} {la[1]:.2f} {la[2]:.2f} "

@@ -32,13 +32,38 @@ class LayerCache:
         self.k = None          # (B, h, t, d_k)
         self.v = None          # (B, h, t, d_v)
         self.static = None     # (K_H, V_H) for cross-attention, each (B, h, S, d_k)
+        self.rows = None       # or: packed [Q K V] rows (B, capacity, 3C), inference only
+        self.t = 0             # rows of `rows` in use
 
     @property
     def length(self):
+        if self.rows is not None:
+            return self.t
         return 0 if self.k is None else self.k.shape[2]
+
+    def append_rows(self, qkv):
+        """Inference only (no gradient reaches earlier rows): append the new positions' packed
+        [Q K V] (B, T, 3C) and return all rows so far (B, t+T, 3C) as a constant. The buffer
+        doubles when full, so a token costs one row copy, not a copy of the whole cache."""
+        if self.k is not None:
+            raise RuntimeError("LayerCache: this cache holds per-head K, V (update); it cannot "
+                               "also take packed rows")
+        a = qkv.data if isinstance(qkv, Tensor) else np.asarray(qkv)
+        B, T, width = a.shape
+        if self.rows is None or self.t + T > self.rows.shape[1]:
+            grown = np.empty((B, max(2 * (self.t + T), 16), width), dtype=a.dtype)
+            if self.rows is not None:
+                grown[:, :self.t] = self.rows[:, :self.t]
+            self.rows = grown
+        self.rows[:, self.t:self.t + T] = a
+        self.t += T
+        return Tensor(self.rows[:, :self.t])                     # (B, t, 3C), a view
 
     def update(self, k, v):
         """Append the new positions' k, v (B, h, T, d_k) and return all of them (B, h, t+T, d_k)."""
+        if self.rows is not None:
+            raise RuntimeError("LayerCache: this cache holds packed rows (append_rows); it "
+                               "cannot also take per-head K, V")
         if self.k is not None:
             k = tgx.cat([self.k, k], dim=2)                  # (B, h, t + T, d_k)
             v = tgx.cat([self.v, v], dim=2)                  # (B, h, t + T, d_v)
@@ -49,6 +74,8 @@ class LayerCache:
         """Keep batch rows `index` (B',) in this order: beam search's survivors."""
         if self.k is not None:
             self.k, self.v = self.k[index], self.v[index]    # (B', h, t, d_k)
+        if self.rows is not None:
+            self.rows = self.rows[index]                     # (B', capacity, 3C)
         if self.static is not None:
             self.static = tuple(s[index] for s in self.static)
 

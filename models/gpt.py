@@ -57,6 +57,10 @@ class CausalSelfAttention(nn.Module):
         p = self.attn_dropout.p if self.training else 0.0
         if self.fused and cache is None and not self.record_attn:
             y = F.packed_attention(qkv, self.n_head, is_causal=True, dropout_p=p)  # (B, T, C)
+        elif self.fused and not self.record_attn and not tgx.is_grad_enabled():
+            # generation: the new rows' Q against K, V of all rows kept in the cache
+            rows = cache.append_rows(qkv)                        # (B, t, 3C), t = past + T
+            y = F.packed_attention(rows, self.n_head, is_causal=True, n_query=T)  # (B, T, C)
         else:
             q, k, v = self._heads(qkv)                           # 3 x (B, nh, T, hs)
             if cache is not None:

@@ -236,3 +236,51 @@ def test_dropout_p_out_of_range_is_refused():
             F.attention(q, q, q, dropout_p=p)
         with pytest.raises(ValueError, match=r"packed_attention: dropout_p must be in"):
             F.packed_attention(tgx.randn(1, 2, 6), 1, dropout_p=p)
+
+
+@given(B=st.integers(1, 2), T=st.integers(1, 5), h=st.integers(1, 2), d=st.integers(1, 3),
+       data=st.data(), seed=SEEDS)
+def test_packed_attention_with_n_query_reads_the_last_rows(B, T, h, d, data, seed):
+    n = data.draw(st.integers(1, T))
+    qkv = np.random.default_rng(seed).standard_normal((B, T, 3 * h * d))
+
+    def composite(x):
+        q, k, v = _split_heads(x, h)                                   # (B, h, T, d) each
+        z = F.scaled_dot_product_attention(q[:, :, T - n:], k, v, is_causal=True)
+        return z.transpose(1, 2).reshape(B, n, h * d)
+
+    _assert_same(lambda x: F.packed_attention(x, h, is_causal=True, n_query=n), composite,
+                 [qkv], seed)
+    check_op(None, lambda x: F.packed_attention(x, h, is_causal=True, n_query=n),
+             inputs=[qkv], seed=seed)
+
+
+def test_n_query_out_of_range_is_refused():
+    with pytest.raises(OpError, match=r"n_query must be an int in 1\.\.3"):
+        F.packed_attention(tgx.randn(1, 3, 6), 1, n_query=4)
+
+
+def test_cache_rows_grow_and_reorder_and_refuse_mixing():
+    from tinygradx.models.common import LayerCache
+    c = LayerCache()
+    for t in range(40):                                  # past the first capacity (16)
+        rows = c.append_rows(np.full((2, 1, 6), float(t)))
+    assert c.length == 40 and rows.shape == (2, 40, 6)
+    assert rows.numpy()[0, :, 0].tolist() == [float(t) for t in range(40)]
+    c.reorder(np.array([1, 1]))
+    assert c.append_rows(np.zeros((2, 1, 6))).shape == (2, 41, 6)
+    with pytest.raises(RuntimeError, match="packed rows"):
+        c.update(tgx.zeros(2, 1, 1, 6), tgx.zeros(2, 1, 1, 6))
+
+
+def test_gpt_cache_with_grad_enabled_takes_the_differentiable_path():
+    fused, _ = _gpt_pair()
+    from tinygradx.models.common import KVCache
+    cache = KVCache(2)
+    full = fused(np.array([[1, 2, 3, 4]]))[0]
+    first = fused(np.array([[1, 2, 3]]), kv_cache=cache)[0]
+    last = fused(np.array([[4]]), kv_cache=cache)[0]      # K, V of rows 0..2 from the cache
+    assert last.requires_grad
+    np.testing.assert_allclose(last.numpy()[0, 0], full.numpy()[0, 3], atol=1e-12)
+    np.testing.assert_allclose(first.numpy(), full.numpy()[:, :3], atol=1e-12)
+    assert cache[0].rows is None and cache[0].length == 4

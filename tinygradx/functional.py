@@ -226,22 +226,27 @@ def _attention_dropout(name, p):
     return float(p)
 
 
-def packed_attention(qkv, n_head, dropout_p=0.0, is_causal=False, scale=None):
+def packed_attention(qkv, n_head, dropout_p=0.0, is_causal=False, scale=None, n_query=None):
     """Multi-head attention on a packed [Q K V] as ONE graph node (ops.PackedAttention).
 
     qkv (B, T, 3*h*d) holds Q, K, V side by side (the output of one Linear d_model -> 3*h*d,
     as GPT's c_attn); the result is Concat(head_1, ..., head_h) (B, T, h*d), before W^O. The
     same numbers as splitting into heads and calling `attention` (tested equal), with no
-    split/transpose/concat nodes between.
+    split/transpose/concat nodes between. With n_query only the last n_query rows are queries
+    (a KV cache: earlier rows supply K and V) and the result is (B, n_query, h*d).
     """
     if not isinstance(n_head, int) or n_head < 1:
         raise OpError(f"packed_attention{_where()}: n_head must be a positive int, got "
                       f"{n_head!r}")
     T = qkv.shape[1] if qkv.ndim == 3 else 0
-    mask = causal_mask(T, T, qkv.dtype) if is_causal and T > 1 else None
+    n = T if n_query is None else n_query
+    if not isinstance(n, int) or not 0 < n <= max(T, 1):
+        raise OpError(f"packed_attention{_where()}: n_query must be an int in 1..{T} (the "
+                      f"rows of qkv {tuple(qkv.shape)}), got {n_query!r}")
+    mask = causal_mask(n, T, qkv.dtype) if is_causal and n > 1 else None
     p = _attention_dropout("packed_attention", dropout_p)
     return ops.PackedAttention.apply(qkv, n_head=n_head, mask=mask, scale=scale, p=p,
-                                     rng=STATE.rng)
+                                     rng=STATE.rng, n_query=n)
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,

@@ -802,32 +802,36 @@ class PackedAttention(Attention):
     """
     op_name = "attention"
 
-    def forward(self, qkv, n_head=1, mask=None, scale=None, p=0.0, rng=None):
+    def forward(self, qkv, n_head=1, mask=None, scale=None, p=0.0, rng=None, n_query=None):
         if qkv.ndim != 3 or qkv.shape[-1] % (3 * n_head):
             raise OpError(f"expected a packed [Q K V] of shape (B, T, 3*h*d) with h={n_head}, "
                           f"got {qkv.shape}")
         B, T, C3 = qkv.shape
         self.heads = (B, T, n_head, C3 // (3 * n_head))
+        self.n = n = T if n_query is None else n_query       # queries: the last n rows
         q, k, v = self._views(qkv)
-        out = np.empty((B, T, C3 // 3), dtype=qkv.dtype)
+        out = np.empty((B, n, C3 // 3), dtype=qkv.dtype)
         if scale is None:
             scale = 1.0 / math.sqrt(self.heads[3])
         self._forward(q, k, v, self._split(out), mask, scale, p, rng)
         return out
 
     def backward(self, g):
-        dqkv = np.empty(self.heads[:2] + (3 * self.heads[2] * self.heads[3],), dtype=g.dtype)
+        B, T, h, d = self.heads
+        # rows that were not queries get no dQ: zeros there (only with n_query < T)
+        dqkv = (np.empty if self.n == T else np.zeros)((B, T, 3 * h * d), dtype=g.dtype)
         self._backward(self._split(g), *self._views(dqkv))
         return dqkv
 
     def _views(self, a):
         B, T, h, d = self.heads
         a5 = a.reshape(B, T, 3, h, d)                            # (B, T, 3, h, d)
-        return [a5[:, :, j].transpose(0, 2, 1, 3) for j in range(3)]   # 3 x (B, h, T, d)
+        q, k, v = (a5[:, :, j].transpose(0, 2, 1, 3) for j in range(3))  # (B, h, T, d) each
+        return q[:, :, T - self.n:], k, v                        # Q: the last n rows only
 
     def _split(self, a):
-        B, T, h, d = self.heads
-        return a.reshape(B, T, h, d).transpose(0, 2, 1, 3)       # (B, T, h*d) -> (B, h, T, d)
+        B, _, h, d = self.heads
+        return a.reshape(B, -1, h, d).transpose(0, 2, 1, 3)      # (B, n, h*d) -> (B, h, n, d)
 
 
 class LogSoftmax(Function):
