@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from ._erf import erf as _erf, erf_grad as _erf_grad
+from . import parallel
 from .autograd import Function, OpError, _fmt_shapes
 
 
@@ -255,14 +256,9 @@ class Gelu(Function):
     def forward(self, x, approximate="none"):
         self.x, self.approximate = x, approximate
         if approximate == "tanh":
-            u = np.multiply(x, x, out=np.empty_like(x))   # out=: stays an array at 0-d
-            u *= 0.044715 * _SQRT_2_OVER_PI
-            u += _SQRT_2_OVER_PI
-            u *= x                               # u = sqrt(2/pi) * (x + 0.044715 x^3)
-            self.t = np.tanh(u, out=u)
-            y = np.add(self.t, 1, out=np.empty_like(x))
-            y *= x
-            y *= 0.5
+            self.t = t = np.empty(x.shape, dtype=x.dtype)    # tanh(...), kept for backward
+            y = np.empty(x.shape, dtype=x.dtype)
+            parallel.rows(_gelu_tanh, _flat(x), t.reshape(-1), y.reshape(-1))
             return y
         cdf = np.asarray(_erf(x * (1 / math.sqrt(2))))
         cdf += 1
@@ -273,17 +269,10 @@ class Gelu(Function):
     def backward(self, g):
         x = self.x
         if self.approximate == "tanh":
-            du = np.multiply(x, x, out=np.empty_like(x))
-            du *= 3 * 0.044715 * _SQRT_2_OVER_PI
-            du += _SQRT_2_OVER_PI                # du/dx = sqrt(2/pi) (1 + 3*0.044715 x^2)
-            d = np.multiply(self.t, self.t, out=np.empty_like(x))
-            np.subtract(1, d, out=d)             # 1 - t^2
-            d *= du
-            d *= x
-            d += self.t
-            d += 1
-            d *= 0.5                             # 0.5 (1 + t) + 0.5 x (1 - t^2) du
-            d *= g
+            d = np.empty(x.shape, dtype=x.dtype)
+            du = np.empty(x.shape, dtype=x.dtype)
+            parallel.rows(_gelu_tanh_grad, _flat(x), _flat(self.t), _flat(g), d.reshape(-1),
+                          du.reshape(-1))
             return d
         pdf = np.multiply(x, x, out=np.empty_like(x))
         pdf *= -0.5
@@ -293,6 +282,38 @@ class Gelu(Function):
         pdf += self.cdf                          # Phi(x) + x phi(x)
         pdf *= g
         return pdf
+
+
+def _flat(a):
+    """A 1-D C-order view (a copy only when `a` is not contiguous)."""
+    return a.reshape(-1)
+
+
+def _gelu_tanh(x, t, y):
+    """y = 0.5 x (1 + t), t = tanh(sqrt(2/pi) (x + 0.044715 x^3)); in place on t and y."""
+    np.multiply(x, x, out=t)
+    t *= 0.044715 * _SQRT_2_OVER_PI
+    t += _SQRT_2_OVER_PI
+    t *= x                                   # sqrt(2/pi) * (x + 0.044715 x^3)
+    np.tanh(t, out=t)
+    np.add(t, 1, out=y)
+    y *= x
+    y *= 0.5
+
+
+def _gelu_tanh_grad(x, t, g, d, du):
+    """d = g * (0.5 (1 + t) + 0.5 x (1 - t^2) du), du = sqrt(2/pi) (1 + 3*0.044715 x^2)."""
+    np.multiply(x, x, out=du)
+    du *= 3 * 0.044715 * _SQRT_2_OVER_PI
+    du += _SQRT_2_OVER_PI
+    np.multiply(t, t, out=d)
+    np.subtract(1, d, out=d)                 # 1 - t^2
+    d *= du
+    d *= x
+    d += t
+    d += 1
+    d *= 0.5
+    d *= g
 
 
 class Clamp(Function):
@@ -757,14 +778,10 @@ class Attention(Function):
     def _forward(self, q, k, v, out, mask, scale, p, rng):
         qs = np.multiply(q, np.asarray(scale, dtype=q.dtype), out=np.empty_like(q))
         s = np.matmul(qs, np.swapaxes(k, -1, -2))                # S = (Q scale) K^T: (.., n, m)
-        if mask is not None:
-            s += mask                                            # + M
-        s -= _safe_max(s, -1)
-        np.exp(s, out=s)
-        total = s.sum(axis=-1, keepdims=True)
-        if not np.all(total):
-            total[total == 0] = 1
-        s /= total                                               # A = softmax(S), in place
+        if s.ndim > 2 and (mask is None or mask.ndim < s.ndim or mask.shape[0] == 1):
+            parallel.rows(lambda blk: _masked_softmax(blk, mask), s)   # blocks of the batch
+        else:
+            _masked_softmax(s, mask)                             # A = softmax(S + M), in place
         self.qs, self.k, self.v, self.a, self.scale = qs, k, v, s, scale
         self.keep = None
         a = s
@@ -782,15 +799,31 @@ class Attention(Function):
         da = np.matmul(g, np.swapaxes(v, -1, -2))                # dA' = g V^T: (..., n, m)
         if self.keep is not None:
             da *= self.keep
-        sub = "abcdefghijklmnopqrstuvwxyz"[:a.ndim]
-        row = np.einsum(f"{sub},{sub}->{sub[:-1]}", da, a)[..., None]
-        da -= row
-        da *= a                                                  # dS = A * (dA - rowsum(dA A))
+        parallel.rows(_softmax_grad, da, a)                      # dS = A * (dA - rowsum(dA A))
         if gq is not None:
             np.matmul(da, k, out=gq)
             gq *= np.asarray(self.scale, dtype=gq.dtype)         # dQ = dS K scale
         if gk is not None:
             np.matmul(np.swapaxes(da, -1, -2), qs, out=gk)       # dK = dS^T (Q scale)
+
+
+def _masked_softmax(s, mask):
+    """s <- softmax(s + mask) over the last axis, in place (fully blocked rows give zeros)."""
+    if mask is not None:
+        s += mask                                                # + M
+    s -= _safe_max(s, -1)
+    np.exp(s, out=s)
+    total = s.sum(axis=-1, keepdims=True)
+    if not np.all(total):
+        total[total == 0] = 1
+    s /= total
+
+
+def _softmax_grad(da, a):
+    """da <- a * (da - rowsum(da * a)), in place: softmax's backward over the last axis."""
+    sub = "abcdefghijklmnopqrstuvwxyz"[:a.ndim]
+    da -= np.einsum(f"{sub},{sub}->{sub[:-1]}", da, a)[..., None]
+    da *= a
 
 
 class PackedAttention(Attention):

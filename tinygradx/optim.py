@@ -60,6 +60,7 @@ import numbers
 
 import numpy as np
 
+from . import parallel
 from .tensor import Tensor
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "clip_grad_norm_", "noam", "warmup_cosine",
@@ -485,8 +486,15 @@ class Adam(Optimizer):
                                       "exp_avg_sq": np.zeros_like(p.data)}
             st["step"] += 1
             tmp, tmp2 = self._work(p, 2)
-            _adam_update(p.data, g, st["exp_avg"], st["exp_avg_sq"], st["step"], lr, b1, b2,
-                         eps, wd, self._decoupled, tmp, tmp2)
+            arrays = (p.data, g, st["exp_avg"], st["exp_avg_sq"], tmp, tmp2)
+            if all(a.flags.c_contiguous for a in arrays):     # flat views, no copies
+                arrays = tuple(a.reshape(-1) for a in arrays)
+                parallel.rows(lambda p_, g_, m_, v_, t_, t2_, step=st["step"]: _adam_update(
+                    p_, g_, m_, v_, step, lr, b1, b2, eps, wd, self._decoupled, t_, t2_),
+                    *arrays)
+            else:
+                _adam_update(*arrays[:4], st["step"], lr, b1, b2, eps, wd, self._decoupled,
+                             tmp, tmp2)
 
 
 class AdamW(Adam):

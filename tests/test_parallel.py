@@ -1,0 +1,80 @@
+"""tinygradx.parallel: large element-wise work split over threads gives the same bits as one
+thread (the accelerator path and the plain path are both run here, in one process)."""
+import threading
+
+import numpy as np
+import pytest
+
+import tinygradx as tgx
+from tinygradx import optim, parallel
+
+
+@pytest.fixture
+def threads():
+    old = parallel.set_threads(2)
+    yield
+    parallel.set_threads(old)
+
+
+def test_rows_covers_every_row_once_in_blocks(threads):
+    a = np.zeros((1001, 80))
+    seen = []
+
+    def fn(block):
+        seen.append((block.shape[0], threading.current_thread().name))
+        block += 1
+
+    parallel.rows(fn, a)
+    assert np.all(a == 1)
+    assert sorted(n for n, _ in seen) == [500, 501]
+    assert len({name for _, name in seen}) == 2          # the caller and one pool thread
+
+
+def test_small_arrays_and_one_thread_run_inline():
+    calls = []
+    parallel.rows(lambda b: calls.append(b.shape), np.zeros((4, 4)))
+    old = parallel.set_threads(1)
+    try:
+        parallel.rows(lambda b: calls.append(b.shape), np.zeros((1000, 100)))
+    finally:
+        parallel.set_threads(old)
+    assert calls == [(4, 4), (1000, 100)]
+
+
+def test_an_error_in_a_block_reaches_the_caller(threads):
+    def fn(block):
+        if np.any(block > 0):
+            raise ValueError("boom in a block")
+
+    a = np.zeros((1000, 100))
+    a[600:] = 1
+    with pytest.raises(ValueError, match="boom"):
+        parallel.rows(fn, a)
+
+
+def _train(n_threads, steps=2):
+    from tinygradx.models.gpt import GPT, GPTConfig
+    old = parallel.set_threads(n_threads)
+    try:
+        tgx.manual_seed(0)
+        model = GPT(GPTConfig(block_size=64, vocab_size=32, n_layer=2, n_head=4, n_embd=64,
+                              dropout=0.1))
+        opt = optim.AdamW(model.parameters(), lr=1e-3)
+        idx = np.random.default_rng(0).integers(0, 32, (8, 65))
+        for _ in range(steps):
+            _, loss = model(idx[:, :-1], idx[:, 1:])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return {k: np.array(v.numpy() if hasattr(v, "numpy") else v) for k, v in model.state_dict().items()}
+    finally:
+        parallel.set_threads(old)
+
+
+def test_gpt_training_steps_are_bitwise_identical_with_and_without_threads():
+    # GELU (512 x 256), attention scores (8, 4, 64, 64) and Adam on c_fc (256 x 64 = 16k,
+    # below the split size) and wte: the split paths and the plain ones all run
+    one, two = _train(1), _train(2)
+    assert one.keys() == two.keys()
+    for k in one:
+        assert np.array_equal(one[k], two[k]), k
