@@ -1,0 +1,84 @@
+"""A/B of one tinygradx switch against itself, with the numpy floor as the common baseline.
+
+    python bench/bench_ab.py threads --config gpt-gpu-b8 --pairs 4   # parallel pool 1 vs 2
+    python bench/bench_ab.py fused --config gpt-cpu --pairs 15       # fused vs op-by-op attention
+
+`threads` runs one GPT model with `tinygradx.parallel.set_threads(1)` and `(2)` in alternate
+calls; `fused` builds two identical GPTs and turns `CausalSelfAttention.fused` off in one. Both
+arms and the floor alternate within each round (bench/harness.py), so the ratios compare like
+with like. Timings are printed, never asserted.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+# as in bench_floor.py: idle OpenBLAS threads must not spin over the other arm
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import bench_floor as bf                            # noqa: E402
+from harness import ab_compare, machine_facts       # noqa: E402
+
+
+def _find_model(fn, kind, depth=0):
+    """The model object captured by an adapter's step closure."""
+    for cell in fn.__closure__ or ():
+        value = cell.cell_contents
+        if isinstance(value, kind):
+            return value
+        if callable(value) and getattr(value, "__closure__", None) and depth < 3:
+            found = _find_model(value, kind, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def arms(what, spec, params, batch):
+    from tinygradx import parallel
+    from tinygradx.models.gpt import GPT, CausalSelfAttention
+    if what == "threads":
+        step = bf._tinygradx_adapter(spec, params, batch)
+
+        def one():
+            parallel.set_threads(1)
+            return step()
+
+        def two():
+            parallel.set_threads(2)
+            return step()
+        return {"1 thread": one, "2 threads": two}
+    fused = bf._tinygradx_adapter(spec, params, batch)
+    explicit = bf._tinygradx_adapter(spec, params, batch)
+    model = _find_model(explicit, GPT)
+    for m in model.modules():
+        if isinstance(m, CausalSelfAttention):
+            m.fused = False
+    return {"fused attention": fused, "op by op": explicit}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("what", choices=["threads", "fused"])
+    ap.add_argument("--config", default="gpt-cpu", choices=[c for c in bf.CONFIGS
+                                                            if bf.CONFIGS[c]["kind"] == "gpt"])
+    ap.add_argument("--pairs", type=int, default=10)
+    args = ap.parse_args(argv)
+    spec = bf.CONFIGS[args.config]
+    params, batch = bf.init_params(spec), bf.make_batch(spec)
+    fns = {"numpy": bf._numpy_adapter(spec, params, batch), **arms(args.what, spec, params,
+                                                                    batch)}
+    print(machine_facts())
+    print(f"\n**{spec['title']}**: {args.what}, {args.pairs} rounds\n")
+    res = ab_compare(fns, pairs=args.pairs, baseline="numpy")
+    print("| arm | step ms, median [min, max] | vs numpy floor |\n|---|---|---|")
+    for name in fns:
+        st, ra = res["stats"][name], res["ratios"][name]
+        print(f"| {name} | {st['median'] * 1e3:.1f} [{st['min'] * 1e3:.1f}, "
+              f"{st['max'] * 1e3:.1f}] | {ra['median']:.3f} [{ra['min']:.2f}, {ra['max']:.2f}] |")
+
+
+if __name__ == "__main__":
+    main()
