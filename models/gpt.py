@@ -60,7 +60,8 @@ class CausalSelfAttention(nn.Module):
         elif self.fused and not self.record_attn and not tgx.is_grad_enabled():
             # generation: the new rows' Q against K, V of all rows kept in the cache
             rows = cache.append_rows(qkv)                        # (B, t, 3C), t = past + T
-            y = F.packed_attention(rows, self.n_head, is_causal=True, n_query=T)  # (B, T, C)
+            y = F.packed_attention(rows, self.n_head, is_causal=True, dropout_p=p,
+                                   n_query=T)                    # (B, T, C)
         else:
             q, k, v = self._heads(qkv)                           # 3 x (B, nh, T, hs)
             if cache is not None:

@@ -284,3 +284,57 @@ def test_gpt_cache_with_grad_enabled_takes_the_differentiable_path():
     np.testing.assert_allclose(last.numpy()[0, 0], full.numpy()[0, 3], atol=1e-12)
     np.testing.assert_allclose(first.numpy(), full.numpy()[:, :3], atol=1e-12)
     assert cache[0].rows is None and cache[0].length == 4
+
+
+@pytest.mark.parametrize("shapes", [
+    ((2, 4, 3, 8), (2, 1, 5, 8), (2, 1, 5, 8)),      # K, V shared by the heads (multi-query)
+    ((2, 4, 3, 8), (5, 8), (5, 8)),                  # K, V without batch dims
+    ((1, 4, 3, 8), (2, 4, 5, 8), (2, 4, 5, 6)),      # Q broadcast over the batch, d_v != d_k
+])
+def test_attention_broadcasts_like_the_composite(shapes):
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s) for s in shapes]
+    _assert_same(lambda q, k, v: F.attention(q, k, v, is_causal=True),
+                 lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                 arrays)
+
+
+def test_attention_mask_with_more_dims_than_the_scores():
+    rng = np.random.default_rng(1)
+    arrays = [rng.standard_normal(s) for s in ((3, 4), (5, 4), (5, 2))]
+    mask = np.where(rng.random((2, 3, 5)) < 0.3, -np.inf, 0.0)
+    mask[..., 0] = 0.0
+    _assert_same(lambda q, k, v: F.attention(q, k, v, attn_mask=mask),
+                 lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask),
+                 arrays)
+
+
+def test_attention_mixed_dtypes_give_the_wider_one():
+    rng = np.random.default_rng(2)
+    q = Tensor(rng.standard_normal((2, 3, 4)).astype(np.float32), requires_grad=True)
+    k, v = (Tensor(rng.standard_normal((2, 5, 4)), requires_grad=True) for _ in range(2))
+    z = F.attention(q, k, v)
+    assert z.dtype == F.scaled_dot_product_attention(q, k, v).dtype == np.float64
+    z.sum().backward()
+    assert q.grad.dtype == np.float32 and k.grad.dtype == np.float64
+
+
+def test_n_query_may_be_a_numpy_integer():
+    out = F.packed_attention(tgx.randn(1, 3, 6), 1, n_query=np.int64(2))
+    assert out.shape == (1, 2, 2)
+
+
+def test_gpt_cached_path_applies_attention_dropout_in_training_mode():
+    from tinygradx.models.common import KVCache
+    from tinygradx.models.gpt import GPT, GPTConfig
+    idx = np.random.default_rng(0).integers(0, 20, (2, 6))
+    for fused in (True, False):
+        tgx.manual_seed(0)
+        m = GPT(GPTConfig(block_size=16, vocab_size=20, n_layer=1, n_head=2, n_embd=16,
+                          dropout=0.5, fused_attention=fused)).train()
+        with tgx.no_grad():
+            tgx.manual_seed(1)
+            a, _ = m(idx)
+            tgx.manual_seed(1)
+            b, _ = m(idx, kv_cache=KVCache(1))
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-6, err_msg=str(fused))

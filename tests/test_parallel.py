@@ -78,3 +78,45 @@ def test_gpt_training_steps_are_bitwise_identical_with_and_without_threads():
     assert one.keys() == two.keys()
     for k in one:
         assert np.array_equal(one[k], two[k]), k
+
+
+def test_every_block_has_finished_when_an_error_is_raised(threads):
+    import time
+    a = np.zeros((1000, 100))
+
+    def fn(block):
+        if block is not None and block.base is a and block.__array_interface__["data"][0] \
+                == a.__array_interface__["data"][0]:
+            raise ValueError("first block fails at once")
+        time.sleep(0.2)
+        block += 1                                   # the other block, later
+
+    with pytest.raises(ValueError, match="first block"):
+        parallel.rows(fn, a)
+    assert a[500:].sum() == 500 * 100                # written before rows() raised
+    time.sleep(0.3)
+    assert a.sum() == 500 * 100                      # and nothing changes afterwards
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_forked_child_gets_a_fresh_pool(threads):
+    import os
+    import time
+    parallel.rows(lambda b: b.__iadd__(1), np.zeros((1000, 100)))   # the parent's pool exists
+    pid = os.fork()
+    if pid == 0:                                     # the child: must not wait forever
+        try:
+            parallel.rows(lambda b: b.__iadd__(1), np.zeros((1000, 100)))
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    for _ in range(100):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child hung on the inherited thread pool")
+    assert os.WEXITSTATUS(status) == 0

@@ -240,7 +240,9 @@ def packed_attention(qkv, n_head, dropout_p=0.0, is_causal=False, scale=None, n_
                       f"{n_head!r}")
     T = qkv.shape[1] if qkv.ndim == 3 else 0
     n = T if n_query is None else n_query
-    if not isinstance(n, int) or not 0 < n <= max(T, 1):
+    if isinstance(n, np.integer):
+        n = int(n)
+    if not isinstance(n, int) or isinstance(n, bool) or not 0 < n <= max(T, 1):
         raise OpError(f"packed_attention{_where()}: n_query must be an int in 1..{T} (the "
                       f"rows of qkv {tuple(qkv.shape)}), got {n_query!r}")
     mask = causal_mask(n, T, qkv.dtype) if is_causal and n > 1 else None

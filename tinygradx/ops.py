@@ -762,22 +762,33 @@ class Attention(Function):
     op_name = "attention"
 
     def forward(self, q, k, v, mask=None, scale=1.0, p=0.0, rng=None):
-        out = np.empty_like(q) if v.shape[-1] == q.shape[-1] else \
-            np.empty(q.shape[:-1] + v.shape[-1:], dtype=q.dtype)
+        # Z has the batch dims of the scores (Q, K, V and the mask broadcast together) and is
+        # laid out like Q when it can be, so a head merge after the call stays a view
+        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2],
+                                    () if mask is None else np.shape(mask)[:-2])
+        dtype = np.result_type(q.dtype, k.dtype, v.dtype)
+        shape = batch + (q.shape[-2], v.shape[-1])
+        out = np.empty_like(q, dtype=dtype) if q.shape == shape else np.empty(shape, dtype)
         return self._forward(q, k, v, out, mask, scale, p, rng)
 
     def backward(self, g):
         need = self.needs_input_grad
-        gq = np.empty_like(self.qs) if need[0] else None
-        gk = np.empty_like(self.k) if need[1] else None
-        gv = np.empty_like(self.v) if need[2] else None
-        self._backward(g, gq, gk, gv)
-        return (gq, gk, gv) + (None,) * (len(need) - 3)
+        batch = g.shape[:-2]
+        grads = []
+        for x, needed in zip((self.qs, self.k, self.v), need[:3]):
+            full = batch + x.shape[-2:]       # the walk sums broadcast dims back (unbroadcast)
+            grads.append(None if not needed else
+                         np.empty_like(x, dtype=g.dtype) if x.shape == full else
+                         np.empty(full, dtype=g.dtype))
+        self._backward(g, *grads)
+        return tuple(grads) + (None,) * (len(need) - 3)
 
     # the math, on arrays or views given by the caller (PackedAttention passes views)
     def _forward(self, q, k, v, out, mask, scale, p, rng):
         qs = np.multiply(q, np.asarray(scale, dtype=q.dtype), out=np.empty_like(q))
         s = np.matmul(qs, np.swapaxes(k, -1, -2))                # S = (Q scale) K^T: (.., n, m)
+        if mask is not None and np.broadcast_shapes(s.shape, mask.shape) != s.shape:
+            s, mask = s + mask, None                             # the mask adds batch dims
         if s.ndim > 2 and (mask is None or mask.ndim < s.ndim or mask.shape[0] == 1):
             parallel.rows(lambda blk: _masked_softmax(blk, mask), s)   # blocks of the batch
         else:

@@ -62,6 +62,22 @@ def rows(fn, *arrays):
     cuts = [n * i // parts for i in range(parts + 1)]
     futures = [_pool.submit(fn, *(a[lo:hi] for a in arrays))
                for lo, hi in zip(cuts[1:-1], cuts[2:])]
-    fn(*(a[:cuts[1]] for a in arrays))         # the first block on this thread
-    for f in futures:
-        f.result()
+    try:
+        fn(*(a[:cuts[1]] for a in arrays))     # the first block on this thread
+    finally:
+        # every block has finished (or failed) before anything is returned or raised, so no
+        # thread still writes into the arrays afterwards
+        errors = [f.exception() for f in futures]
+    for err in errors:
+        if err is not None:
+            raise err
+
+
+def _forget_pool():
+    # a forked child inherits the pool object but not its threads: start a new one there
+    global _pool
+    _pool = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
