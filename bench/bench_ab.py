@@ -14,8 +14,7 @@ import argparse
 import os
 import sys
 
-# as in bench_floor.py: idle OpenBLAS threads must not spin over the other arm
-os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+import _blas_env  # noqa: F401,E402  (before numpy: see bench/_blas_env.py)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 

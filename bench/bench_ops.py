@@ -18,10 +18,7 @@ import sys
 import time
 
 
-# numpy's OpenBLAS workers otherwise spin for ~2^28 cycles after every GEMM; in one process
-# with torch (or a thread pool) that spinning core slows whatever runs next (torch's GPT step by
-# ~1.5x, measured). Set before numpy loads; export the variable yourself to override it.
-os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+import _blas_env  # noqa: F401,E402  (before numpy: see bench/_blas_env.py)
 
 import numpy as np  # noqa: E402
 

@@ -75,7 +75,7 @@ class CausalSelfAttention(nn.Module):
 
     def _heads(self, qkv):
         """[Q K V] (B, T, 3C) -> Q, K, V per head, each (B, nh, T, hs)."""
-        B, T, C3 = qkv.shape
+        B, T, _ = qkv.shape                                      # (B, T, 3C)
         nh, hs = self.n_head, self.n_embd // self.n_head
         q, k, v = qkv.split(self.n_embd, dim=2)                  # 3 x (B, T, C)
         q = q.reshape(B, T, nh, hs).transpose(1, 2)              # (B, nh, T, hs)

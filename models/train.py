@@ -35,19 +35,15 @@ from .transformer import make_model
 # Per-task defaults: the settings measured to reach each task's target on held-out data on 2 CPU
 # cores (docs/tasks.md has the runs, their wall times and the commands). TrainConfig.for_task
 # applies them under the user's explicit overrides; TrainConfig(...) itself never does.
+_TOY = dict(n_layer=2, d_model=64, n_head=4, dropout=0.0, lr=3e-3, min_lr=1e-4, warmup=100,
+            batch_size=64, max_steps=800, eval_interval=200)   # the synthetic translation tasks
 TASK_DEFAULTS: dict[str, dict] = {
-    "copy": dict(n_layer=2, d_model=64, n_head=4, dropout=0.0, lr=3e-3, min_lr=1e-4,
-                 warmup=100, batch_size=64, max_steps=800, eval_interval=200),
-    "reverse": dict(n_layer=2, d_model=64, n_head=4, dropout=0.0, lr=3e-3, min_lr=1e-4,
-                    warmup=100, batch_size=64, max_steps=800, eval_interval=200),
-    "sort": dict(n_layer=2, d_model=64, n_head=4, dropout=0.0, lr=3e-3, min_lr=1e-4,
-                 warmup=100, batch_size=64, max_steps=800, eval_interval=200),
-    "numbers": dict(n_layer=2, d_model=64, n_head=4, dropout=0.0, lr=3e-3, min_lr=1e-4,
-                    warmup=100, batch_size=64, max_steps=1200, eval_interval=200),
-    "numbers_zh": dict(n_layer=2, d_model=64, n_head=4, dropout=0.0, lr=3e-3, min_lr=1e-4,
-                       warmup=100, batch_size=64, max_steps=1200, eval_interval=200),
-    "dates": dict(n_layer=2, d_model=64, n_head=4, dropout=0.0, lr=3e-3, min_lr=1e-4,
-                  warmup=100, batch_size=64, max_steps=1200, eval_interval=200),
+    "copy": _TOY,
+    "reverse": _TOY,
+    "sort": _TOY,
+    "numbers": {**_TOY, "max_steps": 1200},
+    "numbers_zh": {**_TOY, "max_steps": 1200},
+    "dates": {**_TOY, "max_steps": 1200},
     # real corpora (eng-fra.txt) are larger and noisier than the toy tasks: a wider model with
     # dropout and label smoothing; measured only on a small synthetic file (docs/tasks.md)
     "tsv": dict(n_layer=2, d_model=128, n_head=4, dropout=0.1, lr=1e-3, min_lr=1e-4,

@@ -135,3 +135,21 @@ def assert_clear_error(excinfo, *fragments):
     assert "operands could not be broadcast" not in msg.split(":")[0]
     last = excinfo.traceback[-1]
     assert "numpy" not in str(last.path), f"raised inside numpy at {last.path}: {msg}"
+
+
+def value_and_grads(fn, arrays, g_seed=0):
+    """fn's output and the gradients of sum(g * fn(x)) for a fixed random g."""
+    xs = [Tensor(a.copy(), requires_grad=True) for a in arrays]
+    out = fn(*xs)
+    g = np.random.default_rng(g_seed).standard_normal(out.shape)
+    out.backward(g)
+    return out.numpy(), [x.grad.numpy() for x in xs]
+
+
+def assert_same(fused, composite, arrays, atol=1e-10, rtol=1e-8, g_seed=0):
+    """Two implementations of one function agree in value and in every input's gradient."""
+    v1, g1 = value_and_grads(fused, arrays, g_seed)
+    v2, g2 = value_and_grads(composite, arrays, g_seed)
+    np.testing.assert_allclose(v1, v2, atol=atol, rtol=rtol)
+    for a, b in zip(g1, g2):
+        np.testing.assert_allclose(a, b, atol=atol, rtol=rtol)

@@ -6,6 +6,7 @@ and gradients over hypothesis shapes in float64, gradcheck of the node, the node
 backward, masks (causal with n != m as under a KV cache, bool, float), dropout drawn as
 F.dropout draws it, and the GPT built either way.
 """
+import functools
 import math
 
 import numpy as np
@@ -18,25 +19,11 @@ import tinygradx.functional as F
 from tinygradx import Tensor
 from tinygradx.autograd import OpError
 
-from helpers import check_direct_backward, check_op
+from helpers import assert_same, check_direct_backward, check_op, value_and_grads
 
 SEEDS = st.integers(0, 2**16)
-
-
-def _values_and_grads(fn, arrays, seed=0):
-    xs = [Tensor(a.copy(), requires_grad=True) for a in arrays]
-    out = fn(*xs)
-    g = np.random.default_rng(seed).standard_normal(out.shape)
-    out.backward(g)
-    return out.numpy(), [x.grad.numpy() for x in xs]
-
-
-def _assert_same(fused, composite, arrays, seed=0, tol=1e-12):
-    v1, g1 = _values_and_grads(fused, arrays, seed)
-    v2, g2 = _values_and_grads(composite, arrays, seed)
-    np.testing.assert_allclose(v1, v2, atol=tol, rtol=tol)
-    for a, b in zip(g1, g2):
-        np.testing.assert_allclose(a, b, atol=tol, rtol=tol)
+# fused and op-by-op must agree to rounding in float64
+same = functools.partial(assert_same, atol=1e-12, rtol=1e-12)
 
 
 @st.composite
@@ -54,9 +41,9 @@ def qkv_shapes(draw):
 def test_attention_equals_composite(shapes, causal, seed):
     rng = np.random.default_rng(seed)
     arrays = [rng.standard_normal(s) for s in shapes]
-    _assert_same(lambda q, k, v: F.attention(q, k, v, is_causal=causal),
-                 lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
-                 arrays, seed)
+    same(lambda q, k, v: F.attention(q, k, v, is_causal=causal),
+         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
+         arrays, g_seed=seed)
 
 
 @given(shapes=qkv_shapes(), seed=SEEDS, data=st.data())
@@ -70,9 +57,8 @@ def test_attention_with_bool_and_float_masks(shapes, seed, data):
     additive[:, 0] = 0.0
     mask = data.draw(st.sampled_from(["bool", "float"]))
     am = allowed if mask == "bool" else additive
-    _assert_same(lambda q, k, v: F.attention(q, k, v, attn_mask=am),
-                 lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=am),
-                 arrays, seed)
+    same(lambda q, k, v: F.attention(q, k, v, attn_mask=am),
+         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=am), arrays, g_seed=seed)
 
 
 def test_attention_fully_masked_row_gives_zeros_not_nan():
@@ -111,8 +97,8 @@ def _packed_composite(qkv, h, causal, p=0.0):
        causal=st.booleans(), seed=SEEDS)
 def test_packed_attention_equals_split_heads_composite(B, T, h, d, causal, seed):
     qkv = np.random.default_rng(seed).standard_normal((B, T, 3 * h * d))
-    _assert_same(lambda x: F.packed_attention(x, h, is_causal=causal),
-                 lambda x: _packed_composite(x, h, causal), [qkv], seed)
+    same(lambda x: F.packed_attention(x, h, is_causal=causal),
+         lambda x: _packed_composite(x, h, causal), [qkv], g_seed=seed)
 
 
 @given(B=st.integers(1, 2), T=st.integers(1, 4), h=st.integers(1, 2), d=st.integers(1, 3),
@@ -131,7 +117,7 @@ def test_dropout_inside_the_fused_ops_draws_as_f_dropout():
                lambda x: F.attention(*_split_heads(x, 2), is_causal=True, dropout_p=0.3)
                .transpose(1, 2).reshape(2, 5, 4)):
         tgx.manual_seed(7)
-        outs.append(_values_and_grads(fn, [qkv], seed=3))
+        outs.append(value_and_grads(fn, [qkv], g_seed=3))
     for v, g in outs[1:]:
         np.testing.assert_allclose(v, outs[0][0], atol=1e-12)
         np.testing.assert_allclose(g[0], outs[0][1][0], atol=1e-12)
@@ -249,8 +235,8 @@ def test_packed_attention_with_n_query_reads_the_last_rows(B, T, h, d, data, see
         z = F.scaled_dot_product_attention(q[:, :, T - n:], k, v, is_causal=True)
         return z.transpose(1, 2).reshape(B, n, h * d)
 
-    _assert_same(lambda x: F.packed_attention(x, h, is_causal=True, n_query=n), composite,
-                 [qkv], seed)
+    same(lambda x: F.packed_attention(x, h, is_causal=True, n_query=n), composite, [qkv],
+         g_seed=seed)
     check_op(None, lambda x: F.packed_attention(x, h, is_causal=True, n_query=n),
              inputs=[qkv], seed=seed)
 
@@ -294,9 +280,8 @@ def test_gpt_cache_with_grad_enabled_takes_the_differentiable_path():
 def test_attention_broadcasts_like_the_composite(shapes):
     rng = np.random.default_rng(0)
     arrays = [rng.standard_normal(s) for s in shapes]
-    _assert_same(lambda q, k, v: F.attention(q, k, v, is_causal=True),
-                 lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
-                 arrays)
+    same(lambda q, k, v: F.attention(q, k, v, is_causal=True),
+         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), arrays)
 
 
 def test_attention_mask_with_more_dims_than_the_scores():
@@ -304,9 +289,8 @@ def test_attention_mask_with_more_dims_than_the_scores():
     arrays = [rng.standard_normal(s) for s in ((3, 4), (5, 4), (5, 2))]
     mask = np.where(rng.random((2, 3, 5)) < 0.3, -np.inf, 0.0)
     mask[..., 0] = 0.0
-    _assert_same(lambda q, k, v: F.attention(q, k, v, attn_mask=mask),
-                 lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask),
-                 arrays)
+    same(lambda q, k, v: F.attention(q, k, v, attn_mask=mask),
+         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask), arrays)
 
 
 def test_attention_mixed_dtypes_give_the_wider_one():

@@ -11,24 +11,9 @@ import tinygradx.functional as F
 from tinygradx import Tensor
 from tinygradx.testing import arrays, matmul_shapes, shapes
 
+from helpers import assert_same
+
 SEEDS = st.integers(0, 2**16)
-
-
-def value_and_grads(fn, arrays_, g_seed=0):
-    """fn's output and the gradients of sum(g * fn(x)) for a fixed random g."""
-    xs = [Tensor(a.copy(), requires_grad=True) for a in arrays_]
-    out = fn(*xs)
-    g = np.random.default_rng(g_seed).standard_normal(out.shape)
-    out.backward(g)
-    return out.numpy(), [x.grad.numpy() for x in xs]
-
-
-def assert_same(fused, composite, arrays_, atol=1e-10, rtol=1e-8):
-    v1, g1 = value_and_grads(fused, arrays_)
-    v2, g2 = value_and_grads(composite, arrays_)
-    np.testing.assert_allclose(v1, v2, atol=atol, rtol=rtol)
-    for a, b in zip(g1, g2):
-        np.testing.assert_allclose(a, b, atol=atol, rtol=rtol)
 
 
 def rand(shape, seed, scale=2.0):

@@ -432,13 +432,12 @@ def run_backward(roots, root_grads, retain_graph=False, capture=None):
             for p, ig, need in zip(ctx.parents, in_grads, ctx.needs_input_grad):
                 if ig is None or not need:
                     continue
-                new = fresh and type(ig) is np.ndarray     # numpy scalars are immutable
+                made = False
                 if ig.shape != p.data.shape:
-                    ig, new = unbroadcast(ig, p.data.shape), True
+                    ig, made = unbroadcast(ig, p.data.shape), True
                 if ig.dtype != p.data.dtype:
-                    ig, new = ig.astype(p.data.dtype), True
-                if new and type(ig) is not np.ndarray:
-                    new = False
+                    ig, made = ig.astype(p.data.dtype), True
+                new = (fresh or made) and type(ig) is np.ndarray   # numpy scalars are immutable
                 if anomaly:
                     _check_finite(ig, ctx, p)
                 prev = grads.get(id(p))

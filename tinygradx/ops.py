@@ -714,6 +714,31 @@ def _safe_max(x, axis):
     return m
 
 
+def _softmax(x, out, axis=-1):
+    """out <- softmax(x) along axis (out may be x itself). A row that is entirely -inf (every
+    key masked) gives zeros: its max is treated as 0 and its empty sum as 1."""
+    np.subtract(x, _safe_max(x, axis), out=out)
+    np.exp(out, out=out)
+    total = out.sum(axis=axis, keepdims=True)
+    if not np.all(total):
+        total[total == 0] = 1
+    out /= total
+    return out
+
+
+def _softmax_grad(g, s, out, axis=-1):
+    """out <- s * (g - sum(g*s)) along axis (out may be g itself): softmax's backward."""
+    if axis in (-1, s.ndim - 1) and s.ndim <= 26:
+        # sum_j g_j s_j as a row-wise dot: no (..., n) temporary for g*s
+        sub = "abcdefghijklmnopqrstuvwxyz"[:s.ndim]
+        row = np.einsum(f"{sub},{sub}->{sub[:-1]}", g, s)[..., None]
+    else:
+        row = (g * s).sum(axis=axis, keepdims=True)
+    np.subtract(g, row, out=out)
+    out *= s
+    return out
+
+
 class Softmax(Function):
     """s = exp(x - max)/sum; dx = s * (g - sum(g*s)).
 
@@ -721,28 +746,14 @@ class Softmax(Function):
     gradient instead of NaN: the max is treated as 0 and the empty sum as 1.
     """
     fresh_grads = True
+
     def forward(self, x, dim=-1):
         self.dim = dim
-        e = np.subtract(x, _safe_max(x, dim), out=np.empty_like(x))
-        np.exp(e, out=e)
-        total = e.sum(axis=dim, keepdims=True)
-        if not np.all(total):
-            total[total == 0] = 1
-        e /= total
-        self.out = e
-        return e
+        self.out = _softmax(x, np.empty_like(x), dim)
+        return self.out
 
     def backward(self, g):
-        s = self.out
-        if self.dim in (-1, s.ndim - 1) and s.ndim <= 26:
-            # sum_j g_j s_j as a row-wise dot: no (..., n) temporary for g*s
-            sub = "abcdefghijklmnopqrstuvwxyz"[:s.ndim]
-            row = np.einsum(f"{sub},{sub}->{sub[:-1]}", g, s)[..., None]
-        else:
-            row = (g * s).sum(axis=self.dim, keepdims=True)      # sum_j g_j s_j
-        gx = np.subtract(g, row, out=np.empty_like(s))
-        gx *= s                                                  # s * (g - sum(g*s))
-        return gx
+        return _softmax_grad(g, self.out, np.empty_like(self.out), self.dim)
 
 
 class Attention(Function):
@@ -810,7 +821,7 @@ class Attention(Function):
         da = np.matmul(g, np.swapaxes(v, -1, -2))                # dA' = g V^T: (..., n, m)
         if self.keep is not None:
             da *= self.keep
-        parallel.rows(_softmax_grad, da, a)                      # dS = A * (dA - rowsum(dA A))
+        parallel.rows(lambda d, a_: _softmax_grad(d, a_, d), da, a)   # dS = A (dA - rowsum(dA A))
         if gq is not None:
             np.matmul(da, k, out=gq)
             gq *= np.asarray(self.scale, dtype=gq.dtype)         # dQ = dS K scale
@@ -819,22 +830,10 @@ class Attention(Function):
 
 
 def _masked_softmax(s, mask):
-    """s <- softmax(s + mask) over the last axis, in place (fully blocked rows give zeros)."""
+    """s <- softmax(s + mask) over the last axis, in place."""
     if mask is not None:
         s += mask                                                # + M
-    s -= _safe_max(s, -1)
-    np.exp(s, out=s)
-    total = s.sum(axis=-1, keepdims=True)
-    if not np.all(total):
-        total[total == 0] = 1
-    s /= total
-
-
-def _softmax_grad(da, a):
-    """da <- a * (da - rowsum(da * a)), in place: softmax's backward over the last axis."""
-    sub = "abcdefghijklmnopqrstuvwxyz"[:a.ndim]
-    da -= np.einsum(f"{sub},{sub}->{sub[:-1]}", da, a)[..., None]
-    da *= a
+    _softmax(s, s)
 
 
 class PackedAttention(Attention):
@@ -844,7 +843,6 @@ class PackedAttention(Attention):
     the heads already side by side, and the backward writes dQ, dK, dV straight into one
     (B, T, 3*h*d) gradient: no split, transpose or concat nodes, no copies between them.
     """
-    op_name = "attention"
 
     def forward(self, qkv, n_head=1, mask=None, scale=None, p=0.0, rng=None, n_query=None):
         if qkv.ndim != 3 or qkv.shape[-1] % (3 * n_head):

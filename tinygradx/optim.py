@@ -487,14 +487,11 @@ class Adam(Optimizer):
             st["step"] += 1
             tmp, tmp2 = self._work(p, 2)
             arrays = (p.data, g, st["exp_avg"], st["exp_avg_sq"], tmp, tmp2)
-            if all(a.flags.c_contiguous for a in arrays):     # flat views, no copies
+            if all(a.flags.c_contiguous for a in arrays):     # flat views split evenly
                 arrays = tuple(a.reshape(-1) for a in arrays)
-                parallel.rows(lambda p_, g_, m_, v_, t_, t2_, step=st["step"]: _adam_update(
-                    p_, g_, m_, v_, step, lr, b1, b2, eps, wd, self._decoupled, t_, t2_),
-                    *arrays)
-            else:
-                _adam_update(*arrays[:4], st["step"], lr, b1, b2, eps, wd, self._decoupled,
-                             tmp, tmp2)
+            step = st["step"]
+            parallel.rows(lambda p_, g_, m_, v_, t_, t2_: _adam_update(
+                p_, g_, m_, v_, step, lr, b1, b2, eps, wd, self._decoupled, t_, t2_), *arrays)
 
 
 class AdamW(Adam):
