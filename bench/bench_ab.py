@@ -37,7 +37,7 @@ def _find_model(fn, kind, depth=0):
 
 def arms(what, spec, params, batch):
     from tinygradx import parallel
-    from tinygradx.models.gpt import GPT, CausalSelfAttention
+    from tinygradx.models.nets.gpt import GPT, CausalSelfAttention
     if what == "threads":
         step = bf._tinygradx_adapter(spec, params, batch)
 

@@ -131,7 +131,8 @@ def _torch_adapter(spec, params, batch):
 def _import_tgx_models():
     """tinygradx.models when installed, else the repo's models/ folder (a source checkout)."""
     try:
-        from tinygradx.models import gpt, transformer
+        from tinygradx.models.nets import gpt
+        from tinygradx.models.nets import transformer
     except ImportError:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         if root not in sys.path:
@@ -141,7 +142,7 @@ def _import_tgx_models():
 
 
 def _tinygradx_adapter(spec, params, batch):
-    """tinygradx's own models (models/gpt.py, models/transformer.py) and optimizers, loaded with
+    """tinygradx's own models (models/nets/gpt.py, models/nets/transformer.py) and optimizers, loaded with
     the same initial parameters by name. Written against the torch-like API of issue 3; if that
     API moves, this is the one function to adjust."""
     try:

@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 import tinygradx as tgx                                          # noqa: E402
 from harness import ab_compare, format_ratio, machine_facts      # noqa: E402
-from tinygradx.models.gpt import GPT, GPTConfig                  # noqa: E402
+from tinygradx.models.nets.gpt import GPT, GPTConfig                  # noqa: E402
 
 
 def torch_generate(torch, F, params, cfg, idx, n_new):

@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 import tinygradx as tgx                                   # noqa: E402
 from harness import machine_facts                         # noqa: E402
-from tinygradx.models.gpt import GPT, GPTConfig           # noqa: E402
+from tinygradx.models.nets.gpt import GPT, GPTConfig           # noqa: E402
 
 
 def _status_mb(field):

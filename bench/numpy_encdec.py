@@ -1,6 +1,6 @@
 """Hand-written numpy forward + backward of the original encoder-decoder Transformer: the floor.
 
-Vaswani et al. (2017), Post-LN, as in models/transformer.py's default:
+Vaswani et al. (2017), Post-LN, as in models/nets/transformer.py's default:
     X = sqrt(d_model) * Emb[tokens] + PE                          (sinusoidal PE), then dropout
     encoder layer:  y = LN(x + Drop(MHA(x, x, x, src_pad)));  out = LN(y + Drop(FFN(y)))
     decoder layer:  y1 = LN(x + Drop(MHA(x, x, x, causal)))

@@ -145,7 +145,7 @@ def test_errors_name_the_op_and_the_shapes():
 # ------------------------------------------------------------------------------------------
 
 def _gpt_pair(**kw):
-    from tinygradx.models.gpt import GPT, GPTConfig
+    from tinygradx.models.nets.gpt import GPT, GPTConfig
     cfg = dict(block_size=16, vocab_size=13, n_layer=2, n_head=2, n_embd=8, **kw)
     tgx.manual_seed(0)
     fused = GPT(GPTConfig(**cfg)).double()
@@ -190,7 +190,7 @@ def test_gpt_kv_cache_generation_matches_either_way():
     tgx.manual_seed(0)
     with tgx.no_grad():
         full = fused(np.array([[1, 2, 3, 4, 5]]))[0].numpy()
-    from tinygradx.models.common import KVCache
+    from tinygradx.models.nets.layers import KVCache
     cache = KVCache(2)
     with tgx.no_grad():
         first = fused(np.array([[1, 2, 3]]), kv_cache=cache)[0].numpy()
@@ -247,7 +247,7 @@ def test_n_query_out_of_range_is_refused():
 
 
 def test_cache_rows_grow_and_reorder_and_refuse_mixing():
-    from tinygradx.models.common import LayerCache
+    from tinygradx.models.nets.layers import LayerCache
     c = LayerCache()
     for t in range(40):                                  # past the first capacity (16)
         rows = c.append_rows(np.full((2, 1, 6), float(t)))
@@ -261,7 +261,7 @@ def test_cache_rows_grow_and_reorder_and_refuse_mixing():
 
 def test_gpt_cache_with_grad_enabled_takes_the_differentiable_path():
     fused, _ = _gpt_pair()
-    from tinygradx.models.common import KVCache
+    from tinygradx.models.nets.layers import KVCache
     cache = KVCache(2)
     full = fused(np.array([[1, 2, 3, 4]]))[0]
     first = fused(np.array([[1, 2, 3]]), kv_cache=cache)[0]
@@ -309,8 +309,8 @@ def test_n_query_may_be_a_numpy_integer():
 
 
 def test_gpt_cached_path_applies_attention_dropout_in_training_mode():
-    from tinygradx.models.common import KVCache
-    from tinygradx.models.gpt import GPT, GPTConfig
+    from tinygradx.models.nets.layers import KVCache
+    from tinygradx.models.nets.gpt import GPT, GPTConfig
     idx = np.random.default_rng(0).integers(0, 20, (2, 6))
     for fused in (True, False):
         tgx.manual_seed(0)

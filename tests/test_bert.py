@@ -1,4 +1,4 @@
-"""BERT encoder and sentence embeddings (models/bert.py).
+"""BERT encoder and sentence embeddings (models/nets/bert.py).
 
 Always: a tiny synthetic checkpoint with Hugging Face's key names and shapes (2 layers, hidden 32,
 4 heads), checked against an independent float64 numpy forward written here. With the PyPI
@@ -20,9 +20,9 @@ import pytest
 import tinygradx as tgx
 from tinygradx import Tensor, nn
 from tinygradx.io import load_safetensors, save_safetensors
-from tinygradx.models.bert import (BertConfig, BertModel, SentenceEncoder, l2_normalize,
+from tinygradx.models.nets.bert import (BertConfig, BertModel, SentenceEncoder, l2_normalize,
                                    mean_pool)
-from tinygradx.models.tokenizers import WordPieceTokenizer
+from tinygradx.models.tasks.wordpiece import WordPieceTokenizer
 
 DATA = Path(__file__).parent / "data"
 REFERENCE = DATA / "minilm_reference.npy"
@@ -282,7 +282,7 @@ def test_pooling_helpers():
 def test_gradients_flow_through_an_encoder_layer():
     """The model is trainable: gradcheck of one Post-LN block (with a padded key) in float64,
     and every parameter of the block receives a finite gradient."""
-    from tinygradx.models.bert import BertLayer
+    from tinygradx.models.nets.bert import BertLayer
     tgx.manual_seed(0)
     cfg = BertConfig(hidden_size=8, num_attention_heads=2, intermediate_size=12,
                      hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)

@@ -1,7 +1,7 @@
-"""The `tinygradx` command (tinygradx/cli.py): --help everywhere, one-line errors with exit
+"""The `tinygradx` command (models/apps/cli.py): --help everywhere, one-line errors with exit
 code 2, and train -> eval / translate / generate end to end on tiny models.
 
-Most cases call cli.main([...]) in-process; a few run `python -m tinygradx.cli` to check what a
+Most cases call cli.main([...]) in-process; a few run `python -m tinygradx` to check what a
 user's shell sees (exit code, no traceback).
 """
 import io as _io
@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from tinygradx import cli
+from tinygradx.models.apps import cli
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMMANDS = ["train", "eval", "translate", "generate", "demo", "graph", "trace", "experiment"]
@@ -34,7 +34,7 @@ def run(argv, capsys, stdin=None, monkeypatch=None):
 
 def run_process(argv, stdin=None, timeout=120):
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-    return subprocess.run([sys.executable, "-m", "tinygradx.cli", *map(str, argv)], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "tinygradx", *map(str, argv)], cwd=REPO,
                           env=env, input=stdin, capture_output=True, text=True, timeout=timeout)
 
 
@@ -89,7 +89,7 @@ def test_help_exits_zero(command, capsys):
 
 
 def test_entry_points_help():
-    """`python -m tinygradx.cli` and, when installed, the `tinygradx` console script."""
+    """`python -m tinygradx.models.apps.cli` and, when installed, the `tinygradx` console script."""
     proc = run_process(["--help"])
     assert proc.returncode == 0 and "usage: tinygradx" in proc.stdout
     script = shutil.which("tinygradx")
@@ -309,7 +309,7 @@ def test_demo_runs(tmp_path, capsys):
 def test_demo_with_a_tiny_model(tmp_path, capsys, monkeypatch):
     """The demo's whole flow (train, held-out exact match, examples, checkpoint, graph, and
     the attention picture when models.pictures is there) on a tiny model."""
-    from tinygradx.models import demo
+    from tinygradx.models.apps import demo
     tiny = dict(demo.DEMO_CONFIG, n_layer=1, d_model=32, n_head=2, batch_size=16, n_train=500,
                 eval_examples=16, eval_interval=2, progress=False)
     monkeypatch.setattr(demo, "DEMO_CONFIG", tiny)

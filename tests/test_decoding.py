@@ -1,4 +1,4 @@
-"""Decoding (models/decoding.py): greedy, beam search, GPT sampling.
+"""Decoding (models/nets/decoding.py): greedy, beam search, GPT sampling.
 
 The model-level KV-cache checks (GPT cache == recompute, decode_step == full decode) live in
 test_models.py; here: beam size 1 == greedy, a beam as wide as the search space == exhaustive
@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 import tinygradx as tgx
-from tinygradx.models import decoding
-from tinygradx.models.gpt import GPT, GPTConfig
+from tinygradx.models.nets import decoding
+from tinygradx.models.nets.gpt import GPT, GPTConfig
 from tinygradx.models.tasks import BOS, EOS, PAD, copy_task, pad_batch
-from tinygradx.models.train import Trainer, TrainConfig
-from tinygradx.models.transformer import make_model
+from tinygradx.models.training.trainer import Trainer, TrainConfig
+from tinygradx.models.nets.transformer import make_model
 
 
 class _ShortCopy(Trainer):

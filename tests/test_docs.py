@@ -8,9 +8,9 @@ link still points at the line it quotes, every public name is indexed in docs/ap
    the pages this file owns (OWN_PAGES) that prints must be followed by its text block. Put
    `<!-- skip-test -->` on the line right before a fence to skip that block (rendering with an
    external program, for example).
-2. Links. Every relative link must name an existing file. A link to a line, `(../models/gpt.py#L60)`,
+2. Links. Every relative link must name an existing file. A link to a line, `(../models/nets/gpt.py#L60)`,
    needs a file of at least 60 lines, and when the link is followed on its line by a quote in
-   backticks (`[models/gpt.py#L60](../models/gpt.py#L60): `att = ...``) the quote must appear
+   backticks (`[models/nets/gpt.py#L60](../models/nets/gpt.py#L60): `att = ...``) the quote must appear
    within +-3 lines of line 60. On the pages this file owns every line link must carry a quote.
 3. API index. Every public name of tinygradx, tinygradx.functional.__all__ and every class of
    tinygradx.nn / tinygradx.optim appears in docs/api.md in backticks, and has a docstring.

@@ -1,4 +1,4 @@
-"""models/experiments.py: the LN-placement inequalities of Xiong et al. 2020 on small sizes.
+"""models/apps/experiments.py: the LN-placement inequalities of Xiong et al. 2020 on small sizes.
 
 The numbers are deterministic (fixed seeds); the inequalities were checked to hold for 10 of
 10 seeds at these sizes (averaged here over 3), so they are not a lucky draw.
@@ -8,8 +8,8 @@ import csv
 import numpy as np
 import pytest
 
-from tinygradx.models import experiments as E
-from tinygradx.models import pictures
+from tinygradx.models.apps import experiments as E
+from tinygradx.models.apps import pictures
 
 SMALL = dict(d_model=32, seeds=(0, 1, 2), batch=4, seq_len=8)
 
@@ -70,7 +70,7 @@ def test_pre_ln_hidden_state_grows_post_ln_stays_normalised(small):
 
 
 def test_ln_grad_main_writes_csv_and_summary(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(pictures, "_figure_class", lambda: None)
+    monkeypatch.setattr(pictures, "figure_class", lambda: None)
     rc = E.main("ln-grad", str(tmp_path), layers="2,6", **SMALL)
     out = capsys.readouterr().out
     assert rc == 0
@@ -112,7 +112,7 @@ def test_post_ln_without_warmup_trains_worse():
 
 
 def test_warmup_outputs(tmp_path, monkeypatch):
-    monkeypatch.setattr(pictures, "_figure_class", lambda: None)
+    monkeypatch.setattr(pictures, "figure_class", lambda: None)
     curves = {("post", 0): np.array([3.0, 2.5, np.nan]), ("post", 2): np.array([3.0, 2.0, 1.5]),
               ("pre", 0): np.array([3.0, 1.9, 1.4]), ("pre", 2): np.array([3.0, 2.1, 1.3])}
     assert E.warmup_checks(curves) == {"post_needs_warmup": True,

@@ -1,4 +1,4 @@
-"""The Transformer family (models/gpt.py, models/transformer.py) against the seed's formulas.
+"""The Transformer family (models/nets/gpt.py, models/nets/transformer.py) against the seed's formulas.
 
 Shapes through every block at odd sizes, causality, padding, gradcheck of whole blocks in float64,
 parameter counts against the papers, overfitting one batch, state_dict round trips, and the KV
@@ -14,11 +14,11 @@ import pytest
 import tinygradx as tgx
 import tinygradx.functional as F
 from tinygradx import Tensor, nn
-from tinygradx.models import gpt as gpt_mod
-from tinygradx.models import transformer as tf_mod
-from tinygradx.models.common import KVCache, pad_mask, sample_next
-from tinygradx.models.gpt import GPT, Block, CausalSelfAttention, GPTConfig, MLP
-from tinygradx.models.transformer import (DecoderLayer, EncoderLayer, Embeddings, Generator,
+from tinygradx.models.nets import gpt as gpt_mod
+from tinygradx.models.nets import transformer as tf_mod
+from tinygradx.models.nets.layers import KVCache, pad_mask, sample_next
+from tinygradx.models.nets.gpt import GPT, Block, CausalSelfAttention, GPTConfig, MLP
+from tinygradx.models.nets.transformer import (DecoderLayer, EncoderLayer, Embeddings, Generator,
                                           PositionalEncoding, PositionwiseFeedForward,
                                           TransformerConfig, make_model, sinusoidal_table)
 

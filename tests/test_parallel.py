@@ -53,7 +53,7 @@ def test_an_error_in_a_block_reaches_the_caller(threads):
 
 
 def _train(n_threads, steps=2):
-    from tinygradx.models.gpt import GPT, GPTConfig
+    from tinygradx.models.nets.gpt import GPT, GPTConfig
     old = parallel.set_threads(n_threads)
     try:
         tgx.manual_seed(0)

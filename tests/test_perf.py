@@ -13,7 +13,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 STEP = """
 import json, numpy as np, tinygradx as tgx
-from tinygradx.models.gpt import GPT, GPTConfig
+from tinygradx.models.nets.gpt import GPT, GPTConfig
+tgx.process.keep_freed_memory()   # what the Trainer and the CLI do
 tgx.manual_seed(0)
 m = GPT(GPTConfig(block_size=8, vocab_size=11, n_layer=1, n_head=2, n_embd=16))
 opt = m.configure_optimizers(weight_decay=0.1, lr=1e-2)
@@ -24,7 +25,7 @@ for _ in range(3):
     _, loss = m(tgx.tensor(x), tgx.tensor(y))
     opt.zero_grad(); loss.backward(); opt.step()
     losses.append(loss.item())
-print(json.dumps({"tuned": tgx.perf.MALLOC_TUNED, "losses": losses,
+print(json.dumps({"tuned": tgx.process.MALLOC_TUNED, "losses": losses,
                   "w": float(np.abs(m.transformer.wte.weight.numpy()).sum())}))
 """
 
@@ -58,5 +59,5 @@ def test_profile_counts_every_op_type_forward_and_backward():
 
 
 def test_keep_freed_memory_reports_whether_it_applied():
-    assert tgx.perf.keep_freed_memory() in (True, False)
+    assert tgx.process.keep_freed_memory() in (True, False)
     assert isinstance(np.zeros(3), np.ndarray)

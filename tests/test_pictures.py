@@ -1,4 +1,4 @@
-"""models/pictures.py: attention maps (shapes, the causal mask, CSV/PNG), PE, schedule, curves.
+"""models/apps/pictures.py: attention maps (shapes, the causal mask, CSV/PNG), PE, schedule, curves.
 
 matplotlib is optional: every test runs without it (CSV only, forced by monkeypatching), and
 the PNG checks run when it is importable.
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import tinygradx as tgx
-from tinygradx.models import pictures
-from tinygradx.models.gpt import GPT, GPTConfig
-from tinygradx.models.train import TrainConfig
-from tinygradx.models.transformer import make_model, sinusoidal_table
+from tinygradx.models.apps import pictures
+from tinygradx.models.nets.gpt import GPT, GPTConfig
+from tinygradx.models.training.trainer import TrainConfig
+from tinygradx.models.nets.transformer import make_model, sinusoidal_table
 
 HAVE_MPL = pictures.have_matplotlib()
 
@@ -22,7 +22,7 @@ HAVE_MPL = pictures.have_matplotlib()
 @pytest.fixture
 def no_mpl(monkeypatch):
     """Pretend matplotlib is not installed."""
-    monkeypatch.setattr(pictures, "_figure_class", lambda: None)
+    monkeypatch.setattr(pictures, "figure_class", lambda: None)
 
 
 def _tiny_translation_model(norm_first=False):
@@ -118,7 +118,7 @@ def test_ascii_heatmap_shows_the_mask():
 
 
 def test_attention_from_checkpoint(tmp_path, no_mpl):
-    from tinygradx.models.train import Trainer
+    from tinygradx.models.training.trainer import Trainer
     cfg = TrainConfig(task="reverse", n_layer=1, d_model=16, n_head=2, max_steps=0,
                       n_train=50, out_dir=str(tmp_path / "run"), progress=False)
     trainer = Trainer(cfg, log=lambda *a: None)
@@ -147,7 +147,7 @@ def test_positional_encoding(tmp_path, no_mpl):
 
 
 def test_lr_schedule_matches_the_trainer(tmp_path, no_mpl):
-    from tinygradx.models.train import Trainer
+    from tinygradx.models.training.trainer import Trainer
     cfgs = {"cosine": TrainConfig(lr=1e-3, warmup=10, max_steps=50),
             "noam": TrainConfig(lr=1e-3, warmup=10, schedule="noam", max_steps=50)}
     curves = pictures.lr_schedule(cfgs, out_dir=str(tmp_path))

@@ -1,4 +1,4 @@
-"""Every task has measured defaults (models/train.py TASK_DEFAULTS) and they build a valid config.
+"""Every task has measured defaults (models/training/trainer.py TASK_DEFAULTS) and they build a valid config.
 
 Fast: only configs are built, plus one tiny model per task with the default *shape* rules checked
 through TrainConfig validation; no training here (docs/tasks.md has the measured runs).
@@ -10,7 +10,7 @@ import dataclasses
 import pytest
 
 from tinygradx.models.tasks import TASK_NAMES
-from tinygradx.models.train import TASK_DEFAULTS, TrainConfig
+from tinygradx.models.training.trainer import TASK_DEFAULTS, TrainConfig
 
 FIELDS = {f.name for f in dataclasses.fields(TrainConfig)}
 
@@ -53,8 +53,8 @@ def test_chars_defaults_are_nanogpt_cpu_config():
 
 
 def test_cli_train_applies_task_defaults(tmp_path, monkeypatch):
-    from tinygradx import cli
-    from tinygradx.models import train as train_mod
+    from tinygradx.models.apps import cli
+    from tinygradx.models.training import trainer as train_mod
 
     seen = {}
 
@@ -81,9 +81,9 @@ def test_default_model_builds_and_runs(task):
     import numpy as np
 
     import tinygradx as tgx
-    from tinygradx.models.gpt import GPT, GPTConfig
+    from tinygradx.models.nets.gpt import GPT, GPTConfig
     from tinygradx.models.tasks import is_lm_task
-    from tinygradx.models.transformer import make_model
+    from tinygradx.models.nets.transformer import make_model
 
     cfg = TrainConfig.for_task(task)
     tgx.manual_seed(0)

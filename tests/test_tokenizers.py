@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from tinygradx.models.tokenizers import WordPieceTokenizer, load_vocab
+from tinygradx.models.tasks.wordpiece import WordPieceTokenizer, load_vocab
 
 VOCAB = [
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",

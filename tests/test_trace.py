@@ -6,7 +6,8 @@ import pytest
 
 import tinygradx as tgx
 from tinygradx import nn
-from tinygradx.trace import Trace, trace, trace_cli
+from tinygradx.models.apps.inspect_models import trace_cli
+from tinygradx.trace import Trace, trace
 
 DIMS = {"B": 2, "n": 5, "d_model": 12, "h": 3, "d_k": 4}   # all sizes differ: all get names
 
@@ -118,8 +119,8 @@ def test_trace_works_without_a_graph_and_stops_on_exit():
 
 def test_trace_is_exported():
     assert isinstance(tgx.trace(), Trace)
-    from tinygradx import trace as exported           # the function, carrying the helpers
-    assert exported.trace_cli is trace_cli and exported.Trace is Trace
+    from tinygradx import trace as exported           # the function; the class is in the module
+    assert exported is trace and tgx.trace is trace
 
 
 def test_cli_helper_traces_one_attention_sublayer():

@@ -1,4 +1,4 @@
-"""The training loop (models/train.py): every task learns, determinism, resumable checkpoints,
+"""The training loop (models/training/trainer.py): every task learns, determinism, resumable checkpoints,
 checkpoint errors, Ctrl-C, the padding-blind loss, the masks and the metrics log.
 
 Tiny models throughout (d_model 32, one layer, small batches), so the whole file takes seconds.
@@ -17,7 +17,7 @@ import pytest
 import tinygradx as tgx
 from tinygradx import io
 from tinygradx.models.tasks import BOS, EOS, IGNORE, PAD, pad_batch
-from tinygradx.models.train import Trainer, TrainConfig, _flatten, config_from_args
+from tinygradx.models.training.trainer import Trainer, TrainConfig, _flatten, config_from_args
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -268,7 +268,7 @@ def test_ctrl_c_on_the_command_line_saves_and_exits_without_traceback(tmp_path):
     out_dir = tmp_path / "run"
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tinygradx.cli", "train", "--task", "copy", "--d_model", "32",
+        [sys.executable, "-m", "tinygradx", "train", "--task", "copy", "--d_model", "32",
          "--n_head", "2", "--n_layer", "1", "--batch_size", "8", "--n_train", "200",
          "--max_steps", "100000", "--eval_interval", "100000", "--progress", "false",
          "--out_dir", str(out_dir)],

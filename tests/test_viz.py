@@ -21,6 +21,7 @@ from tinygradx import nn
 
 graphviz = pytest.importorskip("graphviz")
 from tinygradx import viz  # noqa: E402  (after the skip: viz needs graphviz to build graphs)
+from tinygradx.models.apps.inspect_models import build_graph_for_cli  # noqa: E402
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
 REGEN = os.environ.get("TINYGRADX_REGEN_GOLDEN") == "1"
@@ -218,21 +219,9 @@ def test_no_skip_connection_is_said_plainly():
     assert viz.residual_summary(loss).startswith("no residual connection found")
 
 
-# the real models (models/gpt.py, models/transformer.py)
-def _has_models():
-    try:
-        from tinygradx.models import gpt, transformer  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-needs_models = pytest.mark.skipif(not _has_models(), reason="tinygradx.models not importable "
-                                  "(pip install -e .)")
-
-
+# the real models (models/nets/gpt.py, models/nets/transformer.py)
 def gpt_loss(layers, norm_first):
-    from tinygradx.models import gpt
+    from tinygradx.models.nets import gpt
     tgx.manual_seed(0)
     cfg = gpt.GPTConfig(block_size=8, vocab_size=13, n_layer=layers, n_head=2, n_embd=8,
                         norm_first=norm_first)
@@ -242,7 +231,7 @@ def gpt_loss(layers, norm_first):
 
 
 def encdec(layers, norm_first):
-    from tinygradx.models import transformer
+    from tinygradx.models.nets import transformer
     tgx.manual_seed(0)
     model = transformer.make_model(13, 13, N=layers, d_model=8, d_ff=16, h=2, dropout=0.0,
                                    norm_first=norm_first, max_len=16).eval()
@@ -250,7 +239,6 @@ def encdec(layers, norm_first):
     return model, rng.integers(1, 13, size=(2, 5)), rng.integers(1, 13, size=(2, 6))
 
 
-@needs_models
 def test_real_pre_ln_gpt():
     loss, _ = gpt_loss(3, norm_first=True)
     path = viz.residual_path(loss)
@@ -262,13 +250,11 @@ def test_real_pre_ln_gpt():
     assert viz.residual_summary(loss).startswith("Pre-LN: 1 LayerNorm")
 
 
-@needs_models
 def test_real_post_ln_gpt():
     loss, _ = gpt_loss(3, norm_first=False)
     assert ops_on(viz.residual_path(loss)).count("layer_norm") == 6
 
 
-@needs_models
 @pytest.mark.parametrize("layers", [1, 2])
 def test_real_post_ln_encoder_and_decoder(layers):
     model, src, tgt = encdec(layers, norm_first=False)
@@ -284,7 +270,6 @@ def test_real_post_ln_encoder_and_decoder(layers):
     assert path[-1]._ctx.scope == "tgt_embed"
 
 
-@needs_models
 def test_real_pre_ln_encoder_decoder():
     model, src, tgt = encdec(2, norm_first=True)
     enc = ops_on(viz.residual_path(model.encode(src).sum()))
@@ -308,7 +293,6 @@ def test_depth_collapses_modules_and_merges_edges():
     assert 'h.0.attn.w_q.weight' not in small                  # absorbed into its module
 
 
-@needs_models
 def test_twelve_layer_gpt_fits_a_screen():
     loss, model = gpt_loss(12, norm_first=True)
     src = viz.to_dot_source(loss, params=model, depth=3, legend=False)
@@ -378,11 +362,10 @@ def test_no_renderer_is_a_clear_error(monkeypatch, tmp_path):
     assert open(out, encoding="utf-8").read().startswith("digraph")
 
 
-@needs_models
 def test_cli_helper_writes_the_graph_and_returns_the_summary(tmp_path):
     out = tmp_path / "gpt.dot"
     said = []
-    assert viz.build_graph_for_cli("gpt", "post", 2, 3, str(out), log=said.append) == str(out)
+    assert build_graph_for_cli("gpt", "post", 2, 3, str(out), log=said.append) == str(out)
     assert said[0].startswith("Post-LN: 4 LayerNorms")
     text = out.read_text(encoding="utf-8")
     assert "transformer.h.1" in text and "#d62728" in text

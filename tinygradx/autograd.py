@@ -140,7 +140,7 @@ def _user_callsite():
 # the node
 # --------------------------------------------------------------------------------------------
 
-def _fmt_shapes(arrays):
+def fmt_shapes(arrays):
     return ", ".join(str(tuple(np.shape(a))) for a in arrays)
 
 
@@ -193,7 +193,7 @@ class Function:
     @classmethod
     def explain(cls, arrays, kwargs, err):
         """Turn a numpy failure inside forward into a sentence in the op's own terms."""
-        return f"cannot apply to input shapes {_fmt_shapes(arrays)}: {err}"
+        return f"cannot apply to input shapes {fmt_shapes(arrays)}: {err}"
 
     # -- engine ------------------------------------------------------------------------------
     @classmethod

@@ -13,10 +13,10 @@ import numpy as np
 
 from ._erf import erf as _erf, erf_grad as _erf_grad
 from . import parallel
-from .autograd import Function, OpError, _fmt_shapes
+from .autograd import Function, OpError, fmt_shapes
 
 
-def _bshape(arrays):
+def explain_broadcast(arrays):
     """Explain a broadcasting failure: which dimensions clash."""
     shapes = [tuple(np.shape(a)) for a in arrays]
     n = max(len(s) for s in shapes)
@@ -32,7 +32,7 @@ def _bshape(arrays):
 class _Binary(Function):
     @classmethod
     def explain(cls, arrays, kwargs, err):
-        return _bshape(arrays)
+        return explain_broadcast(arrays)
 
 
 # ------------------------------------------------------------------------------------------
@@ -335,7 +335,7 @@ class Clamp(Function):
 # reductions
 # ------------------------------------------------------------------------------------------
 
-def _axes(dim, ndim):
+def normalize_dims(dim, ndim):
     """Normalise dim (None, int or tuple) to a sorted tuple of non-negative axes."""
     if dim is None:
         return tuple(range(ndim))
@@ -365,7 +365,7 @@ def _expand_back(g, shape, axes, keepdim):
 class Sum(Function):
     """d(sum x) = g broadcast over the reduced axes."""
     def forward(self, x, dim=None, keepdim=False):
-        self.shape, self.axes, self.keepdim = x.shape, _axes(dim, x.ndim), keepdim
+        self.shape, self.axes, self.keepdim = x.shape, normalize_dims(dim, x.ndim), keepdim
         return np.sum(x, axis=self.axes, keepdims=keepdim)
 
     def backward(self, g):
@@ -375,7 +375,7 @@ class Sum(Function):
 class Mean(Function):
     """d(mean x) = g/N broadcast over the reduced axes."""
     def forward(self, x, dim=None, keepdim=False):
-        self.shape, self.axes, self.keepdim = x.shape, _axes(dim, x.ndim), keepdim
+        self.shape, self.axes, self.keepdim = x.shape, normalize_dims(dim, x.ndim), keepdim
         self.n = max(1, math.prod(x.shape[a] for a in self.axes))
         return np.mean(x, axis=self.axes, keepdims=keepdim)
 
@@ -387,7 +387,7 @@ class Mean(Function):
 class Max(Function):
     """d(max x) = g split evenly among the positions that attain the max."""
     def forward(self, x, dim=None, keepdim=False, minimum=False):
-        self.x, self.axes, self.keepdim = x, _axes(dim, x.ndim), keepdim
+        self.x, self.axes, self.keepdim = x, normalize_dims(dim, x.ndim), keepdim
         if x.size == 0:
             raise OpError(f"cannot reduce an empty tensor of shape {x.shape}")
         red = np.min if minimum else np.max
@@ -404,7 +404,7 @@ class Max(Function):
 class Var(Function):
     """d(var x) = g * 2(x - mean)/(N - correction)"""
     def forward(self, x, dim=None, correction=1, keepdim=False):
-        self.axes, self.keepdim = _axes(dim, x.ndim), keepdim
+        self.axes, self.keepdim = normalize_dims(dim, x.ndim), keepdim
         n = math.prod(x.shape[a] for a in self.axes)
         self.denom = max(n - correction, 0)
         self.xc = x - x.mean(axis=self.axes, keepdims=True)
@@ -419,7 +419,7 @@ class Var(Function):
 class LogSumExp(Function):
     """d(logsumexp x) = g * softmax(x) over the reduced axes."""
     def forward(self, x, dim=None, keepdim=False):
-        self.x, self.axes, self.keepdim = x, _axes(dim, x.ndim), keepdim
+        self.x, self.axes, self.keepdim = x, normalize_dims(dim, x.ndim), keepdim
         m = np.max(x, axis=self.axes, keepdims=True)
         m = np.where(np.isfinite(m), m, 0)
         self.out = m + np.log(np.sum(np.exp(x - m), axis=self.axes, keepdims=True))
@@ -519,7 +519,7 @@ class Cat(Function):
 
     @classmethod
     def explain(cls, arrays, kwargs, err):
-        return (f"inputs of shapes {_fmt_shapes(arrays)} must match in every dim except dim "
+        return (f"inputs of shapes {fmt_shapes(arrays)} must match in every dim except dim "
                 f"{kwargs.get('dim', 0)}: {err}")
 
     def backward(self, g):
@@ -535,7 +535,7 @@ class Stack(Function):
 
     @classmethod
     def explain(cls, arrays, kwargs, err):
-        return f"inputs must all have the same shape, got {_fmt_shapes(arrays)}"
+        return f"inputs must all have the same shape, got {fmt_shapes(arrays)}"
 
     def backward(self, g):
         return tuple(np.moveaxis(g, self.dim, 0))
@@ -549,7 +549,7 @@ class Where(Function):
 
     @classmethod
     def explain(cls, arrays, kwargs, err):
-        return _bshape([kwargs["cond"], *arrays])
+        return explain_broadcast([kwargs["cond"], *arrays])
 
     def backward(self, g):
         zero = np.zeros((), dtype=g.dtype)

@@ -1,45 +1,19 @@
-"""Performance helpers: where a step spends its time, and keeping freed memory for reuse.
+"""Where a step spends its time: the profile table.
 
     with tgx.profile() as prof:
         loss = model(x, y)[1]; loss.backward(); opt.step()
     print(prof.table())          # time per op type, forward and backward, and what is left
 
-`keep_freed_memory()` (run once at import on glibc, see below) stops the C allocator from
-handing freed activation buffers back to the OS after every op. An eager engine allocates
-every intermediate afresh; with glibc's defaults most of those blocks are returned and then
-faulted in again on the next step (about 2,500 page faults per step for the GPT of
-bench/, ~70 after). It changes no result, only where memory comes from.
-Set TINYGRADX_MALLOC_TUNE=0 in the environment to leave the allocator alone.
+The process-wide speed settings (OpenBLAS's idle threads, glibc's allocator) are in
+`tinygradx.process`.
 """
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
-import os
 import time
 from collections import defaultdict
 
 from .autograd import STATE, observe
-
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-
-
-def keep_freed_memory(mmap_threshold=32 << 20, trim_threshold=256 << 20):
-    """Ask glibc to serve blocks below mmap_threshold from its heap and to keep up to
-    trim_threshold of free heap instead of returning it to the OS. Returns True when applied
-    (False on other C libraries, where nothing happens)."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return False
-    return bool(mallopt(_M_MMAP_THRESHOLD, int(mmap_threshold))
-                and mallopt(_M_TRIM_THRESHOLD, int(trim_threshold)))
-
-
-MALLOC_TUNED = (os.environ.get("TINYGRADX_MALLOC_TUNE", "1") != "0"
-                and keep_freed_memory())
 
 
 class Profile:

@@ -315,7 +315,7 @@ class Tensor:
         try:
             return Tensor._from_op(fn(self.data, other), None)
         except ValueError as err:
-            raise OpError(f"compare: {ops._bshape([self.data, np.asarray(other)])}") from err
+            raise OpError(f"compare: {ops.explain_broadcast([self.data, np.asarray(other)])}") from err
 
     def __lt__(self, o):
         return self._cmp(o, np.less)
@@ -574,9 +574,9 @@ class Cast(autograd.Function):
 
 
 def _named_axes(name, dim, ndim):
-    """ops._axes with the op's name in front of its error message."""
+    """ops.normalize_dims with the op's name in front of its error message."""
     try:
-        return ops._axes(dim, ndim)
+        return ops.normalize_dims(dim, ndim)
     except OpError as err:
         raise OpError(f"{name}: {err}") from None
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from .autograd import observe
 
-__all__ = ["trace", "Trace", "Row", "trace_cli"]
+__all__ = ["trace", "Trace", "Row"]
 
 # aliases of one role: a user who says "T" (nanoGPT) gets no guessed "n" as well
 _ROLES = {"B": ("B",), "n": ("n", "T"), "m": ("m", "S"), "d_model": ("d_model", "C"),
@@ -407,46 +407,3 @@ def trace(dims=None):
         from the ops (the embedding's output gives B, n, d_model; the head split gives h, d_k).
     """
     return Trace(dims)
-
-
-def trace_cli(model_name, norm="pre", layers=1, fmt="text", scope=None, checkpoint=None):
-    """`tinygradx trace --model gpt|transformer|attention ...`: one forward pass, traced.
-
-    "attention" is a single self-attention sublayer LayerNorm(x + MHA(x, x, x)) (B=2, n=5,
-    d_model=12, h=3); "gpt" and "transformer" are small models of the given LayerNorm placement.
-    Returns the table as a string (the CLI prints it).
-    """
-    if model_name == "attention":
-        return _attention_trace().table(fmt=fmt, scope=scope)
-    from .viz import _cli_dims, _cli_kind, _cli_loss, _cli_model
-    model, batch = _cli_model(model_name, norm, layers, checkpoint)
-    model_name = _cli_kind(model)
-    dims = None if checkpoint else _cli_dims(model_name)   # a checkpoint's sizes are guessed
-    with trace(dims=dims) as t:
-        _cli_loss(model_name, model, batch)
-    return t.table(fmt=fmt, scope=scope)
-
-
-def _attention_trace():
-    from . import autograd, nn
-    from .tensor import randn
-
-    class AttentionSublayer(nn.Module):
-        def __init__(self):
-            self.self_attn = nn.MultiHeadAttention(12, 3)
-            self.norm1 = nn.LayerNorm(12)
-
-        def forward(self, x):
-            return self.norm1(x + self.self_attn(x, x, x)[0])
-
-    autograd.manual_seed(0)
-    layer = AttentionSublayer()
-    x = randn(2, 5, 12)
-    with trace(dims={"B": 2, "n": 5, "d_model": 12, "h": 3, "d_k": 4}) as t:
-        layer(x)
-    return t
-
-
-# `tgx.trace` is the function above (it shadows this module's name in the package), so the
-# module's other public names hang off it too: `from tinygradx import trace; trace.trace_cli`.
-trace.Trace, trace.Row, trace.trace_cli = Trace, Row, trace_cli

@@ -43,7 +43,7 @@ from . import autograd
 from .tensor import Tensor
 
 __all__ = ["to_dot", "to_dot_source", "residual_path", "residual_summary", "render",
-           "find_renderer", "RendererNotFound", "build_graph_for_cli"]
+           "find_renderer", "RendererNotFound"]
 
 # node styles, one place (the docstring above is their legend)
 _STYLE = {
@@ -809,118 +809,4 @@ def render(graph, path, format=None, renderer="auto", **to_dot_kwargs):
     data = pipe(graph, fmt, renderer)
     with open(path, "wb") as f:
         f.write(data)
-    return path
-
-
-# --------------------------------------------------------------------------------------------
-# the CLI's worker (tinygradx/cli.py parses the arguments and calls this)
-# --------------------------------------------------------------------------------------------
-
-# Sizes of the CLI's small models, all different so the trace can name every dimension.
-_CLI = dict(B=2, T=5, S=7, d_model=24, h=3, d_ff=48, V=32)
-
-
-def _cli_dims(model_name):
-    c = _CLI
-    dims = dict(B=c["B"], d_model=c["d_model"], h=c["h"], d_k=c["d_model"] // c["h"])
-    if model_name == "gpt":
-        dims.update(T=c["T"], d_ff=4 * c["d_model"], V=c["V"])
-    else:
-        dims.update(S=c["S"], T=c["T"], d_ff=c["d_ff"], V=c["V"])
-    return dims
-
-
-def _cli_models():
-    try:
-        from tinygradx.models import gpt, transformer
-    except ImportError:           # running from the source tree without `pip install -e .`
-        from models import gpt, transformer   # type: ignore
-    return gpt, transformer
-
-
-def _cli_model(model_name, norm, layers, checkpoint=None, seed=0):
-    """A small model of the requested kind and LayerNorm placement, and a batch for it."""
-    import tinygradx as tgx
-    if norm not in ("pre", "post"):
-        raise ValueError(f"norm must be 'pre' or 'post', got {norm!r}")
-    if model_name not in ("gpt", "transformer"):
-        raise ValueError(f"model must be 'gpt' or 'transformer', got {model_name!r}")
-    gpt, transformer = _cli_models()
-    tgx.manual_seed(seed)
-    rng = np.random.default_rng(seed)
-    c = _CLI
-    if checkpoint:
-        return _checkpoint_model(checkpoint, gpt, rng)
-    if model_name == "gpt":
-        cfg = gpt.GPTConfig(block_size=16, vocab_size=c["V"], n_layer=layers, n_head=c["h"],
-                            n_embd=c["d_model"], dropout=0.0, norm_first=(norm == "pre"),
-                            fused_attention=False)   # one node per formula, not one for all
-        model = gpt.GPT(cfg)
-        idx = rng.integers(0, c["V"], size=(c["B"], c["T"] + 1))
-        batch = (idx[:, :-1], idx[:, 1:])
-    else:
-        model = transformer.make_model(c["V"], c["V"], N=layers, d_model=c["d_model"],
-                                       d_ff=c["d_ff"], h=c["h"], dropout=0.0,
-                                       norm_first=(norm == "pre"), max_len=64)
-        batch = (rng.integers(1, c["V"], size=(c["B"], c["S"])),
-                 rng.integers(1, c["V"], size=(c["B"], c["T"] + 1)))
-    model.eval()                   # no dropout nodes: the picture shows the model's math
-    return model, batch
-
-
-def _checkpoint_model(path, gpt, rng):
-    """A trained model from a `tinygradx train` checkpoint (its config decides the sizes) and a
-    random batch that fits it."""
-    try:
-        from tinygradx.models import train
-    except ImportError:
-        from models import train   # type: ignore
-    model = train.Trainer.from_checkpoint(path, log=lambda *a, **k: None).model
-    model.eval()
-    for m in model.modules():              # show attention formula by formula (same numbers)
-        if hasattr(m, "fused") and isinstance(m, gpt.CausalSelfAttention):
-            m.fused = False
-    c = _CLI
-    if isinstance(model, gpt.GPT):
-        V, T = model.config.vocab_size, min(c["T"], model.config.block_size)
-        idx = rng.integers(0, V, size=(c["B"], T + 1))
-        return model, (idx[:, :-1], idx[:, 1:])
-    cfg = model.config
-    return model, (rng.integers(1, cfg.src_vocab, size=(c["B"], c["S"])),
-                   rng.integers(1, cfg.tgt_vocab, size=(c["B"], c["T"] + 1)))
-
-
-def _cli_kind(model):
-    gpt, _ = _cli_models()
-    return "gpt" if isinstance(model, gpt.GPT) else "transformer"
-
-
-def _cli_loss(model_name, model, batch):
-    """The training loss of one batch (GPT: next-token CE; Transformer: NLL of the shifted
-    target under the generator's log-probabilities)."""
-    import tinygradx.functional as F
-    if model_name == "gpt":
-        return model(batch[0], batch[1])[1]
-    src, tgt = batch
-    logp = model(src, tgt[:, :-1])                               # (B, T, V)
-    V = logp.shape[-1]
-    return F.nll_loss(logp.reshape(-1, V), tgt[:, 1:].reshape(-1))
-
-
-def build_graph_for_cli(model_name, norm, layers, depth, out, checkpoint=None,
-                        renderer="auto", log=print):
-    """`tinygradx graph ...`: build the model, draw one loss's graph with its residual path.
-
-    Writes `out` (.svg/.png/.pdf, or .dot/.gv for the DOT text), passes the one-line residual
-    summary to `log` (print by default) and returns the path written.
-    """
-    model, batch = _cli_model(model_name, norm, layers, checkpoint)
-    model_name = _cli_kind(model)
-    loss = _cli_loss(model_name, model, batch)
-    loss.backward(retain_graph=True)
-    title = checkpoint or f"{model_name} {norm}-LN, {layers} layer(s)"
-    dot = to_dot(loss, params=model, depth=depth, highlight="residual", title=title)
-    path = render(dot, out, renderer=renderer)
-    if log is not None:
-        log(residual_summary(loss))
     return path

@@ -45,16 +45,15 @@ from .lm import (
 )
 from .numbers import english_words, number_to_chinese, number_to_english
 from .translation import (
-    TRANSLATION_TASKS,
     TranslationTask,
     copy_task,
     dates_task,
-    make_translation_task,
     numbers_task,
     numbers_zh_task,
     reverse_task,
     sort_task,
 )
+from .registry import TRANSLATION_TASKS, make_translation_task
 from .tsv import normalize_string, read_tsv_pairs, tsv_task, unicode_to_ascii
 from .vocab import BOS, EOS, PAD, SPECIALS, UNK, Vocab
 

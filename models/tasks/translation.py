@@ -31,7 +31,7 @@ def _join(tokens: Sequence[str]) -> str:
     return "".join(tokens)
 
 
-def _join_words(tokens: Sequence[str]) -> str:
+def join_words(tokens: Sequence[str]) -> str:
     return " ".join(tokens)
 
 
@@ -111,7 +111,7 @@ def _check_sizes(n_train: int, n_valid: int, n_test: int) -> None:
         raise ValueError("n_train must be positive")
 
 
-def _finish(name: str, splits: tuple[list[Pair], list[Pair], list[Pair]], *, tokenize_src,
+def finish_task(name: str, splits: tuple[list[Pair], list[Pair], list[Pair]], *, tokenize_src,
             detok_src, detok_tgt, tokenize_tgt, description: str, config: dict,
             min_freq: int = 1) -> TranslationTask:
     train, valid, test = splits
@@ -182,7 +182,7 @@ def _symbol_task(name: str, transform: Callable[[str], str], seed: int, n_train:
                    for part in _split_sources(sources, n_train, n_valid, n_test))
     config = dict(name=name, seed=seed, n_train=n_train, n_valid=n_valid, n_test=n_test,
                   alphabet=alphabet, min_len=min_len, max_len=max_len)
-    return _finish(name, splits, tokenize_src=_no_space_chars, detok_src=_join, detok_tgt=_join,
+    return finish_task(name, splits, tokenize_src=_no_space_chars, detok_src=_join, detok_tgt=_join,
                    tokenize_tgt=_no_space_chars, config=config,
                    description=f"{name} strings of {min_len}..{max_len} symbols from {alphabet!r}")
 
@@ -266,13 +266,13 @@ def _numbers_task(name: str, seed: int, n_train: int, n_valid: int, n_test: int,
     if chinese:
         target, detok_tgt, tokenize_tgt = (lambda n: list(number_to_chinese(n))), _join, _chars
     else:
-        target, detok_tgt, tokenize_tgt = english_words, _join_words, str.split
+        target, detok_tgt, tokenize_tgt = english_words, join_words, str.split
     splits = tuple([(list(str(n)), target(n)) for n in part]
                    for part in _split_sources(numbers, n_train, n_valid, n_test))
     config = dict(name=name, seed=seed, n_train=n_train, n_valid=n_valid, n_test=n_test, lo=lo, hi=hi,
                   lexicon_in_train=lexicon_in_train)
     lang = "Chinese numerals" if chinese else "English words"
-    return _finish(name, splits, tokenize_src=_digits_of, detok_src=_join, detok_tgt=detok_tgt,
+    return finish_task(name, splits, tokenize_src=_digits_of, detok_src=_join, detok_tgt=detok_tgt,
                    tokenize_tgt=tokenize_tgt, config=config,
                    description=f"integers {lo}..{hi} -> {lang}")
 
@@ -342,50 +342,6 @@ def dates_task(seed: int = 0, n_train: int = 20000, n_valid: int = 1000, n_test:
     train = [(list(s), list(t)) for s, t in train_pairs]
     config = dict(name="dates", seed=seed, n_train=n_train, n_valid=n_valid, n_test=n_test,
                   year_min=year_min, year_max=year_max, formats=formats)
-    return _finish("dates", (train, valid, test), tokenize_src=lambda s: list(s.strip()),
+    return finish_task("dates", (train, valid, test), tokenize_src=lambda s: list(s.strip()),
                    detok_src=_join, detok_tgt=_join, tokenize_tgt=_chars, config=config,
                    description=f"dates {year_min}..{year_max} in {len(formats)} formats -> ISO 8601")
-
-
-# ---------------------------------------------------------------------------------------------------
-# registry
-
-
-def _tsv(seed: int = 0, n_train: int | None = None, n_valid: int | None = None,
-         n_test: int | None = None, **kw) -> TranslationTask:
-    from .tsv import tsv_task  # local import keeps the registry table readable at a glance
-
-    return tsv_task(seed=seed, n_train=n_train, n_valid=n_valid, n_test=n_test, **kw)
-
-
-TRANSLATION_TASKS: dict[str, Callable[..., TranslationTask]] = {
-    "copy": copy_task,
-    "reverse": reverse_task,
-    "sort": sort_task,
-    "numbers": numbers_task,
-    "numbers_zh": numbers_zh_task,
-    "dates": dates_task,
-    "tsv": _tsv,
-}
-
-
-def make_translation_task(name: str, seed: int = 0, n_train: int | None = None,
-                          n_valid: int | None = None, n_test: int | None = None,
-                          **kw) -> TranslationTask:
-    """Build translation task ``name`` deterministically from ``seed``.
-
-    ``n_train``/``n_valid``/``n_test`` left as ``None`` take the task's defaults (for ``tsv`` they are
-    optional caps). Other keywords go to the task (e.g. ``max_len=12`` for ``copy``,
-    ``path=...`` for ``tsv``). An unknown name raises ``ValueError`` listing the known names.
-    """
-    if name not in TRANSLATION_TASKS:
-        raise ValueError(f"unknown translation task {name!r}; known: {', '.join(TRANSLATION_TASKS)}")
-    sizes = {k: v for k, v in (("n_train", n_train), ("n_valid", n_valid), ("n_test", n_test))
-             if v is not None}
-    try:
-        return TRANSLATION_TASKS[name](seed=seed, **sizes, **kw)
-    except TypeError as e:
-        # A misspelt keyword would otherwise surface as a raw TypeError from deep inside.
-        if "unexpected keyword argument" in str(e):
-            raise ValueError(f"task {name!r}: {e}") from None
-        raise

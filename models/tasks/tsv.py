@@ -18,7 +18,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from .translation import Pair, TranslationTask, _finish, _join_words
+from .translation import Pair, TranslationTask, finish_task, join_words
 
 _PUNCT = re.compile(r"([.!?])")
 _NOT_LETTER = re.compile(r"[^\w.!?]|[\d_]")  # \w minus digits and underscore = letters
@@ -136,7 +136,7 @@ def tsv_task(path: str | os.PathLike | None = None, seed: int = 0, reverse: bool
     config = dict(name="tsv", path=os.path.abspath(os.fspath(path)), seed=seed, reverse=reverse,
                   max_len=max_len, valid_frac=valid_frac, test_frac=test_frac, min_freq=min_freq,
                   n_train=n_train, n_valid=n_valid, n_test=n_test)
-    return _finish("tsv", (train, valid, test), tokenize_src=tokenize, detok_src=_join_words,
-                   detok_tgt=_join_words, tokenize_tgt=tokenize, config=config, min_freq=min_freq,
+    return finish_task("tsv", (train, valid, test), tokenize_src=tokenize, detok_src=join_words,
+                   detok_tgt=join_words, tokenize_tgt=tokenize, config=config, min_freq=min_freq,
                    description=f"{os.path.basename(os.fspath(path))}: {len(train)} training pairs, "
                                f"max {max_len} words")

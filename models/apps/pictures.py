@@ -3,9 +3,9 @@ learning-rate schedule and training curves.
 
 matplotlib is an optional extra. Every function here returns the numbers as numpy arrays and
 always writes them as CSV; it writes a PNG too when matplotlib can be imported. Nothing here
-imports matplotlib at module import time, so `import tinygradx.models.pictures` is free.
+imports matplotlib at module import time, so `import tinygradx.models.apps.pictures` is free.
 
-    from tinygradx.models import pictures
+    from tinygradx.models.apps import pictures
     maps = pictures.attention_from_checkpoint("runs/reverse/checkpoint.npz", "abcdef", "pics")
     maps["cross"].shape                  # (layers, heads, target positions, source positions)
     pictures.positional_encoding(50, 64, "pics")
@@ -39,10 +39,10 @@ _SHADES = " .:-=+*#%@"      # 10 levels for the terminal heatmap, light to dark
 
 def have_matplotlib():
     """Whether PNGs will be written (matplotlib importable)."""
-    return _figure_class() is not None
+    return figure_class() is not None
 
 
-def _figure_class():
+def figure_class():
     """matplotlib.figure.Figure, or None without matplotlib.
 
     The object-oriented Figure (not pyplot) needs no backend and touches no global state, so
@@ -55,7 +55,7 @@ def _figure_class():
     return Figure
 
 
-def _save(fig, path):
+def save_figure(fig, path):
     fig.tight_layout()                     # keep tick labels of neighbouring panels apart
     fig.savefig(path, dpi=100, bbox_inches="tight")
     return path
@@ -158,7 +158,7 @@ def translation_attention(model, src_ids, tgt_ids):
     Returns {'encoder_self': (L, h, S, S), 'decoder_self': (L, h, T, T), 'cross': (L, h, T, S)}
     with T = len(tgt_ids) + 1.
     """
-    from .tasks import BOS
+    from tinygradx.models.tasks import BOS
     src = np.asarray([list(src_ids)], dtype=np.int64)                  # (1, S)
     tgt_in = np.asarray([[BOS] + list(tgt_ids)], dtype=np.int64)        # (1, T)
     return attention_weights(model, model, tgx.tensor(src), tgx.tensor(tgt_in))
@@ -196,7 +196,7 @@ def write_attention_csv(A, rows, cols, path):
 def plot_attention(A, rows, cols, title, path):
     """A (L, h, n, m) as a grid of heatmaps, one row per layer and one column per head, the
     query tokens down the side and the key tokens along the bottom. None without matplotlib."""
-    Figure = _figure_class()
+    Figure = figure_class()
     if Figure is None:
         return None
     L, h, n, m = A.shape
@@ -213,7 +213,7 @@ def plot_attention(A, rows, cols, title, path):
             ax.set_yticklabels(rows, fontsize=7)
             ax.set_title(f"layer {l} head {k}", fontsize=8)
     fig.suptitle(f"{title}  (row = query, column = key; rows sum to 1)", fontsize=10)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def ascii_heatmap(a, rows, cols):
@@ -253,7 +253,7 @@ def attention_from_checkpoint(checkpoint, text, out_dir="pictures", target=None,
     prompt; returns {'self'}. Arrays are (L, h, n, m); CSV and PNG files go to out_dir, named
     f"{prefix}_{kind}.csv/.png".
     """
-    from .train import Trainer
+    from tinygradx.models.training.trainer import Trainer
     trainer = Trainer.from_checkpoint(checkpoint, log=lambda *a: None, progress=False)
     model, task = trainer.model, trainer.task
     if trainer.lm:
@@ -297,12 +297,12 @@ def _write_matrix_csv(M, header, path, index_name):
 def positional_encoding(max_len=50, d_model=64, out_dir="pictures"):
     """The sinusoidal table PE (max_len, d_model) of the encoder-decoder, as a heatmap
     (positions down, dimensions across) and a CSV matrix (one row per position)."""
-    from .transformer import sinusoidal_table
+    from tinygradx.models.nets.transformer import sinusoidal_table
     pe = sinusoidal_table(max_len, d_model)                      # (max_len, d_model)
     out_dir = _ensure_dir(out_dir)
     _write_matrix_csv(pe, [f"dim{j}" for j in range(d_model)],
                       os.path.join(out_dir, "positional_encoding.csv"), "position")
-    Figure = _figure_class()
+    Figure = figure_class()
     if Figure is not None:
         fig = Figure(figsize=(8, 4.5))
         ax = fig.subplots()
@@ -311,7 +311,7 @@ def positional_encoding(max_len=50, d_model=64, out_dir="pictures"):
         ax.set_ylabel("position")
         ax.set_title(f"sinusoidal PE, max_len={max_len}, d_model={d_model}")
         fig.colorbar(im, ax=ax)
-        _save(fig, os.path.join(out_dir, "positional_encoding.png"))
+        save_figure(fig, os.path.join(out_dir, "positional_encoding.png"))
     return pe
 
 
@@ -329,7 +329,7 @@ def lr_schedule(configs, steps=None, out_dir="pictures", name="lr_schedule"):
     Returns {label: lr array (steps,)}; steps defaults to each config's max_steps. The CSV has
     one column per config.
     """
-    from .train import Trainer, TrainConfig
+    from tinygradx.models.training.trainer import Trainer, TrainConfig
     if isinstance(configs, TrainConfig):
         configs = {configs.schedule: configs}
     curves = {}
@@ -344,7 +344,7 @@ def lr_schedule(configs, steps=None, out_dir="pictures", name="lr_schedule"):
         w.writerow(["step"] + list(curves))
         for i in range(n_max):
             w.writerow([i] + [f"{v[i]:.6g}" if i < len(v) else "" for v in curves.values()])
-    Figure = _figure_class()
+    Figure = figure_class()
     if Figure is not None:
         fig = Figure(figsize=(7, 3.5))
         ax = fig.subplots()
@@ -354,7 +354,7 @@ def lr_schedule(configs, steps=None, out_dir="pictures", name="lr_schedule"):
         ax.set_ylabel("learning rate")
         ax.legend()
         ax.set_title("learning-rate schedule")
-        _save(fig, os.path.join(out_dir, name + ".png"))
+        save_figure(fig, os.path.join(out_dir, name + ".png"))
     return curves
 
 
@@ -390,7 +390,7 @@ def training_curves(path, out_dir="pictures", name="training_curves"):
         for i in range(len(m["step"])):
             w.writerow([int(m["step"][i])] + ["" if math.isnan(m[c][i]) else f"{m[c][i]:.6g}"
                                                for c in TRAINING_COLUMNS[1:]])
-    Figure = _figure_class()
+    Figure = figure_class()
     if Figure is not None:
         has_em = bool(np.isfinite(m["val_exact_match"]).any())
         fig = Figure(figsize=(11 if has_em else 8, 3.5))
@@ -410,5 +410,5 @@ def training_curves(path, out_dir="pictures", name="training_curves"):
             axes[2].set_xlabel("step")
             axes[2].set_ylabel("val exact match (%)")
             axes[2].set_ylim(0, 100)
-        _save(fig, os.path.join(out_dir, name + ".png"))
+        save_figure(fig, os.path.join(out_dir, name + ".png"))
     return m

@@ -26,10 +26,10 @@ import tinygradx as tgx
 import tinygradx.functional as F
 from tinygradx import io, optim
 
-from . import decoding
-from .gpt import GPT, GPTConfig
-from .tasks import BOS, EOS, IGNORE, PAD, is_lm_task, make_task, pad_batch
-from .transformer import make_model
+from tinygradx.models.nets import decoding
+from tinygradx.models.nets.gpt import GPT, GPTConfig
+from tinygradx.models.tasks import BOS, EOS, IGNORE, PAD, is_lm_task, make_task, pad_batch
+from tinygradx.models.nets.transformer import make_model
 
 
 # Per-task defaults: the settings measured to reach each task's target on held-out data on 2 CPU
@@ -163,6 +163,7 @@ class Trainer:
 
     def __init__(self, cfg: TrainConfig, log=print):
         self.cfg, self.log = cfg, log
+        tgx.process.keep_freed_memory()      # the training process owns the allocator
         tgx.manual_seed(cfg.seed)
         self.data_rng = np.random.default_rng(cfg.seed + 1)
         self.task = self._make_task()

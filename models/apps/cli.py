@@ -17,7 +17,7 @@ class UsageError(Exception):
 
 def _train_config_args(parser):
     """One flag per TrainConfig field, typed, with its default in --help."""
-    from tinygradx.models.train import TrainConfig
+    from tinygradx.models.training.trainer import TrainConfig
     for f in dataclasses.fields(TrainConfig):
         default = f.default
         if f.type in (bool, "bool"):
@@ -66,7 +66,7 @@ def _float_in(low, high, low_open=False):
 
 
 def _overrides(args):
-    from tinygradx.models.train import TrainConfig
+    from tinygradx.models.training.trainer import TrainConfig
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     return {k: v for k, v in vars(args).items() if k in names and v is not None}
 
@@ -80,7 +80,7 @@ def _need_file(path, what="checkpoint"):
 
 def _load_trainer(path, **overrides):
     from tinygradx import io
-    from tinygradx.models.train import Trainer
+    from tinygradx.models.training.trainer import Trainer
     _need_file(path)
     try:
         return Trainer.from_checkpoint(path, **overrides)
@@ -93,7 +93,7 @@ def _load_trainer(path, **overrides):
 # ------------------------------------------------------------------------------------------
 
 def cmd_train(args):
-    from tinygradx.models.train import Trainer, TrainConfig
+    from tinygradx.models.training.trainer import Trainer, TrainConfig
     over = _overrides(args)
     if args.resume:
         path = args.resume if isinstance(args.resume, str) and args.resume != "auto" else \
@@ -150,7 +150,7 @@ def cmd_translate(args):
 def cmd_generate(args):
     import numpy as np
     import tinygradx as tgx
-    from tinygradx.models import decoding
+    from tinygradx.models.nets import decoding
     trainer = _load_trainer(args.checkpoint, progress=False)
     if not trainer.lm:
         raise UsageError("the checkpoint is a translation model; use `tinygradx translate`")
@@ -171,26 +171,26 @@ def cmd_generate(args):
 
 
 def cmd_demo(args):
-    from tinygradx.models.demo import run_demo
+    from tinygradx.models.apps.demo import run_demo
     return run_demo(steps=args.steps, out_dir=args.out, task=args.task)
 
 
 def cmd_graph(args):
-    from tinygradx import viz
-    path = viz.build_graph_for_cli(args.model, args.norm, args.layers, args.depth, args.out,
+    from tinygradx.models.apps.inspect_models import build_graph_for_cli
+    path = build_graph_for_cli(args.model, args.norm, args.layers, args.depth, args.out,
                                    checkpoint=args.checkpoint)
     print(f"wrote {path}")
     return 0
 
 
 def cmd_trace(args):
-    from tinygradx import trace
-    print(trace.trace_cli(args.model, norm=args.norm, fmt=args.format))
+    from tinygradx.models.apps.inspect_models import trace_cli
+    print(trace_cli(args.model, norm=args.norm, fmt=args.format))
     return 0
 
 
 def cmd_experiment(args):
-    from tinygradx.models import experiments
+    from tinygradx.models.apps import experiments
     return experiments.main(args.name, args.out, layers=args.layers, steps=args.steps)
 
 
@@ -266,8 +266,10 @@ def build_parser():
 
 
 def main(argv=None):
+    import tinygradx as tgx
     parser = build_parser()
     args = parser.parse_args(argv)
+    tgx.process.keep_freed_memory()          # the command owns the process (see tinygradx.process)
     try:
         return args.fn(args) or 0
     except UsageError as err:

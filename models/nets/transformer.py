@@ -31,7 +31,7 @@ import numpy as np
 import tinygradx.functional as F
 from tinygradx import Tensor, nn
 
-from .common import KVCache, as_ids, xavier_uniform_, zeros_
+from .layers import KVCache, as_ids, xavier_uniform_, zeros_
 
 
 class Embeddings(nn.Embedding):

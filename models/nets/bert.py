@@ -37,7 +37,7 @@ import tinygradx.functional as F
 from tinygradx import Tensor, nn
 from tinygradx.io import load_safetensors
 
-from .tokenizers import WordPieceTokenizer
+from tinygradx.models.tasks.wordpiece import WordPieceTokenizer
 
 __all__ = ["BertConfig", "BertModel", "SentenceEncoder", "mean_pool", "l2_normalize",
            "normalize_checkpoint_keys"]

@@ -27,7 +27,7 @@ import numpy as np
 import tinygradx as tgx
 import tinygradx.functional as F
 
-from .transformer import make_model
+from tinygradx.models.nets.transformer import make_model
 
 MATRICES = ("W_Q", "W_K", "W_V", "W_O", "W_1", "W_2")
 PLACEMENTS = ("post", "pre")
@@ -110,8 +110,8 @@ def _gpt_grads(norm_first, n_layers, d_model, n_head, batch, seq_len, vocab, dat
     Xavier-uniform like the encoder-decoder (GPT-2's N(0, 0.02) with scaled residual
     projections is a different experiment): each of W^Q, W^K, W^V, a (C, C) slice of c_attn,
     gets its own fan-in/fan-out."""
-    from .common import xavier_uniform_
-    from .gpt import GPT, GPTConfig
+    from tinygradx.models.nets.layers import xavier_uniform_
+    from tinygradx.models.nets.gpt import GPT, GPTConfig
     model = GPT(GPTConfig(block_size=seq_len, vocab_size=vocab, n_layer=n_layers,
                           n_head=n_head, n_embd=d_model, dropout=0.0, norm_first=norm_first))
     C = d_model
@@ -290,8 +290,8 @@ def write_ln_grad(result, out_dir):
 
 
 def plot_ln_grad(result, path):
-    from .pictures import _figure_class, _save
-    Figure = _figure_class()
+    from .pictures import figure_class, save_figure
+    Figure = figure_class()
     if Figure is None:
         return None
     layers, mean, s = result["layers"], result["mean"], result["summary"]
@@ -330,7 +330,7 @@ def plot_ln_grad(result, path):
             "gpt": "GPT"}[result["model"]]
     fig.suptitle(f"Xiong et al. 2020, {what}, d_model={result['d_model']}: mean over "
                  f"{len(result['seeds'])} initialisations", fontsize=11)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 # ------------------------------------------------------------------------------------------
@@ -345,7 +345,7 @@ def warmup_config(norm, warmup, steps=200, lr=1e-2, d_model=64, n_layer=2, batch
     No gradient clipping and no dropout or weight decay: clipping caps the first updates the
     same way warm-up does and would hide the effect we want to see.
     """
-    from .train import TrainConfig
+    from tinygradx.models.training.trainer import TrainConfig
     return TrainConfig(task=task, seed=seed, n_train=n_train, n_layer=n_layer, d_model=d_model,
                        n_head=4, dropout=0.0, norm_first=_placement(norm), optimizer="adam",
                        lr=lr, min_lr=lr, schedule="cosine", warmup=warmup, weight_decay=0.0,
@@ -361,7 +361,7 @@ def warmup_curves(steps=200, warmup=50, lr=1e-2, d_model=64, n_layer=2, batch_si
     non-finite loss). With warm-up the rate rises linearly over `warmup` steps, then stays at
     lr (warmup_cosine with min_lr = lr), so the only difference is the first steps.
     """
-    from .train import Trainer
+    from tinygradx.models.training.trainer import Trainer
     curves = {}
     for norm in placements:
         for w in (0, warmup):
@@ -399,8 +399,8 @@ def write_warmup(curves, out_dir, lr):
         for i in range(steps):
             w.writerow([i + 1] + ["" if not np.isfinite(curves[k][i]) else f"{curves[k][i]:.5g}"
                                   for k in keys])
-    from .pictures import _figure_class, _save
-    Figure = _figure_class()
+    from .pictures import figure_class, save_figure
+    Figure = figure_class()
     if Figure is not None:
         fig = Figure(figsize=(7.5, 4.5))
         ax = fig.subplots()
@@ -414,7 +414,7 @@ def write_warmup(curves, out_dir, lr):
         ax.set_ylabel("training loss (moving mean)")
         ax.set_title(f"Adam at lr={lr:g}: Post-LN needs warm-up")
         ax.legend()
-        paths.append(_save(fig, os.path.join(out_dir, "warmup.png")))
+        paths.append(save_figure(fig, os.path.join(out_dir, "warmup.png")))
     return paths
 
 

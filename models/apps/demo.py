@@ -17,8 +17,8 @@ import unicodedata
 
 import tinygradx as tgx
 
-from .tasks import is_lm_task, pad_batch
-from .train import Trainer, TrainConfig
+from tinygradx.models.tasks import is_lm_task, pad_batch
+from tinygradx.models.training.trainer import Trainer, TrainConfig
 
 # measured on 2 cores: see docs/tasks.md for the run that produced these settings
 DEMO_CONFIG = dict(task="dates", n_layer=2, d_model=64, n_head=4, dropout=0.0, lr=3e-3,

@@ -24,7 +24,7 @@ import tinygradx as tgx
 import tinygradx.functional as F
 from tinygradx import Tensor, nn
 
-from .common import KVCache, as_ids, normal_, sample_next, zeros_
+from .layers import KVCache, as_ids, normal_, sample_next, zeros_
 
 
 class CausalSelfAttention(nn.Module):

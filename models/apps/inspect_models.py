@@ -1,0 +1,149 @@
+"""The small models behind `tinygradx graph` and `tinygradx trace`, and the two commands' work.
+
+The library draws and traces any graph (`tinygradx.viz`, `tinygradx.trace`); this module picks
+*which* model to draw: a GPT or an encoder-decoder of the requested LayerNorm placement, or a
+trained checkpoint, with a random batch that fits it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import tinygradx as tgx
+import tinygradx.functional as F
+from tinygradx import nn, viz
+from tinygradx.models.nets import gpt, transformer
+from tinygradx.models.training import trainer as train
+from tinygradx.trace import Trace
+
+# Sizes of the CLI's small models, all different so the trace can name every dimension.
+SIZES = dict(B=2, T=5, S=7, d_model=24, h=3, d_ff=48, V=32)
+
+
+def named_dims(model_name):
+    """The trace's names for the sizes of the small model `model_name` ("gpt"/"transformer")."""
+    c = SIZES
+    dims = dict(B=c["B"], d_model=c["d_model"], h=c["h"], d_k=c["d_model"] // c["h"])
+    if model_name == "gpt":
+        dims.update(T=c["T"], d_ff=4 * c["d_model"], V=c["V"])
+    else:
+        dims.update(S=c["S"], T=c["T"], d_ff=c["d_ff"], V=c["V"])
+    return dims
+
+
+def small_model(model_name, norm, layers, checkpoint=None, seed=0):
+    """A small model of the requested kind and LayerNorm placement, and a batch for it."""
+    if norm not in ("pre", "post"):
+        raise ValueError(f"norm must be 'pre' or 'post', got {norm!r}")
+    if model_name not in ("gpt", "transformer"):
+        raise ValueError(f"model must be 'gpt' or 'transformer', got {model_name!r}")
+    tgx.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    c = SIZES
+    if checkpoint:
+        return _checkpoint_model(checkpoint, rng)
+    if model_name == "gpt":
+        cfg = gpt.GPTConfig(block_size=16, vocab_size=c["V"], n_layer=layers, n_head=c["h"],
+                            n_embd=c["d_model"], dropout=0.0, norm_first=(norm == "pre"),
+                            fused_attention=False)   # one node per formula, not one for all
+        model = gpt.GPT(cfg)
+        idx = rng.integers(0, c["V"], size=(c["B"], c["T"] + 1))
+        batch = (idx[:, :-1], idx[:, 1:])
+    else:
+        model = transformer.make_model(c["V"], c["V"], N=layers, d_model=c["d_model"],
+                                       d_ff=c["d_ff"], h=c["h"], dropout=0.0,
+                                       norm_first=(norm == "pre"), max_len=64)
+        batch = (rng.integers(1, c["V"], size=(c["B"], c["S"])),
+                 rng.integers(1, c["V"], size=(c["B"], c["T"] + 1)))
+    model.eval()                   # no dropout nodes: the picture shows the model's math
+    return model, batch
+
+
+def _checkpoint_model(path, rng):
+    """A trained model from a `tinygradx train` checkpoint (its config decides the sizes) and a
+    random batch that fits it."""
+    model = train.Trainer.from_checkpoint(path, log=lambda *a, **k: None).model
+    model.eval()
+    for m in model.modules():              # show attention formula by formula (same numbers)
+        if isinstance(m, gpt.CausalSelfAttention):
+            m.fused = False
+    c = SIZES
+    if isinstance(model, gpt.GPT):
+        V, T = model.config.vocab_size, min(c["T"], model.config.block_size)
+        idx = rng.integers(0, V, size=(c["B"], T + 1))
+        return model, (idx[:, :-1], idx[:, 1:])
+    cfg = model.config
+    return model, (rng.integers(1, cfg.src_vocab, size=(c["B"], c["S"])),
+                   rng.integers(1, cfg.tgt_vocab, size=(c["B"], c["T"] + 1)))
+
+
+def model_kind(model):
+    return "gpt" if isinstance(model, gpt.GPT) else "transformer"
+
+
+def training_loss(model_name, model, batch):
+    """The training loss of one batch (GPT: next-token CE; Transformer: NLL of the shifted
+    target under the generator's log-probabilities)."""
+    if model_name == "gpt":
+        return model(batch[0], batch[1])[1]
+    src, tgt = batch
+    logp = model(src, tgt[:, :-1])                               # (B, T, V)
+    V = logp.shape[-1]
+    return F.nll_loss(logp.reshape(-1, V), tgt[:, 1:].reshape(-1))
+
+
+def build_graph_for_cli(model_name, norm, layers, depth, out, checkpoint=None,
+                        renderer="auto", log=print):
+    """`tinygradx graph ...`: build the model, draw one loss's graph with its residual path.
+
+    Writes `out` (.svg/.png/.pdf, or .dot/.gv for the DOT text), passes the one-line residual
+    summary to `log` (print by default) and returns the path written.
+    """
+    model, batch = small_model(model_name, norm, layers, checkpoint)
+    model_name = model_kind(model)
+    loss = training_loss(model_name, model, batch)
+    loss.backward(retain_graph=True)
+    title = checkpoint or f"{model_name} {norm}-LN, {layers} layer(s)"
+    dot = viz.to_dot(loss, params=model, depth=depth, highlight="residual", title=title)
+    path = viz.render(dot, out, renderer=renderer)
+    if log is not None:
+        log(viz.residual_summary(loss))
+    return path
+
+
+def trace_cli(model_name, norm="pre", layers=1, fmt="text", scope=None, checkpoint=None):
+    """`tinygradx trace --model gpt|transformer|attention ...`: one forward pass, traced.
+
+    "attention" is a single self-attention sublayer LayerNorm(x + MHA(x, x, x)) (B=2, n=5,
+    d_model=12, h=3); "gpt" and "transformer" are small models of the given LayerNorm placement.
+    Returns the table as a string (the CLI prints it).
+    """
+    if model_name == "attention":
+        return attention_trace().table(fmt=fmt, scope=scope)
+    model, batch = small_model(model_name, norm, layers, checkpoint)
+    model_name = model_kind(model)
+    dims = None if checkpoint else named_dims(model_name)   # a checkpoint's sizes are guessed
+    with tgx.trace(dims=dims) as t:
+        training_loss(model_name, model, batch)
+    return t.table(fmt=fmt, scope=scope)
+
+
+class AttentionSublayer(nn.Module):
+    """One Post-LN self-attention sublayer: LayerNorm(x + MHA(x, x, x))."""
+
+    def __init__(self, d_model=12, h=3):
+        super().__init__()
+        self.self_attn = nn.MultiHeadAttention(d_model, h)
+        self.norm1 = nn.LayerNorm(d_model)
+
+    def forward(self, x):
+        return self.norm1(x + self.self_attn(x, x, x)[0])
+
+
+def attention_trace() -> Trace:
+    """The trace of one AttentionSublayer on a (2, 5, 12) batch (B=2, n=5, h=3, d_k=4)."""
+    tgx.manual_seed(0)
+    layer = AttentionSublayer()
+    x = tgx.randn(2, 5, 12)
+    with tgx.trace(dims={"B": 2, "n": 5, "d_model": 12, "h": 3, "d_k": 4}) as t:
+        layer(x)
+    return t

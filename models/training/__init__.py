@@ -1,0 +1,1 @@
+"""Training: the Trainer and its config, run directories, checkpoints and the metrics log."""

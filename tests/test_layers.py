@@ -1,0 +1,185 @@
+"""The floors of the house: every module imports only from its own floor or below, no import
+circle anywhere, and no module takes another module's private names.
+
+The floors are read from docs/design.md (the fenced block after "## Floors"), so the picture in
+the docs is the rule the code is held to. Imports inside functions count as much as those at
+the top of a file: a lazy import is still a dependency.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import re
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SOURCES = {"tinygradx": "tinygradx", "tinygradx.models": "models"}   # package -> folder
+
+
+def floors():
+    """{module or package prefix: floor number} from docs/design.md."""
+    with open(os.path.join(ROOT, "docs", "design.md"), encoding="utf-8") as f:
+        text = f.read()
+    block = re.search(r"^## Floors\n.*?```text\n(.*?)```", text, re.S | re.M)
+    assert block, "docs/design.md has no '## Floors' section with a ```text block"
+    table = {}
+    for line in block.group(1).splitlines():
+        m = re.match(r"\s*(\d+)\s+(.*)", line)
+        if m:
+            for name in m.group(2).split("#")[0].split():
+                table[name] = int(m.group(1))
+    return table
+
+
+def modules():
+    """{dotted module name: path} for every .py file of the library and the models."""
+    found = {}
+    for package, folder in SOURCES.items():
+        base = os.path.join(ROOT, folder)
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+            rel = os.path.relpath(dirpath, base)
+            prefix = package if rel == "." else package + "." + rel.replace(os.sep, ".")
+            if package == "tinygradx" and prefix.startswith("tinygradx.models"):
+                continue
+            for name in filenames:
+                if name.endswith(".py"):
+                    mod = prefix if name == "__init__.py" else f"{prefix}.{name[:-3]}"
+                    found[mod] = os.path.join(dirpath, name)
+    return found
+
+
+def imports(mod, path):
+    """[(imported module, [names taken], line)] of one file, relative imports resolved."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    package = mod if path.endswith("__init__.py") else mod.rpartition(".")[0]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, [], node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package
+            for _ in range(node.level - 1):
+                base = base.rpartition(".")[0]
+            target = (f"{base}.{node.module}" if node.module else base) if node.level \
+                else node.module
+            for a in node.names:        # `from pkg import mod` imports the module pkg.mod
+                out.append((target, [a.name], node.lineno))
+    return out
+
+
+def resolve(target, names, known):
+    """The project modules an import statement loads (its target, or pkg.name submodules)."""
+    hits = [f"{target}.{n}" for n in names if f"{target}.{n}" in known]
+    return hits or ([target] if target in known else [])
+
+
+def floor_of(mod, table):
+    best = None
+    for prefix, floor in table.items():
+        if mod == prefix or mod.startswith(prefix + "."):
+            if best is None or len(prefix) > len(best[0]):
+                best = (prefix, floor)
+    return best[1] if best else None
+
+
+def graph():
+    known = modules()
+    edges = {}
+    for mod, path in known.items():
+        for target, names, line in imports(mod, path):
+            for dep in resolve(target, names, known):
+                if dep != mod:
+                    edges.setdefault(mod, []).append((dep, names, line))
+    return known, edges
+
+
+def test_every_module_has_a_floor_and_every_floor_names_a_module():
+    table, known = floors(), modules()
+    missing = sorted(m for m in known if floor_of(m, table) is None)
+    assert not missing, f"modules on no floor of docs/design.md: {missing}"
+    stale = sorted(p for p in table if not any(m == p or m.startswith(p + ".") for m in known))
+    assert not stale, f"docs/design.md names floors for modules that do not exist: {stale}"
+
+
+def test_imports_only_go_down():
+    table = floors()
+    known, edges = graph()
+    up = []
+    for mod, deps in edges.items():
+        for dep, _, line in deps:
+            if floor_of(dep, table) > floor_of(mod, table):
+                up.append(f"{known[mod]}:{line}: {mod} (floor {floor_of(mod, table)}) imports "
+                          f"{dep} (floor {floor_of(dep, table)})")
+    assert not up, "\n".join(up)
+
+
+def test_the_engine_never_imports_the_models():
+    known, edges = graph()
+    bad = [f"{known[m]}:{line}: {m} imports {dep}" for m, deps in edges.items()
+           if not m.startswith("tinygradx.models") for dep, _, line in deps
+           if dep.startswith("tinygradx.models")]
+    assert not bad, "\n".join(bad)
+    for mod, path in known.items():            # not even as a string given to importlib
+        if not mod.startswith("tinygradx.models"):
+            with open(path, encoding="utf-8") as f:
+                assert "import_module" not in f.read(), f"{path}: dynamic import"
+
+
+def test_no_import_circle():
+    known, edges = graph()
+    state, stack, circles = {}, [], []
+
+    def visit(m):                               # depth-first; a grey node seen again = circle
+        state[m] = "grey"
+        stack.append(m)
+        for dep, _, _ in edges.get(m, ()):
+            if state.get(dep) == "grey":
+                circles.append(stack[stack.index(dep):] + [dep])
+            elif dep not in state:
+                visit(dep)
+        stack.pop()
+        state[m] = "black"
+
+    for m in sorted(known):
+        if m not in state:
+            visit(m)
+    # a package's __init__ importing its own submodules is how a package exports; the
+    # submodules importing the package facade back is the circle we forbid
+    assert not circles, "import circles:\n" + "\n".join(" -> ".join(c) for c in circles)
+
+
+def test_no_module_takes_another_modules_private_names():
+    known, edges = graph()
+    bad = []
+    for mod, path in known.items():
+        for target, names, line in imports(mod, path):
+            for n in names:
+                if n.startswith("_") and not n.startswith("__") and f"{target}.{n}" not in known:
+                    bad.append(f"{path}:{line}: {mod} imports {target}.{n}")
+        bad += [f"{path}:{line}: {mod} uses {dep}.{attr}" for dep, attr, line in _attributes(
+            mod, path, known) if attr.startswith("_") and not attr.startswith("__")]
+    assert not bad, "\n".join(bad)
+
+
+def _attributes(mod, path, known):
+    """(module, attribute, line) for every `alias.attr` where alias names a project module."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    aliases = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name in known:
+                    aliases[a.asname or a.name] = a.name
+        elif isinstance(node, ast.ImportFrom):
+            for target, names, _ in imports(mod, path):
+                for n in names:
+                    if f"{target}.{n}" in known:
+                        aliases[n] = f"{target}.{n}"
+            for a in node.names:
+                if a.asname and a.name in {n.rsplit(".", 1)[-1] for n in aliases.values()}:
+                    aliases[a.asname] = next(v for v in aliases.values() if v.endswith("." + a.name))
+    return [(aliases[n.value.id], n.attr, n.lineno) for n in ast.walk(tree)
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+            and n.value.id in aliases and aliases[n.value.id] != mod]
