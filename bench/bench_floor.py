@@ -128,28 +128,26 @@ def _torch_adapter(spec, params, batch):
     return step
 
 
-def _import_tgx_models():
-    """tinygradx.models when installed, else the repo's models/ folder (a source checkout)."""
+def _import_tgx(pkg="tinygradx"):
+    """The engine package `pkg` and its optim, functional, gpt and transformer modules. `pkg`
+    is "tinygradx" or a renamed copy of another revision (bench/bench_versions.py); the
+    networks live in models/nets/ since the house issue and in models/ before it."""
+    import importlib
+    tgx = importlib.import_module(pkg)
+    optim, F = importlib.import_module(f"{pkg}.optim"), importlib.import_module(f"{pkg}.functional")
     try:
-        from tinygradx.models.nets import gpt
-        from tinygradx.models.nets import transformer
+        nets = [importlib.import_module(f"{pkg}.models.nets.{m}") for m in ("gpt", "transformer")]
     except ImportError:
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        if root not in sys.path:
-            sys.path.insert(0, root)
-        from models import gpt, transformer
-    return gpt, transformer
+        nets = [importlib.import_module(f"{pkg}.models.{m}") for m in ("gpt", "transformer")]
+    return tgx, optim, F, nets[0], nets[1]
 
 
-def _tinygradx_adapter(spec, params, batch):
+def _tinygradx_adapter(spec, params, batch, pkg="tinygradx"):
     """tinygradx's own models (models/nets/gpt.py, models/nets/transformer.py) and optimizers, loaded with
     the same initial parameters by name. Written against the torch-like API of issue 3; if that
     API moves, this is the one function to adjust."""
     try:
-        import tinygradx as tgx
-        from tinygradx import optim
-        import tinygradx.functional as F
-        tgpt, ttr = _import_tgx_models()
+        tgx, optim, F, tgpt, ttr = _import_tgx(pkg)
     except ImportError as e:
         raise NotImplementedError(f"tinygradx models not importable: {e}") from e
     cfg = spec["cfg"]
