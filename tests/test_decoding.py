@@ -140,6 +140,30 @@ def test_cached_greedy_equals_greedy_decode(copy_trainer):
     assert got == want
 
 
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_cached_batched_decoding_equals_the_uncached_reference(copy_trainer, norm_first):
+    """greedy_decode and beam_search (one batch, KV cache, cross-attention K/V once per
+    source, finished sentences leaving the batch) pick the tokens of the reference that
+    recomputes every prefix: on the trained copy model (float32, padded sources) and on a
+    random float64 model of either LayerNorm placement."""
+    _, b = _test_batch(copy_trainer, 24)
+    cases = [(copy_trainer.model, b.src, b.src_key_padding, _max_len(copy_trainer))]
+    tgx.manual_seed(5)
+    model = make_model(9, 9, N=2, d_model=16, d_ff=32, h=2, dropout=0.0,
+                       norm_first=norm_first).double()
+    src = np.random.default_rng(0).integers(3, 9, size=(7, 6))
+    pad = np.zeros_like(src, dtype=bool)
+    pad[2, 4:] = pad[5, 3:] = True
+    cases.append((model, src, pad, 7))
+    for model, src, pad, max_len in cases:
+        args = (model, src, pad, max_len, BOS, EOS)
+        assert decoding.greedy_decode(*args) == decoding.greedy_decode(*args, cached=False)
+        for k, alpha in ((1, 0.6), (3, 0.0), (4, 0.6)):
+            assert (decoding.beam_search(*args, beam_size=k, length_penalty=alpha)
+                    == decoding.beam_search(*args, beam_size=k, length_penalty=alpha,
+                                            cached=False))
+
+
 # ------------------------------------------------------------------------------------------
 # beam search == exhaustive search when the beam holds every hypothesis
 # ------------------------------------------------------------------------------------------

@@ -31,29 +31,73 @@ class _eval_mode:
 
 
 def _next_logprobs(model, memory, src_pad, prefix):
-    """log p(y_t | y_<t, x) for the last position of every prefix: (B, V) numpy."""
+    """log p(y_t | y_<t, x) for the last position of every prefix, recomputing the whole
+    prefix: (B, V) numpy. The reference the cached path is tested against."""
     states = model.decode(memory, src_pad, tgx.tensor(prefix), None)     # (B, t, d_model)
     return model.generator(states[:, -1:, :]).numpy()[:, 0, :]           # (B, V)
 
 
-def greedy_decode(model, src, src_pad, max_len, bos_id, eos_id):
+class _Stepper:
+    """The next-token log-probabilities of a batch of target prefixes, one call per step.
+
+    cached (the default): model.decode_step feeds only the newest token; the self-attention
+    K, V of earlier positions and the cross-attention K, V of H live in a DecodeState, so a
+    step costs one position, not the whole prefix. Uncached: the whole prefix is decoded
+    again (the reference). `keep(rows)` narrows the batch to `rows` (finished sentences leave
+    it; beams follow their parents)."""
+
+    def __init__(self, model, src, src_pad, cached):
+        self.model, self.cached = model, cached
+        self.memory = model.encode(tgx.tensor(np.asarray(src)), src_pad)   # H: (B, S, d_model)
+        self.src_pad = None if src_pad is None else np.asarray(src_pad, dtype=bool)
+        self.state = model.init_decode_state(self.memory, self.src_pad) if cached else None
+
+    def keep(self, rows):
+        rows = np.asarray(rows, dtype=np.int64)
+        if self.cached:
+            self.state.reorder(rows)
+        else:
+            self.memory = self.memory[rows]                               # (B', S, d_model)
+            self.src_pad = None if self.src_pad is None else self.src_pad[rows]
+
+    def __call__(self, prefix):
+        """prefix (B, t) ids, the same rows as the batch -> (B, V) log-probs of token t+1."""
+        if not self.cached:
+            return _next_logprobs(self.model, self.memory, self.src_pad, prefix)
+        fed = self.state.length                                          # positions cached
+        return self.model.decode_step(tgx.tensor(prefix[:, fed:]), self.state).numpy()
+
+
+def greedy_decode(model, src, src_pad, max_len, bos_id, eos_id, cached=True):
     """Pick the most likely next token until <eos> or max_len; returns a list of id lists.
 
-    src: (B, S) int array, src_pad: (B, S) bool array (True at padding).
+    src: (B, S) int array, src_pad: (B, S) bool array (True at padding). All sentences are
+    decoded together; a sentence leaves the batch when it emits <eos>. cached=False recomputes
+    every prefix (the reference: same tokens, tested).
     """
     src = np.asarray(src)
+    B = src.shape[0]
+    out = [None] * B
     with _eval_mode(model):
-        memory = model.encode(tgx.tensor(src), src_pad)                   # H: (B, S, d_model)
-        prefix = np.full((src.shape[0], 1), bos_id, dtype=np.int64)       # (B, 1)
-        done = np.zeros(src.shape[0], dtype=bool)
+        step = _Stepper(model, src, src_pad, cached)
+        prefix = np.full((B, 1), bos_id, dtype=np.int64)                 # (B', t)
+        alive = np.arange(B)                                             # sentence of each row
         for _ in range(max_len):
-            nxt = _next_logprobs(model, memory, src_pad, prefix).argmax(-1)
-            nxt = np.where(done, eos_id, nxt)
-            prefix = np.concatenate([prefix, nxt[:, None]], axis=1)       # (B, t+1)
-            done |= nxt == eos_id
+            nxt = step(prefix).argmax(-1)                                # (B',)
+            prefix = np.concatenate([prefix, nxt[:, None]], axis=1)      # (B', t+1)
+            done = nxt == eos_id
+            for row in np.flatnonzero(done):
+                out[alive[row]] = prefix[row, 1:]
             if done.all():
                 break
-    return [_strip(row[1:], eos_id) for row in prefix]
+            if done.any():
+                keep = np.flatnonzero(~done)
+                step.keep(keep)
+                prefix, alive = prefix[keep], alive[keep]
+        for row, b in enumerate(alive):                                  # max_len reached
+            if out[b] is None:
+                out[b] = prefix[row, 1:]
+    return [_strip(ids, eos_id) for ids in out]
 
 
 def _strip(ids, eos_id):
@@ -66,54 +110,77 @@ def _length_penalty(length, alpha):
     return ((5.0 + length) / 6.0) ** alpha
 
 
-def beam_search(model, src, src_pad, max_len, bos_id, eos_id, beam_size=4, length_penalty=0.6):
+class _Beams:
+    """One sentence's search: up to k open prefixes with their log-probabilities, and the
+    finished ones."""
+
+    def __init__(self, bos_id, k, alpha):
+        self.open, self.finished, self.k, self.alpha = [([bos_id], 0.0)], [], k, alpha
+        self.done = False
+
+    def score(self, ts):
+        return ts[1] / _length_penalty(len(ts[0]) - 1, self.alpha)
+
+    def advance(self, logp, eos_id):
+        """logp (n, V): next-token log-probs of the n open prefixes. Keeps the k best
+        continuations; returns the row (0..n-1) each new open prefix extends."""
+        scores = np.array([s for _, s in self.open])[:, None] + logp      # (n, V)
+        flat = np.argsort(-scores, axis=None, kind="stable")[:2 * self.k]
+        parents, candidates = [], []
+        for f in flat:
+            i, tok = divmod(int(f), scores.shape[1])
+            seq = self.open[i][0] + [tok]
+            if tok == eos_id:
+                self.finished.append((seq, scores[i, tok]))
+            else:
+                candidates.append((seq, scores[i, tok]))
+                parents.append(i)
+            if len(candidates) == self.k:
+                break
+        self.open = candidates
+        best_done = max(map(self.score, self.finished), default=-np.inf)
+        best_open = max(map(self.score, self.open), default=-np.inf)
+        # log-probabilities only fall as a prefix grows; with alpha = 0 no open beam can
+        # overtake a finished one once it is behind
+        self.done = (not self.open or (self.alpha == 0 and best_done >= best_open)
+                     or len(self.finished) >= self.k)
+        return parents
+
+    def best(self):
+        return max(self.finished or self.open, key=self.score)[0]
+
+
+def beam_search(model, src, src_pad, max_len, bos_id, eos_id, beam_size=4, length_penalty=0.6,
+                cached=True):
     """Keep the beam_size best prefixes by log-probability / length penalty, per sentence.
 
-    Returns a list (one per source sentence) of the best id list. beam_size=1 is greedy.
+    Returns a list (one per source sentence) of the best id list. beam_size=1 is greedy. Every
+    open beam of every sentence is one row of a single batch, so a step is one decoder call;
+    a sentence's rows leave the batch when its search ends. cached=False recomputes every
+    prefix (the reference: same tokens, tested).
     """
     src = np.asarray(src)
-    results = []
-    for b in range(src.shape[0]):
-        results.append(_beam_one(model, src[b:b + 1], src_pad[b:b + 1], max_len, bos_id,
-                                 eos_id, beam_size, length_penalty))
-    return results
-
-
-def _beam_one(model, src, src_pad, max_len, bos_id, eos_id, k, alpha):
+    searches = [_Beams(bos_id, beam_size, length_penalty) for _ in range(src.shape[0])]
     with _eval_mode(model):
-        memory = model.encode(tgx.tensor(src), src_pad)                   # (1, S, d_model)
-        beams = [([bos_id], 0.0)]                                         # (tokens, log-prob)
-        finished = []
+        step = _Stepper(model, src, src_pad, cached)
+        owner = list(range(len(searches)))                # sentence of each batch row
         for _ in range(max_len):
-            prefixes = np.array([t for t, _ in beams], dtype=np.int64)    # (k', t)
-            n = len(beams)
-            mem = memory.expand(n, *memory.shape[1:])                     # (k', S, d_model)
-            pad = np.repeat(src_pad, n, axis=0)                           # (k', S)
-            logp = _next_logprobs(model, mem, pad, prefixes)              # (k', V)
-            scores = np.array([s for _, s in beams])[:, None] + logp      # (k', V)
-            flat = np.argsort(-scores, axis=None, kind="stable")[:2 * k]
-            candidates = []
-            for f in flat:
-                i, tok = divmod(int(f), scores.shape[1])
-                seq = beams[i][0] + [tok]
-                if tok == eos_id:
-                    finished.append((seq, scores[i, tok]))
-                else:
-                    candidates.append((seq, scores[i, tok]))
-                if len(candidates) == k:
-                    break
-            beams = candidates
-            best_done = max((s / _length_penalty(len(t) - 1, alpha) for t, s in finished),
-                            default=-np.inf)
-            best_open = max((s / _length_penalty(len(t) - 1, alpha) for t, s in beams),
-                            default=-np.inf)
-            # log-probabilities only fall as a prefix grows; with alpha = 0 no open beam can
-            # overtake a finished one once it is behind
-            if not beams or (alpha == 0 and best_done >= best_open) or len(finished) >= k:
+            rows = {}                                     # sentence -> its rows in the batch
+            for r, b in enumerate(owner):
+                rows.setdefault(b, []).append(r)
+            prefix = np.array([t for b in rows for t, _ in searches[b].open],
+                              dtype=np.int64)             # (rows, t): all open beams alike long
+            logp = step(prefix)                           # (rows, V)
+            keep, owner = [], []
+            for b, rs in rows.items():
+                parents = searches[b].advance(logp[rs], eos_id)
+                if not searches[b].done:
+                    keep += [rs[i] for i in parents]
+                    owner += [b] * len(parents)
+            if not keep:
                 break
-        pool = finished or beams
-        best = max(pool, key=lambda ts: ts[1] / _length_penalty(len(ts[0]) - 1, alpha))
-    return _strip(best[0][1:], eos_id)
+            step.keep(keep)                               # beams follow their parents
+    return [_strip(s.best()[1:], eos_id) for s in searches]
 
 
 def sample(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, eos_id=None):

@@ -31,7 +31,7 @@ class LayerCache:
     def __init__(self):
         self.k = None          # (B, h, t, d_k)
         self.v = None          # (B, h, t, d_v)
-        self.static = None     # (K_H, V_H) for cross-attention, each (B, h, S, d_k)
+        self.static = None     # cross-attention: (K_H, V_H (B, h, S, d_k), mask (B, 1, 1, S))
         self.rows = None       # or: packed [Q K V] rows (B, capacity, 3C), inference only
         self.t = 0             # rows of `rows` in use
 
@@ -77,7 +77,7 @@ class LayerCache:
         if self.rows is not None:
             self.rows = self.rows[index]                     # (B', capacity, 3C)
         if self.static is not None:
-            self.static = tuple(s[index] for s in self.static)
+            self.static = tuple(None if s is None else s[index] for s in self.static)
 
 
 class KVCache:

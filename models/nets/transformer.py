@@ -93,14 +93,17 @@ def _split_heads(x, h):
     return x.reshape(B, n, h, d // h).transpose(1, 2)             # (B, h, n, d_k)
 
 
-def incremental_attention(mha, query, key_value, cache, static=False, key_padding_mask=None):
+def incremental_attention(mha, query, key_value, cache, static=False, key_padding_mask=None,
+                          need_weights=False):
     """MHA(Q, K, V) of nn.MultiHeadAttention `mha`, reusing K and V computed at earlier steps.
 
     Self-attention (static=False): K, V of the new positions `key_value` (B, n, d) are appended
-    to `cache` (a common.LayerCache) and the n new queries attend causally to all t positions.
-    Cross-attention (static=True): K, V of the encoder output H are computed on the first call
-    and kept in cache.static. The math is mha.forward's, so logits equal the uncached ones.
-    Returns (output (B, n, d), attention weights A (B, h, n, t)).
+    to `cache` (a layers.LayerCache) and the n new queries attend causally to all t positions.
+    Cross-attention (static=True): K, V of the encoder output H and the additive mask M of its
+    padding are computed on the first call and kept in cache.static. The math is mha.forward's,
+    so logits equal the uncached ones (tested). Without need_weights, softmax(QKᵀ/√d_k + M)V is
+    one fused node (F.attention). Returns (output (B, n, d), attention weights A (B, h, n, t)
+    or None).
     """
     B, n, d = query.shape
     h = mha.num_heads
@@ -108,24 +111,33 @@ def incremental_attention(mha, query, key_value, cache, static=False, key_paddin
     if static:
         if cache.static is None:
             cache.static = (_split_heads(mha.w_k(key_value), h),  # K = H W^K: (B, h, S, d_k)
-                            _split_heads(mha.w_v(key_value), h))  # V = H W^V: (B, h, S, d_v)
-        k, v = cache.static
+                            _split_heads(mha.w_v(key_value), h),  # V = H W^V: (B, h, S, d_v)
+                            _padding_mask(key_padding_mask, query.dtype))   # M: (B, 1, 1, S)
+        k, v, mask = cache.static
     else:
         k, v = cache.update(_split_heads(mha.w_k(key_value), h),  # (B, h, t, d_k)
                             _split_heads(mha.w_v(key_value), h))  # (B, h, t, d_v)
-    t = k.shape[2]
-    allowed = np.ones((1, 1, n, t), dtype=bool)                   # True = may attend
-    if not static:
-        # the new queries sit at positions t-n..t-1: M_ij = -inf for j after i
-        allowed = allowed & ~np.triu(np.ones((n, t), dtype=bool), k=1 + t - n)
-    if key_padding_mask is not None:
-        kp = key_padding_mask.data if isinstance(key_padding_mask, Tensor) \
-            else np.asarray(key_padding_mask)
-        allowed = allowed & ~kp.astype(bool)[:, None, None, :]    # (B, 1, n, t)
-    z, a = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed,
-                                          return_weights=True)    # (B, h, n, d_v)
+        t = k.shape[2]
+        # the new queries sit at positions t-n..t-1: M_ij = -inf for j after i (none when n = 1)
+        mask = F.causal_mask(n, t, query.dtype) if n > 1 else None
+        pad = _padding_mask(key_padding_mask, query.dtype)
+        mask = pad if mask is None else mask if pad is None else mask + pad   # (B, 1, n, t)
+    if need_weights:
+        z, a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                              return_weights=True)   # (B, h, n, d_v)
+    else:
+        z, a = F.attention(q, k, v, attn_mask=mask), None        # (B, h, n, d_v)
     z = z.transpose(1, 2).reshape(B, n, d)                        # Concat(heads): (B, n, d)
     return mha.w_o(z), a                                          # (B, n, d)
+
+
+def _padding_mask(key_padding_mask, dtype):
+    """(B, m) bool, True at padding -> the additive mask (B, 1, 1, m): -inf there, else 0."""
+    if key_padding_mask is None:
+        return None
+    kp = key_padding_mask.data if isinstance(key_padding_mask, Tensor) \
+        else np.asarray(key_padding_mask)
+    return np.where(kp.astype(bool), -np.inf, 0.0).astype(dtype)[:, None, None, :]
 
 
 class EncoderLayer(nn.Module):
@@ -193,7 +205,8 @@ class DecoderLayer(nn.Module):
                                     average_attn_weights=False)
         else:
             out, a = incremental_attention(self.self_attn, x, x, cache["self"],
-                                           key_padding_mask=tgt_key_padding_mask)
+                                           key_padding_mask=tgt_key_padding_mask,
+                                           need_weights=self.record_attn)
         if self.record_attn:
             self.self_attn_weights = a.detach()
         return out
@@ -204,7 +217,8 @@ class DecoderLayer(nn.Module):
                                      need_weights=self.record_attn, average_attn_weights=False)
         else:
             out, a = incremental_attention(self.cross_attn, x, memory, cache["cross"],
-                                           static=True, key_padding_mask=src_key_padding_mask)
+                                           static=True, key_padding_mask=src_key_padding_mask,
+                                           need_weights=self.record_attn)
         if self.record_attn:
             self.cross_attn_weights = a.detach()
         return out

@@ -308,7 +308,7 @@ class Trainer:
         refs = [list(t) for _, t in pairs]
         return float(np.mean([h == r for h, r in zip(hyps, refs)]))
 
-    def translate(self, sentences, beam_size=1, as_tokens=False, batch=256):
+    def translate(self, sentences, beam_size=1, as_tokens=False, batch=1024):
         """Decode source strings (or token lists) into target strings (or token lists)."""
         out = []
         src_vocab, tgt_vocab = self.task.src_vocab, self.task.tgt_vocab

@@ -1,0 +1,95 @@
+"""Encoder-decoder decoding speed: the demo's held-out set, decoded by this checkout's cached,
+batched greedy / beam search and by another revision's decoding functions, in one process.
+
+    python bench/bench_decode.py --rev 5e09b39 --checkpoint runs/demo/checkpoint.npz
+    python bench/bench_decode.py --rev 5e09b39 --steps 300     # train a dates model first
+
+The other revision's `decoding` module is loaded from git (it only calls the model's public
+methods, which both revisions share). Every arm decodes the same sentences in batches of 256,
+as Trainer.translate does; the tokens of all arms are compared, and the times printed (never
+asserted).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import types
+
+import _blas_env  # noqa: F401  (before numpy: see bench/_blas_env.py)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from harness import machine_facts                           # noqa: E402
+from tinygradx.models.nets import decoding                  # noqa: E402
+from tinygradx.models.tasks import BOS, EOS, PAD, pad_batch  # noqa: E402
+from tinygradx.models.training.trainer import Trainer, TrainConfig  # noqa: E402
+
+
+def revision_decoding(rev):
+    """The decoding module of git revision `rev` (models/decoding.py or models/nets/...)."""
+    for path in ("models/nets/decoding.py", "models/decoding.py"):
+        got = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True,
+                             text=True)
+        if got.returncode == 0:
+            mod = types.ModuleType(f"decoding_{rev}")
+            exec(compile(got.stdout, f"{rev}:{path}", "exec"), mod.__dict__)
+            return mod
+    raise SystemExit(f"no decoding module at revision {rev}")
+
+
+def batches(trainer, n, size=256):
+    pairs = trainer.task.encoded("test")[:n]
+    return [pad_batch([(s or [PAD], [EOS]) for s, _ in pairs[i:i + size]])
+            for i in range(0, len(pairs), size)]
+
+
+def timed(fn, bs, trainer, **kw):
+    max_len = trainer.task.max_lengths()[1] + 2
+    start = time.perf_counter()
+    out = []
+    for b in bs:
+        out += fn(trainer.model, b.src, b.src_key_padding, max_len, BOS, EOS, **kw)
+    return time.perf_counter() - start, out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rev", required=True, help="the revision to compare with")
+    ap.add_argument("--checkpoint", help="a dates checkpoint (default: train one)")
+    ap.add_argument("--steps", type=int, default=300, help="training steps without --checkpoint")
+    ap.add_argument("--n", type=int, default=1000, help="held-out sentences (greedy)")
+    ap.add_argument("--beam-n", type=int, default=200, help="held-out sentences (beam 4)")
+    args = ap.parse_args(argv)
+    print(machine_facts(torch_info=False))
+    if args.checkpoint:
+        trainer = Trainer.from_checkpoint(args.checkpoint, log=lambda *a, **k: None)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            cfg = TrainConfig.for_task("dates", max_steps=args.steps, out_dir=tmp,
+                                       progress=False, eval_interval=10 ** 9)
+            trainer = Trainer(cfg, log=lambda *a, **k: None)
+            trainer.train()
+    old = revision_decoding(args.rev)
+    print(f"\n{trainer.cfg.task}: {trainer.step} training steps; decoding {args.n} held-out "
+          f"sentences greedily and {args.beam_n} with beam 4")
+    for name, n, kw in (("greedy", args.n, {}), ("beam 4", args.beam_n, {"beam_size": 4})):
+        fn = decoding.greedy_decode if not kw else decoding.beam_search
+        old_fn = getattr(old, fn.__name__)
+        bs = batches(trainer, n)
+        t_new, new = timed(fn, bs, trainer, **kw)
+        t_ref, ref = timed(fn, bs, trainer, cached=False, **kw)
+        t_old, was = timed(old_fn, bs, trainer, **kw)
+        print(f"  {name}: this {t_new:.2f} s, uncached reference {t_ref:.2f} s, rev {args.rev} "
+              f"{t_old:.2f} s -> {t_old / t_new:.1f}x faster; same tokens as the reference: "
+              f"{new == ref}, as rev {args.rev}: {new == was}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
