@@ -103,6 +103,10 @@ def _leaf_scope(t, names):
     return name.rsplit(".", 1)[0] if "." in name else ""
 
 
+# --------------------------------------------------------------------------------------------
+# gradients along edges (graph.edge_grads computes them; here they become pen widths)
+# --------------------------------------------------------------------------------------------
+
 def _widths(edge_norm):
     """Pen width 0.6 .. 5 from log10 of each edge's gradient norm, relative to the graph."""
     logs = {k: math.log10(v) for k, v in edge_norm.items() if v > 0}
