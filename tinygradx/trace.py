@@ -22,6 +22,7 @@ import fnmatch
 from dataclasses import dataclass, field
 
 from .autograd import observe
+from .graph import Graph, leaf_kind, skip_input
 
 __all__ = ["trace", "Trace", "Row"]
 
@@ -57,6 +58,46 @@ def _in_attention(scope):
     return "attn" in last or "attention" in last
 
 
+def _scaled_query(row, x):
+    return "const" in row.leaf_kinds and x in ("Q", "QKᵀ")
+
+
+def _mask_add(row, x):
+    return _in_attention(row.scope) and "op" not in row.leaf_kinds[1:]
+
+
+def _position_rows(row, x):
+    return row.leaf_kinds[:1] == ["input"] and any(_match(row.scope, p) for p in _POS_EMBED)
+
+
+# op -> [(test(row, x) or None for always, Trace method)]: the first rule whose test passes
+# fills the row; x is the symbol of the first input
+_RULES = {
+    "linear": [(None, "_linear")],
+    "embedding": [(None, "_embedding")],
+    "getitem": [(lambda row, x: x == "QKV", "_split_qkv"), (_position_rows, "_position_table")],
+    "reshape": [(None, "_movement")],
+    "permute": [(None, "_movement")],
+    "matmul": [(None, "_matmul")],
+    "mul": [(_scaled_query, "_scale"), (lambda row, x: x == "E", "_scaled_embedding")],
+    "div": [(_scaled_query, "_scale")],
+    "masked_fill": [(None, "_mask")],
+    "add": [(_mask_add, "_mask"), (None, "_add")],
+    "attention": [(None, "_attention")],
+}
+
+# op -> x -> (symbol or None to keep x, formula): ops whose formula needs only x
+_SIMPLE = {
+    "softmax": lambda x: ("A", f"A = softmax({x})" if x else "softmax(x)"),
+    "dropout": lambda x: (None, f"dropout({x or 'x'})"),
+    "layer_norm": lambda x: ("LN(x)", "LayerNorm(x)"),
+    "gelu": lambda x: (None, f"GELU({x or 'H'})"),
+    "relu": lambda x: (None, f"ReLU({x or 'H'})"),
+    "cross_entropy": lambda x: ("loss", "loss = CE(logits, y)"),
+    "log_softmax": lambda x: (None, "log softmax(logits)"),
+}
+
+
 @dataclass
 class Row:
     """One op of the trace: where it ran, what it computes and its shapes."""
@@ -72,6 +113,7 @@ class Row:
     symbol: str = ""         # what the output is (Q, Kᵀ, A, ...) for the rows that follow
     hint: str | None = None  # a name for the output's last dim that no single size tells
     show: list = field(default_factory=list)   # which inputs appear in the shapes column
+    node: int | None = None  # the op's node in the trace's Graph, while recording
 
 
 class Trace:
@@ -80,8 +122,8 @@ class Trace:
     def __init__(self, dims=None):
         self.user_dims = dict(dims or {})
         self.rows = []
+        self._graph = Graph()    # the ops seen while active (keeps their tensors alive)
         self._producer = {}      # id(output tensor) -> row index
-        self._alive = []         # outputs kept alive while tracing so their ids stay unique
         self._getitems = {}      # producer row -> how many getitem consumers so far
         self._cm = None
 
@@ -94,29 +136,18 @@ class Trace:
     def __exit__(self, *exc):
         self._cm.__exit__(*exc)
         self._cm = None
-        self._alive, self._producer = [], {}
+        self._graph, self._producer = Graph(), {}
         return False
 
     def _record(self, ctx, inputs, out, seconds):
-        from .nn import Parameter
-        sources, kinds = [], []
-        for t in inputs:
-            src = self._producer.get(id(t))
-            sources.append(src)
-            if src is not None:
-                kinds.append("op")
-            elif isinstance(t, Parameter):
-                kinds.append("param")
-            elif t.data.size <= 1:
-                kinds.append("const")
-            else:
-                kinds.append("input")
+        sources = [self._producer.get(id(t)) for t in inputs]
+        kinds = ["op" if src is not None else leaf_kind(t) for t, src in zip(inputs, sources)]
         row = Row(len(self.rows), ctx.name(), ctx.scope, "", [tuple(t.shape) for t in inputs],
                   tuple(out.shape), sources, kinds, seconds)
+        row.node = self._graph.record(ctx, inputs, out)
         self._describe(row)
         self.rows.append(row)
         self._producer[id(out)] = row.index
-        self._alive.append(out)
 
     # -- formulas ----------------------------------------------------------------------------
     def _sym(self, row, k):
@@ -124,89 +155,68 @@ class Trace:
         return self.rows[src].symbol if src is not None else ""
 
     def _describe(self, row):
-        """Fill row.formula, symbol, hint and show from the op, its module and its inputs."""
-        op, scope = row.op, row.scope
+        """Fill row.formula, symbol, hint and show from the op, its module and its inputs: the
+        first rule of `_RULES` for the op whose test passes, else `_SIMPLE`, else the op name."""
         syms = [self._sym(row, k) for k in range(len(row.sources))]
         x = syms[0] if syms else ""
         row.show = [k for k, kind in enumerate(row.leaf_kinds) if kind in ("op", "input")]
         row.symbol = x
-        if op == "linear":
-            row.show = [0, 1]
-            for pat, sym, formula, hint in _LINEARS:
-                if _match(scope, pat):
-                    row.symbol, row.formula, row.hint = sym, formula, hint
-                    return
-            row.symbol, row.formula = "Y", "Y = X·Wᵀ + b"
+        for test, method in _RULES.get(row.op, ()):
+            if test is None or test(row, x):
+                getattr(self, method)(row, x, syms)
+                return
+        if row.op in _SIMPLE:
+            symbol, row.formula = _SIMPLE[row.op](x)
+            row.symbol = x if symbol is None else symbol
             return
-        if op == "embedding":
-            row.show = [0]
-            if any(_match(scope, p) for p in _POS_EMBED):
-                row.symbol, row.formula = "P", "P[pos]  (position embedding)"
-            else:
-                row.symbol, row.formula = "E", "E[ids]  (token embedding)"
-            return
-        if op == "getitem" and x == "QKV":
-            k = self._getitems.get(row.sources[0], 0)
-            self._getitems[row.sources[0]] = k + 1
-            row.symbol = "QKV"[k] if k < 3 else "QKV"
-            row.hint = "h·d_v" if row.symbol == "V" else "h·d_k"
-            row.formula = f"{row.symbol} = split([Q K V])"
-            return
-        if op in ("reshape", "permute"):
-            self._movement(row, x)
-            return
-        if op == "matmul":
-            self._matmul(row, syms)
-            return
-        if op in ("mul", "div") and "const" in row.leaf_kinds and x in ("Q", "QKᵀ"):
-            row.symbol = x + "/√d_k"
-            row.formula = f"{row.symbol}"
-            return
-        if op == "masked_fill" or (op == "add" and _in_attention(scope)
-                                   and "op" not in row.leaf_kinds[1:]):
-            row.symbol = (x or "S") + " + M"
-            row.formula = f"{row.symbol}  (mask)"
-            return
-        if op == "attention":                    # F.attention: the whole formula, one node
-            if len(row.sources) == 1:            # F.packed_attention: [Q K V] in, heads merged
-                row.symbol, row.hint = "Concat", "h·d_v"
-                row.formula = "Concat(head_i = softmax(QᵢKᵢᵀ/√d_k + M)·Vᵢ)"
-            else:
-                row.symbol, row.hint = "Z", "d_v"
-                row.formula = "head_i = softmax(QKᵀ/√d_k + M)·V"
-            return
-        if op == "softmax":
-            row.symbol = "A"
-            row.formula = f"A = softmax({x})" if x else "softmax(x)"
-            return
-        if op == "dropout":
-            row.formula = f"dropout({x or 'x'})"
-            return
-        if op == "layer_norm":
-            row.symbol, row.formula = "LN(x)", "LayerNorm(x)"
-            return
-        if op in ("gelu", "relu"):
-            row.formula = f"{op.upper() if op == 'gelu' else 'ReLU'}({x or 'H'})"
-            return
-        if op == "add":
-            row.formula, row.symbol = self._add_formula(row, syms), "x"
-            return
-        if op == "mul" and x == "E":
-            row.symbol, row.formula = "E·√d", "E[ids]·√d_model"
-            return
-        if op == "getitem" and row.leaf_kinds[:1] == ["input"] \
-                and any(_match(scope, p) for p in _POS_EMBED):
-            row.symbol, row.formula = "PE", "PE[pos]  (rows of the sinusoid table)"
-            return
-        if op == "cross_entropy":
-            row.symbol, row.formula = "loss", "loss = CE(logits, y)"
-            return
-        if op == "log_softmax":
-            row.formula = "log softmax(logits)"
-            return
-        row.formula = op
+        row.formula = row.op
 
-    def _movement(self, row, x):
+    def _linear(self, row, x, syms):
+        row.show = [0, 1]
+        for pat, sym, formula, hint in _LINEARS:
+            if _match(row.scope, pat):
+                row.symbol, row.formula, row.hint = sym, formula, hint
+                return
+        row.symbol, row.formula = "Y", "Y = X·Wᵀ + b"
+
+    def _embedding(self, row, x, syms):
+        row.show = [0]
+        if any(_match(row.scope, p) for p in _POS_EMBED):
+            row.symbol, row.formula = "P", "P[pos]  (position embedding)"
+        else:
+            row.symbol, row.formula = "E", "E[ids]  (token embedding)"
+
+    def _split_qkv(self, row, x, syms):
+        k = self._getitems.get(row.sources[0], 0)
+        self._getitems[row.sources[0]] = k + 1
+        row.symbol = "QKV"[k] if k < 3 else "QKV"
+        row.hint = "h·d_v" if row.symbol == "V" else "h·d_k"
+        row.formula = f"{row.symbol} = split([Q K V])"
+
+    def _scale(self, row, x, syms):
+        row.symbol = row.formula = x + "/√d_k"
+
+    def _mask(self, row, x, syms):
+        row.symbol = (x or "S") + " + M"
+        row.formula = f"{row.symbol}  (mask)"
+
+    def _attention(self, row, x, syms):
+        """F.attention: the whole formula as one node (F.packed_attention: [Q K V] in, heads
+        merged)."""
+        if len(row.sources) == 1:
+            row.symbol, row.hint = "Concat", "h·d_v"
+            row.formula = "Concat(head_i = softmax(QᵢKᵢᵀ/√d_k + M)·Vᵢ)"
+        else:
+            row.symbol, row.hint = "Z", "d_v"
+            row.formula = "head_i = softmax(QKᵀ/√d_k + M)·V"
+
+    def _scaled_embedding(self, row, x, syms):
+        row.symbol, row.formula = "E·√d", "E[ids]·√d_model"
+
+    def _position_table(self, row, x, syms):
+        row.symbol, row.formula = "PE", "PE[pos]  (rows of the sinusoid table)"
+
+    def _movement(self, row, x, syms):
         """reshape/permute: the head split and merge of attention, or a plain view."""
         inp, out = row.in_shapes[0], row.out_shape
         if x in ("Q", "K", "V"):
@@ -226,7 +236,7 @@ class Trace:
         else:
             row.formula = row.op
 
-    def _matmul(self, row, syms):
+    def _matmul(self, row, x, syms):
         a, b = (syms + ["", ""])[:2]
         if a.startswith("Q") and b == "Kᵀ":
             scaled = "/√d_k" if a.endswith("/√d_k") else ""
@@ -237,49 +247,18 @@ class Trace:
         else:
             row.formula = "matmul"
 
-    def _is_ancestor(self, p, q):
-        """Whether row p feeds row q (rows are in execution order, so only rows after p can
-        lie between them)."""
-        seen, stack = set(), [q]
-        while stack:
-            for src in self.rows[stack.pop()].sources:
-                if src == p:
-                    return True
-                if src is not None and src > p and src not in seen:
-                    seen.add(src)
-                    stack.append(src)
-        return False
-
-    def _sublayer(self, row, k):
-        """The child module of the add's module in which input k was made, or None."""
-        src = row.sources[k]
-        if src is None:
-            return None
-        sc, base = self.rows[src].scope, row.scope
-        if sc == base or not (base == "" or sc.startswith(base + ".")):
-            return None
-        rest = sc[len(base) + 1:] if base else sc
-        return (base + "." if base else "") + rest.split(".")[0]
-
-    def _add_formula(self, row, syms):
-        """x + Sublayer(x) when one input was made in a child module that the other input
-        fed (the residual connection); the embedding sums; else plain add."""
-        if len(row.sources) == 2 and "const" not in row.leaf_kinds:
-            if syms[0].startswith("E") and syms[1] in ("P", "PE"):
-                scaled = "·√d_model" if syms[0] == "E·√d" else ""
-                pos = "P[pos]" if syms[1] == "P" else "PE"
-                return f"X = E[ids]{scaled} + {pos}"
-            for x, q in ((0, 1), (1, 0)):
-                sub = self._sublayer(row, q)
-                x_src = row.sources[x]
-                if sub is None:
-                    continue
-                x_scope = self.rows[x_src].scope if x_src is not None else ""
-                outside = not (x_scope == sub or x_scope.startswith(sub + "."))
-                feeds = x_src is None or self._is_ancestor(x_src, row.sources[q])
-                if outside and feeds:
-                    return "x + Sublayer(x)  (residual)"
-        return "add"
+    def _add(self, row, x, syms):
+        """x + Sublayer(x) for the skip add of a residual connection (`graph.skip_input`); the
+        embedding sums; else plain add."""
+        row.symbol, row.formula = "x", "add"
+        if len(row.sources) != 2 or "const" in row.leaf_kinds:
+            return
+        if syms[0].startswith("E") and syms[1] in ("P", "PE"):
+            scaled = "·√d_model" if syms[0] == "E·√d" else ""
+            pos = "P[pos]" if syms[1] == "P" else "PE"
+            row.formula = f"X = E[ids]{scaled} + {pos}"
+        elif skip_input(self._graph, row.node) is not None:
+            row.formula = "x + Sublayer(x)  (residual)"
 
     # -- dimension names ---------------------------------------------------------------------
     def dims(self):

@@ -30,6 +30,7 @@ graph is the same on every run and can be compared with a golden file.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import shutil
@@ -39,7 +40,8 @@ import sysconfig
 
 import numpy as np
 
-from . import autograd
+from .graph import (edge_grads, has_grads, leaf_kind, residual_indices, residual_path,
+                    residual_summary, walk, within)
 from .tensor import Tensor
 
 __all__ = ["to_dot", "to_dot_source", "residual_path", "residual_summary", "render",
@@ -57,56 +59,8 @@ _STYLE = {
     "module": dict(shape="box3d", style="filled", fillcolor="#e8dcf5"),
 }
 _RESIDUAL = "#d62728"
+_HIGHLIGHT = dict(color=_RESIDUAL, penwidth="3", fontcolor=_RESIDUAL)
 _EDGE = "#555555"
-
-
-# --------------------------------------------------------------------------------------------
-# walking the graph
-# --------------------------------------------------------------------------------------------
-
-class _Walk:
-    """The tensors behind a root, parents before children (a topological order).
-
-    nodes[i] is a Tensor; edges are (parent index, child index, input slot). The order comes
-    from a depth-first walk that visits parents in argument order, so it is deterministic.
-    """
-
-    def __init__(self, root):
-        self.nodes, self.index, self.edges = [], {}, []
-        started = set()                  # ids of tensors whose parents were pushed
-        stack = [(root, False)]
-        while stack:
-            t, expanded = stack.pop()
-            if expanded:
-                self.index[id(t)] = len(self.nodes)
-                self.nodes.append(t)
-                continue
-            if id(t) in started:         # pushed twice (two consumers): visit once
-                continue
-            started.add(id(t))
-            ctx = t._ctx
-            if ctx is not None and ctx.parents is None:
-                raise RuntimeError(
-                    f"viz: the {ctx.name()} node{' in ' + ctx.scope if ctx.scope else ''} was "
-                    f"freed by backward(); call backward(retain_graph=True), or draw the graph "
-                    f"before backward()")
-            stack.append((t, True))
-            if ctx is not None:
-                for p in reversed(ctx.parents):
-                    if id(p) not in started:
-                        stack.append((p, False))
-        for i, t in enumerate(self.nodes):
-            if t._ctx is not None:
-                for slot, p in enumerate(t._ctx.parents):
-                    self.edges.append((self.index[id(p)], i, slot))
-
-    def parents(self, i):
-        t = self.nodes[i]
-        return [] if t._ctx is None else [self.index[id(p)] for p in t._ctx.parents]
-
-
-def _op_name(t):
-    return t._ctx.name() if t._ctx is not None else None
 
 
 def _fmt_shape(shape):
@@ -115,11 +69,6 @@ def _fmt_shape(shape):
 
 def _parts(scope):
     return scope.split(".") if scope else []
-
-
-def _within(scope, module):
-    """Whether `scope` is `module` or below it (module "" contains everything)."""
-    return module == "" or scope == module or scope.startswith(module + ".")
 
 
 # --------------------------------------------------------------------------------------------
@@ -149,196 +98,14 @@ def _module_types(params):
     return {name: type(m).__name__ for name, m in params.named_modules()}
 
 
-def _leaf_kind(t, names):
-    from .nn import Parameter
-    if isinstance(t, Parameter) or id(t) in names:
-        return "param"
-    if t.data.size <= 1 and not t.requires_grad and t.name is None:
-        return "const"
-    return "input"
-
-
-# --------------------------------------------------------------------------------------------
-# residual paths
-# --------------------------------------------------------------------------------------------
-
-def _sublayer(add_scope, scope):
-    """The module one level below what `add_scope` and `scope` share, containing `scope`.
-
-    For an add in `transformer.h.0` and an input made in `transformer.h.0.attn.c_proj` this is
-    `transformer.h.0.attn`; None when the input was made in the add's own module or above it.
-    """
-    a, b = _parts(add_scope), _parts(scope)
-    k = 0
-    while k < min(len(a), len(b)) and a[k] == b[k]:
-        k += 1
-    if k == len(b):
-        return None
-    return ".".join(b[:k + 1])
-
-
-def _is_ancestor(walk, p, q):
-    """Whether node p is behind node q. Only nodes after p in the topological order can lie on a
-    path from p to q, so the search stays inside the sublayer between them."""
-    seen, stack = set(), [q]
-    while stack:
-        i = stack.pop()
-        for j in walk.parents(i):
-            if j == p:
-                return True
-            if j > p and j not in seen:
-                seen.add(j)
-                stack.append(j)
-    return False
-
-
 def _leaf_scope(t, names):
     name = names.get(id(t), "")
     return name.rsplit(".", 1)[0] if "." in name else ""
 
 
-def _skip_input(walk, i, names=None):
-    """For an add node i, the index of its skip (identity) input, or None.
-
-    A skip add is `x + Sublayer(x)`: the other input q was produced inside a sublayer (a module
-    below the add's common scope with q), and x comes from outside that sublayer yet feeds it
-    (x is behind q). Found from scopes and edges alone, so models need no annotations.
-    """
-    t = walk.nodes[i]
-    if _op_name(t) != "add":
-        return None
-    ps = walk.parents(i)
-    if len(ps) != 2 or ps[0] == ps[1]:
-        return None
-    scope = t._ctx.scope
-    for skip, other in ((ps[0], ps[1]), (ps[1], ps[0])):
-        q = walk.nodes[other]
-        if q._ctx is None:
-            continue
-        sub = _sublayer(scope, q._ctx.scope)
-        if sub is None:
-            continue
-        x = walk.nodes[skip]
-        x_scope = x._ctx.scope if x._ctx is not None else _leaf_scope(x, names or {})
-        if not _within(x_scope, sub) and _is_ancestor(walk, skip, other):
-            return skip
-    return None
-
-
-def _main_parent(walk, i):
-    """The input an op passes its value on from: the first op-made input of the output's shape
-    (layer_norm's x, not its weight), else the first op-made input."""
-    t = walk.nodes[i]
-    made = [j for j in walk.parents(i) if walk.nodes[j]._ctx is not None]
-    if not made:
-        return None
-    same = [j for j in made if walk.nodes[j].shape == t.shape]
-    return (same or made)[0]
-
-
-def _residual_indices(walk):
-    path = [len(walk.nodes) - 1]
-    while True:
-        i = path[-1]
-        if walk.nodes[i]._ctx is None:
-            break
-        nxt = _skip_input(walk, i)
-        if nxt is None:
-            nxt = _main_parent(walk, i)
-        if nxt is None or nxt in path:
-            break
-        path.append(nxt)
-    return path
-
-
-def residual_path(root):
-    """The identity path from `root` (usually the loss) back to the embeddings.
-
-    From the root, repeatedly step to the skip input of a skip add (see `_skip_input`), or,
-    through any other op, to the input it passes its value on from; stop at an op whose inputs
-    are all leaves (the embedding lookup). Returns the tensors on the path, root first; each
-    op's name is `t._ctx.name()` and its module path `t._ctx.scope`.
-    """
-    walk = _Walk(root)
-    return [walk.nodes[i] for i in _residual_indices(walk)]
-
-
-def _short_list(items, n=4):
-    if len(items) <= n:
-        return ", ".join(items)
-    return ", ".join(items[:2]) + ", ..., " + items[-1]
-
-
-def residual_summary(root):
-    """One line: where the LayerNorms sit on the identity path from `root` to the embeddings.
-
-    Pre-LN (LayerNorm inside each sublayer) leaves the path free of LayerNorms except a final
-    one; Post-LN (LayerNorm after each residual add) puts one on the path per sublayer.
-    """
-    walk = _Walk(root)
-    idx = _residual_indices(walk)
-    lns, skips, ln_after_skip = [], 0, False
-    for i in idx:
-        t = walk.nodes[i]
-        if t._ctx is None:
-            continue
-        if t._ctx.name() == "layer_norm":
-            lns.append(t._ctx.scope or "<top>")
-            ln_after_skip = ln_after_skip or skips > 0
-        elif _skip_input(walk, i) is not None:
-            skips += 1
-    end = walk.nodes[idx[-1]]
-    end_name = f"{end._ctx.name()} ({end._ctx.scope or '<top>'})" if end._ctx else "a leaf"
-    if skips == 0:
-        return (f"no residual connection found: the path from the output to {end_name} "
-                f"crosses {len(lns)} LayerNorm(s)")
-    kind = "Post-LN" if ln_after_skip else "Pre-LN"
-    ln_word = "LayerNorm" if len(lns) == 1 else "LayerNorms"
-    where = f" ({_short_list(lns)})" if lns else ""
-    return (f"{kind}: {len(lns)} {ln_word} on the identity path{where}; {skips} skip adds "
-            f"between the output and {end_name}")
-
-
 # --------------------------------------------------------------------------------------------
-# gradients along edges
+# gradients along edges (graph.edge_grads computes them; here they become pen widths)
 # --------------------------------------------------------------------------------------------
-
-def _edge_grads(root, walk):
-    """({node index: ||dL/d node||}, {(parent, child, slot): ||gradient along that edge||}).
-
-    One extra backward pass of our own over the retained graph: it reads each node's saved
-    arrays and calls its `backward`, but writes no `.grad` and runs no hooks, so drawing never
-    changes what training sees.
-    """
-    if root.data.size != 1:
-        raise ValueError(f"viz: gradients can be shown for a scalar output only; this one has "
-                         f"shape {root.shape}")
-    grads = {len(walk.nodes) - 1: np.ones(root.shape, dtype=root.data.dtype)}
-    node_norm, edge_norm = {}, {}
-    for i in range(len(walk.nodes) - 1, -1, -1):   # children before parents
-        g = grads.pop(i, None)
-        if g is None:
-            continue
-        node_norm[i] = float(np.linalg.norm(g))
-        ctx = walk.nodes[i]._ctx
-        if ctx is None:
-            continue
-        ins = ctx.backward(g)
-        if not isinstance(ins, tuple):
-            ins = (ins,)
-        for slot, (p, ig, need) in enumerate(zip(walk.parents(i), ins, ctx.needs_input_grad)):
-            if ig is None or not need:
-                continue
-            ig = autograd.unbroadcast(np.asarray(ig), walk.nodes[p].shape)
-            edge_norm[(p, i, slot)] = float(np.linalg.norm(ig))
-            grads[p] = ig if p not in grads else grads[p] + ig
-    return node_norm, edge_norm
-
-
-def _auto_grads(walk):
-    """Show gradients when a backward already ran over this graph (a leaf has a .grad)."""
-    return any(t._ctx is None and t.grad is not None for t in walk.nodes)
-
 
 def _widths(edge_norm):
     """Pen width 0.6 .. 5 from log10 of each edge's gradient norm, relative to the graph."""
@@ -433,7 +200,7 @@ class _Clusters:
         order = {s: k for k, s in enumerate(self.members)}
 
         def first_seen(s):
-            return min(order[m] for m in self.members if _within(m, s))
+            return min(order[m] for m in self.members if within(m, s))
 
         def fill(graph, frame):
             for node_id, attrs in placed.get(frame, []):
@@ -510,184 +277,190 @@ def to_dot(tensor, params=None, show_saved=False, grads="auto", depth=None, high
     """
     if depth is not None and depth < 1:
         raise ValueError(f"to_dot: depth must be >= 1 (or None), got {depth}")
-    walk = _Walk(tensor)
-    names, leaf_kinds = _param_names(params)
-    mtypes = _module_types(params)
-    n = len(walk.nodes)
-    root = n - 1
-
-    # gradients
+    g = walk(tensor)
     node_norm, edge_norm = {}, {}
     if grads == "auto":
-        grads = tensor.data.size == 1 and _auto_grads(walk)
+        grads = tensor.data.size == 1 and has_grads(g)
     if grads:
-        node_norm, edge_norm = _edge_grads(tensor, walk)
-    widths = _widths(edge_norm)
-
-    # highlighted nodes and edges
-    hl_nodes, hl_edges = set(), set()
-    if highlight is not None:
-        if isinstance(highlight, str):
-            if highlight != "residual":
-                raise ValueError(f"to_dot: highlight must be 'residual' or a list of tensors, "
-                                 f"got {highlight!r}")
-            path = _residual_indices(walk)
-        else:
-            path = [walk.index[id(t)] for t in highlight if id(t) in walk.index]
-        hl_nodes = set(path)
-        hl_edges = {(a, b) for b, a in zip(path, path[1:])}   # (parent, child)
-
-    # where each node goes: its own drawing, a collapsed module, or absorbed into one
-    consumers = {}
-    for p, c, _ in walk.edges:
-        consumers.setdefault(p, []).append(c)
-
-    def module_of(i):
-        t = walk.nodes[i]
-        if depth is None or t._ctx is None:
-            return None
-        parts = _parts(t._ctx.scope)
-        return ".".join(parts[:depth]) if len(parts) >= depth else None
-
-    owner = {}                       # node index -> collapsed module path (or None)
-    for i in range(n):
-        owner[i] = module_of(i)
-    for i in range(n):               # leaves used only inside one collapsed module vanish in it
-        t = walk.nodes[i]
-        if t._ctx is None and depth is not None and i != root:
-            mods = {owner[c] for c in consumers.get(i, [])}
-            if len(mods) == 1 and None not in mods:
-                kind = _leaf_kind(t, names)
-                if kind == "const" or kind == "param":
-                    owner[i] = mods.pop()
-
-    graph_cls = _graph_class()
-    dot = graph_cls(name=title or "tinygradx")
+        node_norm, edge_norm = edge_grads(tensor, g)
+    drawing = _Drawing(g, params, depth, node_norm, _highlight_plan(g, highlight))
+    dot = _graph_class()(name=title or "tinygradx")
     dot.attr(rankdir=rankdir, fontname="Helvetica", newrank="true")
     dot.attr("node", fontname="Helvetica", fontsize="10")
     dot.attr("edge", color=_EDGE, arrowsize="0.6")
-    clusters = _Clusters()
-    draw_id = {}                     # node index -> DOT id
-    module_id, module_nodes = {}, {}
-    kinds_used = set()
-    counter = [0]
-
-    def new_id(prefix="n"):
-        k = counter[0]
-        counter[0] += 1
-        return f"{prefix}{k}"
-
-    for i, t in enumerate(walk.nodes):
-        mod = owner[i]
-        if mod is not None:
-            if mod not in module_id:
-                module_id[mod] = new_id()
-                module_nodes[mod] = []
-            module_nodes[mod].append(i)
-            draw_id[i] = module_id[mod]
-            continue
-        draw_id[i] = new_id()
-        extra = {}
-        if t._ctx is not None:
-            op = t._ctx.name()
-            kind = op if op in ("add", "layer_norm") else "op"
-            lines = [op, _fmt_shape(t.shape)]
-            if t._ctx.scope:
-                lines.append(t._ctx.scope)
-            scope = t._ctx.scope
-        else:
-            kind = _leaf_kind(t, names)
-            if kind == "param":
-                name = names.get(id(t), t.name or "parameter")
-                lines = [name, _fmt_shape(t.shape)]
-                scope = _leaf_scope(t, names)
-                if leaf_kinds.get(id(t)) == "buffer":
-                    kind = "input"
-            elif kind == "const":
-                lines = [np.format_float_positional(float(t.data.reshape(-1)[0]), precision=4,
-                                                    trim="-") if t.data.size else "const"]
-                scope = _consumer_scope(walk, consumers, i)
-            else:
-                label = names.get(id(t)) or t.name or "input"
-                lines = [label, _fmt_shape(t.shape)]
-                if t.requires_grad:
-                    lines.append("requires grad")
-                scope = ""
-        if i in node_norm:
-            lines.append(f"grad {node_norm[i]:.2e}")
-        if i == root:
-            extra["peripheries"] = "2"
-        if i in hl_nodes:
-            extra.update(color=_RESIDUAL, penwidth="3", fontcolor=_RESIDUAL)
-            kinds_used.add("residual")
-        kinds_used.add(kind)
-        clusters.add(scope, draw_id[i], _attrs(kind, label=_label(lines), **extra))
-        if show_saved and t._ctx is not None:
-            for node_id, attrs in _saved_nodes(t, new_id):
-                clusters.add(scope, node_id, attrs)
-                kinds_used.add("saved")
-                dot.edge(node_id, draw_id[i], style="dashed", color="#e08a3c",
-                         arrowhead="none")
-
-    for mod, members in module_nodes.items():
-        ops = [i for i in members if walk.nodes[i]._ctx is not None]
-        outs = []
-        for i in members:
-            leaves_module = any(owner[c] != mod for c in consumers.get(i, [])) or i == root
-            if leaves_module and _fmt_shape(walk.nodes[i].shape) not in outs:
-                outs.append(_fmt_shape(walk.nodes[i].shape))
-        lines = [mod] + ([mtypes[mod]] if mod in mtypes else [])
-        lines.append(f"{len(ops)} ops" if len(ops) != 1 else "1 op")
-        if outs:
-            lines.append("out " + ", ".join(outs))
-        norms = [node_norm[i] for i in members if i in node_norm and i in ops]
-        extra = {}
-        if any(i in hl_nodes for i in members):
-            extra.update(color=_RESIDUAL, penwidth="3", fontcolor=_RESIDUAL)
-            kinds_used.add("residual")
-        if root in members:
-            extra["peripheries"] = "2"
-        if norms:
-            lines.append(f"max grad {max(norms):.2e}")
-        kinds_used.add("module")
-        parent_scope = ".".join(_parts(mod)[:-1])
-        clusters.add(parent_scope, module_id[mod], _attrs("module", label=_label(lines),
-                                                           **extra))
-
-    clusters.emit(dot)
-
-    # edges, merged when several map onto the same pair of drawn nodes
-    merged = {}
-    for p, c, slot in walk.edges:
-        a, b = draw_id[p], draw_id[c]
-        if a == b:
-            continue
-        e = merged.setdefault((a, b), {"count": 0, "width": None, "hl": False})
-        e["count"] += 1
-        w = widths.get((p, c, slot))
-        if w is not None:
-            e["width"] = w if e["width"] is None else max(e["width"], w)
-        if (p, c) in hl_edges:
-            e["hl"] = True
-    for (a, b), e in merged.items():
-        attrs = {}
-        if e["width"] is not None:
-            attrs["penwidth"] = f"{e['width']:g}"
-        if e["count"] > 1 and depth is None:
-            attrs["label"] = f"x{e['count']}"      # the same tensor used twice, as in x * x
-        if e["hl"]:
-            attrs.update(color=_RESIDUAL, penwidth=f"{max(e['width'] or 0, 3):g}")
-        dot.edge(a, b, **attrs)
-    if widths:
-        kinds_used.add("grads")
+    drawing.emit_nodes(dot, show_saved)
+    drawing.emit_modules()
+    drawing.clusters.emit(dot)
+    drawing.emit_edges(dot, _widths(edge_norm))
     if legend:
-        _legend(dot, kinds_used)
+        _legend(dot, drawing.kinds_used)
     return dot
 
 
-def _consumer_scope(walk, consumers, i):
-    cs = consumers.get(i, [])
-    scopes = {walk.nodes[c]._ctx.scope for c in cs}
+def _highlight_plan(g, highlight):
+    """(node indices, {(parent, child)}) to draw bold and red: the residual path or a list."""
+    if highlight is None:
+        return set(), set()
+    if isinstance(highlight, str):
+        if highlight != "residual":
+            raise ValueError(f"to_dot: highlight must be 'residual' or a list of tensors, "
+                             f"got {highlight!r}")
+        path = residual_indices(g)
+    else:
+        path = [g.index[id(t)] for t in highlight if id(t) in g.index]
+    return set(path), {(a, b) for b, a in zip(path, path[1:])}
+
+
+def _collapse_plan(g, depth, names, consumers):
+    """{node index: the collapsed module it is drawn inside, or None when drawn on its own}.
+
+    An op goes into the module made of the first `depth` parts of its module path (when the
+    path is that long); a parameter or constant used only inside one collapsed module too."""
+    owner = {}
+    for i, scope in enumerate(g.scopes):
+        parts = _parts(scope)
+        deep = depth is not None and g.ops[i] is not None and len(parts) >= depth
+        owner[i] = ".".join(parts[:depth]) if deep else None
+    if depth is None:
+        return owner
+    root = len(g.nodes) - 1
+    for i, t in enumerate(g.nodes):
+        if g.ops[i] is None and i != root:
+            mods = {owner[c] for c in consumers.get(i, [])}
+            if len(mods) == 1 and None not in mods and leaf_kind(t, names) in ("const", "param"):
+                owner[i] = mods.pop()
+    return owner
+
+
+class _Drawing:
+    """What to_dot builds up while it emits the graph: DOT ids (n0, n1, ... in walk order, from
+    one counter shared with the saved arrays' s-ids), collapsed modules, clusters, kinds drawn."""
+
+    def __init__(self, g, params, depth, node_norm, highlight):
+        self.g, self.depth, self.node_norm = g, depth, node_norm
+        self.hl_nodes, self.hl_edges = highlight
+        self.names, self.leaf_kinds = _param_names(params)
+        self.mtypes = _module_types(params)
+        self.root = len(g.nodes) - 1
+        self.consumers = g.consumers()
+        self.owner = _collapse_plan(g, depth, self.names, self.consumers)
+        self.clusters = _Clusters()
+        self.draw_id = {}                # node index -> DOT id
+        self.module_id, self.module_nodes = {}, {}
+        self.kinds_used = set()
+        self._ids = itertools.count()
+
+    def new_id(self, prefix="n"):
+        return f"{prefix}{next(self._ids)}"
+
+    def emit_nodes(self, dot, show_saved):
+        """A node per tensor drawn on its own (and its saved arrays); others join their module."""
+        for i, t in enumerate(self.g.nodes):
+            mod = self.owner[i]
+            if mod is not None:
+                if mod not in self.module_id:
+                    self.module_id[mod] = self.new_id()
+                    self.module_nodes[mod] = []
+                self.module_nodes[mod].append(i)
+                self.draw_id[i] = self.module_id[mod]
+                continue
+            self.draw_id[i] = self.new_id()
+            kind, lines, scope = self._describe(i)
+            extra = {}
+            if i in self.node_norm:
+                lines.append(f"grad {self.node_norm[i]:.2e}")
+            if i == self.root:
+                extra["peripheries"] = "2"
+            if i in self.hl_nodes:
+                extra.update(_HIGHLIGHT)
+                self.kinds_used.add("residual")
+            self.kinds_used.add(kind)
+            self.clusters.add(scope, self.draw_id[i], _attrs(kind, label=_label(lines), **extra))
+            if show_saved and t._ctx is not None:
+                for node_id, attrs in _saved_nodes(t, self.new_id):
+                    self.clusters.add(scope, node_id, attrs)
+                    self.kinds_used.add("saved")
+                    dot.edge(node_id, self.draw_id[i], style="dashed", color="#e08a3c",
+                             arrowhead="none")
+
+    def _describe(self, i):
+        """(style kind, label lines, cluster scope) of node i drawn on its own."""
+        t, g = self.g.nodes[i], self.g
+        if g.ops[i] is not None:
+            op, scope = g.ops[i], g.scopes[i]
+            kind = op if op in ("add", "layer_norm") else "op"
+            return kind, [op, _fmt_shape(t.shape)] + ([scope] if scope else []), scope
+        kind = leaf_kind(t, self.names)
+        if kind == "param":
+            lines = [self.names.get(id(t), t.name or "parameter"), _fmt_shape(t.shape)]
+            kind = "input" if self.leaf_kinds.get(id(t)) == "buffer" else "param"
+            return kind, lines, _leaf_scope(t, self.names)
+        if kind == "const":
+            value = np.format_float_positional(float(t.data.reshape(-1)[0]), precision=4,
+                                               trim="-") if t.data.size else "const"
+            return kind, [value], _consumer_scope(g, self.consumers, i)
+        lines = [self.names.get(id(t)) or t.name or "input", _fmt_shape(t.shape)]
+        if t.requires_grad:
+            lines.append("requires grad")
+        return kind, lines, ""
+
+    def emit_modules(self):
+        """A 3-d box per collapsed module: its class, op count, output shapes, largest grad."""
+        for mod, members in self.module_nodes.items():
+            ops = [i for i in members if self.g.ops[i] is not None]
+            outs = []
+            for i in members:
+                leaves = i == self.root or any(self.owner[c] != mod
+                                               for c in self.consumers.get(i, []))
+                shape = _fmt_shape(self.g.nodes[i].shape)
+                if leaves and shape not in outs:
+                    outs.append(shape)
+            lines = [mod] + ([self.mtypes[mod]] if mod in self.mtypes else [])
+            lines.append(f"{len(ops)} ops" if len(ops) != 1 else "1 op")
+            if outs:
+                lines.append("out " + ", ".join(outs))
+            norms = [self.node_norm[i] for i in ops if i in self.node_norm]
+            extra = {}
+            if any(i in self.hl_nodes for i in members):
+                extra.update(_HIGHLIGHT)
+                self.kinds_used.add("residual")
+            if self.root in members:
+                extra["peripheries"] = "2"
+            if norms:
+                lines.append(f"max grad {max(norms):.2e}")
+            self.kinds_used.add("module")
+            self.clusters.add(".".join(_parts(mod)[:-1]), self.module_id[mod],
+                              _attrs("module", label=_label(lines), **extra))
+
+    def emit_edges(self, dot, widths):
+        """The edges between drawn nodes; those that join the same pair are merged into one."""
+        merged = {}
+        for p, c, slot in self.g.edges:
+            a, b = self.draw_id[p], self.draw_id[c]
+            if a == b:
+                continue
+            e = merged.setdefault((a, b), {"count": 0, "width": None, "hl": False})
+            e["count"] += 1
+            w = widths.get((p, c, slot))
+            if w is not None:
+                e["width"] = w if e["width"] is None else max(e["width"], w)
+            if (p, c) in self.hl_edges:
+                e["hl"] = True
+        for (a, b), e in merged.items():
+            attrs = {}
+            if e["width"] is not None:
+                attrs["penwidth"] = f"{e['width']:g}"
+            if e["count"] > 1 and self.depth is None:
+                attrs["label"] = f"x{e['count']}"      # the same tensor used twice, as in x * x
+            if e["hl"]:
+                attrs.update(color=_RESIDUAL, penwidth=f"{max(e['width'] or 0, 3):g}")
+            dot.edge(a, b, **attrs)
+        if widths:
+            self.kinds_used.add("grads")
+
+
+def _consumer_scope(g, consumers, i):
+    scopes = {g.scopes[c] for c in consumers.get(i, [])}
     return scopes.pop() if len(scopes) == 1 else ""
 
 
