@@ -34,7 +34,7 @@ class Grads:
         if entry is None:
             self.entries[id(t)] = [g, owned, None]
             return
-        prev = _complete(entry)
+        prev = entry[0] if entry[2] is None else _complete(entry)
         if entry[1] and prev.dtype == g.dtype:
             prev += g
         elif owned and prev.dtype == g.dtype:
