@@ -7,7 +7,8 @@ The path of one op (see docs/design.md):
            ->  Tensor(out) with out._ctx = ctx, ctx.parents = (a, b)           (only if a grad is needed)
     loss.backward()  ->  toposort(loss)  ->  for each node, newest first:
            g = grads.pop(node); in_grads = node._ctx.backward(g); unbroadcast each to its parent's
-           shape; sum into the parent's entry (or into leaf.grad); free the node's saved arrays.
+           shape; grads.add(parent, ...) sums it (gradbuf.Grads: who may add in place, slice
+           buffers); a leaf's g goes into leaf.grad; free the node's saved arrays.
 
 Invariants: a node records its parents as a tuple (order and multiplicity kept, so `x * x` has the
 parent x twice); forward and backward see numpy arrays only, so backward never builds a graph;
@@ -23,6 +24,8 @@ import time
 import traceback
 
 import numpy as np
+
+from .gradbuf import Grads
 
 Tensor = None  # set by tensor.py once the class exists (tensor.py imports this module)
 
@@ -365,103 +368,93 @@ def _initial_grad(root, gradient):
     return g
 
 
-def run_backward(roots, root_grads, retain_graph=False, capture=None):
+def run_backward(roots, root_grads, retain_graph=False, store=None):
     """Propagate gradients from `roots` to every tensor behind them that needs one.
 
-    With `capture` (a dict id(tensor) -> None) the gradients of those tensors are stored in it
-    and no `.grad` is touched (this is `tgx.grad`); otherwise leaves accumulate into `.grad`.
+    Each tensor's complete gradient goes to `store(t, g, owned)`: by default leaves (and
+    retain_grad tensors) accumulate it into `.grad`; `tgx.grad` passes its own to capture it.
     """
-    grads = {}
+    store = store or _store_grad
+    node_backward = _node_backward_timed if STATE.backward_observers else _node_backward
+    grads = Grads()
     for r, g in zip(roots, root_grads):
-        if not r.requires_grad:
-            raise RuntimeError(
-                f"backward: the output (shape {r.shape}) does not require grad and has no "
-                f"graph: no input had requires_grad=True, or it was computed under no_grad()")
-        grads[id(r)] = g if id(r) not in grads else grads[id(r)] + g
-    anomaly = STATE.anomaly
-    timers = STATE.backward_observers
-    # ids of gradient arrays the walk allocated itself (sums, slice buffers): nothing else holds
-    # them, so further contributions are added in place and a leaf may keep one without a copy
-    owned = set()
-    # slice buffers not yet fully written: id(tensor) -> (axis, [(start, stop), ...]). The first
-    # slice of a split goes into an uninitialised buffer; the gaps are zeroed only if they are
-    # still open when the gradient is read (q, k, v cover it all: no zero-fill at all)
-    partial = {}
+        _check_root(r)
+        grads.add(r, g)
     for t in toposort(roots):
-        g = grads.pop(id(t), None)
+        g, owned = grads.pop(t)
         if g is None:
             continue  # no gradient reached this tensor (e.g. every path returned None)
-        if partial and id(t) in partial:
-            _fill_gaps(g, partial.pop(id(t)))
-        mine = id(g) in owned
-        if mine:
-            owned.discard(id(g))
         if t._hooks:
-            mine = False                    # a hook may keep the array it was shown
-            for hook in t._hooks:
-                replaced = hook(Tensor._from_op(g, None))
-                if replaced is not None:
-                    g = replaced.data if isinstance(replaced, Tensor) else np.asarray(replaced)
-        ctx = t._ctx
-        if capture is not None:
-            if id(t) in capture:
-                capture[id(t)] = g
-        elif ctx is None or t._retain_grad:
-            # leaves (and retain_grad tensors) accumulate across backward calls, as in PyTorch
-            if t.grad is None:
-                if not (mine and ctx is None and g.dtype == t.data.dtype):
-                    g = np.array(g, dtype=t.data.dtype, copy=True)
-                t.grad = Tensor._from_op(g, None)
-            else:
-                t.grad.data += g
-        if ctx is None:
-            continue
-        if timers:
-            start = time.perf_counter()
-        part = ctx.backward_slice(g) if ctx.backward_slice is not None else None
-        if part is not None:
-            _add_slice(grads, owned, partial, ctx, part, anomaly)
-        else:
-            in_grads = ctx.backward(g)
-            if not isinstance(in_grads, tuple):
-                in_grads = (in_grads,)
-            if len(in_grads) != len(ctx.parents):
-                raise RuntimeError(f"{ctx.name()}.backward returned {len(in_grads)} gradients "
-                                   f"for {len(ctx.parents)} inputs")
-            fresh = ctx.fresh_grads
-            for p, ig, need in zip(ctx.parents, in_grads, ctx.needs_input_grad):
-                if ig is None or not need:
-                    continue
-                made = False
-                if ig.shape != p.data.shape:
-                    ig, made = unbroadcast(ig, p.data.shape), True
-                if ig.dtype != p.data.dtype:
-                    ig, made = ig.astype(p.data.dtype), True
-                new = (fresh or made) and type(ig) is np.ndarray   # numpy scalars are immutable
-                if anomaly:
-                    _check_finite(ig, ctx, p)
-                prev = grads.get(id(p))
-                if partial and id(p) in partial:
-                    _fill_gaps(prev, partial.pop(id(p)))
-                if prev is None:
-                    grads[id(p)] = ig
-                    if new:
-                        owned.add(id(ig))
-                elif id(prev) in owned:
-                    prev += ig
-                elif new:
-                    ig += prev                          # ours to overwrite: no third array
-                    grads[id(p)] = ig
-                    owned.add(id(ig))
-                else:
-                    grads[id(p)] = total = prev + ig
-                    if type(total) is np.ndarray:
-                        owned.add(id(total))
-        if timers:
-            for fn in timers:
-                fn(ctx, time.perf_counter() - start)
-        if not retain_graph:
-            ctx.free()
+            g, owned = _run_hooks(t, g), False    # a hook may keep the array it was shown
+        store(t, g, owned)
+        if t._ctx is not None:
+            node_backward(t._ctx, g, grads)
+            if not retain_graph:
+                t._ctx.free()
+
+
+def _node_backward(ctx, g, grads):
+    """Call one node's backward with its output's gradient and hand the results to `grads`."""
+    part = ctx.backward_slice(g) if ctx.backward_slice is not None else None
+    if part is not None:                          # getitem: values at index, zeros elsewhere
+        (p,), (index, values) = ctx.parents, part
+        grads.add_slice(p, index, _cast(values, p, ctx))
+        return
+    in_grads = ctx.backward(g)
+    if not isinstance(in_grads, tuple):
+        in_grads = (in_grads,)
+    if len(in_grads) != len(ctx.parents):
+        raise RuntimeError(f"{ctx.name()}.backward returned {len(in_grads)} gradients "
+                           f"for {len(ctx.parents)} inputs")
+    for p, ig, need in zip(ctx.parents, in_grads, ctx.needs_input_grad):
+        if ig is not None and need:
+            new = _cast(unbroadcast(ig, p.data.shape), p, ctx)
+            grads.add(p, new, ctx.fresh_grads or new is not ig)  # made here: ours to write
+
+
+def _cast(ig, p, ctx):
+    """`ig` in its parent's dtype, checked for NaN/Inf under detect_anomaly()."""
+    if ig.dtype != p.data.dtype:
+        ig = ig.astype(p.data.dtype)
+    if STATE.anomaly:
+        _check_finite(ig, ctx, p)
+    return ig
+
+
+def _node_backward_timed(ctx, g, grads):
+    """_node_backward for `tgx.profile()`: tell each backward observer how long it took."""
+    start = time.perf_counter()
+    _node_backward(ctx, g, grads)
+    seconds = time.perf_counter() - start
+    for fn in STATE.backward_observers:
+        fn(ctx, seconds)
+
+
+def _check_root(r):
+    if not r.requires_grad:
+        raise RuntimeError(
+            f"backward: the output (shape {r.shape}) does not require grad and has no "
+            f"graph: no input had requires_grad=True, or it was computed under no_grad()")
+
+
+def _run_hooks(t, g):
+    for hook in t._hooks:
+        replaced = hook(Tensor._from_op(g, None))
+        if replaced is not None:
+            g = replaced.data if isinstance(replaced, Tensor) else np.asarray(replaced)
+    return g
+
+
+def _store_grad(t, g, owned):
+    """Leaves (and retain_grad tensors) accumulate across backward calls, as in PyTorch."""
+    if t._ctx is not None and not t._retain_grad:
+        return
+    if t.grad is None:
+        if not (owned and t._ctx is None and g.dtype == t.data.dtype):
+            g = np.array(g, dtype=t.data.dtype, copy=True)
+        t.grad = Tensor._from_op(g, None)
+    else:
+        t.grad.data += g
 
 
 def _check_finite(ig, ctx, p):
@@ -470,76 +463,6 @@ def _check_finite(ig, ctx, p):
             f"detect_anomaly: the backward of {ctx.name()} (module {ctx.scope or '<top>'}) "
             f"produced NaN/Inf in the gradient of an input of shape {p.shape}; the node was "
             f"created at {getattr(ctx, 'callsite', '<unknown>')}")
-
-
-def _add_slice(grads, owned, partial, ctx, part, anomaly):
-    """Add a backward_slice result (index, values) into the parent's gradient buffer."""
-    (p,) = ctx.parents
-    index, values = part
-    if values.dtype != p.data.dtype:
-        values = values.astype(p.data.dtype)
-    if anomaly:
-        _check_finite(values, ctx, p)
-    key = id(p)
-    buf = grads.get(key)
-    span = _axis_span(index, p.data.shape)
-    if buf is None and span is not None:
-        grads[key] = buf = np.empty(p.data.shape, dtype=p.data.dtype)
-        owned.add(id(buf))
-        buf[index] = values
-        partial[key] = (span[0], [span[1:]])
-        return
-    cover = partial.get(key)
-    if cover is not None:
-        if span is not None and span[0] == cover[0] and \
-                all(span[2] <= a or span[1] >= b for a, b in cover[1]):
-            buf[index] = values                  # a part not written yet: a copy, no add
-            cover[1].append(span[1:])
-            return
-        _fill_gaps(buf, partial.pop(key))
-    if buf is None or id(buf) not in owned:
-        if buf is None:
-            buf = np.zeros(p.data.shape, dtype=p.data.dtype)
-        else:
-            buf = np.array(buf, copy=True)      # it may be shared: add into a copy
-        grads[key] = buf
-        owned.add(id(buf))
-    buf[index] += values
-
-
-def _axis_span(index, shape):
-    """(axis, start, stop) when `index` selects a contiguous run along one axis and everything
-    along the others (what split/chunk make); None for anything else."""
-    if type(index) is not tuple or len(index) > len(shape):
-        return None
-    found = None
-    for axis, ix in enumerate(index):
-        if type(ix) is not slice:
-            return None
-        start, stop, step = ix.indices(shape[axis])
-        if step != 1 or stop <= start:
-            return None
-        if start == 0 and stop == shape[axis]:
-            continue
-        if found is not None:
-            return None
-        found = (axis, start, stop)
-    return found
-
-
-def _fill_gaps(buf, cover):
-    """Zero the parts of a partly written slice buffer that no slice wrote."""
-    axis, spans = cover
-    idx = [slice(None)] * buf.ndim
-    pos = 0
-    for a, b in sorted(spans):
-        if a > pos:
-            idx[axis] = slice(pos, a)
-            buf[tuple(idx)] = 0
-        pos = max(pos, b)
-    if pos < buf.shape[axis]:
-        idx[axis] = slice(pos, None)
-        buf[tuple(idx)] = 0
 
 
 def backward(tensor, gradient=None, retain_graph=False):
@@ -565,7 +488,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=Fa
         if not x.requires_grad:
             raise RuntimeError(f"grad: input {i} (shape {x.shape}) does not require grad")
     capture = {id(x): None for x in inputs}
-    run_backward(outputs, seeds, retain_graph, capture)
+
+    def store(t, g, owned):
+        if id(t) in capture:
+            capture[id(t)] = g
+    run_backward(outputs, seeds, retain_graph, store)
     result = []
     for i, x in enumerate(inputs):
         g = capture[id(x)]
