@@ -9,13 +9,13 @@ from . import process  # first: a setting that OpenBLAS reads when numpy loads
 
 process.blas_thread_timeout()
 
-from . import autograd, ops  # noqa: E402  (after the BLAS setting)
+from . import autograd, fused, ops  # noqa: E402  (after the BLAS setting)
 from .autograd import (Function, OpError, detect_anomaly, enable_grad, get_rng_state, grad,
                        is_grad_enabled, manual_seed, no_grad, set_rng_state, unbroadcast)
-from .tensor import (Tensor, arange, bool_, cat, concatenate, eye, float16, float32, float64,
-                     full, full_like, int32, int64, matmul, maximum, minimum, ones, ones_like,
-                     rand, rand_like, randint, randn, randn_like, stack, tensor, uint8, where,
-                     zeros, zeros_like)
+from .tensor import Tensor, bool_, float16, float32, float64, int32, int64, uint8
+from .creation import (arange, cat, concatenate, eye, full, full_like, matmul, maximum, minimum,
+                       ones, ones_like, rand, rand_like, randint, randn, randn_like, stack, tensor,
+                       where, zeros, zeros_like)
 from . import functional, nn, optim
 from .gradcheck import GradcheckError, gradcheck
 from . import perf

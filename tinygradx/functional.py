@@ -1,7 +1,7 @@
 """tinygradx.functional (imported as F): the functions a Transformer is written with.
 
 Each fused op (softmax, log_softmax, layer_norm, cross_entropy, dropout) is one graph node with a
-hand-derived backward (ops.py); each also has a `*_composite` twin built from primitive ops, so
+hand-derived backward (fused.py); each also has a `*_composite` twin built from primitive ops, so
 the tests can prove fused == composite in value and gradient without any outside oracle.
 """
 from __future__ import annotations
@@ -10,9 +10,10 @@ import math
 
 import numpy as np
 
-from . import ops
+from . import fused, ops
 from .autograd import STATE, OpError, current_scope
-from .tensor import Tensor, where
+from .creation import where
+from .tensor import Tensor
 
 
 def _check_dim(name, x, dim):
@@ -48,13 +49,13 @@ def softmax(x, dim=-1):
     """exp(x)/sum(exp(x)) along dim. The row max is subtracted first (it cancels in the
     gradient, so the fused op treats it as a constant). Fully masked (-inf) rows give zeros."""
     _check_dim("softmax", x, dim)
-    return ops.Softmax.apply(x, dim=dim)
+    return fused.Softmax.apply(x, dim=dim)
 
 
 def log_softmax(x, dim=-1):
     """x - logsumexp(x) along dim, computed without overflow."""
     _check_dim("log_softmax", x, dim)
-    return ops.LogSoftmax.apply(x, dim=dim)
+    return fused.LogSoftmax.apply(x, dim=dim)
 
 
 # ------------------------------------------------------------------------------------------
@@ -98,7 +99,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
             raise OpError(f"layer_norm{_where()}: {name} has shape {tuple(p.shape)}, "
                           f"expected {normalized_shape}")
     wb = [p for p in (weight, bias) if p is not None]
-    return ops.LayerNorm.apply(x, *wb, n_axes=n, eps=eps,
+    return fused.LayerNorm.apply(x, *wb, n_axes=n, eps=eps,
                                affine=(weight is not None, bias is not None))
 
 
@@ -129,8 +130,8 @@ def cross_entropy(input, target, ignore_index=-100, reduction="mean", label_smoo
         if t.ndim != 0:
             raise OpError(f"cross_entropy: logits {x.shape} need a scalar target, got {t.shape}")
         x, t = x.reshape(1, -1), t.reshape(1)
-        out = ops.CrossEntropy.apply(x, target=t, ignore_index=ignore_index,
-                                     reduction=reduction, label_smoothing=label_smoothing)
+        out = fused.CrossEntropy.apply(x, target=t, ignore_index=ignore_index,
+                                       reduction=reduction, label_smoothing=label_smoothing)
         return out.reshape(()) if reduction == "none" else out
     expected = (x.shape[0],) + x.shape[2:]
     if t.shape != expected:
@@ -143,8 +144,8 @@ def cross_entropy(input, target, ignore_index=-100, reduction="mean", label_smoo
         perm = (0,) + tuple(range(2, x.ndim)) + (1,)
         x = x.permute(*perm).reshape(-1, x.shape[1])
         t = t.reshape(-1)
-    out = ops.CrossEntropy.apply(x, target=t, ignore_index=ignore_index, reduction=reduction,
-                                 label_smoothing=label_smoothing)
+    out = fused.CrossEntropy.apply(x, target=t, ignore_index=ignore_index, reduction=reduction,
+                                   label_smoothing=label_smoothing)
     if reduction == "none" and rest:
         out = out.reshape((input.shape[0],) + rest)
     return out
@@ -173,7 +174,7 @@ def dropout(x, p=0.5, training=True):
         return x
     if p == 1.0:
         return x * 0.0
-    return ops.Dropout.apply(x, p=p, rng=STATE.rng)
+    return fused.Dropout.apply(x, p=p, rng=STATE.rng)
 
 
 _CAUSAL_MASKS = {}
@@ -196,7 +197,7 @@ def causal_mask(n, m=None, dtype=np.float32):
 
 
 def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
-    """softmax(Q K^T / sqrt(d_k) + M) V as ONE graph node (ops.Attention), the fast path.
+    """softmax(Q K^T / sqrt(d_k) + M) V as ONE graph node (fused.Attention), the fast path.
 
     The same arguments and numbers as `scaled_dot_product_attention` (tested equal, dropout
     included: the keep-mask is drawn as F.dropout draws it), without the attention weights.
@@ -217,7 +218,7 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
         cm = causal_mask(n, m, query.dtype)
         mask = cm if mask is None else mask + cm
     p = _attention_dropout("attention", dropout_p)
-    return ops.Attention.apply(query, key, value, mask=mask, scale=scale, p=p, rng=STATE.rng)
+    return fused.Attention.apply(query, key, value, mask=mask, scale=scale, p=p, rng=STATE.rng)
 
 
 def _attention_dropout(name, p):
@@ -227,7 +228,7 @@ def _attention_dropout(name, p):
 
 
 def packed_attention(qkv, n_head, dropout_p=0.0, is_causal=False, scale=None, n_query=None):
-    """Multi-head attention on a packed [Q K V] as ONE graph node (ops.PackedAttention).
+    """Multi-head attention on a packed [Q K V] as ONE graph node (fused.PackedAttention).
 
     qkv (B, T, 3*h*d) holds Q, K, V side by side (the output of one Linear d_model -> 3*h*d,
     as GPT's c_attn); the result is Concat(head_1, ..., head_h) (B, T, h*d), before W^O. The
@@ -247,8 +248,8 @@ def packed_attention(qkv, n_head, dropout_p=0.0, is_causal=False, scale=None, n_
                       f"rows of qkv {tuple(qkv.shape)}), got {n_query!r}")
     mask = causal_mask(n, T, qkv.dtype) if is_causal and n > 1 else None
     p = _attention_dropout("packed_attention", dropout_p)
-    return ops.PackedAttention.apply(qkv, n_head=n_head, mask=mask, scale=scale, p=p,
-                                     rng=STATE.rng, n_query=n)
+    return fused.PackedAttention.apply(qkv, n_head=n_head, mask=mask, scale=scale, p=p,
+                                       rng=STATE.rng, n_query=n)
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,

@@ -1,7 +1,9 @@
 """Tensor: a numpy array, a requires_grad flag, a .grad, and the node (_ctx) that made it.
 
-Methods only check arguments and call `ops.X.apply`; the math lives in ops.py and the walk in
-autograd.py. Names, argument names and semantics follow PyTorch where it has the same function.
+Methods only check arguments and call `ops.X.apply` (or `fused.X.apply`); the math lives in
+ops.py and fused.py, the walk in autograd.py, the constructors (zeros, randn, ...) and the
+functions of several tensors (cat, stack, where, ...) in creation.py. Names, argument names and
+semantics follow PyTorch where it has the same function.
 """
 from __future__ import annotations
 
@@ -10,8 +12,8 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import autograd, ops
-from .autograd import STATE, OpError
+from . import autograd, fused, ops
+from .autograd import OpError
 
 float32, float64, float16 = np.float32, np.float64, np.float16
 int64, int32, int8, uint8, bool_ = np.int64, np.int32, np.int8, np.uint8, np.bool_
@@ -23,7 +25,8 @@ _DTYPES = {"float32": float32, "float": float32, "float64": float64, "double": f
 MaxResult = namedtuple("MaxResult", ["values", "indices"])
 
 
-def _dtype(dtype):
+def as_dtype(dtype):
+    """A numpy dtype from a dtype, a name ("float32", "long", ...) or None (stays None)."""
     if dtype is None:
         return None
     if isinstance(dtype, str):
@@ -68,7 +71,7 @@ class Tensor:
     __array_priority__ = 1000  # numpy scalars/arrays on the left defer to our reflected ops
 
     def __init__(self, data, dtype=None, requires_grad=False, name=None):
-        self.data = _to_array(data, _dtype(dtype))
+        self.data = _to_array(data, as_dtype(dtype))
         if requires_grad and self.data.dtype.kind != "f":
             raise TypeError(f"Tensor: only floating-point tensors can require gradients; this "
                             f"one has dtype {self.data.dtype} (indices and masks never need "
@@ -202,12 +205,12 @@ class Tensor:
 
     # -- dtype conversion -----------------------------------------------------------------
     def to(self, dtype):
-        dtype = _dtype(dtype)
+        dtype = as_dtype(dtype)
         if dtype == self.dtype:
             return self
         if dtype.kind != "f" or self.dtype.kind != "f":
             return Tensor._from_op(self.data.astype(dtype), None)
-        return Cast.apply(self, dtype=dtype)
+        return ops.Cast.apply(self, dtype=dtype)
 
     def double(self):
         return self.to(float64)
@@ -377,7 +380,7 @@ class Tensor:
     def gelu(self, approximate="none"):
         if approximate not in ("none", "tanh"):
             raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-        return ops.Gelu.apply(self, approximate=approximate)
+        return fused.Gelu.apply(self, approximate=approximate)
 
     def erf(self):
         return ops.Erf.apply(self)
@@ -402,10 +405,10 @@ class Tensor:
     clip = clamp
 
     def softmax(self, dim):
-        return ops.Softmax.apply(self, dim=dim)
+        return fused.Softmax.apply(self, dim=dim)
 
     def log_softmax(self, dim):
-        return ops.LogSoftmax.apply(self, dim=dim)
+        return fused.LogSoftmax.apply(self, dim=dim)
 
     # -- reductions -----------------------------------------------------------------------
     def sum(self, dim=None, keepdim=False):
@@ -561,18 +564,6 @@ class Tensor:
         return ops.Tri.apply(self, diagonal=diagonal, upper=False)
 
 
-class Cast(autograd.Function):
-    """Change the float dtype; the gradient is cast back."""
-    op_name = "cast"
-
-    def forward(self, x, dtype):
-        self.dtype = x.dtype
-        return x.astype(dtype)
-
-    def backward(self, g):
-        return g.astype(self.dtype)
-
-
 def _named_axes(name, dim, ndim):
     """ops.normalize_dims with the op's name in front of its error message."""
     try:
@@ -599,146 +590,3 @@ def _normalise_index(index, shape):
 
 
 autograd.Tensor = Tensor  # the engine wraps op results with this class (see autograd.py)
-
-
-# ------------------------------------------------------------------------------------------
-# constructors
-# ------------------------------------------------------------------------------------------
-
-def _shape(size):
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        return tuple(size[0])
-    return tuple(size)
-
-
-def _float_dtype(dtype):
-    return _dtype(dtype) or np.dtype(np.float32)
-
-
-def tensor(data, dtype=None, requires_grad=False):
-    """A Tensor from data (numbers, nested lists, an array); Python floats become float32."""
-    return Tensor(data, dtype=dtype, requires_grad=requires_grad)
-
-
-def zeros(*size, dtype=None, requires_grad=False):
-    """A tensor of zeros of the given size (float32 unless dtype says otherwise)."""
-    return Tensor(np.zeros(_shape(size), _float_dtype(dtype)), requires_grad=requires_grad)
-
-
-def ones(*size, dtype=None, requires_grad=False):
-    """A tensor of ones of the given size (float32 unless dtype says otherwise)."""
-    return Tensor(np.ones(_shape(size), _float_dtype(dtype)), requires_grad=requires_grad)
-
-
-def full(size, fill_value, dtype=None, requires_grad=False):
-    """A tensor of `size` filled with fill_value (its dtype follows the value unless given)."""
-    if dtype is None and isinstance(fill_value, (bool, np.bool_)):
-        dtype = bool_
-    elif dtype is None and isinstance(fill_value, numbers.Integral):
-        dtype = int64
-    return Tensor(np.full(tuple(size), fill_value, _float_dtype(dtype)),
-                  requires_grad=requires_grad)
-
-
-def randn(*size, dtype=None, requires_grad=False):
-    """Standard normal samples from tinygradx's generator (seed it with tgx.manual_seed)."""
-    data = STATE.rng.standard_normal(_shape(size), dtype=np.float64)
-    return Tensor(data.astype(_float_dtype(dtype)), requires_grad=requires_grad)
-
-
-def rand(*size, dtype=None, requires_grad=False):
-    """Uniform [0, 1) samples from tinygradx's generator (seed it with tgx.manual_seed)."""
-    data = STATE.rng.random(_shape(size), dtype=np.float64)
-    return Tensor(data.astype(_float_dtype(dtype)), requires_grad=requires_grad)
-
-
-def randint(low, high, size, dtype=None):
-    """Random integers in [low, high) of the given size (int64), from tinygradx's generator."""
-    return Tensor(STATE.rng.integers(low, high, size=tuple(size)).astype(_dtype(dtype) or int64))
-
-
-def arange(start, end=None, step=1, dtype=None, requires_grad=False):
-    """Evenly spaced values in [start, end); int64 for integer arguments, else float32."""
-    if end is None:
-        start, end = 0, start
-    data = np.arange(start, end, step)
-    if dtype is None:
-        dtype = float32 if data.dtype.kind == "f" else int64
-    return Tensor(data.astype(_dtype(dtype)), requires_grad=requires_grad)
-
-
-def eye(n, m=None, dtype=None, requires_grad=False):
-    """An n x m identity matrix (m defaults to n)."""
-    return Tensor(np.eye(n, m, dtype=_float_dtype(dtype)), requires_grad=requires_grad)
-
-
-def zeros_like(t, dtype=None, requires_grad=False):
-    """Zeros with t's shape and dtype."""
-    return Tensor(np.zeros(t.shape, _dtype(dtype) or t.dtype), requires_grad=requires_grad)
-
-
-def ones_like(t, dtype=None, requires_grad=False):
-    """Ones with t's shape and dtype."""
-    return Tensor(np.ones(t.shape, _dtype(dtype) or t.dtype), requires_grad=requires_grad)
-
-
-def full_like(t, fill_value, dtype=None, requires_grad=False):
-    """fill_value with t's shape and dtype."""
-    return Tensor(np.full(t.shape, fill_value, _dtype(dtype) or t.dtype),
-                  requires_grad=requires_grad)
-
-
-def randn_like(t, dtype=None, requires_grad=False):
-    """Standard normal samples with t's shape and dtype."""
-    return randn(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
-
-
-def rand_like(t, dtype=None, requires_grad=False):
-    """Uniform [0, 1) samples with t's shape and dtype."""
-    return rand(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
-
-
-# ------------------------------------------------------------------------------------------
-# functions of several tensors
-# ------------------------------------------------------------------------------------------
-
-def cat(tensors, dim=0):
-    """Join tensors along an existing dim; all other dims must match. Backward slices g."""
-    tensors = list(tensors)
-    if not tensors:
-        raise OpError("cat: expected a non-empty sequence of tensors")
-    return ops.Cat.apply(*tensors, dim=dim)
-
-
-concatenate = cat
-
-
-def stack(tensors, dim=0):
-    """Join equal-shaped tensors along a new dim. Backward takes g apart along it."""
-    tensors = list(tensors)
-    if not tensors:
-        raise OpError("stack: expected a non-empty sequence of tensors")
-    return ops.Stack.apply(*tensors, dim=dim)
-
-
-def where(condition, input, other):
-    """Elements of input where condition is True, else of other (both may broadcast)."""
-    cond = condition.data if isinstance(condition, Tensor) else np.asarray(condition)
-    if cond.dtype != np.bool_:
-        raise TypeError(f"where: condition must be a bool tensor, got dtype {cond.dtype}")
-    return ops.Where.apply(input, other, cond=cond)
-
-
-def matmul(a, b):
-    """a @ b with numpy's rules: (..., n, k) @ (..., k, m), batch dims broadcast, 1-D allowed."""
-    return ops.MatMul.apply(a, b)
-
-
-def maximum(a, b):
-    """Element-wise max (broadcasting); on ties each input gets half the gradient."""
-    return ops.Maximum.apply(a, b)
-
-
-def minimum(a, b):
-    """Element-wise min (broadcasting); on ties each input gets half the gradient."""
-    return ops.Minimum.apply(a, b)

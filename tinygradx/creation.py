@@ -1,0 +1,156 @@
+"""The free functions of the tensor API: constructors (zeros, ones, randn, arange, eye, full,
+..., tensor) and the functions of several tensors (cat, stack, where, matmul, maximum,
+minimum). All of them are re-exported by the package: `tgx.zeros(2, 3)`, `tgx.cat([a, b])`.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import ops
+from .autograd import STATE, OpError
+from .tensor import Tensor, as_dtype, bool_, float32, int64
+
+
+# ------------------------------------------------------------------------------------------
+# constructors
+# ------------------------------------------------------------------------------------------
+
+def _shape(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        return tuple(size[0])
+    return tuple(size)
+
+
+def _float_dtype(dtype):
+    return as_dtype(dtype) or np.dtype(np.float32)
+
+
+def tensor(data, dtype=None, requires_grad=False):
+    """A Tensor from data (numbers, nested lists, an array); Python floats become float32."""
+    return Tensor(data, dtype=dtype, requires_grad=requires_grad)
+
+
+def zeros(*size, dtype=None, requires_grad=False):
+    """A tensor of zeros of the given size (float32 unless dtype says otherwise)."""
+    return Tensor(np.zeros(_shape(size), _float_dtype(dtype)), requires_grad=requires_grad)
+
+
+def ones(*size, dtype=None, requires_grad=False):
+    """A tensor of ones of the given size (float32 unless dtype says otherwise)."""
+    return Tensor(np.ones(_shape(size), _float_dtype(dtype)), requires_grad=requires_grad)
+
+
+def full(size, fill_value, dtype=None, requires_grad=False):
+    """A tensor of `size` filled with fill_value (its dtype follows the value unless given)."""
+    if dtype is None and isinstance(fill_value, (bool, np.bool_)):
+        dtype = bool_
+    elif dtype is None and isinstance(fill_value, numbers.Integral):
+        dtype = int64
+    return Tensor(np.full(tuple(size), fill_value, _float_dtype(dtype)),
+                  requires_grad=requires_grad)
+
+
+def randn(*size, dtype=None, requires_grad=False):
+    """Standard normal samples from tinygradx's generator (seed it with tgx.manual_seed)."""
+    data = STATE.rng.standard_normal(_shape(size), dtype=np.float64)
+    return Tensor(data.astype(_float_dtype(dtype)), requires_grad=requires_grad)
+
+
+def rand(*size, dtype=None, requires_grad=False):
+    """Uniform [0, 1) samples from tinygradx's generator (seed it with tgx.manual_seed)."""
+    data = STATE.rng.random(_shape(size), dtype=np.float64)
+    return Tensor(data.astype(_float_dtype(dtype)), requires_grad=requires_grad)
+
+
+def randint(low, high, size, dtype=None):
+    """Random integers in [low, high) of the given size (int64), from tinygradx's generator."""
+    return Tensor(STATE.rng.integers(low, high, size=tuple(size)).astype(as_dtype(dtype) or int64))
+
+
+def arange(start, end=None, step=1, dtype=None, requires_grad=False):
+    """Evenly spaced values in [start, end); int64 for integer arguments, else float32."""
+    if end is None:
+        start, end = 0, start
+    data = np.arange(start, end, step)
+    if dtype is None:
+        dtype = float32 if data.dtype.kind == "f" else int64
+    return Tensor(data.astype(as_dtype(dtype)), requires_grad=requires_grad)
+
+
+def eye(n, m=None, dtype=None, requires_grad=False):
+    """An n x m identity matrix (m defaults to n)."""
+    return Tensor(np.eye(n, m, dtype=_float_dtype(dtype)), requires_grad=requires_grad)
+
+
+def zeros_like(t, dtype=None, requires_grad=False):
+    """Zeros with t's shape and dtype."""
+    return Tensor(np.zeros(t.shape, as_dtype(dtype) or t.dtype), requires_grad=requires_grad)
+
+
+def ones_like(t, dtype=None, requires_grad=False):
+    """Ones with t's shape and dtype."""
+    return Tensor(np.ones(t.shape, as_dtype(dtype) or t.dtype), requires_grad=requires_grad)
+
+
+def full_like(t, fill_value, dtype=None, requires_grad=False):
+    """fill_value with t's shape and dtype."""
+    return Tensor(np.full(t.shape, fill_value, as_dtype(dtype) or t.dtype),
+                  requires_grad=requires_grad)
+
+
+def randn_like(t, dtype=None, requires_grad=False):
+    """Standard normal samples with t's shape and dtype."""
+    return randn(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+
+
+def rand_like(t, dtype=None, requires_grad=False):
+    """Uniform [0, 1) samples with t's shape and dtype."""
+    return rand(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+
+
+# ------------------------------------------------------------------------------------------
+# functions of several tensors
+# ------------------------------------------------------------------------------------------
+
+def cat(tensors, dim=0):
+    """Join tensors along an existing dim; all other dims must match. Backward slices g."""
+    tensors = list(tensors)
+    if not tensors:
+        raise OpError("cat: expected a non-empty sequence of tensors")
+    return ops.Cat.apply(*tensors, dim=dim)
+
+
+concatenate = cat
+
+
+def stack(tensors, dim=0):
+    """Join equal-shaped tensors along a new dim. Backward takes g apart along it."""
+    tensors = list(tensors)
+    if not tensors:
+        raise OpError("stack: expected a non-empty sequence of tensors")
+    return ops.Stack.apply(*tensors, dim=dim)
+
+
+def where(condition, input, other):
+    """Elements of input where condition is True, else of other (both may broadcast)."""
+    cond = condition.data if isinstance(condition, Tensor) else np.asarray(condition)
+    if cond.dtype != np.bool_:
+        raise TypeError(f"where: condition must be a bool tensor, got dtype {cond.dtype}")
+    return ops.Where.apply(input, other, cond=cond)
+
+
+def matmul(a, b):
+    """a @ b with numpy's rules: (..., n, k) @ (..., k, m), batch dims broadcast, 1-D allowed."""
+    return ops.MatMul.apply(a, b)
+
+
+def maximum(a, b):
+    """Element-wise max (broadcasting); on ties each input gets half the gradient."""
+    return ops.Maximum.apply(a, b)
+
+
+def minimum(a, b):
+    """Element-wise min (broadcasting); on ties each input gets half the gradient."""
+    return ops.Minimum.apply(a, b)

@@ -1,0 +1,407 @@
+"""The fused ops: one graph node each, with a hand-derived backward written for speed.
+
+Each is the same function as a chain of primitives from ops.py, with fewer passes over memory
+and fewer temporaries: in-place numpy calls, the softmax run inside the score buffer, gradients
+written in the layout of the inputs. Each docstring names its composite twin in functional.py
+(the same math built from primitives), and the tests hold the pair equal in value and gradient.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._erf import erf as _erf
+from . import parallel
+from .autograd import Function, OpError
+
+
+# ------------------------------------------------------------------------------------------
+# GELU, with in-place kernels
+# ------------------------------------------------------------------------------------------
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+class Gelu(Function):
+    """GELU(x) = x*Phi(x); approximate='tanh' uses 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))).
+
+    Written with in-place numpy calls: GELU runs on the widest activation of a Transformer
+    (B, T, 4*d_model), so every avoided temporary is a pass over memory saved.
+    Composite twin: `F.gelu_composite`.
+    """
+    fresh_grads = True
+    def forward(self, x, approximate="none"):
+        self.x, self.approximate = x, approximate
+        if approximate == "tanh":
+            self.t = t = np.empty(x.shape, dtype=x.dtype)    # tanh(...), kept for backward
+            y = np.empty(x.shape, dtype=x.dtype)
+            parallel.rows(_gelu_tanh, _flat(x), t.reshape(-1), y.reshape(-1))
+            return y
+        cdf = np.asarray(_erf(x * (1 / math.sqrt(2))))
+        cdf += 1
+        cdf *= 0.5                               # Phi(x)
+        self.cdf = cdf
+        return x * cdf
+
+    def backward(self, g):
+        x = self.x
+        if self.approximate == "tanh":
+            d = np.empty(x.shape, dtype=x.dtype)
+            du = np.empty(x.shape, dtype=x.dtype)
+            parallel.rows(_gelu_tanh_grad, _flat(x), _flat(self.t), _flat(g), d.reshape(-1),
+                          du.reshape(-1))
+            return d
+        pdf = np.multiply(x, x, out=np.empty_like(x))
+        pdf *= -0.5
+        np.exp(pdf, out=pdf)
+        pdf *= 1 / math.sqrt(2 * math.pi)       # phi(x)
+        pdf *= x
+        pdf += self.cdf                          # Phi(x) + x phi(x)
+        pdf *= g
+        return pdf
+
+
+def _flat(a):
+    """A 1-D C-order view (a copy only when `a` is not contiguous)."""
+    return a.reshape(-1)
+
+
+def _gelu_tanh(x, t, y):
+    """y = 0.5 x (1 + t), t = tanh(sqrt(2/pi) (x + 0.044715 x^3)); in place on t and y."""
+    np.multiply(x, x, out=t)
+    t *= 0.044715 * _SQRT_2_OVER_PI
+    t += _SQRT_2_OVER_PI
+    t *= x                                   # sqrt(2/pi) * (x + 0.044715 x^3)
+    np.tanh(t, out=t)
+    np.add(t, 1, out=y)
+    y *= x
+    y *= 0.5
+
+
+def _gelu_tanh_grad(x, t, g, d, du):
+    """d = g * (0.5 (1 + t) + 0.5 x (1 - t^2) du), du = sqrt(2/pi) (1 + 3*0.044715 x^2)."""
+    np.multiply(x, x, out=du)
+    du *= 3 * 0.044715 * _SQRT_2_OVER_PI
+    du += _SQRT_2_OVER_PI
+    np.multiply(t, t, out=d)
+    np.subtract(1, d, out=d)                 # 1 - t^2
+    d *= du
+    d *= x
+    d += t
+    d += 1
+    d *= 0.5
+    d *= g
+
+# ------------------------------------------------------------------------------------------
+# softmax, attention, normalisation, losses, dropout
+# ------------------------------------------------------------------------------------------
+
+def _safe_max(x, axis):
+    """Row max with -inf rows (fully masked) replaced by 0, so x - max never makes NaN."""
+    m = np.max(x, axis=axis, keepdims=True)
+    if not np.all(np.isfinite(m)):
+        m = np.where(np.isfinite(m), m, 0).astype(x.dtype, copy=False)
+    return m
+
+
+def _softmax(x, out, axis=-1):
+    """out <- softmax(x) along axis (out may be x itself). A row that is entirely -inf (every
+    key masked) gives zeros: its max is treated as 0 and its empty sum as 1."""
+    np.subtract(x, _safe_max(x, axis), out=out)
+    np.exp(out, out=out)
+    total = out.sum(axis=axis, keepdims=True)
+    if not np.all(total):
+        total[total == 0] = 1
+    out /= total
+    return out
+
+
+def _softmax_grad(g, s, out, axis=-1):
+    """out <- s * (g - sum(g*s)) along axis (out may be g itself): softmax's backward."""
+    if axis in (-1, s.ndim - 1) and s.ndim <= 26:
+        # sum_j g_j s_j as a row-wise dot: no (..., n) temporary for g*s
+        sub = "abcdefghijklmnopqrstuvwxyz"[:s.ndim]
+        row = np.einsum(f"{sub},{sub}->{sub[:-1]}", g, s)[..., None]
+    else:
+        row = (g * s).sum(axis=axis, keepdims=True)
+    np.subtract(g, row, out=out)
+    out *= s
+    return out
+
+
+class Softmax(Function):
+    """s = exp(x - max)/sum; dx = s * (g - sum(g*s)).
+
+    A row that is entirely -inf (every key masked) gives all-zero probabilities and zero
+    gradient instead of NaN: the max is treated as 0 and the empty sum as 1.
+    Composite twin: `F.softmax_composite`.
+    """
+    fresh_grads = True
+
+    def forward(self, x, dim=-1):
+        self.dim = dim
+        self.out = _softmax(x, np.empty_like(x), dim)
+        return self.out
+
+    def backward(self, g):
+        return _softmax_grad(g, self.out, np.empty_like(self.out), self.dim)
+
+
+class Attention(Function):
+    """Z = softmax(Q K^T * scale + M) V as one node: scaled dot-product attention, fused.
+
+    The same numbers as the composite (matmul, add M, softmax, dropout, matmul), with fewer
+    passes over memory: the scale goes on Q, M is added and the softmax runs in place on the
+    score buffer, and Z, dQ, dK, dV are written in the memory layout of Q, K, V (so the head
+    split (B, T, h, d) -> (B, h, T, d) before the call and the merge after it stay views).
+    Backward, with A the attention weights and D the dropout's scaled keep-mask (A' = A * D):
+        dV = A'^T g;  dA = (g V^T) * D;  dS = A * (dA - rowsum(dA * A));
+        dQ = dS K * scale;  dK = dS^T (Q * scale)
+    `mask` is additive (0 keeps, -inf blocks) and broadcasts to the scores (..., n, m); a row
+    with every key blocked gives zero weights, as softmax does.
+    Composite twin: `F.scaled_dot_product_attention` (op by op, returning the weights).
+    """
+    fresh_grads = True
+    op_name = "attention"
+
+    def forward(self, q, k, v, mask=None, scale=1.0, p=0.0, rng=None):
+        # Z has the batch dims of the scores (Q, K, V and the mask broadcast together) and is
+        # laid out like Q when it can be, so a head merge after the call stays a view
+        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2],
+                                    () if mask is None else np.shape(mask)[:-2])
+        dtype = np.result_type(q.dtype, k.dtype, v.dtype)
+        shape = batch + (q.shape[-2], v.shape[-1])
+        out = np.empty_like(q, dtype=dtype) if q.shape == shape else np.empty(shape, dtype)
+        return self._forward(q, k, v, out, mask, scale, p, rng)
+
+    def backward(self, g):
+        need = self.needs_input_grad
+        batch = g.shape[:-2]
+        grads = []
+        for x, needed in zip((self.qs, self.k, self.v), need[:3]):
+            full = batch + x.shape[-2:]       # the walk sums broadcast dims back (unbroadcast)
+            grads.append(None if not needed else
+                         np.empty_like(x, dtype=g.dtype) if x.shape == full else
+                         np.empty(full, dtype=g.dtype))
+        self._backward(g, *grads)
+        return tuple(grads) + (None,) * (len(need) - 3)
+
+    # the math, on arrays or views given by the caller (PackedAttention passes views)
+    def _forward(self, q, k, v, out, mask, scale, p, rng):
+        qs = np.multiply(q, np.asarray(scale, dtype=q.dtype), out=np.empty_like(q))
+        s = np.matmul(qs, np.swapaxes(k, -1, -2))                # S = (Q scale) K^T: (.., n, m)
+        if mask is not None and np.broadcast_shapes(s.shape, mask.shape) != s.shape:
+            s, mask = s + mask, None                             # the mask adds batch dims
+        if s.ndim > 2 and (mask is None or mask.ndim < s.ndim or mask.shape[0] == 1):
+            parallel.rows(lambda blk: _masked_softmax(blk, mask), s)   # blocks of the batch
+        else:
+            _masked_softmax(s, mask)                             # A = softmax(S + M), in place
+        self.qs, self.k, self.v, self.a, self.scale = qs, k, v, s, scale
+        self.keep = None
+        a = s
+        if p > 0.0:
+            keep = rng.random(s.shape, dtype=np.float32) >= p   # as Dropout draws it
+            self.keep = keep * np.asarray(1.0 / (1.0 - p), dtype=s.dtype)
+            a = s * self.keep
+        return np.matmul(a, v, out=out)                          # Z = A V: (..., n, d_v)
+
+    def _backward(self, g, gq, gk, gv):
+        qs, k, v, a = self.qs, self.k, self.v, self.a
+        if gv is not None:
+            ad = a if self.keep is None else a * self.keep
+            np.matmul(np.swapaxes(ad, -1, -2), g, out=gv)        # dV = A'^T g
+        da = np.matmul(g, np.swapaxes(v, -1, -2))                # dA' = g V^T: (..., n, m)
+        if self.keep is not None:
+            da *= self.keep
+        parallel.rows(lambda d, a_: _softmax_grad(d, a_, d), da, a)   # dS = A (dA - rowsum(dA A))
+        if gq is not None:
+            np.matmul(da, k, out=gq)
+            gq *= np.asarray(self.scale, dtype=gq.dtype)         # dQ = dS K scale
+        if gk is not None:
+            np.matmul(np.swapaxes(da, -1, -2), qs, out=gk)       # dK = dS^T (Q scale)
+
+
+def _masked_softmax(s, mask):
+    """s <- softmax(s + mask) over the last axis, in place."""
+    if mask is not None:
+        s += mask                                                # + M
+    _softmax(s, s)
+
+
+class PackedAttention(Attention):
+    """Multi-head attention on a packed [Q K V] (B, T, 3*h*d) -> Concat(head_1..head_h)
+    (B, T, h*d), as one node (the layout of a fused c_attn projection, as flash-attn's
+    qkv-packed call). The heads are strided views into the input, the output is written with
+    the heads already side by side, and the backward writes dQ, dK, dV straight into one
+    (B, T, 3*h*d) gradient: no split, transpose or concat nodes, no copies between them.
+    Composite twin: split qkv into heads, `F.scaled_dot_product_attention`, merge the heads.
+    """
+
+    def forward(self, qkv, n_head=1, mask=None, scale=None, p=0.0, rng=None, n_query=None):
+        if qkv.ndim != 3 or qkv.shape[-1] % (3 * n_head):
+            raise OpError(f"expected a packed [Q K V] of shape (B, T, 3*h*d) with h={n_head}, "
+                          f"got {qkv.shape}")
+        B, T, C3 = qkv.shape
+        self.heads = (B, T, n_head, C3 // (3 * n_head))
+        self.n = n = T if n_query is None else n_query       # queries: the last n rows
+        q, k, v = self._views(qkv)
+        out = np.empty((B, n, C3 // 3), dtype=qkv.dtype)
+        if scale is None:
+            scale = 1.0 / math.sqrt(self.heads[3])
+        self._forward(q, k, v, self._split(out), mask, scale, p, rng)
+        return out
+
+    def backward(self, g):
+        B, T, h, d = self.heads
+        # rows that were not queries get no dQ: zeros there (only with n_query < T)
+        dqkv = (np.empty if self.n == T else np.zeros)((B, T, 3 * h * d), dtype=g.dtype)
+        self._backward(self._split(g), *self._views(dqkv))
+        return dqkv
+
+    def _views(self, a):
+        B, T, h, d = self.heads
+        a5 = a.reshape(B, T, 3, h, d)                            # (B, T, 3, h, d)
+        q, k, v = (a5[:, :, j].transpose(0, 2, 1, 3) for j in range(3))  # (B, h, T, d) each
+        return q[:, :, T - self.n:], k, v                        # Q: the last n rows only
+
+    def _split(self, a):
+        B, _, h, d = self.heads
+        return a.reshape(B, -1, h, d).transpose(0, 2, 1, 3)      # (B, n, h*d) -> (B, h, n, d)
+
+
+class LogSoftmax(Function):
+    """y = x - logsumexp(x); dx = g - softmax(x) * sum(g). A fully -inf row gives -inf, grad 0.
+
+    Composite twin: `F.log_softmax_composite`.
+    """
+    op_name = "log_softmax"
+
+    def forward(self, x, dim=-1):
+        self.dim = dim
+        shifted = x - _safe_max(x, dim)
+        total = np.exp(shifted).sum(axis=dim, keepdims=True)
+        if not np.all(total):
+            total[total == 0] = 1
+        shifted -= np.log(total)
+        self.out = shifted
+        return shifted
+
+    def backward(self, g):
+        return g - np.exp(self.out) * g.sum(axis=self.dim, keepdims=True)
+
+
+class LayerNorm(Function):
+    """y = (x - mean)/sqrt(var + eps) * w + b over the last len(normalized_shape) dims.
+
+    Biased variance, eps inside the square root (as torch.nn.LayerNorm). With xhat the
+    normalised input and gh = g*w: dx = rstd * (gh - mean(gh) - xhat * mean(gh*xhat)).
+    Composite twin: `F.layer_norm_composite`.
+    """
+    fresh_grads = True
+    op_name = "layer_norm"
+
+    def forward(self, x, *wb, n_axes=1, eps=1e-5, affine=(False, False)):
+        # work on a (rows, n) view: every reduction is then along axis 1, and the row dot
+        # products of the backward become BLAS matrix-vector products
+        self.shape, self.wshape = x.shape, x.shape[x.ndim - n_axes:]
+        n = math.prod(self.wshape)
+        x2 = x.reshape(-1, n)
+        xc = x2 - x2.mean(axis=1, keepdims=True)
+        var = np.einsum("ij,ij->i", xc, xc) / n                 # biased variance, no temporary
+        rstd = (1.0 / np.sqrt(var + eps)).astype(x.dtype, copy=False)[:, None]
+        xc *= rstd
+        self.xhat, self.rstd, self.affine = xc, rstd, affine
+        wb = list(wb)
+        self.w = wb.pop(0).reshape(n) if affine[0] else None
+        y = xc * self.w if self.w is not None else xc.copy()
+        if affine[1]:
+            y += wb.pop(0).reshape(n)
+        return y.reshape(x.shape)
+
+    def backward(self, g):
+        xhat, w = self.xhat, self.w
+        n = xhat.shape[1]
+        g2 = g.reshape(-1, n)
+        gx = g2 * xhat                                          # temporary, reused below
+        gw = gx.sum(axis=0) if self.affine[0] and self.needs_input_grad[1] else None
+        gb = g2.sum(axis=0) if self.affine[1] and self.needs_input_grad[-1] else None
+        if w is not None:
+            mean_gh = (g2 @ w) / n                              # mean(g*w) per row
+            mean_ghx = (gx @ w) / n                             # mean(g*w*xhat) per row
+            out = g2 * w
+        else:
+            mean_gh, mean_ghx = g2.mean(axis=1), gx.mean(axis=1)
+            out = g2.copy()
+        out -= mean_gh[:, None]
+        np.multiply(xhat, mean_ghx[:, None], out=gx)
+        out -= gx
+        out *= self.rstd
+        grads = [out.reshape(self.shape)]
+        if self.affine[0]:
+            grads.append(None if gw is None else gw.reshape(self.wshape))
+        if self.affine[1]:
+            grads.append(None if gb is None else gb.reshape(self.wshape))
+        return tuple(grads)
+
+
+class CrossEntropy(Function):
+    """Mean/sum/none of -log softmax(x)[y] over (N, C) logits with class-index targets.
+
+    With label smoothing e the target distribution is q = (1-e)*onehot(y) + e/C, and
+    dx = (softmax(x) - q) * g_row; rows whose target is ignore_index get zero loss and grad;
+    'mean' divides by the number of rows that are not ignored (as PyTorch).
+    Composite twin: `F.cross_entropy_composite`.
+    """
+    fresh_grads = True
+    op_name = "cross_entropy"
+
+    def forward(self, x, target, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+        n, c = x.shape
+        self.keep = target != ignore_index
+        safe_t = np.where(self.keep, target, 0)
+        if safe_t.size and (safe_t.min() < 0 or safe_t.max() >= c):
+            bad = safe_t[(safe_t < 0) | (safe_t >= c)][0]
+            raise OpError(f"target {bad} is out of range for {c} classes (logits {x.shape}); "
+                          f"valid targets are 0..{c - 1} or ignore_index={ignore_index}")
+        logp = x - _safe_max(x, 1)
+        logp -= np.log(np.exp(logp).sum(axis=1, keepdims=True))
+        rows = np.arange(n)
+        nll = -logp[rows, safe_t]
+        if label_smoothing:
+            nll = (1 - label_smoothing) * nll - label_smoothing * logp.mean(axis=1)
+        nll = nll * self.keep
+        self.logp, self.t, self.eps, self.reduction = logp, safe_t, label_smoothing, reduction
+        self.count = max(int(self.keep.sum()), 1)
+        if reduction == "mean":
+            return np.asarray(nll.sum() / self.count, dtype=x.dtype)
+        if reduction == "sum":
+            return np.asarray(nll.sum(), dtype=x.dtype)
+        return nll.astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        n, c = self.logp.shape
+        grad = np.exp(self.logp)            # softmax, in place of the saved log-probs
+        if self.eps:
+            grad -= self.eps / c
+        grad[np.arange(n), self.t] -= 1 - self.eps
+        if self.reduction == "none":
+            scale = g * self.keep
+        else:
+            scale = self.keep * (g / self.count if self.reduction == "mean" else g)
+        grad *= scale.astype(grad.dtype, copy=False)[:, None]
+        return grad
+
+
+class Dropout(Function):
+    """Inverted dropout: y = x * mask / (1-p); dx = g * mask / (1-p).
+
+    Composite twin: `F.dropout_composite` (given the same mask).
+    """
+    def forward(self, x, p=0.5, rng=None):
+        keep = rng.random(x.shape, dtype=np.float32) >= p
+        self.scale = keep * np.asarray(1.0 / (1.0 - p), dtype=x.dtype)
+        return x * self.scale
+
+    def backward(self, g):
+        return g * self.scale
