@@ -631,4 +631,143 @@ add(
            torch_op=lambda x, dim: TF.log_softmax(x, dim), ref=np_log_softmax,
            samples=unary(kw=_red_kw(none=False, tuples=False, keepdim=False), empty=False)),
 )
+
+# --- movement -------------------------------------------------------------------------------
+
+
+def _reshape_kw(draw, s):
+    n = math.prod(s)
+    targets = [(-1,), s[::-1], s + (1,), (1,) + s, (n,)]
+    if n and len(s) >= 2:
+        targets.append((s[0], -1))
+    return {"shape": tuple(draw(st.sampled_from(targets)))}
+
+
+def _perm_kw(draw, s):
+    p = draw(st.permutations(range(len(s))))
+    return {"dims": tuple(d - len(s) if draw(st.booleans()) else d for d in p)}
+
+
+def _flatten_kw(draw, s):
+    a, b = sorted(draw(st.integers(0, len(s) - 1)) for _ in range(2))
+    return {"start": a - len(s) if draw(st.booleans()) else a, "end": b}
+
+
+def _pair_kw(draw, s):
+    n = max(len(s), 1)
+    return {"d0": draw(st.integers(-n, n - 1)), "d1": draw(st.integers(-n, n - 1))}
+
+
+def _expand_kw(draw, s):
+    out = [draw(st.sampled_from((1, 2, 3, -1))) if d == 1 else draw(st.sampled_from((d, -1)))
+           for d in s]
+    lead = draw(st.lists(st.integers(0, 3), max_size=2))
+    return {"shape": tuple(lead + out)}
+
+
+def _dim_kw(extra=0, name="dim"):
+    def kw(draw, s):
+        n = len(s) + extra
+        return {name: draw(st.integers(-max(n, 1), max(n, 1) - 1))}
+    return kw
+
+
+def _split_kw(draw, s):
+    dim = draw(st.integers(-len(s), len(s) - 1))
+    n = s[dim]
+    if draw(st.booleans()) or n == 0:
+        return {"size": draw(st.integers(1, max(n, 1) + 1)), "dim": dim}
+    cut = sorted(draw(st.lists(st.integers(0, n), max_size=2)))
+    return {"size": [b - a for a, b in zip([0] + cut, cut + [n])], "dim": dim}
+
+
+def _basic_index(draw, s):
+    idx = draw(hnp.basic_indices(s, min_dims=0, allow_newaxis=True, allow_ellipsis=True))
+    items = idx if isinstance(idx, tuple) else (idx,)
+    # torch has no negative slice steps
+    return {"index": tuple(slice(i.start, i.stop, abs(i.step)) if isinstance(i, slice) and
+                           i.step is not None and i.step < 0 else i for i in items)}
+
+
+def _np_split(x, size, dim):
+    if isinstance(size, int):
+        cuts = list(range(size, x.shape[dim], size))
+    else:
+        cuts = list(np.cumsum(size)[:-1])
+    return tuple(np.split(x, cuts, axis=dim))
+
+
+def _masked_fill_kw(draw, s):
+    ms = tuple(1 if draw(st.booleans()) else d for d in s)[draw(st.integers(0, len(s))):]
+    rng = np.random.default_rng(draw(st.integers(0, 99)))
+    return {"mask": np.asarray(rng.random(ms) < 0.5), "value": draw(st.sampled_from((0.0, -1e9, 2.5)))}
+
+
+_ADV = [0, 2, 2]
+add(
+    OpInfo("Tensor.reshape", lambda x, shape: x.reshape(shape), ref=lambda x, shape: x.reshape(
+        shape), samples=unary(kw=_reshape_kw), dtypes=ALL),
+    OpInfo("Tensor.view", lambda x, shape: x.view(*shape), ref=lambda x, shape: x.reshape(
+        shape), torch_op=lambda x, shape: x.reshape(*shape), samples=unary(kw=_reshape_kw)),
+    OpInfo("Tensor.flatten", lambda x, start, end: x.flatten(start, end),
+           ref=lambda x, start, end: x.reshape(x.shape[:start % max(x.ndim, 1)] + (-1,) + x.shape[
+               end % max(x.ndim, 1) + 1:]) if x.ndim else x.reshape(1),
+           samples=unary(min_dims=1, kw=_flatten_kw)),
+    OpInfo("Tensor.permute", lambda x, dims: x.permute(*dims),
+           torch_op=lambda x, dims: x.permute(dims),
+           ref=lambda x, dims: np.transpose(x, [d % x.ndim for d in dims]) if x.ndim else x,
+           samples=unary(kw=_perm_kw), dtypes=ALL),
+    OpInfo("Tensor.transpose", lambda x, d0, d1: x.transpose(d0, d1),
+           ref=lambda x, d0, d1: np.swapaxes(x, d0, d1) if x.ndim else x,
+           samples=unary(kw=_pair_kw, min_dims=1), dtypes=ALL),
+    OpInfo("Tensor.swapaxes", lambda x, d0, d1: x.swapaxes(d0, d1),
+           ref=lambda x, d0, d1: np.swapaxes(x, d0, d1), samples=unary(kw=_pair_kw, min_dims=1)),
+    OpInfo("Tensor.T", lambda x: x.T, ref=lambda x: x.T, samples=unary(max_dims=2)),
+    OpInfo("Tensor.mT", lambda x: x.mT, ref=lambda x: np.swapaxes(x, -1, -2),
+           samples=unary(min_dims=2)),
+    OpInfo("Tensor.expand", lambda x, shape: x.expand(*shape), samples=unary(kw=_expand_kw),
+           torch_op=lambda x, shape: x.expand(shape),
+           ref=lambda x, shape: np.broadcast_to(x, tuple(
+               s if s != -1 else x.shape[i - (len(shape) - x.ndim)] for i, s in enumerate(shape))),
+           dtypes=ALL),
+    OpInfo("Tensor.expand_as", lambda x, other: x.expand_as(other),
+           ref=lambda x, other: np.broadcast_to(x, other.shape),
+           samples=unary(kw=lambda d, s: {"other": np.zeros(tuple(
+               d(st.sampled_from((1, 3))) if k == 1 else k for k in s))})),
+    OpInfo("Tensor.unsqueeze", lambda x, dim: x.unsqueeze(dim),
+           ref=lambda x, dim: np.expand_dims(x, dim), samples=unary(kw=_dim_kw(extra=1)),
+           dtypes=ALL),
+    OpInfo("Tensor.squeeze", lambda x: x.squeeze(), ref=np.squeeze,
+           samples=unary(kw=None, max_dims=4), dtypes=ALL),
+    OpInfo("Tensor.squeeze[dim]", lambda x, dim: x.squeeze(dim),
+           ref=lambda x, dim: np.squeeze(x, dim) if x.ndim and x.shape[dim] == 1 else x,
+           samples=unary(kw=_dim_kw(), min_dims=1), api=("Tensor.squeeze",)),
+    OpInfo("Tensor.split", lambda x, size, dim: x.split(size, dim), ref=_np_split,
+           samples=unary(kw=_split_kw, min_dims=1, empty=False),
+           fixed=(S(np.zeros((0, 2)), size=1, dim=0, desc="size0", xfail=defect(
+               EMPTY, "zeros(0,2).split(1) returns () ; torch one (0,2) piece",
+               ("numpy", "torch", "gradcheck"))),)),
+    OpInfo("Tensor.chunk", lambda x, chunks, dim: x.chunk(chunks, dim),
+           ref=lambda x, chunks, dim: _np_split(x, -(-x.shape[dim] // chunks), dim),
+           samples=unary(min_dims=1, empty=False, kw=lambda d, s: {
+               "chunks": d(st.integers(1, 4)), "dim": d(st.integers(-len(s), len(s) - 1))})),
+    OpInfo("Tensor.getitem", lambda x, index: x[index], ref=lambda x, index: x[index],
+           samples=unary(kw=_basic_index), dtypes=ALL, api=("Tensor.[...]",),
+           fixed=(S(_f64(4, 3), index=([0, 2, 2, -1],), desc="int_list_repeats"),
+                  S(_f64(4, 3), index=(slice(1, None), None, _ADV), desc="slice_none_list"),
+                  S(_f64(3, 4), index=(_f64(3, 4) > 0,), desc="bool_mask"),
+                  S(_f64(2, 3, 4), index=([1, 0], slice(None), [0, 3]), desc="list_slice_list"),
+                  S(_f64(2, 3, 4), index=(0, slice(None), [0, 1]), desc="int_slice_list",
+                    xfail=defect(INDEXING, "randn(2,3,4)[0, :, [0,1]] has shape (2,3) "
+                                 "(numpy); torch (3,2)", ("torch",))))),
+    OpInfo("Tensor.masked_fill", lambda x, mask, value: x.masked_fill(mask, value),
+           ref=lambda x, mask, value: np.where(mask, value, x).astype(x.dtype),
+           samples=unary(kw=_masked_fill_kw, min_dims=1), dtypes=NUMERIC),
+    OpInfo("Tensor.triu", lambda x, k: x.triu(k), ref=lambda x, k: np.triu(x, k),
+           samples=unary(min_dims=2, kw=lambda d, s: {"k": d(st.integers(-3, 3))}),
+           dtypes=NUMERIC),
+    OpInfo("Tensor.tril", lambda x, k: x.tril(k), ref=lambda x, k: np.tril(x, k),
+           samples=unary(min_dims=2, kw=lambda d, s: {"k": d(st.integers(-3, 3))}),
+           dtypes=NUMERIC),
+)
 NOT_OPS = {}
