@@ -93,6 +93,7 @@ class OpInfo:
     dtypes: tuple = FLOATS             # dtypes of the random samples (gradcheck: float64)
     grad: bool = True                  # float inputs are differentiable
     grad_reason: str = ""              # why not
+    gradcheck: bool = True             # run tgx.gradcheck (needs float64 outputs)
     values: bool = True                # False: random output, compare only shape and dtype
     atol: float = 1e-9                 # forward and gradient tolerance in float64
     rtol: float = 1e-7
@@ -771,3 +772,134 @@ add(
            dtypes=NUMERIC),
 )
 NOT_OPS = {}
+
+# --- functions of several tensors -----------------------------------------------------------
+
+
+def _cat_family(stack):
+    def build(draw, dt):
+        s = shape(draw, min_dims=0 if stack else 1, max_dims=3, empty=False)
+        k = draw(st.integers(1, 3))
+        nd = len(s) + (1 if stack else 0)
+        dim = draw(st.integers(-nd, nd - 1))
+        xs = []
+        for _ in range(k):
+            si = list(s)
+            if not stack:
+                si[dim] = draw(st.integers(0, 3))
+            xs.append(array(draw, si, dt))
+        return Sample(tuple(xs), {"dim": dim})
+    return family(build)
+
+
+def _where_family(draw, dt):
+    sc, sa, sb = broadcast_shapes(draw, 3)
+    rng = np.random.default_rng(draw(st.integers(0, 99)))
+    return Sample((array(draw, sa, dt), array(draw, sb, dt)),
+                  {"cond": np.asarray(rng.random(sc) < 0.5)})
+
+
+def _matmul_family(draw, dt):
+    sa, sb = draw(matmul_shapes(max_batch_dims=2, min_side=1, max_side=4))
+    return Sample((array(draw, sa, dt), array(draw, sb, dt)))
+
+
+add(
+    OpInfo("tgx.cat", lambda *xs, dim: tgx.cat(xs, dim), torch_op=lambda *xs, dim: torch.cat(
+        xs, dim), ref=lambda *xs, dim: np.concatenate(xs, dim), samples=_cat_family(False),
+           dtypes=NUMERIC),
+    OpInfo("tgx.concatenate", lambda *xs, dim: tgx.concatenate(xs, dim),
+           torch_op=lambda *xs, dim: torch.cat(xs, dim),
+           ref=lambda *xs, dim: np.concatenate(xs, dim), samples=_cat_family(False)),
+    OpInfo("tgx.stack", lambda *xs, dim: tgx.stack(xs, dim), torch_op=lambda *xs, dim:
+           torch.stack(xs, dim), ref=lambda *xs, dim: np.stack(xs, dim),
+           samples=_cat_family(True), dtypes=NUMERIC),
+    OpInfo("tgx.where", lambda a, b, cond: tgx.where(cond, a, b),
+           torch_op=lambda a, b, cond: torch.where(cond, a, b),
+           ref=lambda a, b, cond: np.where(cond, a, b), samples=family(_where_family),
+           dtypes=NUMERIC, fixed=(S(_f64(2, 3).astype(np.float32), _ints, cond=_ints > 2,
+                                    desc="float32_int64", xfail=_MIXED.xfail),)),
+    OpInfo("F.where", lambda a, b, cond: F.where(cond, a, b),
+           torch_op=lambda a, b, cond: torch.where(cond, a, b),
+           ref=lambda a, b, cond: np.where(cond, a, b), samples=family(_where_family)),
+    OpInfo("tgx.matmul", tgx.matmul, torch_op=lambda a, b: torch.matmul(a, b), ref=np.matmul,
+           samples=family(_matmul_family), api=("tgx.matmul", "Tensor.matmul")),
+    OpInfo("Tensor.@", lambda a, b: a @ b, ref=np.matmul, samples=family(_matmul_family),
+           fixed=(S(_ints, _ints.T, desc="int64"),)),
+)
+
+# --- dtype conversion -----------------------------------------------------------------------
+_CAST = ("a cast to an int/bool dtype has no gradient; a cast to float32/16 cannot be "
+         "gradchecked (its gradient is compared with torch's)")
+for _m, _dt in (("double", F64), ("float", F32), ("half", np.dtype(np.float16)), ("long", I64),
+                ("int", I32), ("bool", BOOL)):
+    add(OpInfo(f"Tensor.{_m}", (lambda m: lambda x: getattr(x, m)())(_m),
+               ref=(lambda dt: lambda x: x.astype(dt))(_dt), samples=unary(), dtypes=ALL,
+               atol32=1e-3, rtol32=1e-3, grad=_dt.kind == "f", gradcheck=_dt == F64,
+               grad_reason=_CAST))
+add(
+    OpInfo("Tensor.to", lambda x, dtype: x.to(dtype),
+           torch_op=lambda x, dtype: x.to(tdtype(dtype)), ref=lambda x, dtype: x.astype(dtype),
+           samples=unary(kw=lambda d, s: {"dtype": d(st.sampled_from(ALL))}), dtypes=ALL,
+           gradcheck=False, grad_reason=_CAST),
+    OpInfo("Tensor.type", lambda x, dtype: x.type(dtype),
+           torch_op=lambda x, dtype: x.type(tdtype(dtype)), ref=lambda x, dtype: x.astype(dtype),
+           samples=unary(kw=lambda d, s: {"dtype": d(st.sampled_from(FLOATS))}),
+           gradcheck=False, grad_reason=_CAST),
+    OpInfo("Tensor.clone", lambda x: x.clone(), ref=np.copy, samples=unary(), dtypes=ALL),
+    OpInfo("Tensor.detach", lambda x: x.detach(), ref=np.copy, samples=unary(), dtypes=ALL,
+           grad=False, grad_reason="cut from the graph by definition"),
+)
+
+# --- constructors (no tensor inputs unless *_like) ------------------------------------------
+_SIZE = hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4).map(tuple)
+_CONST = "a constructor: no differentiable input"
+_RANDOM = "random values: torch's generator differs (shape and dtype are compared)"
+add(
+    OpInfo("tgx.zeros", lambda size: tgx.zeros(*size), torch_op=lambda size: torch.zeros(size),
+           ref=lambda size: np.zeros(size, np.float32),
+           samples=none(st.fixed_dictionaries({"size": _SIZE})), grad=False, grad_reason=_CONST),
+    OpInfo("tgx.ones", lambda size: tgx.ones(*size), torch_op=lambda size: torch.ones(size),
+           ref=lambda size: np.ones(size, np.float32),
+           samples=none(st.fixed_dictionaries({"size": _SIZE})), grad=False, grad_reason=_CONST),
+    OpInfo("tgx.full", lambda size, v: tgx.full(size, v), torch_op=lambda size, v: torch.full(
+        size, v), ref=lambda size, v: np.full(size, v),
+           samples=none(st.fixed_dictionaries({"size": _SIZE, "v": st.sampled_from(
+               (1.5, 2, True))})), grad=False, grad_reason=_CONST),
+    OpInfo("tgx.arange", lambda a, b, step: tgx.arange(a, b, step),
+           torch_op=lambda a, b, step: torch.arange(a, b, step),
+           ref=lambda a, b, step: np.arange(a, b, step),
+           samples=none(st.fixed_dictionaries({"a": st.sampled_from((0, 1, 0.5, -2)),
+                                               "b": st.sampled_from((5, 3.5, 7)),
+                                               "step": st.sampled_from((1, 2, 0.5))})),
+           grad=False, grad_reason=_CONST),
+    OpInfo("tgx.eye", lambda n, m: tgx.eye(n, m), torch_op=lambda n, m: torch.eye(n, m),
+           ref=lambda n, m: np.eye(n, m), samples=none(st.fixed_dictionaries({
+               "n": st.integers(0, 4), "m": st.integers(0, 4)})), grad=False, grad_reason=_CONST),
+    OpInfo("tgx.tensor", lambda data: tgx.tensor(data), torch_op=lambda data: torch.tensor(data),
+           ref=lambda data: np.asarray(data), samples=none(st.fixed_dictionaries({"data": st.sampled_from(
+               ([[1.5, 2.0]], [1, 2, 3], [True, False], 2.5, 3, [[1, 2.5]]))})),
+           grad=False, grad_reason=_CONST, fixed=(S(data=np.arange(3, dtype=np.int32),
+                                                    desc="int32_array"),)),
+    OpInfo("tgx.randint", lambda lo, hi, size: tgx.randint(lo, hi, size),
+           torch_op=lambda lo, hi, size: torch.randint(lo, hi, size),
+           samples=none(st.fixed_dictionaries({"lo": st.just(0), "hi": st.just(5),
+                                               "size": _SIZE})),
+           values=False, torch_reason=_RANDOM, grad=False, grad_reason=_CONST),
+    OpInfo("tgx.randn", lambda size: tgx.randn(*size), torch_op=lambda size: torch.randn(size),
+           samples=none(st.fixed_dictionaries({"size": _SIZE})), values=False,
+           grad=False, grad_reason=_CONST),
+    OpInfo("tgx.rand", lambda size: tgx.rand(*size), torch_op=lambda size: torch.rand(size),
+           samples=none(st.fixed_dictionaries({"size": _SIZE})), values=False,
+           grad=False, grad_reason=_CONST),
+)
+for _n in ("zeros_like", "ones_like", "randn_like", "rand_like"):
+    add(OpInfo(f"tgx.{_n}", (lambda n: lambda x: getattr(tgx, n)(x))(_n),
+               torch_op=(lambda n: lambda x: getattr(torch, n)(x))(_n),
+               ref={"zeros_like": np.zeros_like, "ones_like": np.ones_like}.get(_n),
+               samples=unary(), values=_n in ("zeros_like", "ones_like"),
+               grad=False, grad_reason=_CONST))
+add(OpInfo("tgx.full_like", lambda x, v: tgx.full_like(x, v),
+           torch_op=lambda x, v: torch.full_like(x, v), ref=lambda x, v: np.full_like(x, v),
+           samples=unary(kw=lambda d, s: {"v": d(st.sampled_from((1.5, -2)))}), dtypes=NUMERIC,
+           grad=False, grad_reason=_CONST))

@@ -144,7 +144,7 @@ RUN = {"numpy": check_numpy, "torch": check_torch, "gradcheck": check_gradcheck}
 
 def applies(entry, check):
     return {"numpy": entry.ref is not None, "torch": entry.torch_fn() is not None,
-            "gradcheck": entry.grad}[check]
+            "gradcheck": entry.grad and entry.gradcheck}[check]
 
 
 def _needs_torch(check):
