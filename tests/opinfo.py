@@ -293,6 +293,12 @@ def np_layer_norm(x, normalized_shape, w=None, b=None, eps=1e-5):
 
 
 def np_cross_entropy(x, target, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    if x.ndim != 2:                    # (C,) or (N, C, d1, ...): as rows of (N*d1.., C)
+        t = np.asarray(target)
+        rows = np.moveaxis(x.reshape((1,) * (x.ndim == 1) + x.shape), 1, -1)
+        out = np_cross_entropy(rows.reshape(-1, rows.shape[-1]), t.reshape(-1), ignore_index,
+                               reduction, label_smoothing)
+        return out.reshape(t.shape) if reduction == "none" else out
     logp = np_log_softmax(x, 1)
     keep = target != ignore_index
     t = np.where(keep, target, 0)
@@ -305,9 +311,19 @@ def np_cross_entropy(x, target, ignore_index=-100, reduction="mean", label_smoot
     return nll.sum() if reduction == "sum" else nll.sum() / keep.sum()
 
 
-def np_sdpa(q, k, v, attn_mask=None, scale=None):
+def np_nll_loss(x, target, ignore_index=-100, reduction="mean"):
+    keep = target != ignore_index
+    nll = -x[np.arange(len(target)), np.where(keep, target, 0)] * keep
+    if reduction == "none":
+        return nll
+    return nll.sum() if reduction == "sum" else nll.sum() / keep.sum()
+
+
+def np_sdpa(q, k, v, attn_mask=None, is_causal=False, scale=None):
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     s = q @ np.swapaxes(k, -1, -2) * scale
+    if is_causal:
+        s = s + np.triu(np.full(s.shape[-2:], -np.inf), 1)
     if attn_mask is not None:
         s = np.where(attn_mask, s, -np.inf) if attn_mask.dtype == bool else s + attn_mask
     return np_softmax(s, -1) @ v
@@ -903,3 +919,196 @@ add(OpInfo("tgx.full_like", lambda x, v: tgx.full_like(x, v),
            torch_op=lambda x, v: torch.full_like(x, v), ref=lambda x, v: np.full_like(x, v),
            samples=unary(kw=lambda d, s: {"v": d(st.sampled_from((1.5, -2)))}), dtypes=NUMERIC,
            grad=False, grad_reason=_CONST))
+
+# --- tinygradx.functional: layers, losses, attention ----------------------------------------
+
+
+def _linear_family(bias):
+    def build(draw, dt):
+        lead = shape(draw, 0, 2, empty=True)
+        i, o = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+        xs = (array(draw, lead + (i,), dt), array(draw, (o, i), dt))
+        return Sample(xs + ((array(draw, (o,), dt),) if bias else ()))
+    return family(build)
+
+
+def _embedding_family(draw, dt, padding):
+    v, c = draw(st.integers(1, 5)), draw(st.integers(1, 3))
+    rng = np.random.default_rng(draw(st.integers(0, 99)))
+    ids = rng.integers(0, v, size=shape(draw, 0, 2))
+    pad = draw(st.sampled_from([None] + list(range(v)))) if padding else None
+    return Sample((array(draw, (v, c), dt),), {"ids": ids, "padding_idx": pad})
+
+
+def _layer_norm_family(affine):
+    def build(draw, dt):
+        ns = shape(draw, 1, 2, empty=False)
+        lead = shape(draw, 0, 2, empty=True)
+        xs = (array(draw, lead + ns, dt),)
+        if affine:
+            xs += (array(draw, ns, dt), array(draw, ns, dt))
+        return Sample(xs, {"ns": ns})
+    return family(build)
+
+
+def _ce_family(layout_nd=True, smoothing=True, ignore=True):
+    def build(draw, dt):
+        n, c = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+        extra = shape(draw, 0, 1 if layout_nd else 0, empty=False)
+        rng = np.random.default_rng(draw(st.integers(0, 99)))
+        t = rng.integers(0, c, size=(n,) + extra)
+        red = draw(st.sampled_from(("mean", "sum", "none")))
+        if ignore and t.size > 1 and draw(st.booleans()):
+            t.reshape(-1)[0] = -100        # one ignored target (never all of them: see below)
+        kw = {"target": t, "reduction": red}
+        if smoothing:
+            kw["label_smoothing"] = draw(st.sampled_from((0.0, 0.1)))
+        x = array(draw, (n, c) + extra, dt)
+        return Sample((x,), kw)
+    return family(build)
+
+
+def _attention_family(packed=False, weights=False, right_causal=False):
+    def build(draw, dt):
+        b = shape(draw, 0, 2, max_side=2, empty=False)
+        n, m, d, dv = (draw(st.integers(1, 3)) for _ in range(4))
+        causal = draw(st.booleans())
+        if causal and not right_causal:
+            m = n                      # torch's is_causal is top-left: compare at n == m
+        kw = {"is_causal": causal}
+        if not causal and draw(st.booleans()):
+            rng = np.random.default_rng(draw(st.integers(0, 99)))
+            if draw(st.booleans()):
+                mask = rng.random((n, m)) < 0.7
+                mask[:, 0] = True        # every query sees a key (torch: NaN otherwise)
+            else:
+                mask = rng.standard_normal((n, m))
+            kw["attn_mask"] = mask
+        kw["scale"] = draw(st.sampled_from((None, 0.5)))
+        return Sample((array(draw, b + (n, d), dt), array(draw, b + (m, d), dt),
+                       array(draw, b + (m, dv), dt)), kw)
+    return family(build)
+
+
+def _packed_family(draw, dt):
+    bsz, t, h, d = (draw(st.integers(1, 3)) for _ in range(4))
+    nq = draw(st.sampled_from((None,) + tuple(range(1, t + 1))))
+    return Sample((array(draw, (bsz, t, 3 * h * d), dt),),
+                  {"n_head": h, "is_causal": draw(st.booleans()), "n_query": nq,
+                   "scale": draw(st.sampled_from((None, 0.5)))})
+
+
+def _torch_attention(q, k, v, attn_mask=None, is_causal=False, scale=None):
+    if is_causal:
+        attn_mask = bottom_right_causal(q.shape[-2], k.shape[-2])
+    return TF.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, scale=scale)
+
+
+def _torch_sdpa_weights(q, k, v, attn_mask=None, is_causal=False, scale=None):
+    out = TF.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal,
+                                          scale=scale)
+    s = q @ k.transpose(-2, -1) * (q.shape[-1] ** -0.5 if scale is None else scale)
+    if is_causal:
+        s = s.masked_fill(~bottom_right_causal(q.shape[-2], k.shape[-2]), float("-inf"))
+    if attn_mask is not None:
+        s = s.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool \
+            else s + attn_mask
+    return out, torch.softmax(s, -1)
+
+
+def _dropout_seeded(x, p):
+    tgx.manual_seed(0)                  # the same mask on every call (gradcheck re-runs it)
+    return F.dropout(x, p)
+
+
+def _causal_np(n, m):
+    return np.triu(np.full((n, m), -np.inf, np.float32), 1 + m - n)
+
+
+_Q = _f64(1, 3, 2)
+add(
+    OpInfo("F.linear", F.linear, torch_op=lambda *a: TF.linear(*a),
+           ref=lambda x, w, b=None: x @ w.T + (0 if b is None else b),
+           samples=_linear_family(True), api=("F.linear",)),
+    OpInfo("F.linear[nobias]", F.linear, torch_op=lambda *a: TF.linear(*a),
+           ref=lambda x, w: x @ w.T, samples=_linear_family(False)),
+    OpInfo("F.embedding", lambda w, ids, padding_idx: F.embedding(ids, w, padding_idx),
+           torch_op=lambda w, ids, padding_idx: TF.embedding(ids, w, padding_idx),
+           ref=lambda w, ids, padding_idx: w[ids], samples=family(
+               lambda d, dt: _embedding_family(d, dt, False)), api=("F.embedding",)),
+    OpInfo("F.embedding[padding_idx]", lambda w, ids, padding_idx: F.embedding(
+        ids, w, padding_idx), torch_op=lambda w, ids, padding_idx: TF.embedding(
+            ids, w, padding_idx), ref=lambda w, ids, padding_idx: w[ids],
+           samples=family(lambda d, dt: _embedding_family(d, dt, True)), gradcheck=False,
+           grad_reason="the padding row gets no gradient by definition (torch too): finite "
+           "differences disagree there; the gradient is compared with torch's",
+           fixed=(S(_f64(4, 2), ids=np.array([0, 3, 3]), padding_idx=-1, desc="padding_idx=-1",
+                    xfail=defect(SEMANTICS, "F.embedding(tensor([3]), w4x2, padding_idx=-1): "
+                                 "row 3 gets a gradient; torch treats -1 as row 3 (no grad)")),)),
+    OpInfo("F.layer_norm", lambda x, ns: F.layer_norm(x, ns),
+           torch_op=lambda x, ns: TF.layer_norm(x, ns), ref=lambda x, ns: np_layer_norm(x, ns),
+           samples=_layer_norm_family(False), atol=1e-8, rtol=1e-6),
+    OpInfo("F.layer_norm[affine]", lambda x, w, b, ns: F.layer_norm(x, ns, w, b),
+           torch_op=lambda x, w, b, ns: TF.layer_norm(x, ns, w, b),
+           ref=lambda x, w, b, ns: np_layer_norm(x, ns, w, b),
+           samples=_layer_norm_family(True), atol=1e-8, rtol=1e-6),
+    OpInfo("F.layer_norm_composite", lambda x, w, b, ns: F.layer_norm_composite(x, ns, w, b),
+           torch_op=lambda x, w, b, ns: TF.layer_norm(x, ns, w, b),
+           ref=lambda x, w, b, ns: np_layer_norm(x, ns, w, b),
+           samples=_layer_norm_family(True), atol=1e-8, rtol=1e-6),
+    OpInfo("F.cross_entropy", lambda x, **kw: F.cross_entropy(x, **kw),
+           torch_op=lambda x, **kw: TF.cross_entropy(x, **kw), samples=_ce_family(),
+           ref=np_cross_entropy,
+           fixed=(S(_f64(4), target=np.array(2), desc="1d_logits"),)),
+    OpInfo("F.cross_entropy_composite", lambda x, **kw: F.cross_entropy_composite(x, **kw),
+           torch_op=lambda x, **kw: TF.cross_entropy(x, **kw),
+           ref=lambda x, target, **kw: np_cross_entropy(x, target, **kw),
+           samples=_ce_family(layout_nd=False)),
+    OpInfo("F.nll_loss", lambda x, **kw: F.nll_loss(x, **kw),
+           torch_op=lambda x, **kw: TF.nll_loss(x, **kw),
+           ref=np_nll_loss,
+           samples=_ce_family(layout_nd=False, smoothing=False)),
+    OpInfo("F.dropout", _dropout_seeded, torch_op=None,
+           torch_reason="random mask: torch's generator differs (tests/test_torch_oracle.py "
+           "checks the scaling)", samples=unary(kw=lambda d, s: {"p": d(st.sampled_from(
+               (0.25, 0.5)))})),
+    OpInfo("F.dropout[eval]", lambda x, p, training: F.dropout(x, p, training),
+           torch_op=lambda x, p, training: TF.dropout(x, p, training), ref=lambda x, **kw: x,
+           samples=unary(kw=lambda d, s: {"p": d(st.sampled_from((0.0, 0.5))),
+                                          "training": False})),
+    OpInfo("F.dropout_composite", lambda x, mask, p: F.dropout_composite(x, _ids(mask), p),
+           torch_op=lambda x, mask, p: x * mask / (1 - p),
+           ref=lambda x, mask, p: x * mask / (1 - p),
+           samples=unary(kw=lambda d, s: {"mask": np.asarray(np.random.default_rng(
+               d(st.integers(0, 99))).random(s) < 0.6), "p": 0.4})),
+    OpInfo("F.scaled_dot_product_attention", lambda q, k, v, **kw:
+           F.scaled_dot_product_attention(q, k, v, **kw),
+           torch_op=lambda q, k, v, **kw: TF.scaled_dot_product_attention(q, k, v, **kw),
+           ref=np_sdpa, samples=_attention_family(), atol=1e-8,
+           fixed=(S(_Q, _f64(1, 5, 2, seed=1), _f64(1, 5, 2, seed=2), is_causal=True,
+                    desc="causal_n<m", xfail=defect(
+                        SEMANTICS, "F.scaled_dot_product_attention(q(3,2), k(5,2), v, "
+                        "is_causal=True) masks bottom-right (j > i+2); torch top-left (j > i)",
+                        ("numpy", "torch"))),)),
+    OpInfo("F.scaled_dot_product_attention[weights]", lambda q, k, v, **kw:
+           F.scaled_dot_product_attention(q, k, v, return_weights=True, **kw),
+           torch_op=_torch_sdpa_weights, samples=_attention_family(weights=True), atol=1e-8),
+    OpInfo("F.attention", lambda q, k, v, **kw: F.attention(q, k, v, **kw),
+           torch_op=_torch_attention, samples=_attention_family(right_causal=True), atol=1e-8),
+    OpInfo("F.packed_attention", lambda qkv, **kw: F.packed_attention(qkv, **kw),
+           torch_op=torch_packed_attention, samples=family(_packed_family), atol=1e-8),
+    OpInfo("F.causal_mask", lambda n, m: Tensor(F.causal_mask(n, m)),
+           torch_op=lambda n, m: torch.full((n, m), float("-inf")).triu(1 + m - n),
+           ref=_causal_np, samples=none(st.integers(1, 4).flatmap(
+               lambda n: st.fixed_dictionaries({"n": st.just(n), "m": st.integers(n, 5)}))),
+           grad=False, grad_reason=_CONST),
+    OpInfo("tgx.unbroadcast", lambda g, shape: Tensor(tgx.unbroadcast(g.numpy(), shape)),
+           torch_op=lambda g, shape: g.detach().sum_to_size(shape),
+           ref=lambda g, shape: np.sum(g, axis=tuple(range(g.ndim - len(shape))) + tuple(
+               g.ndim - len(shape) + i for i, s in enumerate(shape) if s == 1 and
+               g.shape[g.ndim - len(shape) + i] != 1), keepdims=False).reshape(shape),
+           samples=family(lambda d, dt: (lambda sa, sb: Sample(
+               (array(d, np.broadcast_shapes(sa, sb), dt),), {"shape": sa}))(
+                   *broadcast_shapes(d, 2))),
+           grad=False, grad_reason="works on numpy arrays (the walk's helper): no graph"),
+)
