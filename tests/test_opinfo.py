@@ -211,3 +211,45 @@ def test_xfails_name_checks_that_run():
 def test_entry_names_are_unique():
     names = [e.name for e in OPS]
     assert len(names) == len(set(names))
+
+
+# ------------------------------------------------------------------------------------------
+# coverage: every op in docs/api.md has an entry
+# ------------------------------------------------------------------------------------------
+
+def api_op_names():
+    """Qualified names ("tgx.x", "Tensor.x", "F.x") in api.md's tinygradx and functional
+    sections: first column of each table, the methods column of the Tensor methods table;
+    operators (`+ - * /`, `[...]`) are split into one name each."""
+    with open(os.path.join(ROOT, "docs", "api.md"), encoding="utf-8") as f:
+        text = f.read().split("## `tinygradx.nn`")[0]
+    names, where = set(), None
+    for line in text.splitlines():
+        if line.startswith("#"):
+            where = ("Tensor" if "`Tensor` methods" in line else
+                     "F" if "functional" in line else "tgx")
+            continue
+        if not line.startswith("|") or line.startswith("|---") or where is None:
+            continue
+        cells = [c.strip() for c in line.replace("\\|", "\0").split("|")[1:-1]]
+        if cells[0] in ("name", "group"):
+            continue
+        for span in re.findall(r"`([^`]*)`", cells[1] if where == "Tensor" else cells[0]):
+            span = span.replace("\0", "|")
+            if span.startswith("("):
+                continue                  # a result, e.g. `(values, indices)`, not a name
+            m = re.match(r"[A-Za-z_]\w*", span)
+            for tok in ([m.group(0)] if m else span.split()):
+                names.add(f"{where}.{tok}")
+    return names
+
+
+def test_api_coverage():
+    listed = api_op_names()
+    assert len(listed) > 100, f"parsed only {len(listed)} names from docs/api.md"
+    covered = {c for e in OPS for c in e.covers()}
+    missing = sorted(listed - covered - NOT_OPS)
+    assert not missing, "public ops in docs/api.md without an op-info entry: " + ", ".join(
+        missing)
+    stale = sorted(NOT_OPS - listed)
+    assert not stale, "NOT_OPS names that docs/api.md no longer lists: " + ", ".join(stale)
