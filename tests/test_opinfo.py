@@ -5,7 +5,7 @@
                                                discrepancies are strict xfails)
     test_api_coverage                          every op listed in docs/api.md has an entry
 
-Examples per entry: OPINFO_EXAMPLES (default 10), derandomized so CI runs are repeatable.
+Examples per entry: OPINFO_EXAMPLES (default 8), derandomized so CI runs are repeatable.
 """
 import os
 import re
@@ -20,7 +20,7 @@ from tinygradx import Tensor
 
 from opinfo import OPS, NOT_OPS, Sample, tdtype, torch
 
-EXAMPLES = int(os.environ.get("OPINFO_EXAMPLES", "10"))
+EXAMPLES = int(os.environ.get("OPINFO_EXAMPLES", "8"))
 HYPO = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                 suppress_health_check=list(HealthCheck))
 CHECKS = ("numpy", "torch", "gradcheck")
