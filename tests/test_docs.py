@@ -10,9 +10,16 @@ link still points at the line it quotes, every public name is indexed in docs/ap
    external program, for example).
 2. Links. Every relative link must name an existing file. A link to a line, `(../models/nets/gpt.py#L60)`,
    needs a file of at least 60 lines, and when the link is followed on its line by a quote in
-   backticks (`[models/nets/gpt.py#L60](../models/nets/gpt.py#L60): `att = ...``) the quote must appear
-   within +-3 lines of line 60. On the pages this file owns every line link must carry a quote.
-3. API index. Every public name of tinygradx, tinygradx.functional.__all__ and every class of
+   backticks (`[models/nets/gpt.py#L60](../models/nets/gpt.py#L60): `att = ...``) the quote must be
+   on line 60 itself (no slack: the pages promise the quoted line sits at its link). On the pages this file owns every line link must carry a quote.
+3. Shell commands. Every ```bash / ```sh / ```console block of docs/, docs/zh/ and README.md,
+   and every bare ``` block whose lines start with `$ `, is run by test_shell_blocks in a temporary
+   directory with this Python's bin/ first on PATH (so `tinygradx` and `python` are the venv's),
+   with a timeout, and must succeed; in a `$ ` block, every output line shown must appear in what
+   the commands print (spaces collapsed). A block that should not run (it trains for minutes,
+   installs packages, rewrites the test suite's files) carries `<!-- not run: the reason -->` on
+   the line right before its fence.
+4. API index. Every public name of tinygradx, tinygradx.functional.__all__ and every class of
    tinygradx.nn / tinygradx.optim appears in docs/api.md in backticks, and has a docstring.
 
 Refresh the text blocks after an intended change (then read the diff before committing):
@@ -44,7 +51,10 @@ OWN_PAGES = {"docs/walkthrough.md", "docs/zh/walkthrough.md", "docs/autograd.md"
 # pages other people are writing: a link to one of them may arrive before the page itself
 PENDING_PAGES = set()  # pages linked before they were written (none now)
 SKIP_MARK = "<!-- skip-test -->"
-LINE_SLACK = 3
+NOT_RUN = re.compile(r"^<!-- not run: (\S.*?) -->$")    # before a shell block: why it is not run
+SHELL_LANGS = {"bash", "sh", "console", "shell"}
+SHELL_TIMEOUT = 60                                         # seconds per block
+LINE_SLACK = 0                     # a quote must sit exactly on the line its link names
 
 FENCE = re.compile(r"^```(\w*)\s*$")
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
@@ -241,7 +251,8 @@ def test_links(page):
         if not found:
             exact = [k + 1 for k, s in enumerate(src) if quote.strip() in s]
             hint = f" (it is at line {exact[0]} now)" if exact else " (it is gone)"
-            problems.append(f"{where}: `{quote}` is not within {LINE_SLACK} lines of L{n}{hint}")
+            problems.append(f"{where}: `{quote}` is not on L{n}{hint} "
+                            f"(re-anchor with: python tests/test_docs.py --fix-links {page})")
     assert not problems, "\n".join(problems)
 
 
@@ -273,6 +284,65 @@ def test_links_are_checked_somewhere():
     total = sum(1 for p in OWN_PAGES if os.path.exists(os.path.join(ROOT, p))
                 for _, t, q in links(p) if "#L" in t and q)
     assert total >= 40, f"only {total} quoted line links on the docs pages"
+
+
+# ------------------------------------------------------------------------------------------
+# shell commands
+# ------------------------------------------------------------------------------------------
+
+def shell_blocks(page):
+    """(block, commands, shown output lines, reason not run or None) for every shell block."""
+    lines = read(page)
+    out = []
+    for b in blocks(lines):
+        body = b.code.split("\n")
+        prompt = any(s.startswith("$ ") for s in body)
+        if b.lang not in SHELL_LANGS and not (b.lang == "" and prompt):
+            continue
+        m = NOT_RUN.match(lines[b.start - 1].strip()) if b.start > 0 else None
+        if prompt or b.lang == "console":
+            cmds = [s[2:] for s in body if s.startswith("$ ")]
+            shown = [s for s in body if s.strip() and not s.startswith("$ ")]
+        else:
+            cmds, shown = [b.code], []
+        out.append((b, cmds, shown, m.group(1) if m else None))
+    return out
+
+
+def shell_pages():
+    return [p for p in PAGES + ["README.md"] if shell_blocks(p)]
+
+
+def squash(text):
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("page", shell_pages())
+def test_shell_blocks(page):
+    import subprocess
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", MPLBACKEND="Agg",
+               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    ran = 0
+    for b, cmds, shown, reason in shell_blocks(page):
+        where = f"{page}, the shell block at line {b.start + 1}"
+        if reason is not None:
+            continue
+        printed = []
+        with tempfile.TemporaryDirectory() as tmp:
+            for cmd in cmds:
+                try:
+                    r = subprocess.run(["bash", "-e", "-c", cmd], cwd=tmp, env=env, text=True,
+                                       capture_output=True, timeout=SHELL_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    pytest.fail(f"{where}: `{cmd}` ran over {SHELL_TIMEOUT} s; make it faster or "
+                                f"mark the block <!-- not run: why -->")
+                assert r.returncode == 0, (f"{where}: `{cmd}` failed ({r.returncode}):\n"
+                                           f"{r.stdout[-2000:]}{r.stderr[-2000:]}")
+                printed += [squash(s) for s in r.stdout.split("\n")]
+        missing = [s for s in shown if squash(s) not in printed]
+        assert not missing, f"{where}: these lines are not in the output:\n" + "\n".join(missing)
+        ran += 1
+    assert ran or page != "docs/graphs.md", f"{page}: no shell block ran"
 
 
 # ------------------------------------------------------------------------------------------
@@ -370,7 +440,8 @@ def fix_links(page):
         if not (m and quote):
             continue
         src = read(os.path.relpath(resolve(page, m.group(1))[0], ROOT))
-        hits = [i + 1 for i, line in enumerate(src) if line.strip() == quote.strip()]
+        hits = ([i + 1 for i, line in enumerate(src) if line.strip() == quote.strip()]
+                or [i + 1 for i, line in enumerate(src) if quote.strip() in line])
         n = int(m.group(2))
         if not hits or any(abs(h - n) <= LINE_SLACK for h in hits):
             continue

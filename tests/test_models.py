@@ -1,4 +1,4 @@
-"""The Transformer family (models/nets/gpt.py, models/nets/transformer.py) against the seed's formulas.
+"""The Transformer family (models/nets/gpt.py, models/nets/transformer.py) against their formulas.
 
 Shapes through every block at odd sizes, causality, padding, gradcheck of whole blocks in float64,
 parameter counts against the papers, overfitting one batch, state_dict round trips, and the KV

@@ -9,6 +9,9 @@ ln-grad: at initialisation, Post-LN's gradients are large near the output and th
     every decoder layer, averaged over a few seeds. The encoder alone and a GPT are options.
 warmup: the consequence. At a large learning rate, Post-LN without warm-up trains badly (or not
     at all), with warm-up it trains; Pre-LN trains without warm-up.
+score-scale (functions only, for docs/walkthrough.md section 4): the gradient reaching the
+    queries with and without the 1/sqrt(d_k) of attention's scores (`score_scale_grads`,
+    `score_scale_summary`, `plot_score_scale_grads`, which drew docs/img/score_scale_grad.png).
 
 Both are functions returning numbers (`ln_grad_norms`, `ln_grad_experiment`, `warmup_curves`)
 so tests can call them on small sizes; `main` writes the CSV files, the plots (with matplotlib)
@@ -330,6 +333,66 @@ def plot_ln_grad(result, path):
             "gpt": "GPT"}[result["model"]]
     fig.suptitle(f"Xiong et al. 2020, {what}, d_model={result['d_model']}: mean over "
                  f"{len(result['seeds'])} initialisations", fontsize=11)
+    return save_figure(fig, path)
+
+
+# ------------------------------------------------------------------------------------------
+# score-scale: what dividing QK^T by sqrt(d_k) does to the gradient reaching the queries
+# ------------------------------------------------------------------------------------------
+
+def score_scale_grads(d_k=512, n_keys=10, n_queries=1000, seed=0):
+    """||dL/dq|| for every query, with and without the 1/sqrt(d_k) of attention's scores.
+
+    q (n_queries, d_k) and k (n_keys, d_k) are standard normal, A = softmax(q k^T [/ sqrt(d_k)])
+    and L = sum(A * G) with G a fixed standard normal upstream gradient, so dL/dq is what
+    softmax's backward lets through to the queries (and so to W^Q). Returns
+    {"unscaled": array (n_queries,), "scaled": array (n_queries,)}; both runs draw the same
+    q, k and G.
+    """
+    out = {}
+    for name, scaled in (("unscaled", False), ("scaled", True)):
+        tgx.manual_seed(seed)
+        q = tgx.randn(n_queries, d_k, dtype="float64").requires_grad_()
+        k = tgx.randn(n_keys, d_k, dtype="float64")
+        s = q @ k.T                                               # (n_queries, n_keys)
+        if scaled:
+            s = s / math.sqrt(d_k)
+        a = F.softmax(s, dim=-1)
+        upstream = tgx.randn(n_queries, n_keys, dtype="float64")
+        (a * upstream).sum().backward()
+        out[name] = np.linalg.norm(q.grad.numpy(), axis=1)
+    return out
+
+
+def score_scale_summary(grads, small=1e-3):
+    """{name: (mean, median, fraction of queries with ||dL/dq|| < small)}."""
+    return {name: (float(g.mean()), float(np.median(g)), float((g < small).mean()))
+            for name, g in grads.items()}
+
+
+def plot_score_scale_grads(grads, path, d_k=512):
+    """Histogram (log-spaced bins) of ||dL/dq|| per query, scaled vs unscaled; None without
+    matplotlib."""
+    from .pictures import figure_class, save_figure
+    Figure = figure_class()
+    if Figure is None:
+        return None
+    both = np.concatenate([grads["unscaled"], grads["scaled"]])
+    lo = max(float(both[both > 0].min()), 1e-300)
+    bins = np.logspace(np.log10(lo), np.log10(float(both.max())), 60)
+    fig = Figure(figsize=(8, 4.2))
+    ax = fig.subplots()
+    for name, label, color in (("unscaled", "softmax(QK^T)", "tab:red"),
+                               ("scaled", "softmax(QK^T / sqrt(d_k))", "tab:blue")):
+        g = grads[name]
+        ax.hist(g, bins=bins, alpha=0.6, color=color,
+                label=f"{label}: mean {g.mean():.3f}, median {np.median(g):.2g}")
+    ax.axvline(1e-3, color="k", ls=":", lw=1, label="1e-3")
+    ax.set_xscale("log")
+    ax.set_xlabel("||dL/dq|| of one query (log scale)")
+    ax.set_ylabel("queries")
+    ax.set_title(f"Gradient reaching the queries, d_k = {d_k}, {len(grads['scaled'])} queries")
+    ax.legend(fontsize=8, loc="upper left")
     return save_figure(fig, path)
 
 

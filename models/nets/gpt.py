@@ -9,7 +9,8 @@ References:
 4) karpathy/nanoGPT model.py: the file order and the parameter names (GPT-2 checkpoint names), so
    loading GPT-2 weights is a name map.
 
-Formulas are those of the seed note (../shared/seed); each appears as a line of code below.
+The formulas are the ones derived step by step in docs/walkthrough.md (attention, multi-head
+attention, the Pre-LN and Post-LN blocks); each appears as a line of code below.
 Shapes: B batch, T new positions, t all positions (cached + new), C = n_embd = d_model,
 nh = n_head, hs = C // nh = d_k, V = vocab_size.
 """
@@ -86,7 +87,7 @@ class CausalSelfAttention(nn.Module):
     def _scores(self, q, k, v):
         """head_i = Softmax(Q_i K_i^T / sqrt(d_k) + M) V_i for all heads, op by op."""
         T, t, hs = q.shape[2], k.shape[2], q.shape[3]
-        # Score = Q K^T / sqrt(d_k): d_k is the head size hs, not C (the seed's section 3). The
+        # Score = Q K^T / sqrt(d_k): d_k is the head size hs, not C (walkthrough section 4). The
         # scale is applied to Q, (B, nh, T, hs), rather than to the larger scores (B, nh, T, t)
         att = (q * (1.0 / math.sqrt(hs))) @ k.transpose(-2, -1)  # (B, nh, T, t)
         # + M: M_ij = -inf where key j is in query i's future (i sits at position t - T + i)
@@ -119,7 +120,7 @@ class MLP(nn.Module):
 class Block(nn.Module):
     """One GPT block.
 
-    Pre-LN (norm_first=True, GPT-2), the seed's section 8:
+    Pre-LN (norm_first=True, GPT-2), x + Sublayer(LayerNorm(x)) around each sublayer:
         u_l     = x_l + CausalMHA(LayerNorm(x_l))
         x_{l+1} = u_l + MLP(LayerNorm(u_l))
     Post-LN (norm_first=False, the original Transformer), y = LayerNorm(x + Sublayer(x)):

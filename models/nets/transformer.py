@@ -11,7 +11,8 @@ References:
    make_model) and Xavier-uniform initialisation. Unlike its code, the default here really is
    Post-LN, with torch's LayerNorm (biased variance, eps inside the square root).
 
-Formulas are those of the seed note (../shared/seed); each appears as a line of code below.
+The formulas are the ones derived step by step in docs/walkthrough.md (input representation,
+scaled dot-product and multi-head attention, Add & Norm, FFN); each appears as a line of code below.
 Shapes: B batch, S source length, T target length, d = d_model, h heads, d_k = d / h,
 Vs / Vt source / target vocabulary sizes. Masks are bool with True = padding (a key not to attend).
 
@@ -36,7 +37,9 @@ from .layers import KVCache, as_ids, xavier_uniform_, zeros_
 
 class Embeddings(nn.Embedding):
     """sqrt(d_model) * X_embedding: token vectors scaled up so that at initialisation they are on
-    the same scale as PE (the seed's section 1). The table is `.weight` (V, d_model)."""
+    the same scale as PE in the input representation X = sqrt(d_model) * Emb + PE, provided the
+    table starts with components of order 1/sqrt(d_model) (an N(0, 1/d_model) init, or Xavier with
+    V close to d_model; see docs/walkthrough.md section 1). The table is `.weight` (V, d_model)."""
 
     def forward(self, ids):
         return F.embedding(ids, self.weight, self.padding_idx) * math.sqrt(self.embedding_dim)
@@ -44,7 +47,8 @@ class Embeddings(nn.Embedding):
 
 def sinusoidal_table(max_len, d_model):
     """PE_{pos,2i} = sin(pos / 10000^{2i/d_model}),  PE_{pos,2i+1} = cos(pos / 10000^{2i/d_model})
-    (the seed's section 9), as a (max_len, d_model) float64 array."""
+    (the sinusoidal positional encoding added to the scaled embeddings), as a (max_len, d_model)
+    float64 array."""
     pos = np.arange(max_len, dtype=np.float64)[:, None]          # (max_len, 1)
     two_i = np.arange(0, d_model, 2, dtype=np.float64)            # 2i: (ceil(d/2),)
     angle = pos / 10000.0 ** (two_i / d_model)                    # (max_len, ceil(d/2))
