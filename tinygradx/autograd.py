@@ -21,6 +21,7 @@ import contextlib
 import os
 import time
 import traceback
+import weakref
 
 import numpy as np
 
@@ -31,12 +32,120 @@ class OpError(ValueError):
     """A bad shape, dim, dtype or argument given to an op, named in the user's terms."""
 
 
+# --------------------------------------------------------------------------------------------
+# module frames: where a node was created, named only when asked
+# --------------------------------------------------------------------------------------------
+
+class Frame:
+    """One module call: the frame that was on top when it began, and the module called (or a
+    fixed name pushed by `scope`). nn.Module.__call__ pushes one; every node created inside
+    keeps it (ctx.frame). The dotted path is resolved by `path` when an error, a graph or a
+    trace asks, then cached on the frame.
+
+    Resolving walks up the calling frames to the nearest module that holds this one among its
+    attributes (the walk named_modules does) and appends the name found there to that
+    frame's path. A module called outermost is named inside the most recently called
+    outermost module that holds it (so a block GPT.generate calls directly keeps its path
+    `transformer.h.0`), or "" if none does.
+    """
+
+    __slots__ = ("parent", "module", "_path", "_held")
+
+    def __init__(self, parent, module):
+        self.parent = parent
+        self.module = module
+
+    @property
+    def path(self):
+        try:
+            return self._path
+        except AttributeError:
+            path = self._path = _resolve(self)
+            return path
+
+    def _name_of(self, module):
+        """module's dotted name below this frame's module, or None if it does not hold it."""
+        held = getattr(self, "_held", None)
+        if held is not None:
+            hit = held.get(id(module))
+            if hit is not None and hit[1] is module:
+                return hit[0]
+        # the first ask, or a miss: (re)build, as the forward may have added a module since
+        held = self._held = _held_by(self.module)
+        hit = held.get(id(module))
+        return hit[0] if hit is not None and hit[1] is module else None
+
+    def __repr__(self):
+        return f"<Frame {self.path or '<top>'}>"
+
+
+def _held_by(module):
+    """{id(m): (dotted name, m)} for every module below `module` (not itself)."""
+    return {id(m): (name, m) for name, m in module.named_modules() if name}
+
+
+ROOT = Frame(None, None)    # the frame of code outside any module call
+ROOT._path = ""
+_OUTERMOST = {}             # id(module) -> weakref, modules called outermost, oldest first
+
+
+def called_outermost(module):
+    """Remember that `module` was called outside any module (nn.Module.__call__ calls it)."""
+    key = id(module)
+    ref = _OUTERMOST.pop(key, None)
+    if ref is None or ref() is not module:
+        ref = weakref.ref(module, lambda r, key=key: _OUTERMOST.get(key) is r
+                          and _OUTERMOST.pop(key))
+    _OUTERMOST[key] = ref
+
+
+def _resolve(frame):
+    module = frame.module
+    if isinstance(module, str):
+        return module
+    f = frame.parent
+    while f is not ROOT:
+        if not isinstance(f.module, str):
+            name = f._name_of(module)
+            if name is not None:
+                base = f.path
+                return f"{base}.{name}" if base else name
+        f = f.parent
+    path = _outermost_path(module)
+    if path is None:    # held by nothing: named from itself, or by its class if called inside
+        path = "" if frame.parent is ROOT else type(module).__name__
+    return path
+
+
+def _outermost_path(module):
+    """module's path inside the newest outermost-called module holding it, followed up to one
+    that nothing holds; None if no such module holds it."""
+    roots = [r() for r in reversed(list(_OUTERMOST.values()))]
+    held = {}
+    path, seen = None, {id(module)}
+    while True:
+        for r in roots:
+            if r is None or id(r) in seen:
+                continue
+            names = held.get(id(r))
+            if names is None:
+                names = held[id(r)] = _held_by(r)
+            hit = names.get(id(module))
+            if hit is not None and hit[1] is module:
+                break
+        else:
+            return path
+        path = hit[0] if path is None else f"{hit[0]}.{path}"
+        seen.add(id(r))
+        module = r
+
+
 class _State:
     """Process-wide switches. One object, so the hot path reads one attribute per switch."""
 
     def __init__(self):
         self.grad_enabled = True
-        self.scope = [""]          # module path stack, pushed by nn.Module.__call__
+        self.frame = ROOT          # the innermost module call, pushed by nn.Module.__call__
         self.instrumented = False  # True while any observer below is active (slow path)
         self.anomaly = False
         self.observers = []        # callables(ctx, inputs, out, seconds), e.g. trace and profile
@@ -84,16 +193,18 @@ def is_grad_enabled():
 
 @contextlib.contextmanager
 def scope(name):
-    """Record `name` as the module path of every node created inside (nn.Module uses this)."""
-    STATE.scope.append(name)
+    """Record `name` as the module path of every node created inside (outside any module)."""
+    prev = STATE.frame
+    STATE.frame = Frame(prev, name)
     try:
         yield
     finally:
-        STATE.scope.pop()
+        STATE.frame = prev
 
 
 def current_scope():
-    return STATE.scope[-1]
+    """The dotted path of the innermost module call ("" outside any module)."""
+    return STATE.frame.path
 
 
 @contextlib.contextmanager
@@ -166,7 +277,7 @@ class Function:
     `self.needs_input_grad[i]` tells whether input i needs a gradient at all.
     """
 
-    __slots__ = ("parents", "needs_input_grad", "scope", "callsite", "__dict__")
+    __slots__ = ("parents", "needs_input_grad", "frame", "callsite", "__dict__")
     # A short lower-case name used in error messages, graphs and traces; defaults to the class name.
     op_name = None
 
@@ -210,7 +321,7 @@ class Function:
         else:
             needs = (False,) * len(tensors)
         ctx.needs_input_grad = needs
-        ctx.scope = STATE.scope[-1]
+        ctx.frame = STATE.frame
         arrays = [t.data for t in tensors]
         if STATE.instrumented:
             return _apply_instrumented(cls, ctx, tensors, arrays, kwargs)
@@ -222,6 +333,11 @@ class Function:
             ctx.parents = tensors
             return Tensor._from_op(out, ctx)
         return Tensor._from_op(out, None)
+
+    @property
+    def scope(self):
+        """The dotted path of the module call that created this node ("" outside any)."""
+        return self.frame.path
 
     def free(self):
         """Drop saved arrays and parents: the graph behind this node is gone."""

@@ -1,9 +1,10 @@
 """tinygradx.nn: Module, Parameter and the layers a Transformer is made of.
 
 A Module finds its Parameters and sub-Modules by walking its attributes (lists, tuples and dicts
-included), so layers need no registration calls. Calling a module pushes its dotted path (e.g.
-`transformer.h.0.attn.c_attn`) as the scope of every graph node created inside; the graph
-drawer, the shape trace and error messages read it.
+included), so layers need no registration calls. Calling a module pushes a frame (the calling
+frame and the module); every graph node created inside keeps it, and its dotted path (e.g.
+`transformer.h.0.attn.c_attn`, read as `ctx.scope` by the graph drawer, the shape trace and
+error messages) is worked out from the frames only when asked (autograd.Frame).
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from collections import OrderedDict
 import numpy as np
 
 from . import functional as F
-from .autograd import STATE, OpError
+from .autograd import ROOT, STATE, Frame, OpError, called_outermost, current_scope
 from .tensor import Tensor
 
 
@@ -49,10 +50,6 @@ def _walk(value, prefix):
             yield from _walk(v, f"{prefix}.{k}")
 
 
-_TREE = [0]  # bumped whenever a module attribute may add or remove a submodule
-_NAMED = [None]  # the tree version of the last naming walk
-
-
 class Module:
     """Base class of layers and models: override `forward`, call the module like a function."""
 
@@ -61,30 +58,17 @@ class Module:
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
-    def __setattr__(self, name, value):
-        # assigning a module or a container may change the tree: outermost calls re-name it
-        if isinstance(value, (Module, list, tuple, dict)):
-            _TREE[0] += 1
-        object.__setattr__(self, name, value)
-
     def __call__(self, *args, **kwargs):
-        stack = STATE.scope
-        if len(stack) == 1 and (_NAMED[0] != _TREE[0] or "_path" not in self.__dict__):
-            # an outermost call names every submodule, so inner calls know their paths.
-            # Walking the tree costs ~0.1 ms, so it is redone only when the tree changed or
-            # this module was never named: a block called on its own (as GPT.generate does)
-            # keeps the dotted path its model gave it
-            for name, m in self.named_modules():
-                m.__dict__["_path"] = name
-            _NAMED[0] = _TREE[0]
-        path = self.__dict__.get("_path")
-        if path is None:
-            path = type(self).__name__
-        stack.append(path)
+        # one frame per call, nothing per op: nodes created inside keep the frame on top, and
+        # their module path is resolved from the frames when an error, a graph or a trace asks
+        parent = STATE.frame
+        if parent is ROOT:
+            called_outermost(self)
+        STATE.frame = Frame(parent, self)
         try:
             return self.forward(*args, **kwargs)
         finally:
-            stack.pop()
+            STATE.frame = parent
 
     # -- the tree ------------------------------------------------------------------------
     def _members(self):
@@ -295,7 +279,6 @@ class ModuleList(Module):
 
     def append(self, m):
         self._list.append(m)
-        _TREE[0] += 1
         return self
 
 
@@ -355,7 +338,7 @@ class Linear(Module):
 
     def forward(self, x):
         if x.shape[-1] != self.in_features:
-            raise OpError(f"Linear at {getattr(self, '_path', '') or '<top>'}: input of shape "
+            raise OpError(f"Linear at {current_scope() or '<top>'}: input of shape "
                           f"{x.shape} has {x.shape[-1]} features, expected "
                           f"in_features={self.in_features}")
         return F.linear(x, self.weight, self.bias)
@@ -493,7 +476,7 @@ class MultiHeadAttention(Module):
             kp = key_padding_mask.data if isinstance(key_padding_mask, Tensor) \
                 else np.asarray(key_padding_mask)
             if kp.shape != (B, m):
-                raise OpError(f"MultiHeadAttention at {getattr(self, '_path', '') or '<top>'}: "
+                raise OpError(f"MultiHeadAttention at {current_scope() or '<top>'}: "
                               f"key_padding_mask has shape {kp.shape}, expected (B, m) = "
                               f"{(B, m)}")
             kp = kp.astype(bool)[:, None, None, :]            # (B, 1, 1, m)
