@@ -21,7 +21,6 @@ import contextlib
 import os
 import time
 import traceback
-import weakref
 
 import numpy as np
 
@@ -32,120 +31,12 @@ class OpError(ValueError):
     """A bad shape, dim, dtype or argument given to an op, named in the user's terms."""
 
 
-# --------------------------------------------------------------------------------------------
-# module frames: where a node was created, named only when asked
-# --------------------------------------------------------------------------------------------
-
-class Frame:
-    """One module call: the frame that was on top when it began, and the module called (or a
-    fixed name pushed by `scope`). nn.Module.__call__ pushes one; every node created inside
-    keeps it (ctx.frame). The dotted path is resolved by `path` when an error, a graph or a
-    trace asks, then cached on the frame.
-
-    Resolving walks up the calling frames to the nearest module that holds this one among its
-    attributes (the walk named_modules does) and appends the name found there to that
-    frame's path. A module called outermost is named inside the most recently called
-    outermost module that holds it (so a block GPT.generate calls directly keeps its path
-    `transformer.h.0`), or "" if none does.
-    """
-
-    __slots__ = ("parent", "module", "_path", "_held")
-
-    def __init__(self, parent, module):
-        self.parent = parent
-        self.module = module
-
-    @property
-    def path(self):
-        try:
-            return self._path
-        except AttributeError:
-            path = self._path = _resolve(self)
-            return path
-
-    def _name_of(self, module):
-        """module's dotted name below this frame's module, or None if it does not hold it."""
-        held = getattr(self, "_held", None)
-        if held is not None:
-            hit = held.get(id(module))
-            if hit is not None and hit[1] is module:
-                return hit[0]
-        # the first ask, or a miss: (re)build, as the forward may have added a module since
-        held = self._held = _held_by(self.module)
-        hit = held.get(id(module))
-        return hit[0] if hit is not None and hit[1] is module else None
-
-    def __repr__(self):
-        return f"<Frame {self.path or '<top>'}>"
-
-
-def _held_by(module):
-    """{id(m): (dotted name, m)} for every module below `module` (not itself)."""
-    return {id(m): (name, m) for name, m in module.named_modules() if name}
-
-
-ROOT = Frame(None, None)    # the frame of code outside any module call
-ROOT._path = ""
-_OUTERMOST = {}             # id(module) -> weakref, modules called outermost, oldest first
-
-
-def called_outermost(module):
-    """Remember that `module` was called outside any module (nn.Module.__call__ calls it)."""
-    key = id(module)
-    ref = _OUTERMOST.pop(key, None)
-    if ref is None or ref() is not module:
-        ref = weakref.ref(module, lambda r, key=key: _OUTERMOST.get(key) is r
-                          and _OUTERMOST.pop(key))
-    _OUTERMOST[key] = ref
-
-
-def _resolve(frame):
-    module = frame.module
-    if isinstance(module, str):
-        return module
-    f = frame.parent
-    while f is not ROOT:
-        if not isinstance(f.module, str):
-            name = f._name_of(module)
-            if name is not None:
-                base = f.path
-                return f"{base}.{name}" if base else name
-        f = f.parent
-    path = _outermost_path(module)
-    if path is None:    # held by nothing: named from itself, or by its class if called inside
-        path = "" if frame.parent is ROOT else type(module).__name__
-    return path
-
-
-def _outermost_path(module):
-    """module's path inside the newest outermost-called module holding it, followed up to one
-    that nothing holds; None if no such module holds it."""
-    roots = [r() for r in reversed(list(_OUTERMOST.values()))]
-    held = {}
-    path, seen = None, {id(module)}
-    while True:
-        for r in roots:
-            if r is None or id(r) in seen:
-                continue
-            names = held.get(id(r))
-            if names is None:
-                names = held[id(r)] = _held_by(r)
-            hit = names.get(id(module))
-            if hit is not None and hit[1] is module:
-                break
-        else:
-            return path
-        path = hit[0] if path is None else f"{hit[0]}.{path}"
-        seen.add(id(r))
-        module = r
-
-
 class _State:
     """Process-wide switches. One object, so the hot path reads one attribute per switch."""
 
     def __init__(self):
         self.grad_enabled = True
-        self.frame = ROOT          # the innermost module call, pushed by nn.Module.__call__
+        self.frame = None          # the innermost call (a Frame, ROOT outside any; see below)
         self.instrumented = False  # True while any observer below is active (slow path)
         self.anomaly = False
         self.observers = []        # callables(ctx, inputs, out, seconds), e.g. trace and profile
@@ -193,9 +84,8 @@ def is_grad_enabled():
 
 @contextlib.contextmanager
 def scope(name):
-    """Record `name` as the module path of every node created inside (outside any module)."""
-    prev = STATE.frame
-    STATE.frame = Frame(prev, name)
+    """Record `name` as the module path of every node created inside."""
+    prev, STATE.frame = STATE.frame, Frame(STATE.frame, name)
     try:
         yield
     finally:
@@ -203,7 +93,6 @@ def scope(name):
 
 
 def current_scope():
-    """The dotted path of the innermost module call ("" outside any module)."""
     return STATE.frame.path
 
 
@@ -278,6 +167,7 @@ class Function:
     """
 
     __slots__ = ("parents", "needs_input_grad", "frame", "callsite", "__dict__")
+    scope = property(lambda self: self.frame.path, doc="the module path, worked out when read")
     # A short lower-case name used in error messages, graphs and traces; defaults to the class name.
     op_name = None
 
@@ -333,11 +223,6 @@ class Function:
             ctx.parents = tensors
             return Tensor._from_op(out, ctx)
         return Tensor._from_op(out, None)
-
-    @property
-    def scope(self):
-        """The dotted path of the module call that created this node ("" outside any)."""
-        return self.frame.path
 
     def free(self):
         """Drop saved arrays and parents: the graph behind this node is gone."""
@@ -715,3 +600,40 @@ def set_rng_state(state):
 def default_rng():
     return STATE.rng
 
+
+# --------------------------------------------------------------------------------------------
+# frames: the calls a node was created in, named only when asked
+# --------------------------------------------------------------------------------------------
+
+class Frame:
+    """One call on the scope stack: the frame below it (`parent`) and a fixed name (`scope`).
+
+    Every node keeps the frame on top when it was created (ctx.frame) and ctx.scope reads its
+    `path`, worked out by `resolve` when first asked and then cached. nn.Module.__call__ pushes
+    nn._ModuleFrame, whose path comes from the module tree (one small object per module call,
+    nothing per op).
+    """
+
+    __slots__ = ("parent", "name", "_path")
+
+    def __init__(self, parent, name):
+        self.parent = parent
+        self.name = name
+
+    @property
+    def path(self):
+        try:
+            return self._path
+        except AttributeError:
+            path = self._path = self.resolve()
+            return path
+
+    def resolve(self):
+        return self.name
+
+    def __repr__(self):
+        return f"<{type(self).__name__} {self.path or '<top>'}>"
+
+
+ROOT = Frame(None, "")  # the frame of code outside any call
+STATE.frame = ROOT

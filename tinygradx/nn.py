@@ -4,17 +4,18 @@ A Module finds its Parameters and sub-Modules by walking its attributes (lists, 
 included), so layers need no registration calls. Calling a module pushes a frame (the calling
 frame and the module); every graph node created inside keeps it, and its dotted path (e.g.
 `transformer.h.0.attn.c_attn`, read as `ctx.scope` by the graph drawer, the shape trace and
-error messages) is worked out from the frames only when asked (autograd.Frame).
+error messages) is worked out from the frames only when asked (_ModuleFrame).
 """
 from __future__ import annotations
 
 import math
+import weakref
 from collections import OrderedDict
 
 import numpy as np
 
 from . import functional as F
-from .autograd import ROOT, STATE, Frame, OpError, called_outermost, current_scope
+from .autograd import ROOT, STATE, Frame, OpError, current_scope
 from .tensor import Tensor
 
 
@@ -63,8 +64,8 @@ class Module:
         # their module path is resolved from the frames when an error, a graph or a trace asks
         parent = STATE.frame
         if parent is ROOT:
-            called_outermost(self)
-        STATE.frame = Frame(parent, self)
+            _called_outermost(self)
+        STATE.frame = _ModuleFrame(parent, self)
         try:
             return self.forward(*args, **kwargs)
         finally:
@@ -503,3 +504,85 @@ class MultiHeadAttention(Module):
 
     def extra_repr(self):
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, dropout={self.dropout}"
+
+
+# ------------------------------------------------------------------------------------------
+# module paths: worked out from the call frames when an error, a graph or a trace asks
+# ------------------------------------------------------------------------------------------
+
+class _ModuleFrame(Frame):
+    """One module call (Module.__call__ pushes it). Its path: walk up the calling frames to
+    the nearest module that holds this one among its attributes (the walk named_modules does)
+    and append the name found there. A module called outermost is named inside the most
+    recently called outermost module that holds it, so a block GPT.generate calls directly
+    keeps its path `transformer.h.0`; a module held by none is named from itself ("")."""
+
+    __slots__ = ("module", "_held")
+
+    def __init__(self, parent, module):
+        self.parent = parent
+        self.module = module
+
+    def resolve(self):
+        f = self.parent
+        while f is not ROOT:
+            if isinstance(f, _ModuleFrame):
+                name = f._name_of(self.module)
+                if name is not None:
+                    return f"{f.path}.{name}" if f.path else name
+            f = f.parent
+        path = _outermost_path(self.module)
+        if path is None:    # held by nothing: named from itself, or by its class inside a call
+            path = "" if self.parent is ROOT else type(self.module).__name__
+        return path
+
+    def _name_of(self, module):
+        """module's dotted name below this frame's module, or None if it does not hold it."""
+        held = getattr(self, "_held", None)
+        if held is not None:
+            hit = held.get(id(module))
+            if hit is not None and hit[1] is module:
+                return hit[0]
+        # the first ask, or a miss: (re)build, as the forward may have added a module since
+        held = self._held = _held_by(self.module)
+        hit = held.get(id(module))
+        return hit[0] if hit is not None and hit[1] is module else None
+
+
+def _held_by(module):
+    """{id(m): (dotted name, m)} for every module below `module` (not itself)."""
+    return {id(m): (name, m) for name, m in module.named_modules() if name}
+
+
+_OUTERMOST = {}   # id(module) -> weak reference, the modules called outermost, oldest first
+
+
+def _called_outermost(module):
+    key = id(module)
+    ref = _OUTERMOST.pop(key, None)
+    if ref is None or ref() is not module:
+        ref = weakref.ref(module, lambda r, key=key: _OUTERMOST.get(key) is r
+                          and _OUTERMOST.pop(key))
+    _OUTERMOST[key] = ref
+
+
+def _outermost_path(module):
+    """module's path inside the newest outermost-called module that holds it, followed up to
+    one that none holds; None if none holds it."""
+    roots = [r() for r in reversed(list(_OUTERMOST.values()))]
+    held = {}
+    path, seen = None, {id(module)}
+    while True:
+        for r in roots:
+            if r is None or id(r) in seen:
+                continue
+            if id(r) not in held:
+                held[id(r)] = _held_by(r)
+            hit = held[id(r)].get(id(module))
+            if hit is not None and hit[1] is module:
+                break
+        else:
+            return path
+        path = hit[0] if path is None else f"{hit[0]}.{path}"
+        seen.add(id(r))
+        module = r
