@@ -39,7 +39,7 @@ class _State:
 
     def __init__(self):
         self.grad_enabled = True
-        self.scope = [""]          # module path stack, pushed by nn.Module.__call__
+        self.frame = None          # the innermost call (a Frame, ROOT outside any; see below)
         self.instrumented = False  # True while any observer below is active (slow path)
         self.anomaly = False
         self.observers = []        # callables(ctx, inputs, out, seconds), e.g. trace and profile
@@ -87,16 +87,16 @@ def is_grad_enabled():
 
 @contextlib.contextmanager
 def scope(name):
-    """Record `name` as the module path of every node created inside (nn.Module uses this)."""
-    STATE.scope.append(name)
+    """Record `name` as the module path of every node created inside."""
+    prev, STATE.frame = STATE.frame, Frame(STATE.frame, name)
     try:
         yield
     finally:
-        STATE.scope.pop()
+        STATE.frame = prev
 
 
 def current_scope():
-    return STATE.scope[-1]
+    return STATE.frame.path
 
 
 @contextlib.contextmanager
@@ -169,7 +169,8 @@ class Function:
     `self.needs_input_grad[i]` tells whether input i needs a gradient at all.
     """
 
-    __slots__ = ("parents", "needs_input_grad", "scope", "callsite", "__dict__")
+    __slots__ = ("parents", "needs_input_grad", "frame", "callsite", "__dict__")
+    scope = property(lambda self: self.frame.path, doc="the module path, worked out when read")
     # A short lower-case name used in error messages, graphs and traces; defaults to the class name.
     op_name = None
 
@@ -213,7 +214,7 @@ class Function:
         else:
             needs = (False,) * len(tensors)
         ctx.needs_input_grad = needs
-        ctx.scope = STATE.scope[-1]
+        ctx.frame = STATE.frame
         arrays = [t.data for t in tensors]
         if STATE.instrumented:
             return _apply_instrumented(cls, ctx, tensors, arrays, kwargs)
@@ -526,3 +527,40 @@ def set_rng_state(state):
 def default_rng():
     return STATE.rng
 
+
+# --------------------------------------------------------------------------------------------
+# frames: the calls a node was created in, named only when asked
+# --------------------------------------------------------------------------------------------
+
+class Frame:
+    """One call on the scope stack: the frame below it (`parent`) and a fixed name (`scope`).
+
+    Every node keeps the frame on top when it was created (ctx.frame) and ctx.scope reads its
+    `path`, worked out by `resolve` when first asked and then cached. nn.Module.__call__ pushes
+    nn._ModuleFrame, whose path comes from the module tree (one small object per module call,
+    nothing per op).
+    """
+
+    __slots__ = ("parent", "name", "_path")
+
+    def __init__(self, parent, name):
+        self.parent = parent
+        self.name = name
+
+    @property
+    def path(self):
+        try:
+            return self._path
+        except AttributeError:
+            path = self._path = self.resolve()
+            return path
+
+    def resolve(self):
+        return self.name
+
+    def __repr__(self):
+        return f"<{type(self).__name__} {self.path or '<top>'}>"
+
+
+ROOT = Frame(None, "")  # the frame of code outside any call
+STATE.frame = ROOT

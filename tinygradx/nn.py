@@ -1,19 +1,21 @@
 """tinygradx.nn: Module, Parameter and the layers a Transformer is made of.
 
 A Module finds its Parameters and sub-Modules by walking its attributes (lists, tuples and dicts
-included), so layers need no registration calls. Calling a module pushes its dotted path (e.g.
-`transformer.h.0.attn.c_attn`) as the scope of every graph node created inside; the graph
-drawer, the shape trace and error messages read it.
+included), so layers need no registration calls. Calling a module pushes a frame (the calling
+frame and the module); every graph node created inside keeps it, and its dotted path (e.g.
+`transformer.h.0.attn.c_attn`, read as `ctx.scope` by the graph drawer, the shape trace and
+error messages) is worked out from the frames only when asked (_ModuleFrame).
 """
 from __future__ import annotations
 
 import math
+import weakref
 from collections import OrderedDict
 
 import numpy as np
 
 from . import functional as F
-from .autograd import STATE, OpError
+from .autograd import ROOT, STATE, Frame, OpError, current_scope
 from .tensor import Tensor
 
 
@@ -49,10 +51,6 @@ def _walk(value, prefix):
             yield from _walk(v, f"{prefix}.{k}")
 
 
-_TREE = [0]  # bumped whenever a module attribute may add or remove a submodule
-_NAMED = [None]  # the tree version of the last naming walk
-
-
 class Module:
     """Base class of layers and models: override `forward`, call the module like a function."""
 
@@ -61,30 +59,17 @@ class Module:
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
-    def __setattr__(self, name, value):
-        # assigning a module or a container may change the tree: outermost calls re-name it
-        if isinstance(value, (Module, list, tuple, dict)):
-            _TREE[0] += 1
-        object.__setattr__(self, name, value)
-
     def __call__(self, *args, **kwargs):
-        stack = STATE.scope
-        if len(stack) == 1 and (_NAMED[0] != _TREE[0] or "_path" not in self.__dict__):
-            # an outermost call names every submodule, so inner calls know their paths.
-            # Walking the tree costs ~0.1 ms, so it is redone only when the tree changed or
-            # this module was never named: a block called on its own (as GPT.generate does)
-            # keeps the dotted path its model gave it
-            for name, m in self.named_modules():
-                m.__dict__["_path"] = name
-            _NAMED[0] = _TREE[0]
-        path = self.__dict__.get("_path")
-        if path is None:
-            path = type(self).__name__
-        stack.append(path)
+        # one frame per call, nothing per op: nodes created inside keep the frame on top, and
+        # their module path is resolved from the frames when an error, a graph or a trace asks
+        parent = STATE.frame
+        if parent is ROOT:
+            _called_outermost(self)
+        STATE.frame = _ModuleFrame(parent, self)
         try:
             return self.forward(*args, **kwargs)
         finally:
-            stack.pop()
+            STATE.frame = parent
 
     # -- the tree ------------------------------------------------------------------------
     def _members(self):
@@ -295,7 +280,6 @@ class ModuleList(Module):
 
     def append(self, m):
         self._list.append(m)
-        _TREE[0] += 1
         return self
 
 
@@ -355,7 +339,7 @@ class Linear(Module):
 
     def forward(self, x):
         if x.shape[-1] != self.in_features:
-            raise OpError(f"Linear at {getattr(self, '_path', '') or '<top>'}: input of shape "
+            raise OpError(f"Linear at {current_scope() or '<top>'}: input of shape "
                           f"{x.shape} has {x.shape[-1]} features, expected "
                           f"in_features={self.in_features}")
         return F.linear(x, self.weight, self.bias)
@@ -493,7 +477,7 @@ class MultiHeadAttention(Module):
             kp = key_padding_mask.data if isinstance(key_padding_mask, Tensor) \
                 else np.asarray(key_padding_mask)
             if kp.shape != (B, m):
-                raise OpError(f"MultiHeadAttention at {getattr(self, '_path', '') or '<top>'}: "
+                raise OpError(f"MultiHeadAttention at {current_scope() or '<top>'}: "
                               f"key_padding_mask has shape {kp.shape}, expected (B, m) = "
                               f"{(B, m)}")
             kp = kp.astype(bool)[:, None, None, :]            # (B, 1, 1, m)
@@ -520,3 +504,85 @@ class MultiHeadAttention(Module):
 
     def extra_repr(self):
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, dropout={self.dropout}"
+
+
+# ------------------------------------------------------------------------------------------
+# module paths: worked out from the call frames when an error, a graph or a trace asks
+# ------------------------------------------------------------------------------------------
+
+class _ModuleFrame(Frame):
+    """One module call (Module.__call__ pushes it). Its path: walk up the calling frames to
+    the nearest module that holds this one among its attributes (the walk named_modules does)
+    and append the name found there. A module called outermost is named inside the most
+    recently called outermost module that holds it, so a block GPT.generate calls directly
+    keeps its path `transformer.h.0`; a module held by none is named from itself ("")."""
+
+    __slots__ = ("module", "_held")
+
+    def __init__(self, parent, module):
+        self.parent = parent
+        self.module = module
+
+    def resolve(self):
+        f = self.parent
+        while f is not ROOT:
+            if isinstance(f, _ModuleFrame):
+                name = f._name_of(self.module)
+                if name is not None:
+                    return f"{f.path}.{name}" if f.path else name
+            f = f.parent
+        path = _outermost_path(self.module)
+        if path is None:    # held by nothing: named from itself, or by its class inside a call
+            path = "" if self.parent is ROOT else type(self.module).__name__
+        return path
+
+    def _name_of(self, module):
+        """module's dotted name below this frame's module, or None if it does not hold it."""
+        held = getattr(self, "_held", None)
+        if held is not None:
+            hit = held.get(id(module))
+            if hit is not None and hit[1] is module:
+                return hit[0]
+        # the first ask, or a miss: (re)build, as the forward may have added a module since
+        held = self._held = _held_by(self.module)
+        hit = held.get(id(module))
+        return hit[0] if hit is not None and hit[1] is module else None
+
+
+def _held_by(module):
+    """{id(m): (dotted name, m)} for every module below `module` (not itself)."""
+    return {id(m): (name, m) for name, m in module.named_modules() if name}
+
+
+_OUTERMOST = {}   # id(module) -> weak reference, the modules called outermost, oldest first
+
+
+def _called_outermost(module):
+    key = id(module)
+    ref = _OUTERMOST.pop(key, None)
+    if ref is None or ref() is not module:
+        ref = weakref.ref(module, lambda r, key=key: _OUTERMOST.get(key) is r
+                          and _OUTERMOST.pop(key))
+    _OUTERMOST[key] = ref
+
+
+def _outermost_path(module):
+    """module's path inside the newest outermost-called module that holds it, followed up to
+    one that none holds; None if none holds it."""
+    roots = [r() for r in reversed(list(_OUTERMOST.values()))]
+    held = {}
+    path, seen = None, {id(module)}
+    while True:
+        for r in roots:
+            if r is None or id(r) in seen:
+                continue
+            if id(r) not in held:
+                held[id(r)] = _held_by(r)
+            hit = held[id(r)].get(id(module))
+            if hit is not None and hit[1] is module:
+                break
+        else:
+            return path
+        path = hit[0] if path is None else f"{hit[0]}.{path}"
+        seen.add(id(r))
+        module = r
