@@ -229,10 +229,24 @@ def test_truncated_checkpoint_is_a_clear_error(tmp_path, saved, keep):
         Trainer.from_checkpoint(str(bad), log=_quiet)
 
 
-def test_mismatched_checkpoint_is_a_clear_error(saved):
+def test_mismatched_checkpoint_is_a_clear_error(saved, tmp_path):
+    # a config that disagrees with the arrays (an edited file) is named, not a traceback
+    arrays, meta = io.load_checkpoint(saved)
+    meta["config"].update(d_model=64, d_ff=256)
+    edited = str(tmp_path / "edited.npz")
+    io.save_checkpoint(edited, arrays, meta)
     with pytest.raises(io.CheckpointError, match="does not fit|size mismatch") as err:
-        Trainer.from_checkpoint(saved, log=_quiet, d_model=64, n_head=2)
-    assert "size mismatch" in str(err.value) and saved in str(err.value)
+        Trainer.from_checkpoint(edited, log=_quiet)
+    assert "size mismatch" in str(err.value) and edited in str(err.value)
+
+
+def test_resume_flags_that_conflict_with_the_checkpoint_are_refused(saved):
+    from tinygradx.models.training.trainer import ConfigError
+    with pytest.raises(ConfigError, match="conflict") as err:
+        Trainer.from_checkpoint(saved, log=_quiet, d_model=64, n_head=2, max_steps=99)
+    assert "--d_model 64 (checkpoint: 32)" in str(err.value)
+    assert "--n_head 2" not in str(err.value)        # the same value as saved is no conflict
+    assert Trainer.from_checkpoint(saved, log=_quiet, max_steps=99, lr=1e-4).cfg.lr == 1e-4
 
 
 def test_foreign_checkpoint_is_a_clear_error(tmp_path):
@@ -399,8 +413,12 @@ def test_metrics_jsonl_rows(tmp_path):
     assert all(0 <= r["val_exact_match"] <= 1 for r in rows if "val_loss" in r)
     assert rows[0]["lr"] < rows[1]["lr"]                # warm-up
     assert os.path.exists(trainer.checkpoint_path())
-    # a fresh run into the same directory starts a new log
-    Trainer(cfg, log=_quiet).train(steps=1)
+    # a fresh run into the same directory is refused; with overwrite it starts a new log
+    from tinygradx.models.training.trainer import RunDirError
+    with pytest.raises(RunDirError, match="--resume.*--overwrite"):
+        Trainer(cfg, log=_quiet).train(steps=1)
+    assert len(open(path).readlines()) == 4
+    Trainer(cfg, log=_quiet, overwrite=True).train(steps=1)
     assert [json.loads(line)["step"] for line in open(path)] == [1]
 
 
@@ -431,9 +449,13 @@ def test_config_checks_and_overrides():
         config_from_args({"d_model": "abc"})
     with pytest.raises(ValueError, match="unknown option --frob"):
         config_from_args({"frob": "1"})
-    for bad in [dict(dropout=2.0), dict(d_model=30, n_head=4), dict(lr=0), dict(batch_size=0),
-                dict(optimizer="rmsprop"), dict(schedule="linear")]:
-        with pytest.raises(ValueError, match="TrainConfig"):
+    for bad, flag in [(dict(dropout=2.0), "--dropout"), (dict(d_model=30, n_head=4), "--n_head"),
+                      (dict(lr=0), "--lr"), (dict(batch_size=0), "--batch_size"),
+                      (dict(optimizer="rmsprop"), "--optimizer"),
+                      (dict(schedule="linear"), "--schedule"), (dict(lr=float("inf")), "--lr"),
+                      (dict(max_steps=0), "--max_steps"), (dict(d_ff=-1), "--d_ff"),
+                      (dict(n_layer="2"), "--n_layer"), (dict(progress=1), "--progress")]:
+        with pytest.raises(ValueError, match=f"^{flag}: must be"):
             TrainConfig(**bad)
 
 

@@ -42,7 +42,7 @@ def run_demo(steps=None, out_dir="runs/demo", task="dates", log=print):
     cfg = dict(DEMO_CONFIG, task=task, out_dir=out_dir)
     if steps is not None:
         cfg["max_steps"] = steps
-    trainer = Trainer(TrainConfig(**cfg), log=log)
+    trainer = Trainer(TrainConfig(**cfg), log=log, overwrite=True)   # the demo owns its dir
     model = trainer.model
     log(f"tinygradx demo: the encoder-decoder Transformer of 'Attention Is All You Need' "
         f"({model.num_parameters():,} parameters, Post-LN, {trainer.cfg.n_layer}+"
