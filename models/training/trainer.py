@@ -200,8 +200,8 @@ def validate_config(values: dict, where: str = "") -> None:
         if values["task"] not in TASK_NAMES:
             fail("task", f"unknown task {values['task']!r}; known: {', '.join(TASK_NAMES)}")
     if {"d_model", "n_head"} <= values.keys() and values["d_model"] % values["n_head"]:
-        fail("n_head", f"must divide --d_model {values['d_model']} (d_model must be divisible "
-                       f"by n_head), got {values['n_head']}")
+        fail("n_head", f"must be a divisor of --d_model {values['d_model']} (d_model must be "
+                       f"divisible by n_head), got {values['n_head']}")
     if values.get("schedule") == "noam" and "warmup" in values and values["warmup"] < 1:
         fail("warmup", "must be >= 1 with --schedule noam (its peak is at step warmup), got "
                        f"{values['warmup']}")
