@@ -233,7 +233,7 @@ def cmd_generate(args):
     import numpy as np
     import tinygradx as tgx
     from tinygradx.models.nets import decoding
-    trainer = _load_trainer(args.checkpoint, progress=False)
+    trainer = _load_trainer(args.checkpoint, progress=False, need_data=False)
     if not trainer.lm:
         raise UsageError("the checkpoint is a translation model; use `tinygradx translate`")
     tgx.manual_seed(args.seed)

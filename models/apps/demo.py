@@ -5,8 +5,9 @@
 2. reports exact match on 1,000 held-out dates (none of them seen in training in any format)
    and translates a handful of examples, including today's date;
 3. saves the checkpoint (atomic, pickle-free) so `tinygradx translate` can use it;
-4. writes the backward graph with the residual (identity) path highlighted, and the
-   cross-attention heatmap of one example (PNG with matplotlib, CSV always).
+4. writes the backward graph with the residual (identity) path highlighted, the
+   cross-attention heatmap of one example, and the run's health plot (loss, lr, per-layer
+   gradient norms and update:data ratios; PNG with matplotlib, CSV always).
 """
 from __future__ import annotations
 
@@ -71,7 +72,15 @@ def run_demo(steps=None, out_dir="runs/demo", task="dates", log=print):
         f"\"4 July 1976\")")
     _draw_graph(trainer, out_dir, log)
     _draw_attention(trainer, examples[0], out_dir, log)
+    _draw_health(out_dir, log)
     return 0
+
+
+def _draw_health(out_dir, log):
+    """Loss, lr, per-layer gradient norms and update:data ratios (`tinygradx plot`)."""
+    from . import pictures
+    written = pictures.training_health(out_dir)
+    log("health: " + ", ".join(written) + "   (update:data ratios near 1e-3 are healthy)")
 
 
 def _display_width(text):

@@ -266,9 +266,11 @@ def _unflatten(obj, arrays):
 class Trainer:
     """Builds the task, model, optimizer and schedule from a TrainConfig and runs them."""
 
-    def __init__(self, cfg: TrainConfig, log=print, overwrite=False, _where=""):
+    def __init__(self, cfg: TrainConfig, log=print, overwrite=False, _where="",
+                 _saved_vocab=None):
         """`overwrite`: a fresh run may replace the run in cfg.out_dir (else it refuses)."""
         self.cfg, self.log, self.overwrite = cfg, log, overwrite
+        self._saved_vocab = _saved_vocab
         tgx.process.keep_freed_memory()      # the training process owns the allocator
         tgx.manual_seed(cfg.seed)
         self.data_rng = np.random.default_rng(cfg.seed + 1)
@@ -284,6 +286,7 @@ class Trainer:
         self.best_val = None           # the lowest validation loss so far (best.npz holds it)
         self.resumed_from = None       # the checkpoint this trainer was loaded from
         self._owns_dir = False         # set once train() has claimed cfg.out_dir
+        self.last_health = None        # per-layer gradient norms / update ratios of the last step
         self._stop = False
 
     # -- construction ----------------------------------------------------------------------
@@ -294,6 +297,13 @@ class Trainer:
         elif cfg.task == "chars":
             if cfg.text:
                 kw["path"] = cfg.text
+                saved = (self._saved_vocab or {}).get("tokens")
+                if saved and not os.path.exists(cfg.text):
+                    # decoding needs only the vocabulary, which the checkpoint carries; the
+                    # stand-in text has no data worth evaluating on
+                    from tinygradx.models.tasks import CharTask
+                    return CharTask("".join(saved), source=f"{cfg.text} (vocabulary only: "
+                                                          f"the file is gone)")
         elif cfg.task == "tsv":
             if not cfg.path:
                 raise ValueError("task tsv needs --path FILE (a tab-separated file of "
@@ -366,18 +376,38 @@ class Trainer:
                          replace=False)
         return pad_batch([pairs[i] for i in idx])
 
+    def draw_batch(self, split, rng):
+        """One random batch of a split: (x, y) for a language model, a Batch for translation."""
+        if self.lm:
+            return self._lm_batch(split, rng)
+        return self._translation_batch(split, rng)
+
+    @staticmethod
+    def batch_tokens(batch):
+        """Target tokens the loss averages over (padding and prompts excluded)."""
+        if isinstance(batch, tuple):
+            return int((batch[1] != IGNORE).sum())
+        return int(batch.n_tokens)
+
     def loss_on(self, split, rng):
         """(loss Tensor, number of target tokens) of one random batch of a split."""
+        return self.loss_on_batch(self.draw_batch(split, rng))
+
+    def loss_on_batch(self, batch):
+        """(mean loss Tensor over the target tokens, their number) of one drawn batch."""
         if self.lm:
-            x, y = self._lm_batch(split, rng)
+            x, y = batch
             logits, _ = self.model(tgx.tensor(x))                          # (B, T, V)
             V = logits.shape[-1]
             loss = F.cross_entropy(logits.reshape(-1, V), y.reshape(-1),   # (B*T, V)
                                    ignore_index=IGNORE,
                                    label_smoothing=self.cfg.label_smoothing)
             return loss, int((y != IGNORE).sum())
-        b = self._translation_batch(split, rng)
-        logp = self.model(tgx.tensor(b.src), tgx.tensor(b.tgt_in), b.src_key_padding,
+        b = batch
+        tgt_in = b.tgt_in
+        if self.model.training and self.cfg.teacher_forcing < 1.0:
+            tgt_in = self._scheduled_sampling(b)
+        logp = self.model(tgx.tensor(b.src), tgx.tensor(tgt_in), b.src_key_padding,
                           b.tgt_key_padding)                               # (B, T, V)
         V = logp.shape[-1]
         # the padding mask, not the ids, says which positions are padding (as in pad_batch)
@@ -386,18 +416,64 @@ class Trainer:
                                ignore_index=PAD, label_smoothing=self.cfg.label_smoothing)
         return loss, int(b.n_tokens)
 
+    def _scheduled_sampling(self, b):
+        """Decoder inputs where each token after <bos> is, with probability 1 - teacher_forcing,
+        the model's own prediction of it instead of the reference (scheduled sampling, Bengio
+        et al. 2015, in the two-pass form for Transformers of Mihaylova & Martins 2019)."""
+        with tgx.no_grad():
+            logp = self.model(tgx.tensor(b.src), tgx.tensor(b.tgt_in), b.src_key_padding,
+                              b.tgt_key_padding)                           # (B, T, V)
+        pred = logp.numpy().argmax(-1)             # pred[:, t]: the guess for position t + 1
+        mixed = b.tgt_in.copy()                                            # (B, T)
+        swap = self.data_rng.random(mixed[:, 1:].shape) >= self.cfg.teacher_forcing
+        swap &= ~np.asarray(b.tgt_key_padding, dtype=bool)[:, 1:]
+        mixed[:, 1:] = np.where(swap, pred[:, :-1], mixed[:, 1:])
+        return mixed
+
     def train_step(self):
+        """One optimizer step over grad_accum micro-batches; (loss, tokens, lr, grad norm).
+
+        Each micro-batch's mean loss is weighted by its share of the step's target tokens, so
+        k micro-batches of b examples give the gradient of one batch of the k * b examples.
+        Every health_interval steps, self.last_health holds per-layer gradient norms and
+        update:data ratios (else None).
+        """
+        cfg = self.cfg
         self.model.train()
-        loss, ntok = self.loss_on("train", self.data_rng)
+        batches = [self.draw_batch("train", self.data_rng) for _ in range(cfg.grad_accum)]
+        total = max(sum(self.batch_tokens(b) for b in batches), 1)
         self.optimizer.zero_grad()
-        loss.backward()
-        norm = optim.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip) \
-            if self.cfg.grad_clip > 0 else float("nan")
+        loss_value, ntok = 0.0, 0
+        for b in batches:
+            loss, n = self.loss_on_batch(b)
+            (loss * (n / total)).backward()
+            loss_value += loss.item() * n / total
+            ntok += n
+        health = cfg.health_interval and (self.step + 1) % cfg.health_interval == 0
+        if health:
+            named = list(self.model.named_parameters())
+            grad_sq = _per_layer([(n, p.grad.data) for n, p in named if p.grad is not None],
+                                 _sq)
+            before = [p.data.copy() for _, p in named]
+        norm = optim.clip_grad_norm_(self.model.parameters(), cfg.grad_clip) \
+            if cfg.grad_clip > 0 else float("nan")
         lr = self.scheduler.get_last_lr()[0]
         self.optimizer.step()
         self.scheduler.step()
         self.step += 1
-        return loss.item(), ntok, lr, norm
+        self.last_health = None
+        if health:
+            # the update:data ratio ||lr * update|| / ||param|| of each layer, from the change
+            # the optimizer actually made (clipping, momentum and weight decay included)
+            deltas = [(n, p.data - b0) for (n, p), b0 in zip(named, before)]
+            upd_sq = _per_layer(deltas, _sq)
+            par_sq = _per_layer([(n, b0) for (n, _), b0 in zip(named, before)], _sq)
+            self.last_health = {
+                layer: {"grad_norm": math.sqrt(grad_sq.get(layer, 0.0)),
+                        "update_ratio": math.sqrt(upd_sq[layer]) / max(math.sqrt(
+                            par_sq[layer]), 1e-12)}
+                for layer in par_sq}
+        return loss_value, ntok, lr, norm
 
     # -- evaluation ------------------------------------------------------------------------
     def val_loss(self, split="valid"):
@@ -481,6 +557,8 @@ class Trainer:
                     bar.update(loss, lr, rate)
                     row = {"step": self.step, "loss": loss, "lr": lr, "grad_norm": norm,
                            "tokens_per_s": rate}
+                    if self.last_health:
+                        row["layers"] = self.last_health
                     evaluate = self.step % cfg.eval_interval == 0 or self.step == end
                     if evaluate:
                         ev = self.evaluate("valid")
@@ -581,8 +659,12 @@ class Trainer:
         return {"src": self.task.src_vocab.to_list(), "tgt": self.task.tgt_vocab.to_list()}
 
     @classmethod
-    def from_checkpoint(cls, path, log=print, overwrite=False, **overrides):
+    def from_checkpoint(cls, path, log=print, overwrite=False, need_data=True, **overrides):
         """Rebuild a trainer from a checkpoint; its config wins.
+
+        `need_data=False` (decoding only): a chars checkpoint whose text file is gone still
+        loads, from the vocabulary it carries. A data file that is there is always checked
+        against that vocabulary (an edited file is an error, not a silently different model).
 
         `overrides` may change only RESUMABLE fields (out_dir, max_steps, lr, ...); any other
         field given with a value different from the checkpoint's is a ConfigError listing them.
@@ -619,7 +701,8 @@ class Trainer:
                 f"on resume these flags conflict with {path}: {'; '.join(conflicts)}; only "
                 f"{', '.join('--' + k for k in RESUMABLE)} may change")
         cfg = TrainConfig(**{**saved, **overrides})
-        trainer = cls(cfg, log=log, overwrite=overwrite, _where=where)
+        trainer = cls(cfg, log=log, overwrite=overwrite, _where=where,
+                      _saved_vocab=None if need_data else meta["vocab"])
         trainer.load_state(arrays, meta, path)
         trainer.resumed_from = os.fspath(path)
         return trainer
@@ -752,6 +835,32 @@ def truncate_metrics(path, step, out=None):
     rows = [r for r in read_metrics(path) if r["step"] <= step]
     text = "".join(json.dumps(r) + "\n" for r in rows).encode("utf-8")
     io.atomic_write(out, lambda f: f.write(text))
+
+
+def layer_of(name):
+    """The layer a parameter belongs to: 'encoder.layers.0.ff.w_1.weight' -> 'encoder.layers.0',
+    'transformer.h.3.attn.c_attn.weight' -> 'transformer.h.3', 'generator.weight' ->
+    'generator'."""
+    parts = name.split(".")
+    for i, part in enumerate(parts):
+        if part.isdigit():
+            return ".".join(parts[:i + 1])
+    return ".".join(parts[:-1]) or name
+
+
+def _per_layer(named, value):
+    """Sum value(array) over the (name, array) pairs of each layer, in model order."""
+    out = {}
+    for name, arr in named:
+        layer = layer_of(name)
+        out[layer] = out.get(layer, 0.0) + value(arr)
+    return out
+
+
+def _sq(a):
+    """Squared L2 norm, summed in float64."""
+    a = np.asarray(a).ravel()
+    return float(np.dot(a.astype(np.float64, copy=False), a.astype(np.float64, copy=False)))
 
 
 def _finite_number(x):
