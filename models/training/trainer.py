@@ -212,7 +212,7 @@ def estimate_parameters(cfg: "TrainConfig", vocab_sizes, max_len: int) -> int:
     d, ff, L = cfg.d_model, cfg.d_ff or 4 * cfg.d_model, cfg.n_layer
     if len(vocab_sizes) == 1:                       # GPT: attention 4d^2, MLP 8d^2, 2 norms
         (v,) = vocab_sizes
-        return L * (12 * d * d + 13 * d) + 2 * v * d + max_len * d + 2 * d
+        return L * (12 * d * d + 13 * d) + v * d + max_len * d + 2 * d   # wte tied to the head
     vs, vt = vocab_sizes                            # encoder 4d^2 + 2d*ff, decoder 8d^2 + 2d*ff
     per = 4 * d * d + 2 * d * ff + ff + 9 * d
     return L * (per + per + 4 * d * d + 6 * d) + (vs + 2 * vt) * d + max_len * d + 4 * d
