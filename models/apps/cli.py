@@ -184,8 +184,8 @@ def cmd_train(args):
         print(f"resumed from {path} at step {trainer.step}")
     else:
         cfg = TrainConfig.for_task(over.pop("task", TrainConfig.task), **over)
+        trainer = Trainer(cfg, overwrite=args.overwrite)       # checks the model's size too
         check_run_dir(cfg.out_dir, overwrite=args.overwrite)
-        trainer = Trainer(cfg, overwrite=args.overwrite)
     print(f"task {trainer.cfg.task}: {type(trainer.model).__name__} with "
           f"{trainer.model.num_parameters():,} parameters")
     finished = trainer.train()
