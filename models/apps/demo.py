@@ -24,7 +24,7 @@ from tinygradx.models.training.trainer import Trainer, TrainConfig
 # measured on 2 cores: see docs/tasks.md for the run that produced these settings
 DEMO_CONFIG = dict(task="dates", n_layer=2, d_model=64, n_head=4, dropout=0.0, lr=3e-3,
                    min_lr=1e-4, warmup=100, batch_size=64, max_steps=1200, eval_interval=400,
-                   eval_examples=300)
+                   eval_examples=300, health_interval=10)
 
 EXAMPLES = ["30 Nov 2026", "November 30, 2026", "2026年11月30日", "11/30/26", "30.11.2026",
             "Monday, November 30, 2026", "july 4 1976", "1999/12/31", "1 jan 2000"]

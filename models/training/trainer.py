@@ -8,6 +8,12 @@
 Determinism: the model is initialised from tgx.manual_seed(cfg.seed); every batch is drawn from
 one numpy Generator; both generators' states go into the checkpoint, so N steps, save, resume,
 M steps gives the same weights as N+M steps in one go.
+
+Trust (docs/tasks.md, "Runs"): `validate_config` checks every field (flags and checkpoints
+alike) and the model's size before anything is allocated or written; a run directory
+(default runs/<task>) belongs to one run (`check_run_dir`); metrics.jsonl is flushed every row
+and cut back to the checkpoint's step on resume; a failed save is a CheckpointSaveError naming
+the file, with the previous checkpoint intact.
 """
 from __future__ import annotations
 
