@@ -4,6 +4,7 @@ code 2, and train -> eval / translate / generate end to end on tiny models.
 Most cases call cli.main([...]) in-process; a few run `python -m tinygradx` to check what a
 user's shell sees (exit code, no traceback).
 """
+import dataclasses
 import io as _io
 import os
 import shutil
@@ -15,7 +16,8 @@ import pytest
 from tinygradx.models.apps import cli
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-COMMANDS = ["train", "eval", "translate", "generate", "demo", "graph", "trace", "experiment"]
+COMMANDS = ["train", "eval", "translate", "generate", "demo", "graph", "trace", "experiment",
+            "plot"]
 TINY = ["--d_model", "32", "--n_head", "2", "--n_layer", "1", "--batch_size", "8",
         "--eval_batches", "1", "--eval_examples", "8", "--progress", "false"]
 
@@ -88,6 +90,54 @@ def test_help_exits_zero(command, capsys):
             assert c in out
 
 
+def test_every_option_of_every_subcommand_has_a_help_text():
+    """Walk the parser: each action of each subcommand says what it does, and an option with a
+    default says the default."""
+    import argparse
+    from tinygradx.models.training.trainer import TrainConfig
+    parser = cli.build_parser()
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)][0]
+    assert set(subs.choices) == set(COMMANDS)
+    missing, no_default = [], []
+    for name, sub in subs.choices.items():
+        for action in sub._actions:
+            label = f"{name} {'/'.join(action.option_strings) or action.dest}"
+            if not action.help or action.help == argparse.SUPPRESS:
+                missing.append(label)
+            elif (action.option_strings and not isinstance(action, argparse._HelpAction)
+                  and not action.required and "default" not in action.help):
+                no_default.append(label)
+    assert not missing, missing
+    assert not no_default, no_default
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    assert fields <= set(cli.TRAIN_HELP), fields - set(cli.TRAIN_HELP)
+
+
+def test_python_dash_m_tinygradx_is_the_cli(tmp_path):
+    proc = run_process(["train", "--help"])
+    assert proc.returncode == 0 and proc.stdout.startswith("usage: tinygradx train")
+    assert "--overwrite" in proc.stdout and "--grad_accum" in proc.stdout
+    proc = run_process(["train", "--lr", "inf", "--out_dir", tmp_path / "r"])
+    line = assert_one_line_error(proc.returncode, proc.stdout, proc.stderr)
+    assert line == "tinygradx train: error: --lr: must be a finite number > 0, got inf"
+    assert not (tmp_path / "r").exists()
+
+
+def test_plot_writes_the_health_csv_and_png(tmp_path, capsys):
+    code, out, err = run(["train", "--task", "copy", *TINY, "--n_train", "100", "--max_steps",
+                          "2", "--health_interval", "1", "--out_dir", tmp_path], capsys)
+    assert code == 0, err
+    code, out, err = run(["plot", tmp_path], capsys)
+    assert code == 0, err
+    assert (tmp_path / "health.csv").is_file() and f"wrote {tmp_path / 'health.csv'}" in out
+    rows = (tmp_path / "health.csv").read_text().splitlines()
+    assert len(rows) == 3 and "update_ratio/decoder.layers.0" in rows[0]
+    from tinygradx.models.apps import pictures
+    assert (tmp_path / "health.png").is_file() == pictures.have_matplotlib()
+    line = assert_one_line_error(*run(["plot", tmp_path / "nothing"], capsys))
+    assert "no metrics.jsonl" in line
+
+
 def test_entry_points_help():
     """`python -m tinygradx.models.apps.cli` and, when installed, the `tinygradx` console script."""
     proc = run_process(["--help"])
@@ -136,6 +186,7 @@ def _bad_cases(tmp_path):
                                  "Not a directory"),
         "graph layers": (["graph", "--layers", "0"], "--layers"),
         "graph model": (["graph", "--model", "bert"], "invalid choice"),
+        "graph format": (["graph", "--out", tmp_path / "g.xyz"], "unknown format .xyz"),
         "demo lm task": (["demo", "--task", "chars", "--out", tmp_path / "demo"],
                          "language-model"),
     }
@@ -145,7 +196,8 @@ BAD_CASES = ["unknown task", "not an int", "dropout range", "bad bool", "unknown
              "unknown command", "eval missing", "translate missing", "generate missing",
              "resume missing", "eval no checkpoint flag", "not a checkpoint",
              "chars missing text", "chars not utf8", "tsv without path", "tsv missing",
-             "out_dir under a file", "graph layers", "graph model", "demo lm task"]
+             "out_dir under a file", "graph layers", "graph model", "graph format",
+             "demo lm task"]
 
 
 @pytest.mark.parametrize("case", BAD_CASES)

@@ -119,7 +119,7 @@ def test_ascii_heatmap_shows_the_mask():
 
 def test_attention_from_checkpoint(tmp_path, no_mpl):
     from tinygradx.models.training.trainer import Trainer
-    cfg = TrainConfig(task="reverse", n_layer=1, d_model=16, n_head=2, max_steps=0,
+    cfg = TrainConfig(task="reverse", n_layer=1, d_model=16, n_head=2, max_steps=1,
                       n_train=50, out_dir=str(tmp_path / "run"), progress=False)
     trainer = Trainer(cfg, log=lambda *a: None)
     path = trainer.save(str(tmp_path / "ck.npz"))

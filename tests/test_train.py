@@ -229,10 +229,24 @@ def test_truncated_checkpoint_is_a_clear_error(tmp_path, saved, keep):
         Trainer.from_checkpoint(str(bad), log=_quiet)
 
 
-def test_mismatched_checkpoint_is_a_clear_error(saved):
+def test_mismatched_checkpoint_is_a_clear_error(saved, tmp_path):
+    # a config that disagrees with the arrays (an edited file) is named, not a traceback
+    arrays, meta = io.load_checkpoint(saved)
+    meta["config"].update(d_model=64, d_ff=256)
+    edited = str(tmp_path / "edited.npz")
+    io.save_checkpoint(edited, arrays, meta)
     with pytest.raises(io.CheckpointError, match="does not fit|size mismatch") as err:
-        Trainer.from_checkpoint(saved, log=_quiet, d_model=64, n_head=2)
-    assert "size mismatch" in str(err.value) and saved in str(err.value)
+        Trainer.from_checkpoint(edited, log=_quiet)
+    assert "size mismatch" in str(err.value) and edited in str(err.value)
+
+
+def test_resume_flags_that_conflict_with_the_checkpoint_are_refused(saved):
+    from tinygradx.models.training.trainer import ConfigError
+    with pytest.raises(ConfigError, match="conflict") as err:
+        Trainer.from_checkpoint(saved, log=_quiet, d_model=64, n_head=2, max_steps=99)
+    assert "--d_model 64 (checkpoint: 32)" in str(err.value)
+    assert "--n_head 2" not in str(err.value)        # the same value as saved is no conflict
+    assert Trainer.from_checkpoint(saved, log=_quiet, max_steps=99, lr=1e-4).cfg.lr == 1e-4
 
 
 def test_foreign_checkpoint_is_a_clear_error(tmp_path):
@@ -399,8 +413,12 @@ def test_metrics_jsonl_rows(tmp_path):
     assert all(0 <= r["val_exact_match"] <= 1 for r in rows if "val_loss" in r)
     assert rows[0]["lr"] < rows[1]["lr"]                # warm-up
     assert os.path.exists(trainer.checkpoint_path())
-    # a fresh run into the same directory starts a new log
-    Trainer(cfg, log=_quiet).train(steps=1)
+    # a fresh run into the same directory is refused; with overwrite it starts a new log
+    from tinygradx.models.training.trainer import RunDirError
+    with pytest.raises(RunDirError, match="--resume.*--overwrite"):
+        Trainer(cfg, log=_quiet).train(steps=1)
+    assert len(open(path).readlines()) == 4
+    Trainer(cfg, log=_quiet, overwrite=True).train(steps=1)
     assert [json.loads(line)["step"] for line in open(path)] == [1]
 
 
@@ -431,12 +449,123 @@ def test_config_checks_and_overrides():
         config_from_args({"d_model": "abc"})
     with pytest.raises(ValueError, match="unknown option --frob"):
         config_from_args({"frob": "1"})
-    for bad in [dict(dropout=2.0), dict(d_model=30, n_head=4), dict(lr=0), dict(batch_size=0),
-                dict(optimizer="rmsprop"), dict(schedule="linear")]:
-        with pytest.raises(ValueError, match="TrainConfig"):
+    for bad, flag in [(dict(dropout=2.0), "--dropout"), (dict(d_model=30, n_head=4), "--n_head"),
+                      (dict(lr=0), "--lr"), (dict(batch_size=0), "--batch_size"),
+                      (dict(optimizer="rmsprop"), "--optimizer"),
+                      (dict(schedule="linear"), "--schedule"), (dict(lr=float("inf")), "--lr"),
+                      (dict(max_steps=0), "--max_steps"), (dict(d_ff=-1), "--d_ff"),
+                      (dict(n_layer="2"), "--n_layer"), (dict(progress=1), "--progress")]:
+        with pytest.raises(ValueError, match=f"^{flag}: must be"):
             TrainConfig(**bad)
 
 
 def test_tsv_needs_a_path(tmp_path):
     with pytest.raises(ValueError, match="--path"):
         Trainer(TrainConfig(task="tsv", out_dir=str(tmp_path)), log=_quiet)
+
+
+# ------------------------------------------------------------------------------------------
+# gradient accumulation, scheduled sampling, health rows, best.npz, the saved vocabulary
+# ------------------------------------------------------------------------------------------
+
+def _grads(trainer):
+    return {n: (None if p.grad is None else p.grad.data.copy())
+            for n, p in trainer.model.named_parameters()}
+
+
+@pytest.mark.parametrize("task", ["copy", "chars"])
+def test_grad_accum_equals_one_big_batch(tmp_path, task):
+    """k micro-batches of b examples == one step on the k*b examples: same gradients, same
+    parameters after the step (float32 tolerance)."""
+    k, b = 3, 4
+    kw = dict(optimizer="sgd", grad_clip=0.0, dropout=0.0, schedule="constant", lr=0.1)
+    big = Trainer(tiny(tmp_path, task, batch_size=k * b, **kw), log=_quiet)
+    acc = Trainer(tiny(tmp_path, task, batch_size=b, grad_accum=k, **kw), log=_quiet)
+    rng = np.random.default_rng(5)
+    if task == "chars":
+        x, y = big.task.get_batch("train", k * b, big.cfg.block_size, rng)
+        whole, parts = (x, y), [(x[i * b:(i + 1) * b], y[i * b:(i + 1) * b]) for i in range(k)]
+    else:
+        pairs = big.task.encoded("train")
+        chosen = [pairs[i] for i in rng.choice(len(pairs), k * b, replace=False)]
+        whole = pad_batch(chosen)      # padded to the longest of all k*b; parts to their own
+        parts = [pad_batch(chosen[i * b:(i + 1) * b]) for i in range(k)]
+    big.draw_batch = lambda split, r: whole
+    queue = list(parts)
+    acc.draw_batch = lambda split, r: queue.pop(0)
+    loss_big, ntok_big, _, _ = big.train_step()
+    loss_acc, ntok_acc, _, _ = acc.train_step()
+    assert not queue and ntok_big == ntok_acc
+    assert loss_acc == pytest.approx(loss_big, rel=1e-5)
+    ga, gb = _grads(acc), _grads(big)
+    for name in gb:
+        np.testing.assert_allclose(ga[name], gb[name], rtol=1e-4, atol=1e-6, err_msg=name)
+    assert_same_weights(acc, big, atol=1e-6)
+
+
+def test_teacher_forcing_one_is_todays_training_and_lower_feeds_predictions(tmp_path):
+    a = Trainer(tiny(tmp_path, "copy"), log=_quiet)
+    b = Trainer(tiny(tmp_path, "copy", teacher_forcing=1.0), log=_quiet)
+    assert [a.train_step()[0] for _ in range(3)] == [b.train_step()[0] for _ in range(3)]
+    c = Trainer(tiny(tmp_path, "copy", teacher_forcing=0.0), log=_quiet)
+    batch = c.draw_batch("train", np.random.default_rng(0))
+    c.model.train()
+    mixed = c._scheduled_sampling(batch)
+    pad = np.asarray(batch.tgt_key_padding, dtype=bool)
+    assert (mixed[:, 0] == BOS).all()                       # <bos> stays
+    assert (mixed[pad] == batch.tgt_in[pad]).all()          # padding stays
+    assert (mixed[:, 1:] != batch.tgt_in[:, 1:])[~pad[:, 1:]].any()   # predictions fed in
+    loss, _, _, _ = c.train_step()
+    assert np.isfinite(loss)
+
+
+def test_health_rows_and_best_checkpoint(tmp_path):
+    cfg = tiny(tmp_path, "copy", max_steps=4, eval_interval=2, health_interval=2)
+    trainer = Trainer(cfg, log=_quiet)
+    trainer.train()
+    rows = [json.loads(line) for line in open(os.path.join(cfg.out_dir, "metrics.jsonl"))]
+    assert [("layers" in r) for r in rows] == [False, True, False, True]
+    layers = rows[1]["layers"]
+    assert {"src_embed", "encoder.layers.0", "decoder.layers.0", "generator"} <= set(layers)
+    for v in layers.values():
+        assert v["grad_norm"] >= 0 and 0 < v["update_ratio"] < 1
+    best = os.path.join(cfg.out_dir, "best.npz")
+    _, meta = io.load_checkpoint(best)
+    val = [r["val_loss"] for r in rows if "val_loss" in r]
+    assert meta["best_val"] == min(val)
+    assert meta["step"] == [r["step"] for r in rows if r.get("val_loss") == min(val)][0]
+    from tinygradx.models.apps import pictures
+    written = pictures.training_health(cfg.out_dir)
+    header = open(written[0]).readline().strip().split(",")
+    assert header[:5] == ["step", "loss", "lr", "grad_norm", "val_loss"]
+    assert "update_ratio/encoder.layers.0" in header
+
+
+def test_memory_estimate_matches_the_models(tmp_path):
+    from tinygradx.models.training.trainer import estimate_parameters
+    for task in ("copy", "chars"):
+        t = Trainer(tiny(tmp_path, task), log=_quiet)
+        est = estimate_parameters(t.cfg, t._vocab_sizes(), t._max_len())
+        assert est == pytest.approx(t.model.num_parameters(), rel=0.02), task
+
+
+def test_edited_text_file_is_refused_and_a_missing_one_still_decodes(tmp_path):
+    trainer = Trainer(tiny(tmp_path, "chars"), log=_quiet)
+    trainer.train_step()
+    path = trainer.save()
+    text = tmp_path / "text.txt"
+    text.write_text(text.read_text() + " QZ!", encoding="utf-8")
+    with pytest.raises(io.CheckpointError, match=r"--text .*text.txt: the data no longer "
+                                                 r"matches the vocabulary.*3 new"):
+        Trainer.from_checkpoint(path, log=_quiet)
+    text.unlink()
+    decoder = Trainer.from_checkpoint(path, log=_quiet, need_data=False)
+    assert decoder.task.vocab == trainer.task.vocab
+    with pytest.raises(FileNotFoundError, match="not found"):
+        Trainer.from_checkpoint(path, log=_quiet)            # training needs the file
+
+
+def test_default_run_directory_is_per_task():
+    assert TrainConfig(task="chars").out_dir == os.path.join("runs", "chars")
+    assert TrainConfig.for_task("add").out_dir == os.path.join("runs", "add")
+    assert TrainConfig(task="add", out_dir="x").out_dir == "x"

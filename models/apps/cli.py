@@ -1,4 +1,5 @@
-"""The `tinygradx` command: train, eval, translate, generate, demo, graph, trace, experiment.
+"""The `tinygradx` command: train, eval, translate, generate, demo, graph, trace, experiment,
+plot.
 
 Every user mistake (unknown task, bad value, missing file) is one line on stderr and exit
 code 2, never a traceback.
@@ -15,18 +16,84 @@ class UsageError(Exception):
     """A mistake in the command line or its files: printed as one line, exit code 2."""
 
 
+# what each TrainConfig field means, for --help (a test checks every field has a line here)
+TRAIN_HELP = {
+    "task": "the task to learn (copy, reverse, sort, numbers, numbers_zh, dates, tsv, add, "
+            "chars)",
+    "seed": "seed of the initial weights and of the batches",
+    "n_train": "training pairs to generate (0: the task's default)",
+    "ndigit": "add task: digits per operand",
+    "text": "chars task: a UTF-8 text file (empty: stdlib docstrings)",
+    "path": "tsv task: a tab-separated file of sentence pairs",
+    "n_layer": "encoder and decoder layers each, or GPT blocks",
+    "d_model": "model width",
+    "n_head": "attention heads (must divide d_model)",
+    "d_ff": "feed-forward width (0: 4 * d_model)",
+    "dropout": "dropout probability, in [0, 1)",
+    "norm_first": "Pre-LN (true) or the original Post-LN (false)",
+    "block_size": "GPT context length (chars task)",
+    "optimizer": "adam, adamw or sgd",
+    "lr": "peak learning rate",
+    "min_lr": "final learning rate of the cosine schedule",
+    "schedule": "cosine (warmup then cosine), noam or constant",
+    "warmup": "warm-up steps (>= 1 for noam)",
+    "weight_decay": "decoupled weight decay of the matrices (adamw)",
+    "beta2": "Adam's second-moment decay",
+    "grad_clip": "clip the global gradient norm to this (0: no clipping)",
+    "label_smoothing": "label smoothing of the cross-entropy",
+    "batch_size": "examples per micro-batch",
+    "grad_accum": "micro-batches summed into each optimizer step (batch = batch_size * this)",
+    "teacher_forcing": "translation: share of decoder inputs that are the reference tokens; "
+                       "the rest are the model's own predictions (scheduled sampling)",
+    "max_steps": "optimizer steps of the whole run",
+    "eval_interval": "evaluate (and save) every this many steps",
+    "eval_batches": "validation batches per evaluation",
+    "eval_examples": "held-out examples decoded per evaluation (exact match)",
+    "out_dir": "the run's directory: checkpoint.npz, best.npz, metrics.jsonl (empty: "
+               "runs/TASK; with --resume: the checkpoint's directory)",
+    "save_interval": "also save every this many steps (0: only at evaluations)",
+    "health_interval": "log per-layer gradient norms and update:data ratios every this many "
+                       "steps (0: off)",
+    "progress": "show a progress bar",
+}
+
+
 def _train_config_args(parser):
-    """One flag per TrainConfig field, typed, with its default in --help."""
+    """One flag per TrainConfig field, typed, with its meaning and default in --help."""
     from tinygradx.models.training.trainer import TrainConfig
     for f in dataclasses.fields(TrainConfig):
         default = f.default
+        text = TRAIN_HELP.get(f.name, f.name.replace("_", " "))
         if f.type in (bool, "bool"):
             parser.add_argument(f"--{f.name}", type=_bool, default=None, metavar="BOOL",
-                                help=f"(default {default})")
+                                help=f"{text} (default {default})")
         else:
             kind = {"int": int, "float": float, "str": str}.get(f.type, f.type)
-            parser.add_argument(f"--{f.name}", type=kind, default=None,
-                                help=f"(default {default!r})")
+            parser.add_argument(f"--{f.name}", type=_typed(kind, f.name), default=None,
+                                help=f"{text} (default {default!r})")
+
+
+def _typed(kind, name):
+    def parse(text):
+        try:
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected {'an integer' if kind is int else 'a number'}, got {text!r}") from None
+    parse.__name__ = kind.__name__
+    return parse
+
+
+GRAPH_FORMATS = ("svg", "png", "pdf", "jpeg", "jpg", "dot", "gv")
+
+
+def _graph_file(text):
+    ext = os.path.splitext(text)[1].lstrip(".").lower()
+    if ext not in GRAPH_FORMATS:
+        raise argparse.ArgumentTypeError(
+            f"cannot write {text!r}: unknown format {('.' + ext) if ext else '(no suffix)'}; "
+            f"use {', '.join('.' + e for e in GRAPH_FORMATS)}")
+    return text
 
 
 def _bool(text):
@@ -85,7 +152,7 @@ def _load_trainer(path, **overrides):
     try:
         return Trainer.from_checkpoint(path, **overrides)
     except io.CheckpointError as err:
-        raise UsageError(str(err)) from None
+        raise UsageError(str(err).splitlines()[0]) from None
 
 
 # ------------------------------------------------------------------------------------------
@@ -93,17 +160,32 @@ def _load_trainer(path, **overrides):
 # ------------------------------------------------------------------------------------------
 
 def cmd_train(args):
-    from tinygradx.models.training.trainer import Trainer, TrainConfig
+    """Every check (flags, run directory, checkpoint) comes before anything is written."""
+    from tinygradx.models.training.trainer import (ConfigError, Trainer, TrainConfig,
+                                                   check_run_dir, default_out_dir,
+                                                   validate_config)
     over = _overrides(args)
+    validate_config(over)
     if args.resume:
-        path = args.resume if isinstance(args.resume, str) and args.resume != "auto" else \
-            os.path.join(over.get("out_dir", TrainConfig.out_dir), "checkpoint.npz")
-        trainer = _load_trainer(path, **{k: v for k, v in over.items()
-                                         if k in ("max_steps", "eval_interval", "progress",
-                                                  "out_dir", "save_interval")})
+        if args.resume == "auto":
+            run_dir = over.get("out_dir") or default_out_dir(over.get("task", TrainConfig.task))
+            path = os.path.join(run_dir, "checkpoint.npz")
+        else:
+            path = args.resume
+        _need_file(path)
+        # a resumed run writes beside the checkpoint it was given (or to --out_dir), never to
+        # a directory recorded inside the file
+        over.setdefault("out_dir", os.path.dirname(path) or ".")
+        trainer = _load_trainer(path, overwrite=args.overwrite, **over)
+        if trainer.cfg.max_steps <= trainer.step:
+            raise ConfigError(f"--max_steps: {path} is already at step {trainer.step}; pass a "
+                              f"larger --max_steps to train on, got {trainer.cfg.max_steps}")
+        check_run_dir(trainer.cfg.out_dir, resume=path, overwrite=args.overwrite)
         print(f"resumed from {path} at step {trainer.step}")
     else:
-        trainer = Trainer(TrainConfig.for_task(over.pop("task", TrainConfig.task), **over))
+        cfg = TrainConfig.for_task(over.pop("task", TrainConfig.task), **over)
+        trainer = Trainer(cfg, overwrite=args.overwrite)       # checks the model's size too
+        check_run_dir(cfg.out_dir, overwrite=args.overwrite)
     print(f"task {trainer.cfg.task}: {type(trainer.model).__name__} with "
           f"{trainer.model.num_parameters():,} parameters")
     finished = trainer.train()
@@ -151,7 +233,7 @@ def cmd_generate(args):
     import numpy as np
     import tinygradx as tgx
     from tinygradx.models.nets import decoding
-    trainer = _load_trainer(args.checkpoint, progress=False)
+    trainer = _load_trainer(args.checkpoint, progress=False, need_data=False)
     if not trainer.lm:
         raise UsageError("the checkpoint is a translation model; use `tinygradx translate`")
     tgx.manual_seed(args.seed)
@@ -177,9 +259,22 @@ def cmd_demo(args):
 
 def cmd_graph(args):
     from tinygradx.models.apps.inspect_models import build_graph_for_cli
-    path = build_graph_for_cli(args.model, args.norm, args.layers, args.depth, args.out,
+    try:
+        path = build_graph_for_cli(args.model, args.norm, args.layers, args.depth, args.out,
                                    checkpoint=args.checkpoint)
+    except RuntimeError as err:          # no renderer, or the renderer failed
+        raise UsageError(f"cannot write {args.out}: {str(err).splitlines()[0]}") from None
     print(f"wrote {path}")
+    return 0
+
+
+def cmd_plot(args):
+    from tinygradx.models.apps import pictures
+    if not os.path.isfile(os.path.join(args.run_dir, "metrics.jsonl")):
+        raise UsageError(f"{args.run_dir} has no metrics.jsonl (is it a run directory?)")
+    written = pictures.training_health(args.run_dir, out_dir=args.out or args.run_dir)
+    for path in written:
+        print(f"wrote {path}")
     return 0
 
 
@@ -209,59 +304,95 @@ def build_parser():
 
     t = sub.add_parser("train", help="train a model on a built-in task")
     t.add_argument("--resume", nargs="?", const="auto", default=None, metavar="CHECKPOINT",
-                   help="continue from CHECKPOINT (default: OUT_DIR/checkpoint.npz)")
+                   help="continue from CHECKPOINT (bare --resume: OUT_DIR/checkpoint.npz); "
+                        "the run goes on in the checkpoint's directory unless --out_dir is "
+                        "given (default: a new run)")
+    t.add_argument("--overwrite", action="store_true",
+                   help="let a new run replace the run already in --out_dir (default: refuse)")
     _train_config_args(t)
     t.set_defaults(fn=cmd_train)
 
     e = sub.add_parser("eval", help="evaluate a checkpoint on held-out data")
-    e.add_argument("--checkpoint", required=True)
-    e.add_argument("--split", default="test", choices=["valid", "test", "val"])
-    e.add_argument("--beam", type=_int_at_least(1), default=1)
+    e.add_argument("--checkpoint", required=True, help="a checkpoint.npz (required)")
+    e.add_argument("--split", default="test", choices=["valid", "test", "val"],
+                   help="held-out split (default test; chars: valid)")
+    e.add_argument("--beam", type=_int_at_least(1), default=1,
+                   help="also report beam-search exact match with this beam (default 1: off)")
     e.set_defaults(fn=cmd_eval)
 
     tr = sub.add_parser("translate", help="translate sentences (arguments or stdin)")
-    tr.add_argument("--checkpoint", required=True)
-    tr.add_argument("--beam", type=_int_at_least(1), default=1)
-    tr.add_argument("sentences", nargs="*")
+    tr.add_argument("--checkpoint", required=True, help="a translation checkpoint (required)")
+    tr.add_argument("--beam", type=_int_at_least(1), default=1,
+                    help="beam size (default 1: greedy)")
+    tr.add_argument("sentences", nargs="*",
+                    help="sentences to translate (default: one per line from stdin)")
     tr.set_defaults(fn=cmd_translate)
 
     g = sub.add_parser("generate", help="sample text from a language-model checkpoint")
-    g.add_argument("--checkpoint", required=True)
-    g.add_argument("--prompt", default="")
-    g.add_argument("--max_new_tokens", "--max-new-tokens", type=_int_at_least(0), default=200)
-    g.add_argument("--temperature", type=_float_in(0, float("inf")), default=1.0)
-    g.add_argument("--top_k", "--top-k", type=_int_at_least(1), default=None)
-    g.add_argument("--top_p", "--top-p", type=_float_in(0, 1, low_open=True), default=None)
-    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--checkpoint", required=True, help="a chars checkpoint (required)")
+    g.add_argument("--prompt", default="",
+                   help="text to continue (default: a newline, or the first character)")
+    g.add_argument("--max_new_tokens", "--max-new-tokens", type=_int_at_least(0), default=200,
+                   help="characters to sample (default 200)")
+    g.add_argument("--temperature", type=_float_in(0, float("inf")), default=1.0,
+                   help="softmax temperature; 0 is greedy (default 1.0)")
+    g.add_argument("--top_k", "--top-k", type=_int_at_least(1), default=None,
+                   help="sample among the k likeliest tokens only (default: all)")
+    g.add_argument("--top_p", "--top-p", type=_float_in(0, 1, low_open=True), default=None,
+                   help="nucleus sampling: the smallest set with this much mass (default: off)")
+    g.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     g.set_defaults(fn=cmd_generate)
 
     d = sub.add_parser("demo", help="the main job: train, translate, save, draw")
-    d.add_argument("--task", default="dates")
-    d.add_argument("--steps", type=_int_at_least(0), default=None)
-    d.add_argument("--out", default="runs/demo")
+    d.add_argument("--task", default="dates",
+                   help="a translation task (default dates)")
+    d.add_argument("--steps", type=_int_at_least(1), default=None,
+                   help="training steps (default 1200)")
+    d.add_argument("--out", default="runs/demo",
+                   help="output directory; an earlier demo there is replaced "
+                        "(default runs/demo)")
     d.set_defaults(fn=cmd_demo)
 
     gr = sub.add_parser("graph", help="draw a model's graph with its residual path")
-    gr.add_argument("--model", choices=["gpt", "transformer"], default="gpt")
-    gr.add_argument("--norm", choices=["pre", "post"], default="pre")
-    gr.add_argument("--layers", type=_int_at_least(1), default=2)
-    gr.add_argument("--depth", type=_int_at_least(1), default=None)
-    gr.add_argument("--out", default="graph.svg")
-    gr.add_argument("--checkpoint", default=None)
+    gr.add_argument("--model", choices=["gpt", "transformer"], default="gpt",
+                    help="which model (default gpt)")
+    gr.add_argument("--norm", choices=["pre", "post"], default="pre",
+                    help="LayerNorm placement (default pre)")
+    gr.add_argument("--layers", type=_int_at_least(1), default=2,
+                    help="layers (default 2)")
+    gr.add_argument("--depth", type=_int_at_least(1), default=None,
+                    help="group modules below this depth (default: no grouping)")
+    gr.add_argument("--out", type=_graph_file, default="graph.svg",
+                    help=f"output file; its suffix picks the format: "
+                         f"{', '.join(GRAPH_FORMATS)} (default graph.svg)")
+    gr.add_argument("--checkpoint", default=None,
+                    help="draw this checkpoint's model (default: a fresh small model)")
     gr.set_defaults(fn=cmd_graph)
 
     tc = sub.add_parser("trace", help="print the shape trace table of one forward pass")
-    tc.add_argument("--model", choices=["gpt", "transformer", "attention"], default="transformer")
-    tc.add_argument("--norm", choices=["pre", "post"], default="post")
-    tc.add_argument("--format", choices=["text", "markdown"], default="text")
+    tc.add_argument("--model", choices=["gpt", "transformer", "attention"], default="transformer",
+                    help="which model (default transformer)")
+    tc.add_argument("--norm", choices=["pre", "post"], default="post",
+                    help="LayerNorm placement (default post)")
+    tc.add_argument("--format", choices=["text", "markdown"], default="text",
+                    help="table format (default text)")
     tc.set_defaults(fn=cmd_trace)
 
     x = sub.add_parser("experiment", help="the LN-placement experiments (Xiong et al. 2020)")
-    x.add_argument("name", choices=["ln-grad", "warmup"])
-    x.add_argument("--out", default="runs/experiments")
-    x.add_argument("--layers", default="2,6,12")
-    x.add_argument("--steps", type=int, default=None)
+    x.add_argument("name", choices=["ln-grad", "warmup"], help="which experiment")
+    x.add_argument("--out", default="runs/experiments",
+                   help="output directory (default runs/experiments)")
+    x.add_argument("--layers", default="2,6,12",
+                   help="comma-separated depths (default 2,6,12)")
+    x.add_argument("--steps", type=_int_at_least(1), default=None,
+                   help="training steps per run (default: the experiment's own)")
     x.set_defaults(fn=cmd_experiment)
+
+    pl = sub.add_parser("plot", help="draw a run's loss, lr, gradient norms and update ratios")
+    pl.add_argument("run_dir", help="a run directory holding metrics.jsonl")
+    pl.add_argument("--out", default=None,
+                    help="where to write health.png / health.csv (default: RUN_DIR)")
+    pl.set_defaults(fn=cmd_plot)
     return p
 
 

@@ -5,8 +5,9 @@
 2. reports exact match on 1,000 held-out dates (none of them seen in training in any format)
    and translates a handful of examples, including today's date;
 3. saves the checkpoint (atomic, pickle-free) so `tinygradx translate` can use it;
-4. writes the backward graph with the residual (identity) path highlighted, and the
-   cross-attention heatmap of one example (PNG with matplotlib, CSV always).
+4. writes the backward graph with the residual (identity) path highlighted, the
+   cross-attention heatmap of one example, and the run's health plot (loss, lr, per-layer
+   gradient norms and update:data ratios; PNG with matplotlib, CSV always).
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from tinygradx.models.training.trainer import Trainer, TrainConfig
 # measured on 2 cores: see docs/tasks.md for the run that produced these settings
 DEMO_CONFIG = dict(task="dates", n_layer=2, d_model=64, n_head=4, dropout=0.0, lr=3e-3,
                    min_lr=1e-4, warmup=100, batch_size=64, max_steps=1200, eval_interval=400,
-                   eval_examples=300)
+                   eval_examples=300, health_interval=10)
 
 EXAMPLES = ["30 Nov 2026", "November 30, 2026", "2026年11月30日", "11/30/26", "30.11.2026",
             "Monday, November 30, 2026", "july 4 1976", "1999/12/31", "1 jan 2000"]
@@ -42,7 +43,7 @@ def run_demo(steps=None, out_dir="runs/demo", task="dates", log=print):
     cfg = dict(DEMO_CONFIG, task=task, out_dir=out_dir)
     if steps is not None:
         cfg["max_steps"] = steps
-    trainer = Trainer(TrainConfig(**cfg), log=log)
+    trainer = Trainer(TrainConfig(**cfg), log=log, overwrite=True)   # the demo owns its dir
     model = trainer.model
     log(f"tinygradx demo: the encoder-decoder Transformer of 'Attention Is All You Need' "
         f"({model.num_parameters():,} parameters, Post-LN, {trainer.cfg.n_layer}+"
@@ -71,7 +72,15 @@ def run_demo(steps=None, out_dir="runs/demo", task="dates", log=print):
         f"\"4 July 1976\")")
     _draw_graph(trainer, out_dir, log)
     _draw_attention(trainer, examples[0], out_dir, log)
+    _draw_health(out_dir, log)
     return 0
+
+
+def _draw_health(out_dir, log):
+    """Loss, lr, per-layer gradient norms and update:data ratios (`tinygradx plot`)."""
+    from . import pictures
+    written = pictures.training_health(out_dir)
+    log("health: " + ", ".join(written) + "   (update:data ratios near 1e-3 are healthy)")
 
 
 def _display_width(text):

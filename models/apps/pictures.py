@@ -1,5 +1,5 @@
 """The pictures a learner reads next to the formulas: attention maps, the PE matrix, the
-learning-rate schedule and training curves.
+learning-rate schedule, training curves and a run's health (gradient norms, update ratios).
 
 matplotlib is an optional extra. Every function here returns the numbers as numpy arrays and
 always writes them as CSV; it writes a PNG too when matplotlib can be imported. Nothing here
@@ -366,17 +366,100 @@ def read_metrics(path):
     evaluation have NaN in val_loss and val_exact_match."""
     if os.path.isdir(path):
         path = os.path.join(path, "metrics.jsonl")
+    rows = _metric_rows(path)
+    return {c: np.array([float(r.get(c, math.nan)) for r in rows]) for c in TRAINING_COLUMNS}
+
+
+def _metric_rows(path):
+    """The rows of a metrics.jsonl in step order, the last row of each step; a torn line (a
+    kill mid-write) is skipped."""
     rows = []
     with open(path, encoding="utf-8") as f:
         for line in f:
-            if line.strip():
-                rows.append(json.loads(line))
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict) and "step" in row:
+                rows.append(row)
     if not rows:
         raise ValueError(f"{path}: no metrics rows")
     # a resumed run appends: keep the last row for each step, in step order
     by_step = {int(r["step"]): r for r in rows}
-    rows = [by_step[s] for s in sorted(by_step)]
-    return {c: np.array([float(r.get(c, math.nan)) for r in rows]) for c in TRAINING_COLUMNS}
+    return [by_step[s] for s in sorted(by_step)]
+
+
+def training_health(run_dir, out_dir=None, name="health"):
+    """`tinygradx plot RUN_DIR`: loss, learning rate, and per layer the gradient norm and the
+    update:data ratio ||lr * update|| / ||param|| (rows logged every --health_interval steps).
+
+    Writes NAME.csv always (one row a step; per-layer columns grad_norm/LAYER and
+    update_ratio/LAYER, empty between health rows) and NAME.png with matplotlib. Returns the
+    paths written.
+    """
+    path = os.path.join(run_dir, "metrics.jsonl") if os.path.isdir(run_dir) else run_dir
+    rows = _metric_rows(path)
+    layers = []
+    for r in rows:
+        for layer in r.get("layers") or {}:
+            if layer not in layers:
+                layers.append(layer)
+    out_dir = _ensure_dir(out_dir or os.path.dirname(path))
+    base = ["step", "loss", "lr", "grad_norm", "val_loss"]
+    cols = base + [f"{k}/{layer}" for k in ("grad_norm", "update_ratio") for layer in layers]
+
+    def value(r, col):
+        if "/" in col:
+            kind, layer = col.split("/", 1)
+            v = ((r.get("layers") or {}).get(layer) or {}).get(kind)
+        else:
+            v = r.get(col)
+        return math.nan if v is None else float(v)
+
+    table = np.array([[value(r, c) for c in cols] for r in rows])       # (rows, columns)
+    csv_path = os.path.join(out_dir, name + ".csv")
+    with open(csv_path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(cols)
+        for line in table:
+            w.writerow([int(line[0])] + ["" if math.isnan(v) else f"{v:.6g}" for v in line[1:]])
+    written = [csv_path]
+    Figure = figure_class()
+    if Figure is not None:
+        step = table[:, 0]
+        fig = Figure(figsize=(12, 7.5))
+        (ax_loss, ax_lr), (ax_g, ax_u) = fig.subplots(2, 2)
+        ax_loss.plot(step, table[:, 1], lw=0.8, label="train loss")
+        ev = np.isfinite(table[:, 4])
+        if ev.any():
+            ax_loss.plot(step[ev], table[ev, 4], "o-", label="val loss")
+        ax_loss.set_yscale("log")
+        ax_loss.set_title("loss")
+        ax_loss.legend()
+        ax_lr.plot(step, table[:, 2])
+        ax_lr.set_title("learning rate")
+        colors = [f"C{i % 10}" for i in range(len(layers))]
+        for i, layer in enumerate(layers):
+            g = table[:, 5 + i]
+            u = table[:, 5 + len(layers) + i]
+            ok_g, ok_u = np.isfinite(g) & (g > 0), np.isfinite(u) & (u > 0)
+            ax_g.plot(step[ok_g], g[ok_g], lw=1, color=colors[i], label=layer)
+            ax_u.plot(step[ok_u], u[ok_u], lw=1, color=colors[i], label=layer)
+        ax_g.set_title("gradient norm per layer (before clipping)")
+        ax_u.axhline(1e-3, color="k", ls="--", lw=0.8, label="1e-3 (rule of thumb)")
+        ax_u.set_title("update:data ratio per layer  ||lr·update|| / ||param||")
+        for ax in (ax_g, ax_u):
+            if layers:
+                ax.set_yscale("log")
+        if layers:
+            ax_u.legend(fontsize=7, ncol=2)
+        else:
+            ax_g.text(0.5, 0.5, "no health rows (--health_interval 0?)", ha="center",
+                      transform=ax_g.transAxes)
+        for ax in (ax_loss, ax_lr, ax_g, ax_u):
+            ax.set_xlabel("step")
+        written.append(save_figure(fig, os.path.join(out_dir, name + ".png")))
+    return written
 
 
 def training_curves(path, out_dir="pictures", name="training_curves"):
