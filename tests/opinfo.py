@@ -619,9 +619,7 @@ add(
     OpInfo("Tensor.softmax", lambda x, dim: x.softmax(dim), ref=np_softmax,
            samples=unary(kw=_red_kw(none=False, tuples=False, keepdim=False), empty=False,
                          min_dims=1),
-           fixed=(S(1.5, dim=-1, desc="0-d", xfail=defect(
-               EMPTY, "tensor(1.5, requires_grad=True).softmax(-1).backward() raises "
-               "ValueError in _softmax_grad; torch grad 0", ("torch", "gradcheck"))),
+           fixed=(S(1.5, dim=-1, desc="0-d"),
                   _int_float_defect("tensor([1,2]).softmax(0)", ("numpy", "torch"),
                                     "raises OpError (casting exp to int64)", dim=0),
                   S(np.zeros((2, 0)), dim=1, desc="size0", xfail=defect(
@@ -636,9 +634,7 @@ add(
         x, dim), ref=np_softmax, samples=unary(kw=_red_kw(none=False, tuples=False,
                                                            keepdim=False), empty=False,
                                                 min_dims=1),
-           fixed=(S(1.5, dim=-1, desc="0-d", xfail=defect(
-               EMPTY, "F.softmax(tensor(1.5, requires_grad=True)).backward() raises "
-               "ValueError in _softmax_grad; torch grad 0", ("torch", "gradcheck"))),)),
+           fixed=(S(1.5, dim=-1, desc="0-d"),)),
     OpInfo("F.log_softmax", lambda x, dim: F.log_softmax(x, dim),
            torch_op=lambda x, dim: TF.log_softmax(x, dim), ref=np_log_softmax,
            samples=unary(kw=_red_kw(none=False, tuples=False, keepdim=False), empty=False)),
@@ -1045,9 +1041,7 @@ add(
            samples=family(lambda d, dt: _embedding_family(d, dt, True)), gradcheck=False,
            grad_reason="the padding row gets no gradient by definition (torch too): finite "
            "differences disagree there; the gradient is compared with torch's",
-           fixed=(S(_f64(4, 2), ids=np.array([0, 3, 3]), padding_idx=-1, desc="padding_idx=-1",
-                    xfail=defect(SEMANTICS, "F.embedding(tensor([3]), w4x2, padding_idx=-1): "
-                                 "row 3 gets a gradient; torch treats -1 as row 3 (no grad)")),)),
+           fixed=(S(_f64(4, 2), ids=np.array([0, 3, 3]), padding_idx=-1, desc="padding_idx=-1"),)),
     OpInfo("F.layer_norm", lambda x, ns: F.layer_norm(x, ns),
            torch_op=lambda x, ns: TF.layer_norm(x, ns), ref=lambda x, ns: np_layer_norm(x, ns),
            samples=_layer_norm_family(False), atol=1e-8, rtol=1e-6),

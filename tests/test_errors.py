@@ -285,3 +285,34 @@ def test_masked_fill_mask_larger_than_input():
     with pytest.raises(OpError, match=r"masked_fill: mask of shape \(2,\) does not broadcast "
                                       r"to the input shape \(1,\)"):
         t(1).masked_fill(np.array([True, False]), 0.0)
+
+
+# ------------------------------------------------------------------------------------------
+# the boundary (more in test_boundary.py)
+# ------------------------------------------------------------------------------------------
+
+def test_unsupported_dtype_is_refused_at_the_constructor():
+    with pytest.raises(TypeError) as err:
+        Tensor(np.array(["a", "b"]))
+    assert_clear_error(err, "Tensor: dtype <U1 is not supported", "float32")
+    with pytest.raises(TypeError) as err:
+        Tensor(np.zeros(2, complex))
+    assert_clear_error(err, "Tensor: dtype complex128 is not supported")
+
+
+def test_nll_loss_target_out_of_range():
+    with pytest.raises(OpError) as err:
+        F.nll_loss(t(2, 3), tgx.tensor([-1, 0]))
+    assert_clear_error(err, "nll_loss", "target -1", "3 classes")
+
+
+def test_split_chunk_stack_dims():
+    for call, name in [(lambda: t(2, 3).split(1, dim=5), "split"),
+                       (lambda: t(2, 3).chunk(2, dim=5), "chunk"),
+                       (lambda: tgx.stack([t(2, 3), t(2, 3)], dim=77), "stack")]:
+        with pytest.raises(OpError) as err:
+            call()
+        assert_clear_error(err, f"{name}: dim", "out of range for a 2-d tensor")
+    with pytest.raises(OpError) as err:
+        t(2, 3).split(0)
+    assert_clear_error(err, "split", "positive")

@@ -17,14 +17,35 @@ from .tensor import Tensor, as_dtype, bool_, float32, int64
 # constructors
 # ------------------------------------------------------------------------------------------
 
-def _shape(size):
+def _shape(size, name="size"):
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        return tuple(size[0])
-    return tuple(size)
+        size = size[0]
+    return _check_size(name, size)
+
+
+def _check_size(name, size):
+    """A shape as a tuple of non-negative Python ints, or a one-line error naming the caller."""
+    try:
+        size = tuple(size)
+    except TypeError:
+        raise TypeError(f"{name}: size must be a sequence of ints, got {size!r}") from None
+    for s in size:
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
+            raise TypeError(f"{name}: size must be ints, got {size!r}")
+        if s < 0:
+            raise ValueError(f"{name}: size {size} has a negative dim")
+    return tuple(int(s) for s in size)
 
 
 def _float_dtype(dtype):
     return as_dtype(dtype) or np.dtype(np.float32)
+
+
+def _random_dtype(name, dtype):
+    out = _float_dtype(dtype)
+    if out.kind != "f":
+        raise TypeError(f"{name}: dtype must be a floating-point dtype, got {out}")
+    return out
 
 
 def tensor(data, dtype=None, requires_grad=False):
@@ -34,12 +55,12 @@ def tensor(data, dtype=None, requires_grad=False):
 
 def zeros(*size, dtype=None, requires_grad=False):
     """A tensor of zeros of the given size (float32 unless dtype says otherwise)."""
-    return Tensor(np.zeros(_shape(size), _float_dtype(dtype)), requires_grad=requires_grad)
+    return Tensor(np.zeros(_shape(size, "zeros"), _float_dtype(dtype)), requires_grad=requires_grad)
 
 
 def ones(*size, dtype=None, requires_grad=False):
     """A tensor of ones of the given size (float32 unless dtype says otherwise)."""
-    return Tensor(np.ones(_shape(size), _float_dtype(dtype)), requires_grad=requires_grad)
+    return Tensor(np.ones(_shape(size, "ones"), _float_dtype(dtype)), requires_grad=requires_grad)
 
 
 def full(size, fill_value, dtype=None, requires_grad=False):
@@ -48,31 +69,40 @@ def full(size, fill_value, dtype=None, requires_grad=False):
         dtype = bool_
     elif dtype is None and isinstance(fill_value, numbers.Integral):
         dtype = int64
-    return Tensor(np.full(tuple(size), fill_value, _float_dtype(dtype)),
+    size = _check_size("full", (size,) if isinstance(size, (int, np.integer)) else size)
+    return Tensor(np.full(size, fill_value, _float_dtype(dtype)),
                   requires_grad=requires_grad)
 
 
 def randn(*size, dtype=None, requires_grad=False):
     """Standard normal samples from tinygradx's generator (seed it with tgx.manual_seed)."""
-    data = STATE.rng.standard_normal(_shape(size), dtype=np.float64)
-    return Tensor(data.astype(_float_dtype(dtype)), requires_grad=requires_grad)
+    dtype = _random_dtype("randn", dtype)
+    data = STATE.rng.standard_normal(_shape(size, "randn"), dtype=np.float64)
+    return Tensor(data.astype(dtype), requires_grad=requires_grad)
 
 
 def rand(*size, dtype=None, requires_grad=False):
     """Uniform [0, 1) samples from tinygradx's generator (seed it with tgx.manual_seed)."""
-    data = STATE.rng.random(_shape(size), dtype=np.float64)
-    return Tensor(data.astype(_float_dtype(dtype)), requires_grad=requires_grad)
+    dtype = _random_dtype("rand", dtype)
+    data = STATE.rng.random(_shape(size, "rand"), dtype=np.float64)
+    return Tensor(data.astype(dtype), requires_grad=requires_grad)
 
 
 def randint(low, high, size, dtype=None):
     """Random integers in [low, high) of the given size (int64), from tinygradx's generator."""
-    return Tensor(STATE.rng.integers(low, high, size=tuple(size)).astype(as_dtype(dtype) or int64))
+    size = _check_size("randint", (size,) if isinstance(size, (int, np.integer)) else size)
+    if not low < high:
+        raise ValueError(f"randint: low must be below high (the range is [low, high)), got "
+                         f"low={low}, high={high}")
+    return Tensor(STATE.rng.integers(low, high, size=size).astype(as_dtype(dtype) or int64))
 
 
 def arange(start, end=None, step=1, dtype=None, requires_grad=False):
     """Evenly spaced values in [start, end); int64 for integer arguments, else float32."""
     if end is None:
         start, end = 0, start
+    if step == 0:
+        raise ValueError("arange: step must not be zero")
     data = np.arange(start, end, step)
     if dtype is None:
         dtype = float32 if data.dtype.kind == "f" else int64
@@ -81,6 +111,7 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False):
 
 def eye(n, m=None, dtype=None, requires_grad=False):
     """An n x m identity matrix (m defaults to n)."""
+    _check_size("eye", (n,) if m is None else (n, m))
     return Tensor(np.eye(n, m, dtype=_float_dtype(dtype)), requires_grad=requires_grad)
 
 
@@ -114,12 +145,23 @@ def rand_like(t, dtype=None, requires_grad=False):
 # functions of several tensors
 # ------------------------------------------------------------------------------------------
 
-def cat(tensors, dim=0):
-    """Join tensors along an existing dim; all other dims must match. Backward slices g."""
+def _many(name, tensors):
+    if isinstance(tensors, (Tensor, np.ndarray)):
+        raise TypeError(f"{name}: expected a sequence of tensors, got one "
+                        f"{type(tensors).__name__}; wrap it in a list")
     tensors = list(tensors)
     if not tensors:
-        raise OpError("cat: expected a non-empty sequence of tensors")
-    return ops.Cat.apply(*tensors, dim=dim)
+        raise OpError(f"{name}: expected a non-empty sequence of tensors")
+    return tensors
+
+
+def cat(tensors, dim=0):
+    """Join tensors along an existing dim; all other dims must match. Backward slices g."""
+    tensors = _many("cat", tensors)
+    nd = np.ndim(tensors[0].data if isinstance(tensors[0], Tensor) else tensors[0])
+    if nd == 0:
+        raise OpError("cat: 0-d tensors cannot be concatenated; use stack")
+    return ops.Cat.apply(*tensors, dim=ops.check_dim("cat", dim, nd))
 
 
 concatenate = cat
@@ -127,10 +169,9 @@ concatenate = cat
 
 def stack(tensors, dim=0):
     """Join equal-shaped tensors along a new dim. Backward takes g apart along it."""
-    tensors = list(tensors)
-    if not tensors:
-        raise OpError("stack: expected a non-empty sequence of tensors")
-    return ops.Stack.apply(*tensors, dim=dim)
+    tensors = _many("stack", tensors)
+    nd = np.ndim(tensors[0].data if isinstance(tensors[0], Tensor) else tensors[0])
+    return ops.Stack.apply(*tensors, dim=ops.check_dim("stack", dim, nd, extra=1))
 
 
 def where(condition, input, other):

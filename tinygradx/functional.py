@@ -16,9 +16,55 @@ from .creation import where
 from .tensor import Tensor
 
 
-def _check_dim(name, x, dim):
-    if not -max(x.ndim, 1) <= dim < max(x.ndim, 1):
-        raise OpError(f"{name}: dim {dim} is out of range for a tensor of shape {x.shape}")
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _loss_args(name, input, target, ignore_index, reduction):
+    """The checks every loss makes before it computes: reduction, input, target dtype, shape.
+
+    Returns the target as an integer array of the expected shape. The layouts are PyTorch's:
+    input (N, C) with target (N,), (C,) with a 0-d target, (N, C, d1, ...) with (N, d1, ...).
+    """
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{name}: reduction must be 'mean', 'sum' or 'none', got "
+                         f"{reduction!r}")
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, (int, np.integer)):
+        raise TypeError(f"{name}: ignore_index must be an int, got {ignore_index!r}")
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}: input must be a Tensor, got {type(input).__name__}")
+    if input.ndim == 0:
+        raise OpError(f"{name}{_where()}: input must have a class dim, got a 0-d tensor")
+    if input.dtype.kind != "f":
+        raise TypeError(f"{name}{_where()}: input must be floating-point, got {input.dtype}")
+    t = target.data if isinstance(target, Tensor) else np.asarray(target)
+    if t.dtype.kind not in "iu":
+        raise OpError(f"{name}{_where()}: target must hold class indices (an integer "
+                      f"tensor), got dtype {t.dtype}")
+    if input.ndim == 1:
+        if t.ndim != 0:
+            raise OpError(f"{name}{_where()}: logits {input.shape} need a scalar target, "
+                          f"got {t.shape}")
+        return t
+    expected = (input.shape[0],) + input.shape[2:]
+    if t.shape != expected:
+        raise OpError(f"{name}{_where()}: logits of shape {input.shape} need targets of "
+                      f"shape {expected}, got {t.shape} (the class dim of the logits is dim 1; "
+                      f"flatten (B, T, V) logits to (B*T, V))")
+    return t
+
+
+def _check_targets(name, t, n_classes, ignore_index, shape):
+    """Every target is a class 0..C-1 or ignore_index (a wrong one would pick another row)."""
+    if not t.size:
+        return
+    lo, hi = t.min(), t.max()
+    if lo >= 0 and hi < n_classes:
+        return
+    bad = t[((t < 0) | (t >= n_classes)) & (t != ignore_index)]
+    if bad.size:
+        raise OpError(f"{name}{_where()}: target {bad.ravel()[0]} is out of range for "
+                      f"{n_classes} classes (input {shape}); valid targets are "
+                      f"0..{n_classes - 1} or ignore_index={ignore_index}")
 
 
 # ------------------------------------------------------------------------------------------
@@ -48,14 +94,12 @@ def tanh(x):
 def softmax(x, dim=-1):
     """exp(x)/sum(exp(x)) along dim. The row max is subtracted first (it cancels in the
     gradient, so the fused op treats it as a constant). Fully masked (-inf) rows give zeros."""
-    _check_dim("softmax", x, dim)
-    return fused.Softmax.apply(x, dim=dim)
+    return fused.Softmax.apply(x, dim=ops.check_dim("softmax", dim, x.ndim))
 
 
 def log_softmax(x, dim=-1):
     """x - logsumexp(x) along dim, computed without overflow."""
-    _check_dim("log_softmax", x, dim)
-    return fused.LogSoftmax.apply(x, dim=dim)
+    return fused.LogSoftmax.apply(x, dim=ops.check_dim("log_softmax", dim, x.ndim))
 
 
 # ------------------------------------------------------------------------------------------
@@ -79,6 +123,13 @@ def embedding(input, weight, padding_idx=None):
     the row at padding_idx gets no gradient.
     """
     ids = input.data if isinstance(input, Tensor) else np.asarray(input)
+    if padding_idx is not None:
+        n = weight.shape[0]
+        if isinstance(padding_idx, bool) or not isinstance(padding_idx, (int, np.integer)) \
+                or not -n <= padding_idx < n:
+            raise OpError(f"embedding{_where()}: padding_idx must be an int in {-n}..{n - 1} "
+                          f"(the table has {n} rows), got {padding_idx!r}")
+        padding_idx = int(padding_idx) % n       # -1 is the last row, as in PyTorch
     return ops.Embedding.apply(weight, ids=ids, padding_idx=padding_idx)
 
 
@@ -115,29 +166,16 @@ def cross_entropy(input, target, ignore_index=-100, reduction="mean", label_smoo
     with target (N, d1, ...). Targets equal to ignore_index add nothing and are not counted
     by 'mean'. label_smoothing e mixes the one-hot target with the uniform distribution.
     """
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', "
-                         f"got {reduction!r}")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], "
                          f"got {label_smoothing}")
-    t = target.data if isinstance(target, Tensor) else np.asarray(target)
-    if t.dtype.kind not in "iu":
-        raise OpError(f"cross_entropy{_where()}: target must hold class indices (an integer "
-                      f"tensor), got dtype {t.dtype}")
-    x = input
+    t = _loss_args("cross_entropy", input, target, ignore_index, reduction)
+    x = input     # the fused op checks the range of the targets
     if x.ndim == 1:
-        if t.ndim != 0:
-            raise OpError(f"cross_entropy: logits {x.shape} need a scalar target, got {t.shape}")
         x, t = x.reshape(1, -1), t.reshape(1)
         out = fused.CrossEntropy.apply(x, target=t, ignore_index=ignore_index,
                                        reduction=reduction, label_smoothing=label_smoothing)
         return out.reshape(()) if reduction == "none" else out
-    expected = (x.shape[0],) + x.shape[2:]
-    if t.shape != expected:
-        raise OpError(f"cross_entropy{_where()}: logits of shape {x.shape} need targets of "
-                      f"shape {expected}, got {t.shape} (the class dim of the logits is dim 1; "
-                      f"flatten (B, T, V) logits to (B*T, V))")
     rest = x.shape[2:]
     if rest:
         # (N, C, d1..) -> (N*d1.., C): move the class dim last, then flatten
@@ -152,13 +190,25 @@ def cross_entropy(input, target, ignore_index=-100, reduction="mean", label_smoo
 
 
 def nll_loss(input, target, ignore_index=-100, reduction="mean"):
-    """Negative log-likelihood of log-probabilities (N, C) at class-index targets (N,)."""
-    t = target.data if isinstance(target, Tensor) else np.asarray(target)
+    """Negative log-likelihood of log-probabilities at class-index targets.
+
+    Layouts as cross_entropy: (N, C) with (N,), (C,) with a 0-d target, (N, C, d1, ...) with
+    (N, d1, ...). Targets equal to ignore_index add nothing and are not counted by 'mean'.
+    """
+    t = _loss_args("nll_loss", input, target, ignore_index, reduction)
+    x = input
+    if x.ndim == 1:
+        x, t = x.reshape(1, -1), t.reshape(1)
+    elif x.ndim > 2:             # (N, C, d1..) -> (N*d1.., C): the class dim last, flattened
+        x = x.permute(0, *range(2, x.ndim), 1).reshape(-1, x.shape[1])
+        t = t.reshape(-1)
+    _check_targets("nll_loss", t, x.shape[1], ignore_index, input.shape)
     keep = t != ignore_index
-    picked = input[np.arange(t.shape[0]), np.where(keep, t, 0)]
+    picked = x[np.arange(t.shape[0]), np.where(keep, t, 0)]
     losses = -picked * Tensor(keep.astype(input.dtype))
     if reduction == "none":
-        return losses
+        return losses if input.ndim == 2 else losses.reshape(input.shape[:1] + input.shape[2:]
+                                                             if input.ndim > 2 else ())
     if reduction == "sum":
         return losses.sum()
     return losses.sum() / max(int(keep.sum()), 1)
@@ -324,7 +374,10 @@ def layer_norm_composite(x, normalized_shape, weight=None, bias=None, eps=1e-5):
 def cross_entropy_composite(input, target, ignore_index=-100, reduction="mean",
                             label_smoothing=0.0):
     """Only the (N, C) layout: log_softmax, pick the target column, smooth, mask, reduce."""
-    t = target.data if isinstance(target, Tensor) else np.asarray(target)
+    t = _loss_args("cross_entropy_composite", input, target, ignore_index, reduction)
+    if input.ndim != 2:
+        raise OpError(f"cross_entropy_composite: only (N, C) logits, got {input.shape}")
+    _check_targets("cross_entropy_composite", t, input.shape[1], ignore_index, input.shape)
     logp = log_softmax_composite(input, dim=1)
     keep = t != ignore_index
     nll = -logp[np.arange(t.shape[0]), np.where(keep, t, 0)]

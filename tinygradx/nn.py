@@ -26,6 +26,51 @@ class StateDictError(KeyError):
         return self.args[0]
 
 
+# the dtype kinds a checkpoint value may have, by the kind of the tensor it is loaded into
+_LOADABLE_KINDS = {"f": "fiu", "i": "iub", "u": "iub", "b": "b"}
+
+
+def _check_loaded(key, value, target):
+    """(problem, None) or (None, array) for one state-dict entry loaded into `target`."""
+    if isinstance(value, Tensor):
+        value = value.data
+    else:
+        try:
+            value = np.asarray(value)
+        except (ValueError, TypeError) as err:
+            return f"value for {key!r} is not an array ({err})", None
+    if value.dtype.kind not in "biuf":
+        return (f"dtype mismatch for {key!r}: the checkpoint has {value.dtype}, which is not "
+                f"numeric (the model has {target.dtype})"), None
+    if value.shape != target.shape:
+        return (f"size mismatch for {key!r}: the checkpoint has shape {value.shape}, the "
+                f"model has {target.shape}"), None
+    if value.dtype.kind not in _LOADABLE_KINDS.get(target.dtype.kind, "biuf"):
+        return (f"dtype mismatch for {key!r}: the checkpoint has {value.dtype}, the model has "
+                f"{target.dtype} (the values would be truncated)"), None
+    return None, value
+
+
+def _int_arg(cls, name, value, low=1):
+    """value as an int >= low, or an error naming the class and the argument."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{cls}: {name} must be an int, got {value!r}")
+    if value < low:
+        what = "positive" if low == 1 else f">= {low}"
+        raise ValueError(f"{cls}: {name} must be {what}, got {value}")
+    return int(value)
+
+
+def _prob_arg(cls, name, value, upper_open=False):
+    """A probability in [0, 1] (or [0, 1) with upper_open), else an error naming both."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{cls}: {name} must be a number, got {value!r}")
+    if not (0.0 <= value < 1.0 if upper_open else 0.0 <= value <= 1.0):
+        raise ValueError(f"{cls}: {name} must be in [0, {'1)' if upper_open else '1]'}, "
+                         f"got {value}")
+    return float(value)
+
+
 class Parameter(Tensor):
     """A Tensor that a Module owns and an optimizer updates (requires_grad=True by default)."""
 
@@ -186,23 +231,30 @@ class Module:
         return out
 
     def load_state_dict(self, state_dict, strict=True):
-        """Copy arrays into the parameters in place; report every problem in one error.
+        """Copy arrays into the parameters in place, all or nothing; one error lists every problem.
 
-        Returns (missing_keys, unexpected_keys) when strict=False.
+        Every entry is checked before anything is written: a value that is not numeric, a
+        shape that differs, or a dtype that would lose information (floats into an integer
+        buffer, anything but bools into a bool one) is a problem whatever `strict` says;
+        missing and unexpected keys are problems when strict. Non-finite values load (a buffer
+        may hold an additive -inf mask). Returns (missing_keys, unexpected_keys).
         """
+        if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
+            raise TypeError(f"load_state_dict for {type(self).__name__}: expected a mapping of "
+                            f"names to arrays, got {type(state_dict).__name__}")
         own = OrderedDict(self.named_parameters())
         own.update(self.named_buffers())
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
-        problems = []
+        problems, staged = [], []
         for k, target in own.items():
             if k not in state_dict:
                 continue
-            value = state_dict[k]
-            value = value.data if isinstance(value, Tensor) else np.asarray(value)
-            if value.shape != target.data.shape:
-                problems.append(f"size mismatch for {k!r}: the checkpoint has shape "
-                                f"{value.shape}, the model has {target.data.shape}")
+            problem, value = _check_loaded(k, state_dict[k], target.data)
+            if problem:
+                problems.append(problem)
+            else:
+                staged.append((target, value))
         if strict:
             problems += [f"missing key {k!r} (the model has it, the state dict does not)"
                          for k in missing]
@@ -211,11 +263,8 @@ class Module:
         if problems:
             raise StateDictError(f"load_state_dict for {type(self).__name__}: {len(problems)} "
                            f"problem(s):\n  " + "\n  ".join(problems))
-        for k, target in own.items():
-            if k in state_dict:
-                value = state_dict[k]
-                value = value.data if isinstance(value, Tensor) else np.asarray(value)
-                target.data[...] = value
+        for target, value in staged:           # checked above: these writes cannot fail
+            target.data[...] = value
         return missing, unexpected
 
     # -- repr ------------------------------------------------------------------------------
@@ -241,6 +290,10 @@ class Sequential(Module):
     """Modules applied one after another."""
 
     def __init__(self, *layers):
+        for i, layer in enumerate(layers):
+            if not callable(layer):
+                raise TypeError(f"Sequential: layer {i} is a {type(layer).__name__}, not a "
+                                f"module or callable")
         self.layers = list(layers)
 
     def forward(self, x):
@@ -332,6 +385,8 @@ class Linear(Module):
     """
 
     def __init__(self, in_features, out_features, bias=True):
+        in_features = _int_arg("Linear", "in_features", in_features)
+        out_features = _int_arg("Linear", "out_features", out_features)
         self.in_features, self.out_features = in_features, out_features
         bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
         self.weight = Parameter(_uniform((out_features, in_features), bound))
@@ -356,9 +411,17 @@ class Embedding(Module):
     """
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None):
+        num_embeddings = _int_arg("Embedding", "num_embeddings", num_embeddings)
+        embedding_dim = _int_arg("Embedding", "embedding_dim", embedding_dim)
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        if padding_idx is not None and padding_idx < 0:
-            padding_idx += num_embeddings
+        if padding_idx is not None:
+            padding_idx = _int_arg("Embedding", "padding_idx", padding_idx, -num_embeddings)
+            if padding_idx >= num_embeddings:
+                raise ValueError(f"Embedding: padding_idx must be in {-num_embeddings}.."
+                                 f"{num_embeddings - 1} (num_embeddings={num_embeddings}), "
+                                 f"got {padding_idx}")
+            if padding_idx < 0:
+                padding_idx += num_embeddings
         self.padding_idx = padding_idx
         w = STATE.rng.standard_normal((num_embeddings, embedding_dim)).astype(np.float32)
         if padding_idx is not None:
@@ -377,9 +440,16 @@ class LayerNorm(Module):
     """LN(x) = (x - mean)/sqrt(var + eps) * weight + bias over the last dims (biased var)."""
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True):
-        if isinstance(normalized_shape, int):
+        if isinstance(normalized_shape, (int, np.integer)):
             normalized_shape = (normalized_shape,)
-        self.normalized_shape, self.eps = tuple(normalized_shape), eps
+        if not isinstance(normalized_shape, (tuple, list)) or not normalized_shape:
+            raise TypeError(f"LayerNorm: normalized_shape must be an int or a non-empty tuple "
+                            f"of ints, got {normalized_shape!r}")
+        normalized_shape = tuple(_int_arg("LayerNorm", "normalized_shape", n)
+                                 for n in normalized_shape)
+        if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating)) or eps < 0:
+            raise ValueError(f"LayerNorm: eps must be a non-negative number, got {eps!r}")
+        self.normalized_shape, self.eps = normalized_shape, eps
         self.weight = Parameter(np.ones(self.normalized_shape, np.float32)) \
             if elementwise_affine else None
         self.bias = Parameter(np.zeros(self.normalized_shape, np.float32)) \
@@ -396,8 +466,7 @@ class Dropout(Module):
     """Zero each element with probability p while training (inverted: survivors scale 1/(1-p))."""
 
     def __init__(self, p=0.5):
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
+        _prob_arg("Dropout", "p", p)
         self.p = p
 
     def forward(self, x):
@@ -416,6 +485,8 @@ class GELU(Module):
     """x * Phi(x); approximate='tanh' for the GPT-2 approximation."""
 
     def __init__(self, approximate="none"):
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
         self.approximate = approximate
 
     def forward(self, x):
@@ -441,6 +512,12 @@ class MultiHeadAttention(Module):
     """
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, kdim=None, vdim=None):
+        embed_dim = _int_arg("MultiHeadAttention", "embed_dim", embed_dim)
+        num_heads = _int_arg("MultiHeadAttention", "num_heads", num_heads)
+        _prob_arg("MultiHeadAttention", "dropout", dropout, upper_open=True)
+        for name, d in (("kdim", kdim), ("vdim", vdim)):
+            if d is not None:
+                _int_arg("MultiHeadAttention", name, d)
         if embed_dim % num_heads:
             raise ValueError(f"MultiHeadAttention: embed_dim {embed_dim} is not divisible by "
                              f"num_heads {num_heads}")

@@ -274,11 +274,36 @@ class Cast(Function):
 # reductions
 # ------------------------------------------------------------------------------------------
 
+def dim_error(dim, ndim, extra=0):
+    """The one message for a dim outside a tensor's range (extra=1: a new dim may be added)."""
+    n = max(ndim + extra, 1)
+    return OpError(f"dim {dim} is out of range for a {ndim}-d tensor (expected {-n}..{n - 1})")
+
+
+def check_dim(name, dim, ndim, extra=0):
+    """One dim argument as a non-negative int, or an OpError starting with `name: `.
+
+    extra=1 for an op that inserts a dim (unsqueeze, stack): dims -ndim-1..ndim are valid. A
+    0-d tensor accepts dim 0 and -1, as in PyTorch. Costs two comparisons on the happy path.
+    """
+    n = ndim + extra
+    if type(dim) is int and -n <= dim < n:
+        return dim + n if dim < 0 else dim
+    prefix = f"{name}: " if name else ""
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise OpError(f"{prefix}dim must be an int, got {dim!r}")
+    if n == 0 and -1 <= dim <= 0:
+        return 0
+    if -n <= dim < n:                                # a numpy integer
+        return int(dim) % n
+    raise OpError(prefix + str(dim_error(dim, ndim, extra)))
+
+
 def normalize_dims(dim, ndim):
     """Normalise dim (None, int or tuple) to a sorted tuple of non-negative axes."""
     if dim is None:
         return tuple(range(ndim))
-    if not isinstance(dim, (int, np.integer, tuple, list)):
+    if not isinstance(dim, (int, np.integer, tuple, list)) or isinstance(dim, bool):
         raise OpError(f"dim must be an int or a tuple of ints, got {dim!r}")
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     out = []
@@ -286,8 +311,7 @@ def normalize_dims(dim, ndim):
         if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
             raise OpError(f"dim must be an int or a tuple of ints, got {d!r}")
         if not -max(ndim, 1) <= d < max(ndim, 1):
-            raise OpError(f"dim {d} is out of range for a tensor with {ndim} dims "
-                          f"(valid: {-max(ndim, 1)}..{max(ndim, 1) - 1})")
+            raise dim_error(d, ndim)
         out.append(int(d) % max(ndim, 1) if ndim else 0)
     if len(set(out)) != len(out):
         raise OpError(f"dim {dim} repeats an axis")
@@ -391,10 +415,13 @@ class Reshape(Function):
 class Permute(Function):
     """d(permute x) = permute(g, inverse order)"""
     def forward(self, x, dims):
-        if len(dims) != x.ndim or sorted(d % max(x.ndim, 1) for d in dims) != list(range(x.ndim)):
-            raise OpError(f"dims {tuple(dims)} is not a permutation of the {x.ndim} dims of "
+        n = x.ndim
+        given, dims = dims, tuple(d if type(d) is int and 0 <= d < n else check_dim(None, d, n)
+                                  for d in dims)
+        if len(dims) != n or sorted(dims) != list(range(n)):
+            raise OpError(f"dims {tuple(given)} is not a permutation of the {x.ndim} dims of "
                           f"a tensor of shape {x.shape}")
-        self.dims = dims = tuple(d % x.ndim for d in dims)
+        self.dims = dims
         inverse = [0] * len(dims)
         for i, d in enumerate(dims):
             inverse[d] = i
@@ -408,8 +435,12 @@ class Permute(Function):
 class Expand(Function):
     """d(broadcast_to x) = g; the engine's unbroadcast sums it back."""
     def forward(self, x, shape):
-        shape = tuple(x.shape[i - len(shape) + x.ndim] if s == -1 else s
-                      for i, s in enumerate(shape))
+        lead = len(shape) - x.ndim                 # new leading dims may not be -1
+        if lead < 0 or -1 in shape[:lead]:
+            raise OpError(f"cannot expand shape {x.shape} to {tuple(shape)}: "
+                          + ("the target has fewer dims" if lead < 0 else
+                             "-1 is only allowed for an existing dim"))
+        shape = tuple(x.shape[i - lead] if s == -1 else s for i, s in enumerate(shape))
         return np.broadcast_to(x, shape)
 
     @classmethod

@@ -16,11 +16,30 @@ from . import autograd, fused, ops
 from .autograd import OpError
 
 float32, float64, float16 = np.float32, np.float64, np.float16
-int64, int32, int8, uint8, bool_ = np.int64, np.int32, np.int8, np.uint8, np.bool_
+int64, int32, int16, int8, uint8, bool_ = np.int64, np.int32, np.int16, np.int8, np.uint8, np.bool_
 
 _DTYPES = {"float32": float32, "float": float32, "float64": float64, "double": float64,
            "float16": float16, "half": float16, "int64": int64, "long": int64, "int32": int32,
-           "int": int32, "int8": int8, "uint8": uint8, "bool": bool_}
+           "int": int32, "int16": int16, "short": int16, "int8": int8, "uint8": uint8,
+           "bool": bool_}
+
+# The dtypes a Tensor may hold (PyTorch's, less the unsigned types wider than 8 bits, which
+# PyTorch barely supports and whose arithmetic wraps). Anything else is refused at the boundary
+# (Tensor(), dtype= arguments, .to()), so it cannot fail later as a puzzling shape error.
+SUPPORTED_DTYPES = (float32, float64, float16, int64, int32, int16, int8, uint8, bool_)
+_SUPPORTED = frozenset(SUPPORTED_DTYPES)
+_SUPPORTED_NAMES = ", ".join(np.dtype(d).name for d in SUPPORTED_DTYPES)
+
+
+def _unsupported(dtype, where="Tensor"):
+    dtype = np.dtype(dtype)
+    hint = ""
+    if dtype.kind == "u":
+        hint = " (convert it first, e.g. .astype(np.int64))"
+    elif dtype.kind == "f":
+        hint = " (convert it first, e.g. .astype(np.float64))"
+    return TypeError(f"{where + ': ' if where else ''}dtype {dtype} is not supported; use one of "
+                     f"{_SUPPORTED_NAMES}{hint}")
 
 MaxResult = namedtuple("MaxResult", ["values", "indices"])
 
@@ -33,7 +52,13 @@ def as_dtype(dtype):
         if dtype not in _DTYPES:
             raise TypeError(f"unknown dtype {dtype!r}; use one of {sorted(_DTYPES)}")
         return np.dtype(_DTYPES[dtype])
-    return np.dtype(dtype)
+    try:
+        out = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"unknown dtype {dtype!r}; use one of {sorted(_DTYPES)}") from None
+    if out.type not in _SUPPORTED:
+        raise _unsupported(out, None)
+    return out
 
 
 def _to_array(data, dtype):
@@ -42,18 +67,40 @@ def _to_array(data, dtype):
         data = data.data
     if isinstance(data, np.ndarray):
         arr = data
+        if arr.dtype.type not in _SUPPORTED or not arr.dtype.isnative:
+            arr = _check_array(arr, dtype)
     else:
-        arr = np.asarray(data)
+        try:
+            arr = np.asarray(data)
+        except ValueError:
+            raise ValueError(f"Tensor: cannot make a tensor from a ragged nested "
+                             f"{type(data).__name__}: every row must have the same length"
+                             ) from None
         if arr.dtype == np.float64 and not isinstance(data, np.generic):
             arr = arr.astype(np.float32)  # Python floats; numpy float64 scalars stay float64
         elif arr.dtype.kind in "iu" and arr.dtype != np.int64 and not isinstance(data, np.generic):
             arr = arr.astype(np.int64)
+        elif arr.dtype.kind in "cmM":              # complex, datetime, timedelta
+            raise _unsupported(arr.dtype)
         elif arr.dtype.kind not in "biuf":
             raise TypeError(f"Tensor: cannot make a tensor from {type(data).__name__} "
                             f"(numpy dtype {arr.dtype}); give numbers, nested lists or arrays")
+        elif arr.dtype.type not in _SUPPORTED and dtype is None:
+            raise _unsupported(arr.dtype)          # a numpy scalar: uint32, longdouble
     if dtype is not None and arr.dtype != dtype:
         arr = arr.astype(dtype)
     return arr
+
+
+def _check_array(arr, dtype):
+    """An array whose dtype is not a supported one (or is not in native byte order)."""
+    if arr.dtype.kind not in "biuf":               # complex, object, str, bytes, datetime
+        raise _unsupported(arr.dtype)
+    if arr.dtype.type in _SUPPORTED:               # big-endian: the same values, native order
+        return arr.astype(arr.dtype.newbyteorder("="))
+    if dtype is None:                              # uint16/32/64, longdouble: say so
+        raise _unsupported(arr.dtype)
+    return arr                                     # converted to the dtype asked for
 
 
 class Tensor:
@@ -141,7 +188,9 @@ class Tensor:
         return self.transpose(-2, -1)
 
     def size(self, dim=None):
-        return self.data.shape if dim is None else self.data.shape[dim]
+        if dim is None:
+            return self.data.shape
+        return self.data.shape[ops.check_dim("size", dim, self.data.ndim)]
 
     def numel(self):
         return self.data.size
@@ -405,10 +454,11 @@ class Tensor:
     clip = clamp
 
     def softmax(self, dim):
-        return fused.Softmax.apply(self, dim=dim)
+        return fused.Softmax.apply(self, dim=ops.check_dim("softmax", dim, self.data.ndim))
 
     def log_softmax(self, dim):
-        return fused.LogSoftmax.apply(self, dim=dim)
+        return fused.LogSoftmax.apply(self, dim=ops.check_dim("log_softmax", dim,
+                                                              self.data.ndim))
 
     # -- reductions -----------------------------------------------------------------------
     def sum(self, dim=None, keepdim=False):
@@ -484,7 +534,10 @@ class Tensor:
     def flatten(self, start_dim=0, end_dim=-1):
         if self.ndim == 0:
             return self.reshape(1)
-        (s,), (e,) = (_named_axes("flatten", d, self.ndim) for d in (start_dim, end_dim))
+        s, e = (ops.check_dim("flatten", d, self.ndim) for d in (start_dim, end_dim))
+        if s > e:
+            raise OpError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} "
+                          f"for a {self.ndim}-d tensor")
         shape = self.shape[:s] + (-1,) + self.shape[e + 1:]
         return self.reshape(shape)
 
@@ -493,8 +546,9 @@ class Tensor:
         return ops.Permute.apply(self, dims=dims)
 
     def transpose(self, dim0, dim1):
-        nd = self.ndim
-        _named_axes("transpose", dim0, nd), _named_axes("transpose", dim1, nd)
+        nd = self.data.ndim
+        dim0 = ops.check_dim("transpose", dim0, nd)
+        dim1 = ops.check_dim("transpose", dim1, nd)
         order = list(range(nd))
         order[dim0], order[dim1] = order[dim1], order[dim0]
         return ops.Permute.apply(self, dims=tuple(order))
@@ -510,10 +564,7 @@ class Tensor:
         return self.expand(other.shape)
 
     def unsqueeze(self, dim):
-        d = dim if dim >= 0 else dim + self.ndim + 1
-        if not 0 <= d <= self.ndim:
-            raise OpError(f"unsqueeze: dim {dim} is out of range for a tensor of shape "
-                          f"{self.shape} (valid: {-self.ndim - 1}..{self.ndim})")
+        d = ops.check_dim("unsqueeze", dim, self.data.ndim, extra=1)
         return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
 
     def squeeze(self, dim=None):
@@ -528,13 +579,27 @@ class Tensor:
         return ops.Getitem.apply(self, index=index)
 
     def split(self, split_size_or_sections, dim=0):
+        dim = ops.check_dim("split", dim, self.ndim)
+        if self.ndim == 0:
+            raise OpError("split: cannot split a 0-d tensor")
         n = self.shape[dim]
-        if isinstance(split_size_or_sections, int):
+        if isinstance(split_size_or_sections, (int, np.integer)) \
+                and not isinstance(split_size_or_sections, bool):
+            if split_size_or_sections < 1:
+                raise OpError(f"split: split_size must be a positive int, got "
+                              f"{split_size_or_sections}")
+            split_size_or_sections = int(split_size_or_sections)
             sizes = [split_size_or_sections] * (n // split_size_or_sections)
             if n % split_size_or_sections:
                 sizes.append(n % split_size_or_sections)
         else:
+            if not isinstance(split_size_or_sections, (list, tuple)):
+                raise OpError(f"split: expected an int split_size or a list of section sizes, "
+                              f"got {split_size_or_sections!r}")
             sizes = list(split_size_or_sections)
+            if any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0
+                   for s in sizes):
+                raise OpError(f"split: section sizes must be non-negative ints, got {sizes}")
             if sum(sizes) != n:
                 raise OpError(f"split: sections {sizes} sum to {sum(sizes)}, but dim {dim} of "
                               f"shape {self.shape} has size {n}")
@@ -547,8 +612,13 @@ class Tensor:
         return tuple(out)
 
     def chunk(self, chunks, dim=0):
+        if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks < 1:
+            raise OpError(f"chunk: chunks must be a positive int, got {chunks!r}")
+        dim = ops.check_dim("chunk", dim, self.ndim)
+        if self.ndim == 0:
+            raise OpError("chunk: cannot chunk a 0-d tensor")
         n = self.shape[dim]
-        return self.split(-(-n // chunks), dim)
+        return self.split(max(-(-n // int(chunks)), 1), dim)
 
     def masked_fill(self, mask, value):
         """Put `value` where mask is True (mask broadcasts to self's shape)."""
