@@ -60,7 +60,9 @@ class Sub(_Binary):
 class Mul(_Binary):
     """d(a*b) = (g*b, g*a)"""
     def forward(self, a, b):
-        self.a, self.b = a, b
+        na, nb = self.needs_input_grad     # keep only what backward reads (as PyTorch: a
+        self.a = a if nb else None         # constant factor is not saved, so x[i] = x[i] * 2
+        self.b = b if na else None         # may change x in place)
         return a * b
 
     def backward(self, g):
@@ -430,7 +432,10 @@ class Getitem(Function):
 
     def forward(self, x, index):
         self.shape, self.dtype, self.index = x.shape, x.dtype, index
-        return x[index]
+        out = x[index]
+        if not isinstance(out, np.ndarray) and Ellipsis not in index:
+            out = x[index + (Ellipsis,)]     # all ints: a 0-d view, not a copy (x[0].zero_())
+        return out
 
     @classmethod
     def explain(cls, arrays, kwargs, err):
