@@ -1111,6 +1111,51 @@ add(
 )
 
 
+def _same_shape_pair_min1():
+    """Two inputs of one shape with at least one dim of size >= 1 (for x[..., :1] = v)."""
+    def build(draw, dt):
+        s = shape(draw, 1, 3, min_side=1, empty=False)
+        return Sample((array(draw, s, dt, -2.0, 2.0, ()), array(draw, s, dt, -2.0, 2.0, ())))
+    return family(build)
+
+# --- in place (on a non-leaf copy, as torch allows; the gradient reaches the original) -----
+def _same_shape_pair(low=-2.0, high=2.0):
+    """Two inputs of one shape (an in-place op keeps its tensor's shape)."""
+    def build(draw, dt):
+        s = shape(draw)
+        return Sample((array(draw, s, dt, low, high, ()), array(draw, s, dt, low, high, ())))
+    return family(build)
+
+
+def _setitem(x, v):
+    y = x.clone()
+    y[..., :1] = v[..., :1]            # basic index: v's first column over y's
+    return y
+
+
+_ROW = S(_f64(2, 3), _f64(3, seed=1), desc="broadcast_row")
+add(*(OpInfo(f"Tensor.{m}_", (lambda m: lambda a, b: getattr(a.clone(), m + "_")(b))(m),
+             ref=r, samples=_same_shape_pair(**({"low": 0.5} if m == "div" else {})),
+             fixed=(_ROW,) if m != "div" else ())
+      for m, r in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
+                   ("div", np.divide))))
+add(
+    OpInfo("Tensor.clamp_", lambda x: x.clone().clamp_(-0.5, 0.7),
+           ref=lambda x: np.clip(x, -0.5, 0.7), samples=unary(avoid=(-0.5, 0.7))),
+    OpInfo("Tensor.clip_", lambda x: x.clone().clip_(-0.5, 0.7),
+           ref=lambda x: np.clip(x, -0.5, 0.7), samples=unary(avoid=(-0.5, 0.7))),
+    OpInfo("Tensor.masked_fill_", lambda x, mask, value: x.clone().masked_fill_(mask, value),
+           ref=lambda x, mask, value: np.where(mask, value, x).astype(x.dtype),
+           samples=unary(kw=_masked_fill_kw, min_dims=1)),
+    OpInfo("Tensor.fill_", lambda x: x.clone().fill_(0.5),
+           ref=lambda x: np.full_like(x, 0.5), samples=unary()),
+    OpInfo("Tensor.copy_", lambda x, src: x.clone().copy_(src), ref=lambda x, src: src.copy(),
+           samples=_same_shape_pair()),
+    OpInfo("Tensor.setitem", _setitem, api=("Tensor.x",),
+           ref=lambda x, v: np.concatenate([v[..., :1], x[..., 1:]], axis=-1),
+           samples=_same_shape_pair_min1()),
+)
+
 # ------------------------------------------------------------------------------------------
 # names in docs/api.md's op sections that are not ops (the coverage test skips only these)
 # ------------------------------------------------------------------------------------------

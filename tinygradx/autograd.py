@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import time
 import traceback
 
@@ -139,6 +140,14 @@ def _user_callsite():
     return "<unknown>"
 
 
+def user_line():
+    """file:line of the innermost frame outside tinygradx (cheap: no source lookup)."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+        f = f.f_back
+    return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else "<unknown>"
+
+
 # --------------------------------------------------------------------------------------------
 # the node
 # --------------------------------------------------------------------------------------------
@@ -189,6 +198,9 @@ class Function:
     # backward. The walk then adds `values` into one shared gradient buffer, so the slices of a
     # split (q, k, v) fill one array instead of each making a full-size one that gets summed.
     backward_slice = None
+    # The version of the output tensor when this node made it: 0, except for a node that an
+    # in-place op made the new history of an existing tensor (Tensor._inplace sets it)
+    out_version = 0
     # True when backward always returns new arrays, not g, not saved arrays, not views of them
     # and never one array for two inputs: the walk may then add into them in place and hand
     # them to a leaf's .grad without a copy
@@ -224,6 +236,7 @@ class Function:
             raise _op_error(cls, ctx.scope, arrays, kwargs, err) from None
         if True in needs:
             ctx.parents = tensors
+            ctx.versions = tuple([t._version[0] for t in tensors])  # see _resolve_parents
             return Tensor._from_op(out, ctx)
         return Tensor._from_op(out, None)
 
@@ -264,6 +277,7 @@ def _apply_instrumented(cls, ctx, tensors, arrays, kwargs):
                 f"{ctx.callsite}")
     if True in ctx.needs_input_grad:
         ctx.parents = tensors
+        ctx.versions = tuple([t._version[0] for t in tensors])
         result = Tensor._from_op(out, ctx)
     else:
         result = Tensor._from_op(out, None)
@@ -347,11 +361,64 @@ def toposort(roots):
                 f"{ctx.name()} node{' in ' + ctx.scope if ctx.scope else ''} was freed by an "
                 f"earlier backward(). Pass retain_graph=True to the first backward() if you "
                 f"need to walk the graph again.")
+        if t._version[0] != ctx.out_version or ctx.versions != tuple(
+                [p._version[0] for p in ctx.parents]):
+            _resolve_parents(t, ctx)              # something was changed in place since
         for p, need in zip(ctx.parents, ctx.needs_input_grad):
             if need and id(p) not in seen:
                 stack.append((p, False))
     order.reverse()
     return order
+
+
+# --------------------------------------------------------------------------------------------
+# in-place changes: version counters (docs/design.md, "In-place operations")
+# --------------------------------------------------------------------------------------------
+
+def _resolve_parents(t, ctx):
+    """Check a node whose output or inputs changed in place since it was recorded.
+
+    A change is fatal only if the node holds the changed memory (it saved that input or its
+    output for backward); otherwise the node's edge goes to the tensor's history as it was
+    when the node used it (`Tensor._history`: the graph an in-place op replaced).
+    """
+    now = t._version[0]
+    if now != ctx.out_version and _holds(ctx, t.data):
+        raise _modified_error(ctx, "its output", t, ctx.out_version, now)
+    parents = list(ctx.parents)
+    for i, (p, seen_at) in enumerate(zip(ctx.parents, ctx.versions)):
+        now = p._version[0]
+        if now == seen_at:
+            continue
+        if _holds(ctx, p.data):
+            raise _modified_error(ctx, "an input", p, seen_at, now)
+        for changed_at, old in p._history or ():
+            if changed_at >= seen_at:             # p's graph as it was at version seen_at
+                parents[i] = old
+                break
+    ctx.parents = tuple(parents)
+    ctx.versions = tuple([p._version[0] for p in parents])
+    ctx.out_version = t._version[0]
+
+
+def _holds(ctx, arr):
+    """Whether the node keeps an array that shares memory with `arr` (saved for backward)."""
+    for v in ctx.__dict__.values():
+        for a in (v if isinstance(v, (tuple, list)) else (v,)):
+            if isinstance(a, np.ndarray) and np.may_share_memory(a, arr):
+                return True
+    return False
+
+
+def _modified_error(ctx, what, t, saved_at, now):
+    where = f" (in {ctx.scope})" if ctx.scope else ""
+    by = f"{t._version[1]}; " if len(t._version) > 1 else ""
+    made = getattr(ctx, "callsite", None)
+    return RuntimeError(
+        f"{ctx.name()}{where}: {what} of shape {tuple(t.shape)} was modified by an in-place "
+        f"operation ({by}version {now}, saved at version {saved_at}) after {ctx.name()} saved "
+        f"it; backward needs its old value. Use .clone() before the in-place change."
+        + (f" The {ctx.name()} node was created at {made}." if made else ""))
 
 
 def _initial_grad(root, gradient):

@@ -60,7 +60,9 @@ class Sub(_Binary):
 class Mul(_Binary):
     """d(a*b) = (g*b, g*a)"""
     def forward(self, a, b):
-        self.a, self.b = a, b
+        na, nb = self.needs_input_grad     # keep only what backward reads (as PyTorch: a
+        self.a = a if nb else None         # constant factor is not saved, so x[i] = x[i] * 2
+        self.b = b if na else None         # may change x in place)
         return a * b
 
     def backward(self, g):
@@ -461,7 +463,10 @@ class Getitem(Function):
 
     def forward(self, x, index):
         self.shape, self.dtype, self.index = x.shape, x.dtype, index
-        return x[index]
+        out = x[index]
+        if not isinstance(out, np.ndarray) and Ellipsis not in index:
+            out = x[index + (Ellipsis,)]     # all ints: a 0-d view, not a copy (x[0].zero_())
+        return out
 
     @classmethod
     def explain(cls, arrays, kwargs, err):
@@ -670,3 +675,53 @@ class Embedding(Function):
         out = np.zeros(self.shape, dtype=g.dtype)
         np.add.at(out, ids, g2)
         return out
+
+
+# ------------------------------------------------------------------------------------------
+# overwrites (the out-of-place halves of fill_, copy_ and x[index] = v; see Tensor._inplace)
+# ------------------------------------------------------------------------------------------
+
+class Fill(Function):
+    """Every element becomes value (broadcast, cast to x's dtype): dx = 0, dvalue = sum g."""
+    op_name = "fill"
+
+    def forward(self, x, value):
+        out = np.empty_like(x)
+        out[...] = value
+        return out
+
+    @classmethod
+    def explain(cls, arrays, kwargs, err):
+        return f"cannot write a value of shape {arrays[1].shape} into shape {arrays[0].shape}"
+
+    def backward(self, g):
+        return (np.zeros(g.shape, g.dtype) if self.needs_input_grad[0] else None), g
+
+
+class Copy(Fill):
+    """copy_: x's elements become src's: dx = 0, dsrc = g (summed over broadcast dims)."""
+    op_name = "copy"
+
+
+class Setitem(Function):
+    """x[index] = v out of place: v gets g[index], x gets g with zeros at index."""
+    op_name = "setitem"
+
+    def forward(self, x, v, index):
+        self.index = index
+        out = x.copy()
+        out[index] = v
+        return out
+
+    @classmethod
+    def explain(cls, arrays, kwargs, err):
+        return (f"cannot assign a value of shape {arrays[1].shape} to index {kwargs['index']!r} "
+                f"of a tensor of shape {arrays[0].shape}: {err}")
+
+    def backward(self, g):
+        gx = None
+        if self.needs_input_grad[0]:
+            gx = g.copy()
+            gx[self.index] = 0
+        gv = g[self.index] if self.needs_input_grad[1] else None
+        return gx, gv

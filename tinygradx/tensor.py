@@ -113,8 +113,12 @@ class Tensor:
             [6., 8.]])
     """
 
+    # _version: the version counter, a list [n] (and, once changed, [n, "what changed it"])
+    # shared by the tensors that share this memory: views, detach(); in-place ops bump it.
+    # _base: the tensor a view was made from (None if not a view); _history: [(version,
+    # Tensor)] the graphs in-place ops replaced, for nodes recorded before (autograd.py).
     __slots__ = ("data", "requires_grad", "grad", "_ctx", "_hooks", "_retain_grad", "name",
-                 "__weakref__")
+                 "_version", "_base", "_history", "__weakref__")
     __array_priority__ = 1000  # numpy scalars/arrays on the left defer to our reflected ops
 
     def __init__(self, data, dtype=None, requires_grad=False, name=None):
@@ -129,6 +133,8 @@ class Tensor:
         self._hooks = None
         self._retain_grad = False
         self.name = name
+        self._version = [0]
+        self._base = self._history = None
 
     @classmethod
     def _from_op(cls, data, ctx):
@@ -136,10 +142,17 @@ class Tensor:
         t = object.__new__(cls)
         t.data = data if isinstance(data, np.ndarray) else np.asarray(data)
         t.requires_grad = ctx is not None
-        t.grad = t._hooks = t.name = None
+        t.grad = t._hooks = t.name = t._base = t._history = None
         t._ctx = ctx
         t._retain_grad = False
+        t._version = [0]
         return t
+
+    def _view_of(self, base):
+        """Mark self as a view of base: same memory, same version counter."""
+        self._version = base._version
+        self._base = base._base if base._base is not None else base
+        return self
 
     @classmethod
     def _const(cls, x, ref_dtype):
@@ -217,8 +230,10 @@ class Tensor:
         return self.data.tolist()
 
     def detach(self):
-        """The same data, cut from the graph."""
-        return Tensor._from_op(self.data, None)
+        """The same data, cut from the graph (it shares the version counter, as in PyTorch)."""
+        t = Tensor._from_op(self.data, None)
+        t._version = self._version
+        return t
 
     def clone(self):
         return self * 1 if self.requires_grad else Tensor._from_op(self.data.copy(), None)
@@ -248,9 +263,109 @@ class Tensor:
         """Accumulate d(self)/d(leaf) into the .grad of every leaf that requires grad."""
         autograd.backward(self, gradient, retain_graph)
 
-    def zero_(self):
-        self.data[...] = 0
+    # -- in-place ops (docs/design.md, "In-place operations") ------------------------------
+    def _inplace(self, name, compute, *args):
+        """Make self the result of compute(old, *args) in place, as PyTorch's x.op_(...).
+
+        `old` is self as it was (same memory, same producer); the result is computed out of
+        place, written into self's memory (views and aliases see it) and self becomes the
+        output of the new node. The version counter goes up, so nodes that saved the old
+        value refuse to run backward. A tensor that is an argument is read as it was.
+        """
+        grad_on = autograd.STATE.grad_enabled
+        if grad_on and self.requires_grad and self._ctx is None:
+            raise RuntimeError(
+                f"{name}: a leaf tensor that requires grad (shape {self.shape}) is being used "
+                f"in an in-place operation; do it under tgx.no_grad() (as optimizers do), or "
+                f"change a .clone()")
+        if not self.data.flags.writeable:
+            raise RuntimeError(
+                f"{name}: this tensor (shape {self.shape}) is read-only memory (e.g. an "
+                f"expand()ed view, where many elements share one memory location); clone() "
+                f"it before changing it in place")
+        old = Tensor._from_op(self.data, self._ctx)
+        old._version = self._version
+        args = tuple(old if a is self else a for a in args)
+        out = compute(old, *args)
+        if out.shape != self.shape:
+            raise OpError(f"{name}: the result has shape {out.shape}, but an in-place op must "
+                          f"keep the shape {self.shape} (the other operand broadcasts to a "
+                          f"larger shape)")
+        if out.dtype != self.dtype:
+            if not np.can_cast(out.dtype, self.dtype, "same_kind"):
+                raise TypeError(f"{name}: the result type {out.dtype} can't be cast to the "
+                                f"dtype {self.dtype} of the tensor changed in place")
+            out = out.to(self.dtype)
+        ctx = out._ctx
+        if ctx is not None and self._base is not None:
+            raise RuntimeError(
+                f"{name}: in-place change of a view (shape {self.shape}) inside a graph: "
+                f"tinygradx does not rewrite the base tensor's history as PyTorch does. Change "
+                f"the base instead (base[index] = value), or clone() the view first")
+        cell = self._version
+        if ctx is not None:
+            for k, v in list(ctx.__dict__.items()):   # what the new node saved of the old value:
+                if isinstance(v, np.ndarray) and np.may_share_memory(v, self.data):
+                    ctx.__dict__[k] = v.copy()        # its own copy (PyTorch saves a clone)
+        self.data[...] = out.data
+        cell[0] += 1
+        cell[1:] = [f"{name} at {autograd.user_line()}"]
+        if ctx is not None:
+            for k, v in ctx.__dict__.items():         # a saved output is self's memory now
+                if v is out.data:
+                    ctx.__dict__[k] = self.data
+            ctx.versions = tuple([cell[0] if p._version is cell else v
+                                  for p, v in zip(ctx.parents, ctx.versions)])
+            ctx.out_version = cell[0]
+            # nodes that used self before keep reaching this graph (autograd._resolve_parents)
+            self._history = (self._history or []) + [(cell[0] - 1, old)]
+            self._ctx = ctx
+            self.requires_grad = True
         return self
+
+    def add_(self, other, alpha=1):
+        """self += alpha * other, in place."""
+        return self._inplace("add_", lambda t, o: t + (o if alpha == 1 else o * alpha), other)
+
+    def sub_(self, other, alpha=1):
+        """self -= alpha * other, in place."""
+        return self._inplace("sub_", lambda t, o: t - (o if alpha == 1 else o * alpha), other)
+
+    def mul_(self, other):
+        """self *= other, in place."""
+        return self._inplace("mul_", lambda t, o: t * o, other)
+
+    def div_(self, other):
+        """self /= other, in place."""
+        return self._inplace("div_", lambda t, o: t / o, other)
+
+    def clamp_(self, min=None, max=None):
+        """Clamp self into [min, max], in place."""
+        return self._inplace("clamp_", lambda t: t.clamp(min, max))
+
+    clip_ = clamp_
+
+    def masked_fill_(self, mask, value):
+        """Put value where mask is True, in place."""
+        return self._inplace("masked_fill_", lambda t, v: t.masked_fill(mask, v), value)
+
+    def fill_(self, value):
+        """Every element becomes value (a number or a one-element tensor), in place."""
+        return self._inplace("fill_", lambda t, v: ops.Fill.apply(t, v), value)
+
+    def zero_(self):
+        """Every element becomes 0, in place."""
+        return self._inplace("zero_", lambda t: ops.Fill.apply(t, 0))
+
+    def copy_(self, src):
+        """Copy src (broadcast to self's shape, cast to its dtype) into self, in place."""
+        return self._inplace("copy_", lambda t, s: ops.Copy.apply(t, s), src)
+
+    def __setitem__(self, index, value):
+        """self[index] = value: the gradient goes to value at index and to the old self
+        elsewhere (in place, as PyTorch)."""
+        index = _normalise_index(index, self.shape)
+        self._inplace("setitem", lambda t, v: ops.Setitem.apply(t, v, index=index), value)
 
     # -- dtype conversion -----------------------------------------------------------------
     def to(self, dtype):
@@ -527,7 +642,8 @@ class Tensor:
             else shape
         if shape == self.data.shape:
             return self
-        return ops.Reshape.apply(self, shape=shape)
+        out = ops.Reshape.apply(self, shape=shape)
+        return out._view_of(self) if np.may_share_memory(out.data, self.data) else out
 
     view = reshape
 
@@ -543,7 +659,7 @@ class Tensor:
 
     def permute(self, *dims):
         dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
-        return ops.Permute.apply(self, dims=dims)
+        return ops.Permute.apply(self, dims=dims)._view_of(self)
 
     def transpose(self, dim0, dim1):
         nd = self.data.ndim
@@ -551,14 +667,14 @@ class Tensor:
         dim1 = ops.check_dim("transpose", dim1, nd)
         order = list(range(nd))
         order[dim0], order[dim1] = order[dim1], order[dim0]
-        return ops.Permute.apply(self, dims=tuple(order))
+        return ops.Permute.apply(self, dims=tuple(order))._view_of(self)
 
     swapaxes = transpose
 
     def expand(self, *shape):
         shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) \
             else shape
-        return ops.Expand.apply(self, shape=shape)
+        return ops.Expand.apply(self, shape=shape)._view_of(self)
 
     def expand_as(self, other):
         return self.expand(other.shape)
@@ -576,7 +692,9 @@ class Tensor:
 
     def __getitem__(self, index):
         index = _normalise_index(index, self.shape)
-        return ops.Getitem.apply(self, index=index)
+        out = ops.Getitem.apply(self, index=index)
+        return out._view_of(self) if out.data.base is not None and np.may_share_memory(
+            out.data, self.data) else out
 
     def split(self, split_size_or_sections, dim=0):
         dim = ops.check_dim("split", dim, self.ndim)
