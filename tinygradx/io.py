@@ -95,26 +95,29 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> 
     # O_EXCL with a random suffix: never clobber a concurrent writer's temp file. Mode 0o666 lets
     # the umask decide the final permissions, as for a file opened normally.
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    for _ in range(100):
-        tmp = os.path.join(directory, f".{base}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-        try:
-            fd = os.open(tmp, flags, 0o666)
-            break
-        except FileExistsError:
-            continue
-    else:  # pragma: no cover - 100 collisions of 32 random bits
-        raise CheckpointError(f"cannot create a temporary file next to {path!r}")
+    tmp = None
     try:
+        for _ in range(100):
+            # named before it exists: an interrupt right after os.open still finds it to remove
+            tmp = os.path.join(directory, f".{base}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+            try:
+                fd = os.open(tmp, flags, 0o666)
+                break
+            except FileExistsError:
+                tmp = None             # someone else's file: never remove it
+        else:  # pragma: no cover - 100 collisions of 32 random bits
+            raise CheckpointError(f"cannot create a temporary file next to {path!r}")
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
         raise
     _fsync_dir(directory)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import signal
 import sys
 
 
@@ -397,6 +398,15 @@ def build_parser():
 
 
 def main(argv=None):
+    code = _main(argv)
+    if code == 130 and argv is None:
+        # interrupted and the checkpoint is saved: a further Ctrl-C while Python shuts down
+        # would kill the process by the signal (exit -2) instead of returning 130
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return code
+
+
+def _main(argv):
     import tinygradx as tgx
     parser = build_parser()
     args = parser.parse_args(argv)
