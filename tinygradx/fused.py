@@ -14,6 +14,7 @@ import numpy as np
 from ._erf import erf as _erf
 from . import parallel
 from .autograd import Function, OpError
+from .ops import as_float
 
 
 # ------------------------------------------------------------------------------------------
@@ -140,11 +141,17 @@ class Softmax(Function):
     fresh_grads = True
 
     def forward(self, x, dim=-1):
+        x = as_float(x)                      # an int tensor's softmax is float32
         self.dim = dim
+        if x.size == 0:
+            self.out = np.empty_like(x)
+            return self.out
         self.out = _softmax(x, np.empty_like(x), dim)
         return self.out
 
     def backward(self, g):
+        if self.out.ndim == 0 or self.out.size == 0:
+            return np.zeros_like(g)          # one element: s = 1 whatever x is
         return _softmax_grad(g, self.out, np.empty_like(self.out), self.dim)
 
 
@@ -278,7 +285,11 @@ class LogSoftmax(Function):
     op_name = "log_softmax"
 
     def forward(self, x, dim=-1):
+        x = as_float(x)
         self.dim = dim
+        if x.size == 0:
+            self.out = np.empty_like(x)
+            return self.out
         shifted = x - _safe_max(x, dim)
         total = np.exp(shifted).sum(axis=dim, keepdims=True)
         if not np.all(total):

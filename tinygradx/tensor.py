@@ -7,6 +7,7 @@ semantics follow PyTorch where it has the same function.
 """
 from __future__ import annotations
 
+import math
 import numbers
 from collections import namedtuple
 
@@ -312,13 +313,30 @@ class Tensor:
     add, sub, mul, div, matmul = __add__, __sub__, __mul__, __truediv__, __matmul__
     pow = __pow__
 
-    # comparisons make boolean tensors (no gradient flows through them)
+    # comparisons make boolean tensors (no gradient flows through them); both sides are
+    # compared in the dtype autograd.result_type gives (float32 vs 0-d float64: in float32)
     def _cmp(self, other, fn):
-        other = other.data if isinstance(other, Tensor) else other
+        a, b = self.data, other.data if isinstance(other, Tensor) else other
+        if not (isinstance(b, np.ndarray) and b.dtype == a.dtype):
+            dt = autograd.result_type(self, other)
+            a, b = a.astype(dt, copy=False), np.asarray(b).astype(dt, copy=False)
         try:
-            return Tensor._from_op(fn(self.data, other), None)
+            return Tensor._from_op(fn(a, b), None)
         except ValueError as err:
-            raise OpError(f"compare: {ops.explain_broadcast([self.data, np.asarray(other)])}") from err
+            raise OpError(f"compare: {ops.explain_broadcast([a, b])}") from err
+
+    def _bitwise(self, other, fn, symbol):
+        """& | ^ as torch: bitwise on integers, logical on bools (bool with int is int)."""
+        dt = autograd.result_type(self, other)
+        if dt.kind not in "biu":
+            raise TypeError(f"{symbol}: needs bool or integer tensors, got {self.dtype} and "
+                            f"{getattr(other, 'dtype', type(other).__name__)}")
+        b = other.data if isinstance(other, Tensor) else np.asarray(other)
+        try:
+            return Tensor._from_op(fn(self.data.astype(dt, copy=False),
+                                      b.astype(dt, copy=False)), None)
+        except ValueError as err:
+            raise OpError(f"{symbol}: {ops.explain_broadcast([self.data, b])}") from err
 
     def __lt__(self, o):
         return self._cmp(o, np.less)
@@ -342,10 +360,15 @@ class Tensor:
         return Tensor._from_op(~self.data, None)
 
     def __and__(self, o):
-        return self._cmp(o, np.logical_and)
+        return self._bitwise(o, np.bitwise_and, "&")
 
     def __or__(self, o):
-        return self._cmp(o, np.logical_or)
+        return self._bitwise(o, np.bitwise_or, "|")
+
+    def __xor__(self, o):
+        return self._bitwise(o, np.bitwise_xor, "^")
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
     eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
 
@@ -434,6 +457,8 @@ class Tensor:
         if dim is None:
             return self.amax()
         _named_axes("max", dim, self.ndim)
+        if self.ndim == 0:                   # one element: itself, at index 0 (torch)
+            return MaxResult(ops.Reshape.apply(self, shape=()), _zero_index())
         idx = self.argmax(dim, keepdim=True)
         return MaxResult(self._pick(idx, dim, keepdim), idx if keepdim else idx.squeeze(dim))
 
@@ -441,6 +466,8 @@ class Tensor:
         if dim is None:
             return self.amin()
         _named_axes("min", dim, self.ndim)
+        if self.ndim == 0:
+            return MaxResult(ops.Reshape.apply(self, shape=()), _zero_index())
         idx = self.argmin(dim, keepdim=True)
         return MaxResult(self._pick(idx, dim, keepdim), idx if keepdim else idx.squeeze(dim))
 
@@ -454,10 +481,14 @@ class Tensor:
 
     def argmax(self, dim=None, keepdim=False):
         _named_axes("argmax", dim, self.ndim)
+        if self.ndim == 0:
+            return _zero_index()
         return Tensor._from_op(np.argmax(self.data, axis=dim, keepdims=keepdim), None)
 
     def argmin(self, dim=None, keepdim=False):
         _named_axes("argmin", dim, self.ndim)
+        if self.ndim == 0:
+            return _zero_index()
         return Tensor._from_op(np.argmin(self.data, axis=dim, keepdims=keepdim), None)
 
     def var(self, dim=None, unbiased=True, keepdim=False, correction=None):
@@ -485,7 +516,7 @@ class Tensor:
         if self.ndim == 0:
             return self.reshape(1)
         (s,), (e,) = (_named_axes("flatten", d, self.ndim) for d in (start_dim, end_dim))
-        shape = self.shape[:s] + (-1,) + self.shape[e + 1:]
+        shape = self.shape[:s] + (math.prod(self.shape[s:e + 1]),) + self.shape[e + 1:]
         return self.reshape(shape)
 
     def permute(self, *dims):
@@ -530,9 +561,12 @@ class Tensor:
     def split(self, split_size_or_sections, dim=0):
         n = self.shape[dim]
         if isinstance(split_size_or_sections, int):
-            sizes = [split_size_or_sections] * (n // split_size_or_sections)
-            if n % split_size_or_sections:
-                sizes.append(n % split_size_or_sections)
+            size = split_size_or_sections
+            if size <= 0 and not (size == 0 and n == 0):
+                raise OpError(f"split: split_size must be a positive int, got {size}")
+            sizes = [size] * (n // size) if size else []
+            if n % max(size, 1) or n == 0:
+                sizes.append(n % max(size, 1))  # a size-0 dim gives one empty piece (torch)
         else:
             sizes = list(split_size_or_sections)
             if sum(sizes) != n:
@@ -548,6 +582,8 @@ class Tensor:
 
     def chunk(self, chunks, dim=0):
         n = self.shape[dim]
+        if n == 0:                           # torch: `chunks` empty pieces
+            return self.split([0] * chunks, dim)
         return self.split(-(-n // chunks), dim)
 
     def masked_fill(self, mask, value):
@@ -562,6 +598,10 @@ class Tensor:
 
     def tril(self, diagonal=0):
         return ops.Tri.apply(self, diagonal=diagonal, upper=False)
+
+
+def _zero_index():
+    return Tensor._from_op(np.zeros((), dtype=np.int64), None)
 
 
 def _named_axes(name, dim, ndim):
