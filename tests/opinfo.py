@@ -752,9 +752,11 @@ add(
                   S(_f64(4, 3), index=(slice(1, None), None, _ADV), desc="slice_none_list"),
                   S(_f64(3, 4), index=(_f64(3, 4) > 0,), desc="bool_mask"),
                   S(_f64(2, 3, 4), index=([1, 0], slice(None), [0, 3]), desc="list_slice_list"),
+                  # torch applies ints first: (3, 2) where numpy gives (2, 3); the numpy
+                  # reference follows numpy, so only torch and gradcheck (more mixes:
+                  # tests/test_semantics.py)
                   S(_f64(2, 3, 4), index=(0, slice(None), [0, 1]), desc="int_slice_list",
-                    xfail=defect(INDEXING, "randn(2,3,4)[0, :, [0,1]] has shape (2,3) "
-                                 "(numpy); torch (3,2)", ("torch",))))),
+                    only=("torch", "gradcheck")))),
     OpInfo("Tensor.masked_fill", lambda x, mask, value: x.masked_fill(mask, value),
            ref=lambda x, mask, value: np.where(mask, value, x).astype(x.dtype),
            samples=unary(kw=_masked_fill_kw, min_dims=1), dtypes=NUMERIC),
@@ -945,13 +947,11 @@ def _ce_family(layout_nd=True, smoothing=True, ignore=True):
     return family(build)
 
 
-def _attention_family(packed=False, weights=False, right_causal=False):
+def _attention_family(packed=False, weights=False):
     def build(draw, dt):
         b = shape(draw, 0, 2, max_side=2, empty=False)
         n, m, d, dv = (draw(st.integers(1, 3)) for _ in range(4))
         causal = draw(st.booleans())
-        if causal and not right_causal:
-            m = n                      # torch's is_causal is top-left: compare at n == m
         kw = {"is_causal": causal}
         if not causal and draw(st.booleans()):
             rng = np.random.default_rng(draw(st.integers(0, 99)))
@@ -976,9 +976,26 @@ def _packed_family(draw, dt):
 
 
 def _torch_attention(q, k, v, attn_mask=None, is_causal=False, scale=None):
+    return TF.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal,
+                                           scale=scale)
+
+
+def _torch_learned_mask(q, k, v, mask, is_causal=False):
+    """torch refuses attn_mask with is_causal: add the top-left causal mask to it."""
     if is_causal:
-        attn_mask = bottom_right_causal(q.shape[-2], k.shape[-2])
-    return TF.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, scale=scale)
+        keep = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+        mask = mask + torch.zeros(keep.shape, dtype=mask.dtype).masked_fill(~keep, -math.inf)
+    return TF.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def _learned_mask_family(draw, dt):
+    """q, k, v and a float mask (a learned bias, broadcast over the batch) as inputs."""
+    b = shape(draw, 0, 2, max_side=2, empty=False)
+    n, m, d = (draw(st.integers(1, 3)) for _ in range(3))
+    ms = draw(st.sampled_from(((n, m), (1, m), b + (n, m))))
+    return Sample((array(draw, b + (n, d), dt), array(draw, b + (m, d), dt),
+                   array(draw, b + (m, d), dt), array(draw, ms, dt)),
+                  {"is_causal": draw(st.booleans())})
 
 
 def _torch_sdpa_weights(q, k, v, attn_mask=None, is_causal=False, scale=None):
@@ -986,7 +1003,7 @@ def _torch_sdpa_weights(q, k, v, attn_mask=None, is_causal=False, scale=None):
                                           scale=scale)
     s = q @ k.transpose(-2, -1) * (q.shape[-1] ** -0.5 if scale is None else scale)
     if is_causal:
-        s = s.masked_fill(~bottom_right_causal(q.shape[-2], k.shape[-2]), float("-inf"))
+        s = s.masked_fill(~torch.ones(s.shape[-2:], dtype=torch.bool).tril(), float("-inf"))
     if attn_mask is not None:
         s = s.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool \
             else s + attn_mask
@@ -1020,8 +1037,7 @@ add(
            grad_reason="the padding row gets no gradient by definition (torch too): finite "
            "differences disagree there; the gradient is compared with torch's",
            fixed=(S(_f64(4, 2), ids=np.array([0, 3, 3]), padding_idx=-1, desc="padding_idx=-1",
-                    xfail=defect(SEMANTICS, "F.embedding(tensor([3]), w4x2, padding_idx=-1): "
-                                 "row 3 gets a gradient; torch treats -1 as row 3 (no grad)")),)),
+                    ),)),
     OpInfo("F.layer_norm", lambda x, ns: F.layer_norm(x, ns),
            torch_op=lambda x, ns: TF.layer_norm(x, ns), ref=lambda x, ns: np_layer_norm(x, ns),
            samples=_layer_norm_family(False), atol=1e-8, rtol=1e-6),
@@ -1062,16 +1078,25 @@ add(
            F.scaled_dot_product_attention(q, k, v, **kw),
            torch_op=lambda q, k, v, **kw: TF.scaled_dot_product_attention(q, k, v, **kw),
            ref=np_sdpa, samples=_attention_family(), atol=1e-8,
+           # is_causal is top-left as in torch (n < m and n > m too); causal_mask is the
+           # bottom-right one the KV cache needs
            fixed=(S(_Q, _f64(1, 5, 2, seed=1), _f64(1, 5, 2, seed=2), is_causal=True,
-                    desc="causal_n<m", xfail=defect(
-                        SEMANTICS, "F.scaled_dot_product_attention(q(3,2), k(5,2), v, "
-                        "is_causal=True) masks bottom-right (j > i+2); torch top-left (j > i)",
-                        ("numpy", "torch"))),)),
+                    desc="causal_n<m"),
+                  S(_f64(1, 5, 2), _Q, _f64(1, 3, 2, seed=2), is_causal=True,
+                    desc="causal_n>m"))),
+    OpInfo("F.scaled_dot_product_attention[learned_mask]", lambda q, k, v, mask, **kw:
+           F.scaled_dot_product_attention(q, k, v, attn_mask=mask, **kw),
+           torch_op=_torch_learned_mask, samples=family(_learned_mask_family),
+           atol=1e-8, api=("F.scaled_dot_product_attention",)),
+    OpInfo("F.attention[learned_mask]", lambda q, k, v, mask, **kw:
+           F.attention(q, k, v, attn_mask=mask, **kw),
+           torch_op=_torch_learned_mask, samples=family(_learned_mask_family),
+           atol=1e-8, api=("F.attention",)),
     OpInfo("F.scaled_dot_product_attention[weights]", lambda q, k, v, **kw:
            F.scaled_dot_product_attention(q, k, v, return_weights=True, **kw),
            torch_op=_torch_sdpa_weights, samples=_attention_family(weights=True), atol=1e-8),
     OpInfo("F.attention", lambda q, k, v, **kw: F.attention(q, k, v, **kw),
-           torch_op=_torch_attention, samples=_attention_family(right_causal=True), atol=1e-8),
+           torch_op=_torch_attention, samples=_attention_family(), atol=1e-8),
     OpInfo("F.packed_attention", lambda qkv, **kw: F.packed_attention(qkv, **kw),
            torch_op=torch_packed_attention, samples=family(_packed_family), atol=1e-8),
     OpInfo("F.causal_mask", lambda n, m: Tensor(F.causal_mask(n, m)),

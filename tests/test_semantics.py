@@ -146,3 +146,94 @@ def test_bitwise_ops_follow_torch():
     assert (m & tgx.tensor([True, True])).dtype == np.bool_
     with pytest.raises(TypeError, match="bool or integer"):
         tgx.tensor([1.0]) & tgx.tensor([1.0])
+
+
+# ------------------------------------------------------------------------------------------
+# advanced indexing: every mix against torch, values and gradients (repeats sum)
+# ------------------------------------------------------------------------------------------
+_L, _R = [0, 1], [1, 0, 1]                  # _R repeats an index: its gradients must add up
+_M3 = np.array([True, False, True])
+_INDEXES = {
+    "int": (1,), "neg_int": (-1,), "slice": (slice(1, None),), "step": (slice(None, None, 2),),
+    "none": (None, 0), "ellipsis": (Ellipsis, 1), "list": (_L,), "repeats": (_R,),
+    "int_slice_list": (0, slice(None), _L), "list_slice_int": (_L, slice(None), 0),
+    "int_list": (0, _L), "slice_int_list": (slice(None), 0, _L), "list_int": (_L, 0),
+    "list_int_list": (_L, 0, _L), "int_list_slice_list": (0, _L, slice(None), _L),
+    "list_slice_list": (_L, slice(None), _L), "list_none_list": (_L, None, _L),
+    "none_list_slice_list": (None, _L, slice(None), _L), "ellipsis_int_list": (Ellipsis, 0, _L),
+    "int_ellipsis_list": (0, Ellipsis, _L), "list_ellipsis_list": (_L, Ellipsis, _L),
+    "tensor0d_slice_list": ("t0", slice(None), _L), "int_slice_mask": (0, slice(None), "m4"),
+    "mask2d_int": ("m23", 0), "int_mask2d": (0, "m34"), "slice_mask_slice_list":
+    (slice(None), _M3, slice(None), _L), "lists2d_int_slice_lists": ([[0, 1]], 0, slice(None),
+                                                                      [[1], [2]]),
+    "int_none_list": (0, None, _L), "none_int_slice_list": (None, 0, slice(None), _L),
+    "repeats_int_repeats": (_R, 1, slice(None), [3, 3, 0]),
+}
+
+
+def _materialise(idx, lib):
+    masks = {"m4": np.array([True, False, True, False]), "m23": np.ones((2, 3), bool),
+             "m34": np.array([[True, False, True, True]] * 3)}
+    out = []
+    for i in idx:
+        if isinstance(i, str) and i == "t0":
+            out.append(tgx.tensor(0) if lib == "tgx" else torch.tensor(0))
+        elif isinstance(i, str):
+            out.append(Tensor(masks[i]) if lib == "tgx" else torch.tensor(masks[i]))
+        else:
+            out.append(i)
+    return tuple(out)
+
+
+@pytest.mark.parametrize("case", list(_INDEXES))
+def test_indexing_matches_torch_with_gradients(case):
+    x = np.random.default_rng(0).standard_normal((2, 3, 4, 5))
+    tx = Tensor(x, requires_grad=True)
+    rx = torch.tensor(x, requires_grad=True)
+    got = tx[_materialise(_INDEXES[case], "tgx")]
+    want = rx[_materialise(_INDEXES[case], "torch")]
+    assert got.shape == tuple(want.shape), case
+    np.testing.assert_array_equal(got.numpy(), want.detach().numpy())
+    g = np.random.default_rng(1).standard_normal(got.shape)
+    got.backward(Tensor(g))
+    want.backward(torch.tensor(g))
+    np.testing.assert_allclose(tx.grad.numpy(), rx.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_embedding_negative_padding_idx_is_the_last_row():
+    w = Tensor(np.ones((4, 2)), requires_grad=True)
+    F.embedding(tgx.tensor([0, 3, 3]), w, padding_idx=-1).sum().backward()
+    assert w.grad.numpy()[3].tolist() == [0.0, 0.0] and w.grad.numpy()[0].tolist() == [1, 1]
+
+
+@pytest.mark.parametrize("fn", ["sdpa", "attention"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_learned_attention_bias_gets_its_gradient(fn, causal):
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((2, 3, 4)) for _ in range(3))
+    bias = rng.standard_normal((3, 3))
+    tb = Tensor(bias, requires_grad=True)
+    call = F.scaled_dot_product_attention if fn == "sdpa" else F.attention
+    out = call(Tensor(q), Tensor(k), Tensor(v), attn_mask=tb, is_causal=causal)
+    out.sum().backward()
+    rb = torch.tensor(bias, requires_grad=True)
+    m = rb
+    if causal:
+        m = rb + torch.zeros(3, 3, dtype=torch.float64).masked_fill(
+            ~torch.ones(3, 3, dtype=torch.bool).tril(), -np.inf)
+    torch.nn.functional.scaled_dot_product_attention(
+        *(torch.tensor(a) for a in (q, k, v)), attn_mask=m).sum().backward()
+    assert tb.grad is not None
+    np.testing.assert_allclose(tb.grad.numpy(), rb.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_is_causal_is_top_left_and_causal_mask_bottom_right():
+    rng = np.random.default_rng(0)
+    q, k, v = rng.standard_normal((3, 2)), rng.standard_normal((5, 2)), rng.standard_normal((5, 2))
+    want = torch.nn.functional.scaled_dot_product_attention(
+        *(torch.tensor(a) for a in (q, k, v)), is_causal=True).numpy()
+    for call in (F.scaled_dot_product_attention, F.attention):
+        got = call(Tensor(q), Tensor(k), Tensor(v), is_causal=True).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert np.isinf(F.causal_mask(3, 5)).tolist() == (~torch.ones(3, 5, dtype=torch.bool).tril(
+        2)).tolist()

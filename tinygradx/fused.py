@@ -166,7 +166,8 @@ class Attention(Function):
         dV = A'^T g;  dA = (g V^T) * D;  dS = A * (dA - rowsum(dA * A));
         dQ = dS K * scale;  dK = dS^T (Q * scale)
     `mask` is additive (0 keeps, -inf blocks) and broadcasts to the scores (..., n, m); a row
-    with every key blocked gives zero weights, as softmax does.
+    with every key blocked gives zero weights, as softmax does. Given as a 4th input (a Tensor
+    that needs a gradient, a learned bias) instead of the keyword, it gets dM = dS.
     Composite twin: `F.scaled_dot_product_attention` (op by op, returning the weights).
     """
     fresh_grads = True
@@ -191,7 +192,9 @@ class Attention(Function):
             grads.append(None if not needed else
                          np.empty_like(x, dtype=g.dtype) if x.shape == full else
                          np.empty(full, dtype=g.dtype))
-        self._backward(g, *grads)
+        ds = self._backward(g, *grads)
+        if len(need) == 4:                   # a mask given as an input: dM = dS
+            return tuple(grads) + ((ds if need[3] else None),)
         return tuple(grads) + (None,) * (len(need) - 3)
 
     # the math, on arrays or views given by the caller (PackedAttention passes views)
@@ -227,6 +230,7 @@ class Attention(Function):
             gq *= np.asarray(self.scale, dtype=gq.dtype)         # dQ = dS K scale
         if gk is not None:
             np.matmul(np.swapaxes(da, -1, -2), qs, out=gk)       # dK = dS^T (Q scale)
+        return da                                                # dS = dL/d(S + M)
 
 
 def _masked_softmax(s, mask):

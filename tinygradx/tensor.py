@@ -555,7 +555,16 @@ class Tensor:
                                   if not (i in axes and s == 1)))
 
     def __getitem__(self, index):
+        """PyTorch's indexing: ints, slices, None, Ellipsis, int arrays/lists/tensors and
+        bool masks. Where numpy's rule differs, torch's is kept: an int (or 0-d int tensor)
+        is applied first as a plain select, so x[0, :, [0, 1]] of a (2, 3, 4) x is
+        x[0][:, [0, 1]] of shape (3, 2) (numpy: (2, 3)). Repeated indices sum their
+        gradients."""
         index = _normalise_index(index, self.shape)
+        split = _split_ints(index)
+        if split is not None:                # ints mixed with arrays: select, then gather
+            first, rest = split
+            return ops.Getitem.apply(ops.Getitem.apply(self, index=first), index=rest)
         return ops.Getitem.apply(self, index=index)
 
     def split(self, split_size_or_sections, dim=0):
@@ -612,15 +621,51 @@ def _named_axes(name, dim, ndim):
         raise OpError(f"{name}: {err}") from None
 
 
+def _split_ints(index):
+    """For an index mixing ints with int/bool arrays: (selects, rest), the basic index that
+    applies the ints (every other item kept whole) and what is left to index its result
+    with; None when numpy's rule already is torch's (no int, or no array)."""
+    ints = arrays = False
+    for i in index:
+        if isinstance(i, np.ndarray):
+            arrays = True
+        elif isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)):
+            ints = True
+    if not (ints and arrays):
+        return None
+    first, rest = [], []
+    for i in index:
+        if isinstance(i, np.ndarray):
+            first += [slice(None)] * (i.ndim if i.dtype == np.bool_ else 1)
+            rest.append(i)
+        elif isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)):
+            first.append(i)
+        elif i is None:
+            first.append(None)
+            rest.append(slice(None))
+        elif i is Ellipsis:
+            first.append(i)
+            rest.append(i)
+        else:                                # a slice: applied in the second step
+            first.append(slice(None))
+            rest.append(i)
+    return tuple(first), tuple(rest)
+
+
 def _normalise_index(index, shape):
-    """Tensors become arrays; float indices are refused with a clear message."""
+    """Tensors become arrays (a 0-d int tensor an int, as in torch); float indices are
+    refused with a clear message."""
     items = index if isinstance(index, tuple) else (index,)
     out = []
     for i in items:
         if isinstance(i, Tensor):
             i = i.data
+            if i.ndim == 0 and i.dtype.kind in "iu":
+                i = int(i)
         if isinstance(i, list):
             i = np.asarray(i)
+        if isinstance(i, np.ndarray) and i.ndim == 0 and i.dtype.kind in "iu":
+            i = int(i)
         if isinstance(i, (float, np.floating)) or (isinstance(i, np.ndarray)
                                                    and i.dtype.kind == "f"):
             raise OpError(f"getitem: index {i!r} is a float; tensors are indexed by ints, "
