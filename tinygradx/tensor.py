@@ -423,6 +423,7 @@ class Tensor:
     def clamp(self, min=None, max=None):
         if min is None and max is None:
             raise ValueError("clamp: give at least one of min and max")
+        min, max = (_constant("clamp", b, "x.maximum(t) / x.minimum(t)") for b in (min, max))
         return ops.Clamp.apply(self, min=min, max=max)
 
     clip = clamp
@@ -600,6 +601,16 @@ class Tensor:
         m = mask.data if isinstance(mask, Tensor) else np.asarray(mask)
         if m.dtype != np.bool_:
             raise TypeError(f"masked_fill: mask must be a bool tensor, got dtype {m.dtype}")
+        if isinstance(value, Tensor) and value.requires_grad:
+            # a learned fill value: where() gives it the gradient of the filled positions
+            if value.ndim != 0:
+                raise OpError(f"masked_fill: value must be a number or a 0-d tensor, got "
+                              f"shape {value.shape}")
+            if np.broadcast_shapes(m.shape, self.shape) != self.shape:
+                return ops.MaskedFill.apply(self, mask=m, value=0)     # raises the message
+            return ops.Where.apply(value.to(self.dtype), self, cond=m)
+        if isinstance(value, Tensor):
+            value = value.data
         return ops.MaskedFill.apply(self, mask=m, value=value)
 
     def triu(self, diagonal=0):
@@ -607,6 +618,16 @@ class Tensor:
 
     def tril(self, diagonal=0):
         return ops.Tri.apply(self, diagonal=diagonal, upper=False)
+
+
+def _constant(name, x, instead):
+    """A bound given as a Tensor is read as a constant: refuse one that needs a gradient."""
+    if not isinstance(x, Tensor):
+        return x
+    if x.requires_grad:
+        raise TypeError(f"{name}: a bound that requires grad would get no gradient here; use "
+                        f"{instead}")
+    return x.data
 
 
 def _zero_index():
