@@ -369,10 +369,9 @@ def add(*entries):
     OPS.extend(entries)
 
 
-def _int_float_defect(call, checks=("torch",), what="is float64", **kwargs):
-    """A fixed int64 sample for a float op that torch promotes to float32."""
-    return S(_ints + 1, desc="int64", xfail=defect(
-        DTYPE_INT, f"{call} on an int64 tensor {what}; torch gives float32", checks), **kwargs)
+def _int_float(only=(), **kwargs):
+    """A fixed int64 sample for a float op that torch promotes to float32 (as we do)."""
+    return S(_ints + 1, desc="int64", only=only, **kwargs)
 
 
 # --- element-wise unary ---------------------------------------------------------------------
@@ -410,9 +409,7 @@ _TORCH_UNARY = {
 for _name, _op, _ref, _kw, _intcall in _UNARY:
     add(OpInfo(_name, _op, torch_op=_TORCH_UNARY.get(_name, SAME), ref=_ref,
                samples=unary(**_kw),
-               fixed=(_int_float_defect(_intcall) if "sigmoid" not in _name else
-                      _int_float_defect(_intcall, ("numpy", "torch"), "is int64 and all 0"),)
-               if _intcall else ()))
+               fixed=(_int_float(),) if _intcall else ()))
 add(
     OpInfo("Tensor.relu", lambda x: x.relu(), ref=lambda x: np.maximum(x, 0),
            samples=unary(avoid=(0,)), dtypes=NUMERIC),
@@ -436,31 +433,26 @@ add(
     OpInfo("Tensor.pow[scalar]", lambda x, s: x ** s, ref=lambda x, s: x ** s,
            samples=scalar_operand((2, 3, -1, 0.5, 1.5, -2.0), low=0.3, high=2.0),
            api=("Tensor.**",),
-           fixed=(S([0.0, 1.0, -2.0], s=0, desc="x**0_at_0", xfail=defect(
-               GRAD_EDGE, "t=tensor([0.,1.]); (t**0).sum().backward(): t.grad[0] is nan, "
-               "torch 0", ("torch",)), only=("torch",)),
+           # int ** -1 raises in torch and here (tests/test_ops.py)
+           fixed=(S([0.0, 1.0, -2.0], s=0, desc="x**0_at_0", only=("torch",)),
                   S(_ints, s=2, desc="int64**2"),
-                  S(_ints + 1, s=0.5, desc="int64**0.5", xfail=defect(
-                      DTYPE_INT, "tensor([1,2])**0.5 is float64; torch float32")),
-                  S(_ints, s=-1, desc="int64**-1", xfail=defect(
-                      DTYPE_INT, "tensor([1,2])**-1 raises (numpy int power); torch gives "
-                      "int64 (0/1)", ("numpy", "torch"))))),
+                  S(_ints > 2, s=2, desc="bool**2"),
+                  S(_ints + 1, s=0.5, desc="int64**0.5"))),
     OpInfo("Tensor.pow", lambda a, b: a.pow(b), ref=np.power,
            samples=binary(low=0.3, high=2.0, low_b=-2.0, high_b=2.0), api=("Tensor.pow",),
-           fixed=(S([0.0, 0.0, 2.0], [-1.0, 2.0, 1.0], desc="0**x_x<0", xfail=defect(
-               GRAD_EDGE, "x=tensor([-1.]); (tensor(0.)**x).backward(): x.grad is nan; "
-               "torch -inf", ("torch",)), only=("torch",)),
-                  S([0.0, 0.0], [0.0, 2.0], desc="0**0", xfail=defect(
-                      GRAD_EDGE, "a=tensor([0.]) b=tensor([0.]); (a**b).backward(): "
-                      "a.grad is nan; torch 0", ("torch",)), only=("torch",)))),
+           fixed=(S([0.0, 0.0, 2.0], [-1.0, 2.0, 1.0], desc="0**x_x<0", only=("torch",)),
+                  S([0.0, 0.0], [0.0, 2.0], desc="0**0", only=("torch",)),
+                  S([-2.0, -1.5], [2.0, 0.5], desc="negative_base", only=("torch",)),
+                  S(_ints + 1, [0.5, 2.0, -1.0], desc="int64_float32", only=("torch",)))),
     OpInfo("Tensor.rpow", lambda x, s: s ** x, ref=lambda x, s: s ** x,
            samples=scalar_operand((2.0, 0.5, 3)), api=("Tensor.__rpow__",)),
 )
 
 # --- element-wise binary --------------------------------------------------------------------
-_MIXED = S(_f64(2, 3).astype(np.float32), _ints, desc="float32_int64", xfail=defect(
-    DTYPE_MIXED, "op(float32 tensor, int64 tensor), e.g. tensor([1.], dtype=float32) + "
-    "tensor([1]), is float64; torch float32"))
+_MIXED = S(_f64(2, 3).astype(np.float32), _ints, desc="float32_int64")
+# 0-d tensors count by category only (torch.result_type): float32 with a 0-d float64 is float32
+_MIXED_0D = S(_f64(2, 3).astype(np.float32), np.float64(1.5), desc="float32_0d_float64")
+_MIXED_INT_0D = S(_ints, np.float64(1.5), desc="int64_0d_float64")
 _BINARY = [
     ("Tensor.add", lambda a, b: a + b, np.add, {}, ("Tensor.+", "Tensor.add")),
     ("Tensor.sub", lambda a, b: a - b, np.subtract, {}, ("Tensor.-", "Tensor.sub")),
@@ -475,7 +467,8 @@ _BINARY = [
 _TORCH_BINARY = {"tgx.maximum": lambda a, b: torch.maximum(a, b),
                  "tgx.minimum": lambda a, b: torch.minimum(a, b)}
 for _name, _op, _ref, _kw, _api in _BINARY:
-    _fixed = [_MIXED, S(_f64(3, 2), _f64(3, 2, seed=1).astype(np.float32), desc="f64_f32")]
+    _fixed = [_MIXED, _MIXED_0D, _MIXED_INT_0D,
+              S(_f64(3, 2), _f64(3, 2, seed=1).astype(np.float32), desc="f64_f32")]
     if _name in ("Tensor.add", "Tensor.mul", "tgx.maximum"):
         _fixed.append(S(_ints > 2, _ints < 4, desc="bool_bool"))
     add(OpInfo(_name, _op, torch_op=_TORCH_BINARY.get(_name, SAME), ref=_ref,
@@ -503,16 +496,18 @@ for _sym, _m, _f in (("==", "eq", np.equal), ("!=", "ne", np.not_equal), ("<", "
     add(OpInfo(f"Tensor.{_m}", (lambda m: lambda a, b: getattr(a, m)(b))(_m), ref=_f,
                samples=binary(low=-2, high=2), dtypes=(F64, I64, BOOL), grad=False,
                grad_reason=_NOGRAD, api=(f"Tensor.{_m}", f"Tensor.{_sym}")))
-_BITWISE = defect(SEMANTICS, "tensor([1,2]) & tensor([3,3]) is logical (True,True); torch "
-                  "bitwise (1,2)")
+# & | ^: bitwise on integers, logical on bools (as torch)
 add(
-    OpInfo("Tensor.and", lambda a, b: a & b, ref=np.logical_and, samples=binary(),
-           dtypes=(BOOL,), grad=False, grad_reason=_NOGRAD, api=("Tensor.&",),
-           fixed=(S([1, 2, 6], [3, 3, 3], desc="int64", xfail=_BITWISE),)),
-    OpInfo("Tensor.or", lambda a, b: a | b, ref=np.logical_or, samples=binary(),
-           dtypes=(BOOL,), grad=False, grad_reason=_NOGRAD, api=("Tensor.|",),
-           fixed=(S([1, 2, 4], [2, 2, 0], desc="int64", xfail=defect(
-               SEMANTICS, "tensor([1,2]) | tensor([2,2]) is logical; torch bitwise (3,2)")),)),
+    OpInfo("Tensor.and", lambda a, b: a & b, ref=np.bitwise_and, samples=binary(),
+           dtypes=(BOOL, I64, I32), grad=False, grad_reason=_NOGRAD, api=("Tensor.&",),
+           fixed=(S([1, 2, 6], [3, 3, 3], desc="int64"),
+                  S([True, False, True], [3, 3, 2], desc="bool_int64"))),
+    OpInfo("Tensor.or", lambda a, b: a | b, ref=np.bitwise_or, samples=binary(),
+           dtypes=(BOOL, I64, I32), grad=False, grad_reason=_NOGRAD, api=("Tensor.|",),
+           fixed=(S([1, 2, 4], [2, 2, 0], desc="int64"),)),
+    OpInfo("Tensor.xor", lambda a, b: a ^ b, ref=np.bitwise_xor, samples=binary(),
+           dtypes=(BOOL, I64, I32), grad=False, grad_reason=_NOGRAD, api=("Tensor.^",),
+           fixed=(S([1, 2, 4], [3, 2, 0], desc="int64"),)),
     OpInfo("Tensor.invert", lambda a: ~a, ref=np.invert, samples=unary(), dtypes=(BOOL, I64),
            grad=False, grad_reason=_NOGRAD, api=("Tensor.~",)),
     OpInfo("Tensor.any", lambda a: a.any(), ref=np.any, samples=unary(), dtypes=(BOOL, F64),
@@ -537,10 +532,7 @@ def _np_red(f):
     return lambda x, dim=None, keepdim=False: f(x, axis=_ax(dim, x), keepdims=keepdim)
 
 
-_ZERO_D = "tensor(1.5).{}(dim=0) raises ZeroDivisionError (dim % ndim); torch works"
-_EMPTY_AMAX = S(np.zeros((0, 3)), dim=1, desc="empty_kept_dim", xfail=defect(
-    EMPTY, "zeros(0,3).amax(dim=1) raises 'cannot reduce an empty tensor'; torch gives "
-    "shape (0,)", ("numpy", "torch", "gradcheck")))
+_EMPTY_AMAX = S(np.zeros((0, 3)), dim=1, desc="empty_kept_dim")
 add(
     OpInfo("Tensor.sum", lambda x, dim=None, keepdim=False: x.sum(dim, keepdim),
            ref=_np_red(np.sum), samples=unary(kw=_red_kw()), dtypes=ALL,
@@ -561,14 +553,14 @@ add(
            ref=lambda x, dim, keepdim: (np.max(x, _ax(dim, x), keepdims=keepdim),
                                         np.argmax(x, _arg_axis(dim, x), keepdims=keepdim)),
            samples=unary(kw=_red_kw(none=False, tuples=False), empty=False, min_dims=1),
-           dtypes=NUMERIC, fixed=(S(1.5, dim=0, keepdim=False, desc="0-d", xfail=defect(
-               EMPTY, _ZERO_D.format("max"), ("numpy", "torch", "gradcheck"))),)),
+           dtypes=NUMERIC, fixed=(S(1.5, dim=0, keepdim=False, desc="0-d", only=("torch",
+                                                                                 "gradcheck")),)),
     OpInfo("Tensor.min[dim]", lambda x, dim, keepdim: tuple(x.min(dim, keepdim)),
            ref=lambda x, dim, keepdim: (np.min(x, _ax(dim, x), keepdims=keepdim),
                                         np.argmin(x, _arg_axis(dim, x), keepdims=keepdim)),
            samples=unary(kw=_red_kw(none=False, tuples=False), empty=False, min_dims=1),
-           dtypes=NUMERIC, fixed=(S(1.5, dim=0, keepdim=False, desc="0-d", xfail=defect(
-               EMPTY, _ZERO_D.format("min"), ("numpy", "torch", "gradcheck"))),)),
+           dtypes=NUMERIC, fixed=(S(1.5, dim=0, keepdim=False, desc="0-d", only=("torch",
+                                                                                 "gradcheck")),)),
     OpInfo("Tensor.argmax", lambda x, dim=None, keepdim=False: x.argmax(dim, keepdim),
            ref=lambda x, dim=None, keepdim=False: np.argmax(x, _arg_axis(dim, x), keepdims=keepdim),
            samples=unary(kw=_red_kw(tuples=False), empty=False), dtypes=NUMERIC, grad=False,
@@ -583,9 +575,7 @@ add(
                x, axis=_ax(dim, x), ddof=int(unbiased), keepdims=keepdim),
            samples=unary(min_side=2, min_dims=1, empty=False, kw=lambda d, s: dict(
                _red_kw()(d, s), unbiased=d(st.booleans()))),
-           fixed=(S([1.5], desc="N=1_unbiased", xfail=defect(
-               GRAD_EDGE, "tensor([1.5]).var().backward() raises ZeroDivisionError; torch "
-               "grad nan", ("torch",)), only=("torch",)),)),
+           fixed=(S([1.5], desc="N=1_unbiased", only=("torch",)),)),
     OpInfo("Tensor.var[correction]", lambda x, dim=None, correction=1, keepdim=False:
            x.var(dim, correction=correction, keepdim=keepdim),
            torch_op=lambda x, dim=None, correction=1, keepdim=False:
@@ -595,41 +585,30 @@ add(
            samples=unary(min_side=3, min_dims=1, empty=False, kw=lambda d, s: dict(
                _red_kw()(d, s), correction=d(st.sampled_from((0, 1, 2))))),
            api=("Tensor.var",),
-           fixed=(S(_f64(2, 3), dim=1, correction=3, desc="N-correction=0", xfail=defect(
-               GRAD_EDGE, "randn(2,3).var(1, correction=3).sum().backward() raises "
-               "ZeroDivisionError; torch grad nan", ("torch",)), only=("torch",)),
-                  S(_f64(2, 3), dim=1, correction=4, desc="N-correction<0", xfail=defect(
-                      GRAD_EDGE, "randn(2,3).var(1, correction=4): forward inf (torch inf "
-                      "too) but backward raises ZeroDivisionError; torch returns a gradient",
-                      ("torch",)), only=("torch",)))),
+           fixed=(S(_f64(2, 3), dim=1, correction=3, desc="N-correction=0", only=("torch",)),
+                  S(_f64(2, 3), dim=1, correction=4, desc="N-correction<0", only=("torch",)))),
     OpInfo("Tensor.std", lambda x, dim=None, unbiased=True, keepdim=False:
            x.std(dim, unbiased=unbiased, keepdim=keepdim),
            ref=lambda x, dim=None, unbiased=True, keepdim=False: np.std(
                x, axis=_ax(dim, x), ddof=int(unbiased), keepdims=keepdim),
            samples=unary(min_side=2, min_dims=1, empty=False, kw=lambda d, s: dict(
                _red_kw()(d, s), unbiased=d(st.booleans()))),
-           fixed=(S([1.5], desc="N=1_unbiased", xfail=defect(
-               GRAD_EDGE, "tensor([1.5]).std().backward() raises ZeroDivisionError; torch "
-               "grad nan", ("torch",)), only=("torch",)),)),
+           fixed=(S([1.5], desc="N=1_unbiased", only=("torch",)),)),
     OpInfo("Tensor.logsumexp", lambda x, dim, keepdim=False: x.logsumexp(dim, keepdim),
            ref=np_logsumexp, samples=unary(kw=_red_kw(none=False), empty=False),
-           fixed=(S(np.zeros((2, 0)), dim=1, desc="size0", xfail=defect(
-               EMPTY, "zeros(2,0).logsumexp(1) raises OpError; torch gives [-inf,-inf]",
-               ("numpy", "torch", "gradcheck"))),)),
+           # (the numpy reference cannot take a max over a size-0 dim)
+           fixed=(S(np.zeros((2, 0)), dim=1, desc="size0", only=("torch", "gradcheck")),
+                  S(_ints, dim=1, desc="int64", only=("torch",)))),
     OpInfo("Tensor.softmax", lambda x, dim: x.softmax(dim), ref=np_softmax,
            samples=unary(kw=_red_kw(none=False, tuples=False, keepdim=False), empty=False,
                          min_dims=1),
+           # an int tensor's softmax is float32 here; torch refuses Long (docs/design.md)
            fixed=(S(1.5, dim=-1, desc="0-d"),
-                  _int_float_defect("tensor([1,2]).softmax(0)", ("numpy", "torch"),
-                                    "raises OpError (casting exp to int64)", dim=0),
-                  S(np.zeros((2, 0)), dim=1, desc="size0", xfail=defect(
-                      EMPTY, "zeros(2,0).softmax(1) raises OpError; torch gives shape (2,0)",
-                      ("numpy", "torch", "gradcheck"))))),
+                  _int_float(only=("numpy",), dim=0),
+                  S(np.zeros((2, 0)), dim=1, desc="size0"))),
     OpInfo("Tensor.log_softmax", lambda x, dim: x.log_softmax(dim), ref=np_log_softmax,
            samples=unary(kw=_red_kw(none=False, tuples=False, keepdim=False), empty=False),
-           fixed=(S(np.zeros((2, 0)), dim=1, desc="size0", xfail=defect(
-               EMPTY, "zeros(2,0).log_softmax(1) raises OpError; torch gives shape (2,0)",
-               ("numpy", "torch", "gradcheck"))),)),
+           fixed=(S(np.zeros((2, 0)), dim=1, desc="size0"),)),
     OpInfo("F.softmax", lambda x, dim: F.softmax(x, dim), torch_op=lambda x, dim: TF.softmax(
         x, dim), ref=np_softmax, samples=unary(kw=_red_kw(none=False, tuples=False,
                                                            keepdim=False), empty=False,
@@ -727,9 +706,10 @@ add(
            ref=lambda x, start, end: x.reshape(x.shape[:start % max(x.ndim, 1)] + (-1,) + x.shape[
                end % max(x.ndim, 1) + 1:]) if x.ndim else x.reshape(1),
            samples=unary(min_dims=1, kw=_flatten_kw, empty=False),
-           fixed=(S(np.zeros((1, 0)), start=0, end=0, desc="size0", xfail=defect(
-               EMPTY, "zeros(1,0).flatten(0,0) raises OpError (reshape to (-1, 0)); torch "
-               "gives shape (1,0)", ("numpy", "torch", "gradcheck"))),)),
+           # (the numpy reference reshapes to (-1, 0), which numpy refuses)
+           fixed=(S(np.zeros((1, 0)), start=0, end=0, desc="size0", only=("torch", "gradcheck")),
+                  S(np.zeros((2, 0, 3)), start=0, end=1, desc="size0_middle",
+                    only=("torch", "gradcheck")))),
     OpInfo("Tensor.permute", lambda x, dims: x.permute(*dims),
            torch_op=lambda x, dims: x.permute(dims),
            ref=lambda x, dims: np.transpose(x, [d % x.ndim for d in dims]) if x.ndim else x,
@@ -761,9 +741,7 @@ add(
            samples=unary(kw=_dim_kw(), min_dims=1), api=("Tensor.squeeze",)),
     OpInfo("Tensor.split", lambda x, size, dim: x.split(size, dim), ref=_np_split,
            samples=unary(kw=_split_kw, min_dims=1, empty=False),
-           fixed=(S(np.zeros((0, 2)), size=1, dim=0, desc="size0", xfail=defect(
-               EMPTY, "zeros(0,2).split(1) returns () ; torch one (0,2) piece",
-               ("numpy", "torch", "gradcheck"))),)),
+           fixed=(S(np.zeros((0, 2)), size=1, dim=0, desc="size0"),)),
     OpInfo("Tensor.chunk", lambda x, chunks, dim: x.chunk(chunks, dim),
            ref=lambda x, chunks, dim: _np_split(x, -(-x.shape[dim] // chunks), dim),
            samples=unary(min_dims=1, empty=False, kw=lambda d, s: {
@@ -774,9 +752,11 @@ add(
                   S(_f64(4, 3), index=(slice(1, None), None, _ADV), desc="slice_none_list"),
                   S(_f64(3, 4), index=(_f64(3, 4) > 0,), desc="bool_mask"),
                   S(_f64(2, 3, 4), index=([1, 0], slice(None), [0, 3]), desc="list_slice_list"),
+                  # torch applies ints first: (3, 2) where numpy gives (2, 3); the numpy
+                  # reference follows numpy, so only torch and gradcheck (more mixes:
+                  # tests/test_semantics.py)
                   S(_f64(2, 3, 4), index=(0, slice(None), [0, 1]), desc="int_slice_list",
-                    xfail=defect(INDEXING, "randn(2,3,4)[0, :, [0,1]] has shape (2,3) "
-                                 "(numpy); torch (3,2)", ("torch",))))),
+                    only=("torch", "gradcheck")))),
     OpInfo("Tensor.masked_fill", lambda x, mask, value: x.masked_fill(mask, value),
            ref=lambda x, mask, value: np.where(mask, value, x).astype(x.dtype),
            samples=unary(kw=_masked_fill_kw, min_dims=1), dtypes=NUMERIC),
@@ -967,13 +947,11 @@ def _ce_family(layout_nd=True, smoothing=True, ignore=True):
     return family(build)
 
 
-def _attention_family(packed=False, weights=False, right_causal=False):
+def _attention_family(packed=False, weights=False):
     def build(draw, dt):
         b = shape(draw, 0, 2, max_side=2, empty=False)
         n, m, d, dv = (draw(st.integers(1, 3)) for _ in range(4))
         causal = draw(st.booleans())
-        if causal and not right_causal:
-            m = n                      # torch's is_causal is top-left: compare at n == m
         kw = {"is_causal": causal}
         if not causal and draw(st.booleans()):
             rng = np.random.default_rng(draw(st.integers(0, 99)))
@@ -998,9 +976,26 @@ def _packed_family(draw, dt):
 
 
 def _torch_attention(q, k, v, attn_mask=None, is_causal=False, scale=None):
+    return TF.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal,
+                                           scale=scale)
+
+
+def _torch_learned_mask(q, k, v, mask, is_causal=False):
+    """torch refuses attn_mask with is_causal: add the top-left causal mask to it."""
     if is_causal:
-        attn_mask = bottom_right_causal(q.shape[-2], k.shape[-2])
-    return TF.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, scale=scale)
+        keep = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+        mask = mask + torch.zeros(keep.shape, dtype=mask.dtype).masked_fill(~keep, -math.inf)
+    return TF.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def _learned_mask_family(draw, dt):
+    """q, k, v and a float mask (a learned bias, broadcast over the batch) as inputs."""
+    b = shape(draw, 0, 2, max_side=2, empty=False)
+    n, m, d = (draw(st.integers(1, 3)) for _ in range(3))
+    ms = draw(st.sampled_from(((n, m), (1, m), b + (n, m))))
+    return Sample((array(draw, b + (n, d), dt), array(draw, b + (m, d), dt),
+                   array(draw, b + (m, d), dt), array(draw, ms, dt)),
+                  {"is_causal": draw(st.booleans())})
 
 
 def _torch_sdpa_weights(q, k, v, attn_mask=None, is_causal=False, scale=None):
@@ -1008,7 +1003,7 @@ def _torch_sdpa_weights(q, k, v, attn_mask=None, is_causal=False, scale=None):
                                           scale=scale)
     s = q @ k.transpose(-2, -1) * (q.shape[-1] ** -0.5 if scale is None else scale)
     if is_causal:
-        s = s.masked_fill(~bottom_right_causal(q.shape[-2], k.shape[-2]), float("-inf"))
+        s = s.masked_fill(~torch.ones(s.shape[-2:], dtype=torch.bool).tril(), float("-inf"))
     if attn_mask is not None:
         s = s.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool \
             else s + attn_mask
@@ -1082,16 +1077,25 @@ add(
            F.scaled_dot_product_attention(q, k, v, **kw),
            torch_op=lambda q, k, v, **kw: TF.scaled_dot_product_attention(q, k, v, **kw),
            ref=np_sdpa, samples=_attention_family(), atol=1e-8,
+           # is_causal is top-left as in torch (n < m and n > m too); causal_mask is the
+           # bottom-right one the KV cache needs
            fixed=(S(_Q, _f64(1, 5, 2, seed=1), _f64(1, 5, 2, seed=2), is_causal=True,
-                    desc="causal_n<m", xfail=defect(
-                        SEMANTICS, "F.scaled_dot_product_attention(q(3,2), k(5,2), v, "
-                        "is_causal=True) masks bottom-right (j > i+2); torch top-left (j > i)",
-                        ("numpy", "torch"))),)),
+                    desc="causal_n<m"),
+                  S(_f64(1, 5, 2), _Q, _f64(1, 3, 2, seed=2), is_causal=True,
+                    desc="causal_n>m"))),
+    OpInfo("F.scaled_dot_product_attention[learned_mask]", lambda q, k, v, mask, **kw:
+           F.scaled_dot_product_attention(q, k, v, attn_mask=mask, **kw),
+           torch_op=_torch_learned_mask, samples=family(_learned_mask_family),
+           atol=1e-8, api=("F.scaled_dot_product_attention",)),
+    OpInfo("F.attention[learned_mask]", lambda q, k, v, mask, **kw:
+           F.attention(q, k, v, attn_mask=mask, **kw),
+           torch_op=_torch_learned_mask, samples=family(_learned_mask_family),
+           atol=1e-8, api=("F.attention",)),
     OpInfo("F.scaled_dot_product_attention[weights]", lambda q, k, v, **kw:
            F.scaled_dot_product_attention(q, k, v, return_weights=True, **kw),
            torch_op=_torch_sdpa_weights, samples=_attention_family(weights=True), atol=1e-8),
     OpInfo("F.attention", lambda q, k, v, **kw: F.attention(q, k, v, **kw),
-           torch_op=_torch_attention, samples=_attention_family(right_causal=True), atol=1e-8),
+           torch_op=_torch_attention, samples=_attention_family(), atol=1e-8),
     OpInfo("F.packed_attention", lambda qkv, **kw: F.packed_attention(qkv, **kw),
            torch_op=torch_packed_attention, samples=family(_packed_family), atol=1e-8),
     OpInfo("F.causal_mask", lambda n, m: Tensor(F.causal_mask(n, m)),

@@ -232,7 +232,8 @@ def test_packed_attention_with_n_query_reads_the_last_rows(B, T, h, d, data, see
 
     def composite(x):
         q, k, v = _split_heads(x, h)                                   # (B, h, T, d) each
-        z = F.scaled_dot_product_attention(q[:, :, T - n:], k, v, is_causal=True)
+        z = F.scaled_dot_product_attention(q[:, :, T - n:], k, v,
+                                           attn_mask=F.causal_mask(n, T, np.float64))
         return z.transpose(1, 2).reshape(B, n, h * d)
 
     same(lambda x: F.packed_attention(x, h, is_causal=True, n_query=n), composite, [qkv],

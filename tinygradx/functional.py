@@ -120,7 +120,8 @@ def embedding(input, weight, padding_idx=None):
     """Rows of weight picked by integer ids: input (...) int, weight (V, C) -> (..., C).
 
     The backward scatter-adds into the rows, so an id used twice gets both gradients;
-    the row at padding_idx gets no gradient.
+    the row at padding_idx gets no gradient. A negative padding_idx counts from the end
+    (-1 is the last row), as in PyTorch.
     """
     ids = input.data if isinstance(input, Tensor) else np.asarray(input)
     if padding_idx is not None:
@@ -232,8 +233,11 @@ _CAUSAL_MASKS = {}
 
 def causal_mask(n, m=None, dtype=np.float32):
     """The additive causal mask M (n, m): 0 where query i may read key j, -inf where j lies in
-    its future, i.e. j > i + (m - n) (the n queries are the last n of the m positions, as with a
-    KV cache). A read-only numpy array, cached per (n, m, dtype); add it to the scores."""
+    its future, i.e. j > i + (m - n): aligned bottom-right, the n queries are the last n of the
+    m positions, as with a KV cache (the cache paths pass it explicitly). `is_causal=True` of
+    `attention` / `scaled_dot_product_attention` is aligned top-left instead, as in PyTorch
+    (the two agree when n == m). A read-only numpy array, cached per (n, m, dtype); add it to
+    the scores."""
     m = n if m is None else m
     key = (n, m, np.dtype(dtype))
     mask = _CAUSAL_MASKS.get(key)
@@ -251,6 +255,10 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
 
     The same arguments and numbers as `scaled_dot_product_attention` (tested equal, dropout
     included: the keep-mask is drawn as F.dropout draws it), without the attention weights.
+    is_causal is aligned top-left as in PyTorch (query i sees keys j <= i); for n new queries
+    against m cached keys pass `attn_mask=causal_mask(n, m)` (bottom-right). A float
+    attn_mask Tensor that requires grad gets its gradient (dL/dM = dL/dScores), so a
+    learned attention bias trains.
     """
     if query.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]:
         raise OpError(f"attention{_where()}: query {query.shape}, key {key.shape} and value "
@@ -258,6 +266,12 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                       f"of positions m")
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     n, m = query.shape[-2], key.shape[-2]
+    p = _attention_dropout("attention", dropout_p)
+    if _learned(attn_mask):                          # a differentiable input of the node
+        mask = attn_mask if attn_mask.dtype == query.dtype else attn_mask.to(query.dtype)
+        if is_causal:
+            mask = mask + Tensor(_top_left_causal(n, m, query.dtype))
+        return fused.Attention.apply(query, key, value, mask, scale=scale, p=p, rng=STATE.rng)
     mask = None
     if attn_mask is not None:
         mask = attn_mask.data if isinstance(attn_mask, Tensor) else np.asarray(attn_mask)
@@ -265,10 +279,23 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
             mask = np.where(mask, 0.0, -np.inf)
         mask = mask.astype(query.dtype, copy=False)
     if is_causal:
-        cm = causal_mask(n, m, query.dtype)
+        cm = _top_left_causal(n, m, query.dtype)
         mask = cm if mask is None else mask + cm
-    p = _attention_dropout("attention", dropout_p)
     return fused.Attention.apply(query, key, value, mask=mask, scale=scale, p=p, rng=STATE.rng)
+
+
+def _learned(mask):
+    """A float mask Tensor that needs a gradient (a learned attention bias)."""
+    return (isinstance(mask, Tensor) and mask.requires_grad and STATE.grad_enabled
+            and mask.dtype.kind == "f")
+
+
+def _top_left_causal(n, m, dtype):
+    """PyTorch's is_causal mask: query i sees keys j <= i (tril with diagonal 0), whatever
+    n and m are. The same as causal_mask(n, m) when n == m."""
+    if n == m:
+        return causal_mask(n, m, dtype)
+    return np.triu(np.full((n, m), -np.inf, dtype=dtype), k=1)
 
 
 def _attention_dropout(name, p):
@@ -309,8 +336,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     Shapes: query (..., n, d_k), key (..., m, d_k), value (..., m, d_v) -> (..., n, d_v).
     attn_mask: a bool mask where True means "may attend" (PyTorch's convention for this
     function) or a float mask added to the scores (0 to keep, -inf to block); it broadcasts to
-    (..., n, m). is_causal adds the mask that hides positions j > i. With return_weights the
-    attention weights A (..., n, m) are returned too.
+    (..., n, m); a float mask Tensor that requires grad gets its gradient. is_causal hides
+    keys j > i, aligned top-left as in PyTorch (for n queries that are the last n of m
+    positions, as with a KV cache, pass attn_mask=causal_mask(n, m) instead). With
+    return_weights the attention weights A (..., n, m) are returned too.
     """
     if query.shape[-1] != key.shape[-1]:
         raise OpError(f"scaled_dot_product_attention{_where()}: query {query.shape} and key "
@@ -323,9 +352,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     scores = (query * scale) @ key.transpose(-2, -1)                 # (..., n, m)
     n, m = scores.shape[-2], scores.shape[-1]
     if is_causal:
-        blocked = np.triu(np.ones((n, m), dtype=bool), k=1 + (m - n))
+        blocked = np.triu(np.ones((n, m), dtype=bool), k=1)        # top-left, as PyTorch
         scores = scores.masked_fill(blocked, -np.inf)
-    if attn_mask is not None:
+    if _learned(attn_mask):
+        scores = scores + (attn_mask if attn_mask.dtype == scores.dtype
+                           else attn_mask.to(scores.dtype))
+    elif attn_mask is not None:
         mask = attn_mask.data if isinstance(attn_mask, Tensor) else np.asarray(attn_mask)
         if mask.dtype == np.bool_:
             scores = scores.masked_fill(~mask, -np.inf)

@@ -14,6 +14,7 @@ import numpy as np
 from ._erf import erf as _erf
 from . import parallel
 from .autograd import Function, OpError
+from .ops import as_float
 
 
 # ------------------------------------------------------------------------------------------
@@ -140,11 +141,17 @@ class Softmax(Function):
     fresh_grads = True
 
     def forward(self, x, dim=-1):
+        x = as_float(x)                      # an int tensor's softmax is float32
         self.dim = dim
+        if x.size == 0:
+            self.out = np.empty_like(x)
+            return self.out
         self.out = _softmax(x, np.empty_like(x), dim)
         return self.out
 
     def backward(self, g):
+        if self.out.ndim == 0 or self.out.size == 0:
+            return np.zeros_like(g)          # one element: s = 1 whatever x is
         return _softmax_grad(g, self.out, np.empty_like(self.out), self.dim)
 
 
@@ -159,7 +166,8 @@ class Attention(Function):
         dV = A'^T g;  dA = (g V^T) * D;  dS = A * (dA - rowsum(dA * A));
         dQ = dS K * scale;  dK = dS^T (Q * scale)
     `mask` is additive (0 keeps, -inf blocks) and broadcasts to the scores (..., n, m); a row
-    with every key blocked gives zero weights, as softmax does.
+    with every key blocked gives zero weights, as softmax does. Given as a 4th input (a Tensor
+    that needs a gradient, a learned bias) instead of the keyword, it gets dM = dS.
     Composite twin: `F.scaled_dot_product_attention` (op by op, returning the weights).
     """
     fresh_grads = True
@@ -184,7 +192,9 @@ class Attention(Function):
             grads.append(None if not needed else
                          np.empty_like(x, dtype=g.dtype) if x.shape == full else
                          np.empty(full, dtype=g.dtype))
-        self._backward(g, *grads)
+        ds = self._backward(g, *grads)
+        if len(need) == 4:                   # a mask given as an input: dM = dS
+            return tuple(grads) + ((ds if need[3] else None),)
         return tuple(grads) + (None,) * (len(need) - 3)
 
     # the math, on arrays or views given by the caller (PackedAttention passes views)
@@ -220,6 +230,7 @@ class Attention(Function):
             gq *= np.asarray(self.scale, dtype=gq.dtype)         # dQ = dS K scale
         if gk is not None:
             np.matmul(np.swapaxes(da, -1, -2), qs, out=gk)       # dK = dS^T (Q scale)
+        return da                                                # dS = dL/d(S + M)
 
 
 def _masked_softmax(s, mask):
@@ -278,7 +289,11 @@ class LogSoftmax(Function):
     op_name = "log_softmax"
 
     def forward(self, x, dim=-1):
+        x = as_float(x)
         self.dim = dim
+        if x.size == 0:
+            self.out = np.empty_like(x)
+            return self.out
         shifted = x - _safe_max(x, dim)
         total = np.exp(shifted).sum(axis=dim, keepdims=True)
         if not np.all(total):

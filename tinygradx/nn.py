@@ -543,6 +543,10 @@ class MultiHeadAttention(Module):
         blocked = None                                        # True = may not attend
         additive = None
         if attn_mask is not None:
+            if isinstance(attn_mask, Tensor) and attn_mask.requires_grad:
+                raise TypeError("MultiHeadAttention: attn_mask is read as a constant here and "
+                                "would get no gradient; for a learned bias call "
+                                "F.scaled_dot_product_attention or F.attention with it")
             am = attn_mask.data if isinstance(attn_mask, Tensor) else np.asarray(attn_mask)
             if am.ndim == 3:                                  # (B*h, n, m) as in PyTorch
                 am = am.reshape(B, self.num_heads, n, m)      # (B, h, n, m)

@@ -13,7 +13,8 @@ import math
 import numpy as np
 
 from ._erf import erf as _erf, erf_grad as _erf_grad
-from .autograd import Function, OpError, fmt_shapes
+from . import autograd
+from .autograd import Function, OpError, fmt_shapes, result_type
 
 
 def explain_broadcast(arrays):
@@ -29,7 +30,55 @@ def explain_broadcast(arrays):
     return f"shapes {' and '.join(map(str, shapes))}"
 
 
+def promote(operands, true_divide=False):
+    """The operands of an element-wise op in the dtype `autograd.result_type` gives (torch's
+    rule); with true_divide an integer or bool result becomes float32 (int / int).
+
+    An operand already of that dtype, or a float of a lower precision (numpy widens it on
+    the fly, and the walk casts its gradient back), is left alone; any other tensor is cast:
+    one that needs a gradient through a Cast node, a constant directly.
+    """
+    Tensor = autograd.Tensor
+    # arrays and lists go through the Tensor boundary (its dtype check) before they count
+    operands = [x if isinstance(x, (Tensor, bool, int, float)) else Tensor._const(x, None)
+                for x in operands]
+    dt = result_type(*operands)
+    if true_divide and dt.kind != "f":
+        dt = np.dtype(np.float32)
+    out = []
+    for x in operands:
+        if not isinstance(x, Tensor):
+            out.append(Tensor._from_op(np.asarray(x.data if isinstance(x, Tensor) else x,
+                                                  dtype=dt), None))
+            continue
+        d = x.data.dtype
+        if d == dt or (d.kind == dt.kind == "f" and np.can_cast(d, dt)):
+            out.append(x)
+        elif x.requires_grad and autograd.STATE.grad_enabled:
+            out.append(Cast.apply(x, dtype=dt))
+        else:
+            out.append(Tensor._from_op(x.data.astype(dt), None))
+    return out
+
+
 class _Binary(Function):
+    """An element-wise op of two operands: they are promoted to one dtype first (`promote`)."""
+    true_divide = False
+
+    @classmethod
+    def apply(cls, a, b, **kwargs):
+        Tensor = autograd.Tensor
+        if isinstance(a, Tensor):
+            da = a.data.dtype
+            if isinstance(b, Tensor):
+                if da == b.data.dtype and (da.kind == "f" or not cls.true_divide):
+                    return Function.apply.__func__(cls, a, b, **kwargs)
+            elif da.kind == "f" and isinstance(b, (int, float)):   # x * 0.5: a's dtype
+                return Function.apply.__func__(cls, a, b, **kwargs)
+        elif isinstance(b, Tensor) and b.data.dtype.kind == "f" and isinstance(a, (int, float)):
+            return Function.apply.__func__(cls, a, b, **kwargs)
+        return Function.apply.__func__(cls, *promote((a, b), cls.true_divide), **kwargs)
+
     @classmethod
     def explain(cls, arrays, kwargs, err):
         return explain_broadcast(arrays)
@@ -71,12 +120,12 @@ class Mul(_Binary):
 
 
 class Div(_Binary):
-    """d(a/b) = (g/b, -g*a/b^2)"""
+    """d(a/b) = (g/b, -g*a/b^2). int / int is float32, as in PyTorch (true division)."""
+    true_divide = True
+
     def forward(self, a, b):
         self.b = b
         self.out = a / b
-        if a.dtype.kind in "iub" and b.dtype.kind in "iub":
-            self.out = self.out.astype(np.float32)  # int / int is float32, as in PyTorch
         return self.out
 
     def backward(self, g):
@@ -86,7 +135,8 @@ class Div(_Binary):
 
 
 class Pow(_Binary):
-    """d(a**b) = (g*b*a**(b-1), g*a**b*log a); the log term is taken as 0 where a <= 0."""
+    """d(a**b) = (g*b*a**(b-1), g*a**b*log a), with torch's values at the edges: the first
+    term is 0 where b == 0, the second 0 where a == 0 and b >= 0."""
     def forward(self, a, b):
         self.a, self.b = a, b
         self.out = a ** b
@@ -94,12 +144,16 @@ class Pow(_Binary):
 
     def backward(self, g):
         a, b = self.a, self.b
-        ga = g * b * a ** (b - 1) if self.needs_input_grad[0] else None
-        gb = None
-        if self.needs_input_grad[1]:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                loga = np.where(a > 0, np.log(np.where(a > 0, a, 1)), 0).astype(self.out.dtype)
-            gb = g * self.out * loga
+        ga = gb = None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if self.needs_input_grad[0]:
+                # b * a**(b-1), taken as 0 where b == 0 (so 0**0 has gradient 0, as torch)
+                ga = g * np.where(b == 0, 0, b * a ** (b - 1)).astype(g.dtype, copy=False)
+            if self.needs_input_grad[1]:
+                # a**b log a, taken as 0 where a == 0 and b >= 0; 0**b with b < 0 gives -inf
+                # and a negative base NaN, as in torch
+                dlog = np.where((a == 0) & (b >= 0), 0, self.out * np.log(a))
+                gb = g * dlog.astype(g.dtype, copy=False)
         return ga, gb
 
 
@@ -108,6 +162,16 @@ class PowScalar(Function):
     op_name = "pow"
 
     def forward(self, x, p):
+        if isinstance(p, np.generic):
+            p = p.item()                     # a Python number: it must not widen x's dtype
+        if x.dtype.kind != "f":
+            if isinstance(p, float):
+                x = x.astype(np.float32)     # int ** 0.5 is float32, as in torch
+            elif p < 0:
+                raise OpError(f"integers to negative integer powers are not allowed (as in "
+                              f"torch): {x.dtype} tensor ** {p}; use a float tensor")
+            elif x.dtype.kind == "b":
+                x = x.astype(np.int64)       # bool ** 2 is int64, as in torch
         self.x, self.p = x, p
         return x ** p
 
@@ -115,6 +179,8 @@ class PowScalar(Function):
         p = self.p
         if p == 2:
             return g * (2 * self.x)
+        if p == 0:
+            return np.zeros_like(g)          # d(x**0)/dx = 0, also at x = 0 (torch)
         return g * (p * self.x ** (p - 1))
 
 
@@ -144,6 +210,12 @@ class Minimum(_Binary):
 # element-wise unary
 # ------------------------------------------------------------------------------------------
 
+def as_float(x):
+    """x itself if it is floating point, else x in float32: exp, log, sqrt, tanh, sigmoid,
+    erf, softmax of an int or bool tensor are float32 (torch's default dtype), not float64."""
+    return x if x.dtype.kind == "f" else x.astype(np.float32)
+
+
 class Neg(Function):
     """d(-x) = -g"""
     def forward(self, x):
@@ -156,6 +228,7 @@ class Neg(Function):
 class Exp(Function):
     """d(exp x) = g*exp(x)"""
     def forward(self, x):
+        x = as_float(x)
         self.out = np.exp(x)
         return self.out
 
@@ -166,6 +239,7 @@ class Exp(Function):
 class Log(Function):
     """d(log x) = g/x"""
     def forward(self, x):
+        x = as_float(x)
         self.x = x
         return np.log(x)
 
@@ -176,6 +250,7 @@ class Log(Function):
 class Sqrt(Function):
     """d(sqrt x) = g/(2 sqrt x)"""
     def forward(self, x):
+        x = as_float(x)
         self.out = np.sqrt(x)
         return self.out
 
@@ -186,6 +261,7 @@ class Sqrt(Function):
 class Rsqrt(Function):
     """d(x^-1/2) = -g x^-3/2 / 2"""
     def forward(self, x):
+        x = as_float(x)
         self.out = 1.0 / np.sqrt(x)
         return self.out
 
@@ -196,6 +272,7 @@ class Rsqrt(Function):
 class Tanh(Function):
     """d(tanh x) = g*(1 - tanh^2 x)"""
     def forward(self, x):
+        x = as_float(x)
         self.out = np.tanh(x)
         return self.out
 
@@ -206,6 +283,7 @@ class Tanh(Function):
 class Sigmoid(Function):
     """d(s(x)) = g*s*(1-s)"""
     def forward(self, x):
+        x = as_float(x)
         # exp(-|x|) never overflows; the two branches give the same s(x)
         e = np.exp(-np.abs(x))
         self.out = np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
@@ -238,6 +316,7 @@ class Abs(Function):
 class Erf(Function):
     """d(erf x) = g * 2/sqrt(pi) exp(-x^2)"""
     def forward(self, x):
+        x = as_float(x)
         self.x = x
         return _erf(x)
 
@@ -353,8 +432,11 @@ class Max(Function):
     """d(max x) = g split evenly among the positions that attain the max."""
     def forward(self, x, dim=None, keepdim=False, minimum=False):
         self.x, self.axes, self.keepdim = x, normalize_dims(dim, x.ndim), keepdim
-        if x.size == 0:
-            raise OpError(f"cannot reduce an empty tensor of shape {x.shape}")
+        if x.size == 0 and (not self.axes or any(x.shape[a] == 0 for a in self.axes)):
+            # as torch: fine over non-empty dims ((0, 3) over dim 1 -> (0,)), not over an
+            # empty one (a max of nothing has no value)
+            raise OpError(f"cannot reduce over a dim of size 0 (shape {x.shape}, dim {dim}): "
+                          f"max/min of no elements has no value")
         red = np.min if minimum else np.max
         self.out = red(x, axis=self.axes, keepdims=True)
         return self.out if keepdim else np.squeeze(self.out, axis=self.axes)
@@ -367,27 +449,38 @@ class Max(Function):
 
 
 class Var(Function):
-    """d(var x) = g * 2(x - mean)/(N - correction)"""
+    """d(var x) = g * 2(x - mean)/(N - correction).
+
+    As torch: the forward divides by max(N - correction, 0) (N - correction <= 0 gives inf
+    or nan), the backward by N - correction itself (0 gives inf/nan gradients, below 0 a
+    finite one), never a ZeroDivisionError.
+    """
     def forward(self, x, dim=None, correction=1, keepdim=False):
         self.axes, self.keepdim = normalize_dims(dim, x.ndim), keepdim
         n = math.prod(x.shape[a] for a in self.axes)
-        self.denom = max(n - correction, 0)
+        self.denom = n - correction
         self.xc = x - x.mean(axis=self.axes, keepdims=True)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.sum(self.xc * self.xc, axis=self.axes, keepdims=keepdim) / self.denom
+            return np.sum(self.xc * self.xc, axis=self.axes, keepdims=keepdim) / max(
+                self.denom, 0)
 
     def backward(self, g):
         g = _expand_back(g, self.xc.shape, self.axes, self.keepdim)
-        return g * (2.0 / self.denom) * self.xc
+        scale = 2.0 / self.denom if self.denom else math.inf
+        with np.errstate(invalid="ignore"):
+            return g * scale * self.xc
 
 
 class LogSumExp(Function):
     """d(logsumexp x) = g * softmax(x) over the reduced axes."""
     def forward(self, x, dim=None, keepdim=False):
+        x = as_float(x)
         self.x, self.axes, self.keepdim = x, normalize_dims(dim, x.ndim), keepdim
-        m = np.max(x, axis=self.axes, keepdims=True)
+        # initial=-inf: a reduction over a size-0 dim gives log(0) = -inf, as torch
+        m = np.max(x, axis=self.axes, keepdims=True, initial=-np.inf)
         m = np.where(np.isfinite(m), m, 0)
-        self.out = m + np.log(np.sum(np.exp(x - m), axis=self.axes, keepdims=True))
+        with np.errstate(divide="ignore"):
+            self.out = m + np.log(np.sum(np.exp(x - m), axis=self.axes, keepdims=True))
         return self.out if keepdim else np.squeeze(self.out, axis=self.axes)
 
     def backward(self, g):
@@ -516,7 +609,7 @@ class Stack(Function):
         return tuple(np.moveaxis(g, self.dim, 0))
 
 
-class Where(Function):
+class Where(_Binary):
     """where(c, a, b): a gets g where c, b gets g elsewhere; c gets none."""
     def forward(self, a, b, cond):
         self.cond = cond

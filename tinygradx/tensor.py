@@ -7,6 +7,7 @@ semantics follow PyTorch where it has the same function.
 """
 from __future__ import annotations
 
+import math
 import numbers
 from collections import namedtuple
 
@@ -476,13 +477,30 @@ class Tensor:
     add, sub, mul, div, matmul = __add__, __sub__, __mul__, __truediv__, __matmul__
     pow = __pow__
 
-    # comparisons make boolean tensors (no gradient flows through them)
+    # comparisons make boolean tensors (no gradient flows through them); both sides are
+    # compared in the dtype autograd.result_type gives (float32 vs 0-d float64: in float32)
     def _cmp(self, other, fn):
-        other = other.data if isinstance(other, Tensor) else other
+        a, b = self.data, other.data if isinstance(other, Tensor) else other
+        if not (isinstance(b, np.ndarray) and b.dtype == a.dtype):
+            dt = autograd.result_type(self, other)
+            a, b = a.astype(dt, copy=False), np.asarray(b).astype(dt, copy=False)
         try:
-            return Tensor._from_op(fn(self.data, other), None)
+            return Tensor._from_op(fn(a, b), None)
         except ValueError as err:
-            raise OpError(f"compare: {ops.explain_broadcast([self.data, np.asarray(other)])}") from err
+            raise OpError(f"compare: {ops.explain_broadcast([a, b])}") from err
+
+    def _bitwise(self, other, fn, symbol):
+        """& | ^ as torch: bitwise on integers, logical on bools (bool with int is int)."""
+        dt = autograd.result_type(self, other)
+        if dt.kind not in "biu":
+            raise TypeError(f"{symbol}: needs bool or integer tensors, got {self.dtype} and "
+                            f"{getattr(other, 'dtype', type(other).__name__)}")
+        b = other.data if isinstance(other, Tensor) else np.asarray(other)
+        try:
+            return Tensor._from_op(fn(self.data.astype(dt, copy=False),
+                                      b.astype(dt, copy=False)), None)
+        except ValueError as err:
+            raise OpError(f"{symbol}: {ops.explain_broadcast([self.data, b])}") from err
 
     def __lt__(self, o):
         return self._cmp(o, np.less)
@@ -506,10 +524,15 @@ class Tensor:
         return Tensor._from_op(~self.data, None)
 
     def __and__(self, o):
-        return self._cmp(o, np.logical_and)
+        return self._bitwise(o, np.bitwise_and, "&")
 
     def __or__(self, o):
-        return self._cmp(o, np.logical_or)
+        return self._bitwise(o, np.bitwise_or, "|")
+
+    def __xor__(self, o):
+        return self._bitwise(o, np.bitwise_xor, "^")
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
     eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
 
@@ -564,6 +587,7 @@ class Tensor:
     def clamp(self, min=None, max=None):
         if min is None and max is None:
             raise ValueError("clamp: give at least one of min and max")
+        min, max = (_constant("clamp", b, "x.maximum(t) / x.minimum(t)") for b in (min, max))
         return ops.Clamp.apply(self, min=min, max=max)
 
     clip = clamp
@@ -599,6 +623,8 @@ class Tensor:
         if dim is None:
             return self.amax()
         _named_axes("max", dim, self.ndim)
+        if self.ndim == 0:                   # one element: itself, at index 0 (torch)
+            return MaxResult(ops.Reshape.apply(self, shape=()), _zero_index())
         idx = self.argmax(dim, keepdim=True)
         return MaxResult(self._pick(idx, dim, keepdim), idx if keepdim else idx.squeeze(dim))
 
@@ -606,6 +632,8 @@ class Tensor:
         if dim is None:
             return self.amin()
         _named_axes("min", dim, self.ndim)
+        if self.ndim == 0:
+            return MaxResult(ops.Reshape.apply(self, shape=()), _zero_index())
         idx = self.argmin(dim, keepdim=True)
         return MaxResult(self._pick(idx, dim, keepdim), idx if keepdim else idx.squeeze(dim))
 
@@ -619,10 +647,14 @@ class Tensor:
 
     def argmax(self, dim=None, keepdim=False):
         _named_axes("argmax", dim, self.ndim)
+        if self.ndim == 0:
+            return _zero_index()
         return Tensor._from_op(np.argmax(self.data, axis=dim, keepdims=keepdim), None)
 
     def argmin(self, dim=None, keepdim=False):
         _named_axes("argmin", dim, self.ndim)
+        if self.ndim == 0:
+            return _zero_index()
         return Tensor._from_op(np.argmin(self.data, axis=dim, keepdims=keepdim), None)
 
     def var(self, dim=None, unbiased=True, keepdim=False, correction=None):
@@ -654,7 +686,7 @@ class Tensor:
         if s > e:
             raise OpError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} "
                           f"for a {self.ndim}-d tensor")
-        shape = self.shape[:s] + (-1,) + self.shape[e + 1:]
+        shape = self.shape[:s] + (math.prod(self.shape[s:e + 1]),) + self.shape[e + 1:]
         return self.reshape(shape)
 
     def permute(self, *dims):
@@ -691,7 +723,16 @@ class Tensor:
                                   if not (i in axes and s == 1)))
 
     def __getitem__(self, index):
+        """PyTorch's indexing: ints, slices, None, Ellipsis, int arrays/lists/tensors and
+        bool masks. Where numpy's rule differs, torch's is kept: an int (or 0-d int tensor)
+        is applied first as a plain select, so x[0, :, [0, 1]] of a (2, 3, 4) x is
+        x[0][:, [0, 1]] of shape (3, 2) (numpy: (2, 3)). Repeated indices sum their
+        gradients."""
         index = _normalise_index(index, self.shape)
+        split = _split_ints(index)
+        if split is not None:                # ints mixed with arrays: select, then gather
+            first, rest = split
+            return ops.Getitem.apply(ops.Getitem.apply(self, index=first), index=rest)
         out = ops.Getitem.apply(self, index=index)
         return out._view_of(self) if out.data.base is not None and np.may_share_memory(
             out.data, self.data) else out
@@ -703,13 +744,12 @@ class Tensor:
         n = self.shape[dim]
         if isinstance(split_size_or_sections, (int, np.integer)) \
                 and not isinstance(split_size_or_sections, bool):
-            if split_size_or_sections < 1:
-                raise OpError(f"split: split_size must be a positive int, got "
-                              f"{split_size_or_sections}")
-            split_size_or_sections = int(split_size_or_sections)
-            sizes = [split_size_or_sections] * (n // split_size_or_sections)
-            if n % split_size_or_sections:
-                sizes.append(n % split_size_or_sections)
+            size = int(split_size_or_sections)
+            if size <= 0 and not (size == 0 and n == 0):
+                raise OpError(f"split: split_size must be a positive int, got {size}")
+            sizes = [size] * (n // size) if size else []
+            if n % max(size, 1) or n == 0:
+                sizes.append(n % max(size, 1))  # a size-0 dim gives one empty piece (torch)
         else:
             if not isinstance(split_size_or_sections, (list, tuple)):
                 raise OpError(f"split: expected an int split_size or a list of section sizes, "
@@ -736,13 +776,25 @@ class Tensor:
         if self.ndim == 0:
             raise OpError("chunk: cannot chunk a 0-d tensor")
         n = self.shape[dim]
-        return self.split(max(-(-n // int(chunks)), 1), dim)
+        if n == 0:                           # torch: `chunks` empty pieces
+            return self.split([0] * int(chunks), dim)
+        return self.split(-(-n // int(chunks)), dim)
 
     def masked_fill(self, mask, value):
         """Put `value` where mask is True (mask broadcasts to self's shape)."""
         m = mask.data if isinstance(mask, Tensor) else np.asarray(mask)
         if m.dtype != np.bool_:
             raise TypeError(f"masked_fill: mask must be a bool tensor, got dtype {m.dtype}")
+        if isinstance(value, Tensor) and value.requires_grad:
+            # a learned fill value: where() gives it the gradient of the filled positions
+            if value.ndim != 0:
+                raise OpError(f"masked_fill: value must be a number or a 0-d tensor, got "
+                              f"shape {value.shape}")
+            if np.broadcast_shapes(m.shape, self.shape) != self.shape:
+                return ops.MaskedFill.apply(self, mask=m, value=0)     # raises the message
+            return ops.Where.apply(value.to(self.dtype), self, cond=m)
+        if isinstance(value, Tensor):
+            value = value.data
         return ops.MaskedFill.apply(self, mask=m, value=value)
 
     def triu(self, diagonal=0):
@@ -750,6 +802,20 @@ class Tensor:
 
     def tril(self, diagonal=0):
         return ops.Tri.apply(self, diagonal=diagonal, upper=False)
+
+
+def _constant(name, x, instead):
+    """A bound given as a Tensor is read as a constant: refuse one that needs a gradient."""
+    if not isinstance(x, Tensor):
+        return x
+    if x.requires_grad:
+        raise TypeError(f"{name}: a bound that requires grad would get no gradient here; use "
+                        f"{instead}")
+    return x.data
+
+
+def _zero_index():
+    return Tensor._from_op(np.zeros((), dtype=np.int64), None)
 
 
 def _named_axes(name, dim, ndim):
@@ -760,15 +826,51 @@ def _named_axes(name, dim, ndim):
         raise OpError(f"{name}: {err}") from None
 
 
+def _split_ints(index):
+    """For an index mixing ints with int/bool arrays: (selects, rest), the basic index that
+    applies the ints (every other item kept whole) and what is left to index its result
+    with; None when numpy's rule already is torch's (no int, or no array)."""
+    ints = arrays = False
+    for i in index:
+        if isinstance(i, np.ndarray):
+            arrays = True
+        elif isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)):
+            ints = True
+    if not (ints and arrays):
+        return None
+    first, rest = [], []
+    for i in index:
+        if isinstance(i, np.ndarray):
+            first += [slice(None)] * (i.ndim if i.dtype == np.bool_ else 1)
+            rest.append(i)
+        elif isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)):
+            first.append(i)
+        elif i is None:
+            first.append(None)
+            rest.append(slice(None))
+        elif i is Ellipsis:
+            first.append(i)
+            rest.append(i)
+        else:                                # a slice: applied in the second step
+            first.append(slice(None))
+            rest.append(i)
+    return tuple(first), tuple(rest)
+
+
 def _normalise_index(index, shape):
-    """Tensors become arrays; float indices are refused with a clear message."""
+    """Tensors become arrays (a 0-d int tensor an int, as in torch); float indices are
+    refused with a clear message."""
     items = index if isinstance(index, tuple) else (index,)
     out = []
     for i in items:
         if isinstance(i, Tensor):
             i = i.data
+            if i.ndim == 0 and i.dtype.kind in "iu":
+                i = int(i)
         if isinstance(i, list):
             i = np.asarray(i)
+        if isinstance(i, np.ndarray) and i.ndim == 0 and i.dtype.kind in "iu":
+            i = int(i)
         if isinstance(i, (float, np.floating)) or (isinstance(i, np.ndarray)
                                                    and i.dtype.kind == "f"):
             raise OpError(f"getitem: index {i!r} is a float; tensors are indexed by ints, "

@@ -68,7 +68,9 @@ class CausalSelfAttention(nn.Module):
             if cache is not None:
                 k, v = cache.update(k, v)                        # (B, nh, t, hs), t = past + T
             if self.fused and not self.record_attn:
-                y = F.attention(q, k, v, is_causal=T > 1, dropout_p=p)   # (B, nh, T, hs)
+                # the T new queries are the last T of the t positions: bottom-right mask
+                mask = F.causal_mask(T, k.shape[2], q.dtype) if T > 1 else None
+                y = F.attention(q, k, v, attn_mask=mask, dropout_p=p)   # (B, nh, T, hs)
             else:
                 y = self._scores(q, k, v)                        # (B, nh, T, hs)
             y = y.transpose(1, 2).reshape(B, T, C)               # Concat(head_1..head_h): (B, T, C)
