@@ -24,6 +24,9 @@ import traceback
 
 import numpy as np
 
+# numpy.exceptions is new in numpy 1.25; before it AxisError lived at the top level (gone in 2.0)
+_AxisError = getattr(np, "exceptions", np).AxisError
+
 Tensor = None  # set by tensor.py once the class exists (tensor.py imports this module)
 
 
@@ -216,7 +219,7 @@ class Function:
             return _apply_instrumented(cls, ctx, tensors, arrays, kwargs)
         try:
             out = ctx.forward(*arrays, **kwargs)
-        except (ValueError, IndexError, TypeError, np.exceptions.AxisError) as err:
+        except (ValueError, IndexError, TypeError, _AxisError) as err:
             raise _op_error(cls, ctx.scope, arrays, kwargs, err) from None
         if True in needs:
             ctx.parents = tensors
@@ -249,7 +252,7 @@ def _apply_instrumented(cls, ctx, tensors, arrays, kwargs):
     start = time.perf_counter()
     try:
         out = ctx.forward(*arrays, **kwargs)
-    except (ValueError, IndexError, TypeError, np.exceptions.AxisError) as err:
+    except (ValueError, IndexError, TypeError, _AxisError) as err:
         raise _op_error(cls, ctx.scope, arrays, kwargs, err) from None
     seconds = time.perf_counter() - start
     if STATE.anomaly and np.issubdtype(np.asarray(out).dtype, np.floating):
