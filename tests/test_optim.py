@@ -474,13 +474,13 @@ def test_matches_torch_optim(name, kw):
     opt = ours(mine, **kw)
     topt = getattr(torch.optim, name)(theirs, **kw)
     for _ in range(20):
-        for p, t in zip(mine, theirs):
+        for p, t in zip(mine, theirs, strict=True):
             g = grad_fn_any(p.data)
             set_grad(p, g)
             t.grad = torch.tensor(g, dtype=torch.float64)
         opt.step()
         topt.step()
-        for p, t in zip(mine, theirs):
+        for p, t in zip(mine, theirs, strict=True):
             np.testing.assert_allclose(p.data, t.detach().numpy(), rtol=1e-6, atol=1e-6)
 
 
