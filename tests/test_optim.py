@@ -465,7 +465,8 @@ def test_schedule_errors():
     ("AdamW", dict(lr=0.05, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)),
 ])
 def test_matches_torch_optim(name, kw):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="torch (the test oracle) not installed: "
+                                                "make test ORACLE=1")
     ours = {"SGD": SGD, "Adam": Adam, "AdamW": AdamW}[name]
     rng = np.random.default_rng(0)
     p0 = [rng.standard_normal((3, 4)), rng.standard_normal(4)]

@@ -1,11 +1,12 @@
 """PyTorch as an oracle (float64): a sample of ops and every fused op, forward and gradients.
 
-Skipped when torch is not installed.
+Skipped, with the reason, when torch is not installed (the `oracle` extra: make test ORACLE=1).
 """
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="torch (the test oracle) not installed: "
+                                            "make test ORACLE=1")
 import torch.nn.functional as TF  # noqa: E402
 
 import tinygradx as tgx  # noqa: E402
