@@ -1,6 +1,6 @@
 """Test both ends of the support range that pyproject.toml promises.
 
-    python3 .ci/ends.py [--results FILE] [-- PYTEST ARGS]
+    python3 .ci/ends.py [--results FILE] [--find-only] [--jobs N] [-- PYTEST ARGS]
 
 * lowest: the lowest Python that `requires-python` allows (its newest patch release found here),
   with numpy pinned to exactly the lower bound of the `numpy>=` dependency;
@@ -11,9 +11,11 @@ python3.X on PATH; each candidate is run once to learn its real version. An end 
 found, installed or tested fails the script, loudly. Each end gets a venv in .ci-venvs/ (kept, so
 a second local run is quick) with the test, viz and plot extras but without torch, and runs the
 fast subset: every test except those marked slow (which are whole-model builds and runs; every
-op and every error path is still tested). Standard library only; any Python 3.8+ can run this.
+op and every error path is still tested). The two ends run at once (--jobs), each in its own
+log. Standard library only; needs Python 3.10+ to run.
 """
 import argparse
+import concurrent.futures
 import os
 import re
 import shutil
@@ -84,45 +86,49 @@ def interpreters():
     return best
 
 
-def run(cmd, log=None, **kw):
-    """Run cmd, echoing its output (and keeping it in `log` when given); return the exit code."""
-    print("+ " + " ".join(str(c) for c in cmd), flush=True)
-    proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, **kw)
-    for line in proc.stdout:
-        sys.stdout.write(line)
-        if log is not None:
-            log.append(line.rstrip("\n"))
-    sys.stdout.flush()
-    return proc.wait()
+def run(cmd, log, **kw):
+    """Run cmd with its output appended to the open file `log`; return the exit code."""
+    log.write("+ " + " ".join(str(c) for c in cmd) + "\n")
+    log.flush()
+    done = subprocess.run([str(c) for c in cmd], stdout=log, stderr=subprocess.STDOUT, **kw)
+    return done.returncode
 
 
 def test_end(label, version, exe, numpy_spec, upgrade, pytest_args):
-    """Make the venv, install, run pytest. Returns (ok, python version, numpy version, summary)."""
+    """Make the venv, install, run pytest, all logged to .ci-venvs/LABEL-VERSION.log.
+    Returns (ok, python version, numpy version, summary, log path)."""
     venv = VENVS / f"{label}-{version}"
-    py = venv / "bin" / "python"
-    if not py.exists() and run([exe, "-m", "venv", venv]) != 0:
-        return False, "?", "?", f"could not create a venv with {exe}"
-    pip = [py, "-m", "pip", "install", "-q"] + (["-U"] if upgrade else [])
-    if run(pip + ["-e", ".[test,viz,plot]", numpy_spec], cwd=ROOT) != 0:
-        return False, "?", "?", f"pip could not install .[test,viz,plot] and {numpy_spec}"
-    versions = subprocess.run([py, "-c", "import platform, numpy; "
-                               "print(platform.python_version(), numpy.__version__)"],
-                              capture_output=True, text=True)
-    pyv, npv = versions.stdout.split() if versions.returncode == 0 else ("?", "?")
-    print(f"ends: {label}: Python {pyv} ({exe}), numpy {npv}", flush=True)
-    log = []
-    rc = run([py, "-m", "pytest"] + pytest_args, log=log, cwd=ROOT)
-    summary = next((m.group(1) for line in reversed(log) if (m := SUMMARY.match(line))),
+    VENVS.mkdir(exist_ok=True)
+    logpath = VENVS / f"{label}-{version}.log"
+    with open(logpath, "w", encoding="utf-8") as log:
+        py = venv / "bin" / "python"
+        if not py.exists() and run([exe, "-m", "venv", venv], log) != 0:
+            return False, "?", "?", f"could not create a venv with {exe}", logpath
+        pip = [py, "-m", "pip", "install", "-q"] + (["-U"] if upgrade else [])
+        if run(pip + ["-e", ".[test,viz,plot]", numpy_spec], log, cwd=ROOT) != 0:
+            return (False, "?", "?", f"pip could not install .[test,viz,plot] and {numpy_spec}",
+                    logpath)
+        versions = subprocess.run([py, "-c", "import platform, numpy; "
+                                   "print(platform.python_version(), numpy.__version__)"],
+                                  capture_output=True, text=True)
+        pyv, npv = versions.stdout.split() if versions.returncode == 0 else ("?", "?")
+        log.write(f"ends: {label}: Python {pyv} ({exe}), numpy {npv}\n")
+        rc = run([py, "-m", "pytest"] + pytest_args, log, cwd=ROOT)
+    lines = logpath.read_text(encoding="utf-8", errors="replace").splitlines()
+    summary = next((m.group(1) for line in reversed(lines) if (m := SUMMARY.match(line))),
                    "no pytest summary line")
     if rc == 5:
         summary += " (pytest ran no test)"
-    return rc == 0, pyv, npv, summary
+    return rc == 0, pyv, npv, summary, logpath
 
 
 def main():
     ap = argparse.ArgumentParser(description="test the lowest and the newest supported ends")
     ap.add_argument("--results", help="append one line per end to this file")
+    ap.add_argument("--find-only", action="store_true",
+                    help="only say which interpreters the ends would use, then exit")
+    ap.add_argument("--jobs", type=int, default=2,
+                    help="ends tested at once (default 2: each pytest uses one core)")
     ap.add_argument("pytest_args", nargs="*", help="after --: replaces " + " ".join(PYTEST_ARGS))
     args = ap.parse_args()
     pytest_args = args.pytest_args or PYTEST_ARGS
@@ -153,9 +159,20 @@ def main():
     else:
         micro, exe = found[newest_key]
         ends.append(("newest", f"{newest_key[0]}.{newest_key[1]}.{micro}", exe, "numpy", True))
-    for label, version, exe, numpy_spec, upgrade in ends:
-        print(f"\n==== ends: {label}: Python {version}, {numpy_spec} ====", flush=True)
-        ok, pyv, npv, summary = test_end(label, version, exe, numpy_spec, upgrade, pytest_args)
+    if args.find_only:
+        for label, version, exe, numpy_spec, _ in ends:
+            print(f"ends: would test {label}: Python {version} ({exe}), {numpy_spec}")
+        print("\n".join(lines))
+        return 0 if ok_all else 1
+    for label, version, exe, numpy_spec, _ in ends:
+        print(f"ends: testing {label}: Python {version} ({exe}), {numpy_spec}; "
+              f"log: {VENVS.relative_to(ROOT)}/{label}-{version}.log", flush=True)
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        futures = [pool.submit(test_end, *end, pytest_args) for end in ends]
+    for (label, version, *_), future in zip(ends, futures, strict=True):
+        ok, pyv, npv, summary, logpath = future.result()
+        print(f"\n==== ends: {label}: Python {version} ({logpath.name}) ====", flush=True)
+        print(logpath.read_text(encoding="utf-8", errors="replace"), end="", flush=True)
         ok_all &= ok
         lines.append(f"{label}: Python {pyv} + numpy {npv} ({' '.join(pytest_args)}): {summary}"
                      + ("" if ok else "  <-- FAILED"))
