@@ -73,10 +73,10 @@ def main(argv=None):
     for name, x64 in inputs.items():
         for dtype in (np.float32, np.float64):
             x = x64.astype(dtype)
-            fns = [lambda: erf(x)] + ([] if scipy_erf is None else [lambda: scipy_erf(x)])
+            fns = [lambda x=x: erf(x)] + ([] if scipy_erf is None else [lambda x=x: scipy_erf(x)])
             t_ours, *t_sp = best_times(fns, args.repeat, number=5)
             # the vectorize baseline is ~50x slower: fewer repeats keep the run short
-            (t_vec,) = best_times([lambda: vec_erf(x)], max(2, args.repeat // 3), number=1)
+            (t_vec,) = best_times([lambda x=x: vec_erf(x)], max(2, args.repeat // 3), number=1)
             if t_sp:
                 t_sp = t_sp[0]
                 sp_col, ratio_sp = f"{t_sp * 1e3:9.3f}ms", f"{t_ours / t_sp:8.3f}"

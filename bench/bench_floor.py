@@ -143,9 +143,9 @@ def _import_tgx(pkg="tinygradx"):
 
 
 def _tinygradx_adapter(spec, params, batch, pkg="tinygradx"):
-    """tinygradx's own models (models/nets/gpt.py, models/nets/transformer.py) and optimizers, loaded with
-    the same initial parameters by name. Written against the torch-like API of issue 3; if that
-    API moves, this is the one function to adjust."""
+    """tinygradx's own models (models/nets/gpt.py, models/nets/transformer.py) and optimizers,
+    loaded with the same initial parameters by name. Written against the torch-like API of issue 3;
+    if that API moves, this is the one function to adjust."""
     try:
         tgx, optim, F, tgpt, ttr = _import_tgx(pkg)
     except ImportError as e:
@@ -285,7 +285,7 @@ def run(configs, impls, pairs, warmup, rss):
                    "median_ms": st["median"] * 1e3, "min_ms": st["min"] * 1e3,
                    "max_ms": st["max"] * 1e3, "ratio_base": res["ratios"][n], "base": base}
             if floor is not None:
-                rs = [a / b for a, b in zip(res["times"][n], floor)]
+                rs = [a / b for a, b in zip(res["times"][n], floor, strict=True)]
                 row["ratio_floor"] = {"median": float(np.median(rs)), "min": min(rs),
                                       "max": max(rs)}
             if rss:

@@ -65,11 +65,11 @@ def tiny_overhead():
               "exp": lambda: (lambda e: (e, g * e))(np.exp(a_np)),
               "matmul": lambda: (a_np @ b_np, g @ b_np.T, a_np.T @ g)}
     for name, (np_fn, tgx_fn) in OPS.items():
-        t_np = per_call(lambda: np_fn(a_np, b_np), 20000)
-        t_fwd = per_call(lambda: tgx_fn(a, b), 20000)
+        t_np = per_call(lambda np_fn=np_fn: np_fn(a_np, b_np), 20000)
+        t_fwd = per_call(lambda tgx_fn=tgx_fn: tgx_fn(a, b), 20000)
         t_np_fb = per_call(np_bwd[name], 20000)
 
-        def fwd_bwd():
+        def fwd_bwd(tgx_fn=tgx_fn):
             tgx_fn(a, b).backward(g)
             a.grad = b.grad = None
         t_fb = per_call(fwd_bwd, 5000)
@@ -97,9 +97,10 @@ def large_ratio(pairs):
     print("|---|---|---|")
     for name, (np_fn, tgx_fn) in OPS.items():
         k = 5 if name == "matmul" else 50
-        res = ab_compare({"numpy": repeat(lambda: np_fn(a_np, b_np), k),
-                          "tgx": repeat(lambda: tgx_fn(a, b), k),
-                          "tgx_graph": repeat(lambda: tgx_fn(ag, bg), k)}, pairs=pairs, warmup=3)
+        res = ab_compare({"numpy": repeat(lambda f=np_fn: f(a_np, b_np), k),
+                          "tgx": repeat(lambda f=tgx_fn: f(a, b), k),
+                          "tgx_graph": repeat(lambda f=tgx_fn: f(ag, bg), k)},
+                         pairs=pairs, warmup=3)
         print(f"| {name} | {format_ratio(res['ratios']['tgx'])} | "
               f"{format_ratio(res['ratios']['tgx_graph'])} |")
 

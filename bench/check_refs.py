@@ -5,7 +5,8 @@ In float64 on small configs:
     decoder also with dropout 0.2, torch replaying the numpy dropout masks), and a few AdamW/Adam
     steps against torch.optim;
   * with tinygradx importable: loss and every gradient against its own models/nets/gpt.py and
-    models/nets/transformer.py (issue 7, goal 1 asks that the floor and tinygradx compute the same step);
+    models/nets/transformer.py (issue 7, goal 1 asks that the floor and tinygradx compute the
+    same step);
   * always: central finite differences at a few random coordinates of every parameter tensor.
 Relative error of a tensor = max|ours - ref| / max(max|ref|, 1e-8); the floor of 1e-8 keeps
 gradients that are zero analytically (e.g. attention key biases, which shift a softmax row by a

@@ -55,7 +55,8 @@ def ab_compare(fns, pairs=10, warmup=2, baseline=None, timer=time.perf_counter):
         if gc_was_enabled:
             gc.enable()
     stats = {n: _summ(ts) for n, ts in times.items()}
-    ratios = {n: _summ([a / b for a, b in zip(times[n], times[baseline])]) for n in names}
+    ratios = {n: _summ([a / b for a, b in zip(times[n], times[baseline], strict=True)])
+              for n in names}
     return {"times": times, "stats": stats, "ratios": ratios, "baseline": baseline}
 
 

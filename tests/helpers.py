@@ -48,7 +48,7 @@ def check_forward(np_fn, tgx_fn, arrays, atol=1e-7, rtol=1e-7):
     expected = _outputs(np_fn(*[a.copy() for a in arrays]))
     got = _outputs(tgx_fn(*[Tensor(a, requires_grad=True) for a in arrays]))
     assert len(expected) == len(got), f"{len(got)} outputs, numpy gave {len(expected)}"
-    for e, g in zip(expected, got):
+    for e, g in zip(expected, got, strict=True):
         e = np.asarray(e)
         assert g.shape == e.shape, f"forward shape {g.shape}, numpy {e.shape}"
         assert g.dtype == np.float64 or g.dtype.kind != "f", f"float64 in, {g.dtype} out"
@@ -151,5 +151,5 @@ def assert_same(fused, composite, arrays, atol=1e-10, rtol=1e-8, g_seed=0):
     v1, g1 = value_and_grads(fused, arrays, g_seed)
     v2, g2 = value_and_grads(composite, arrays, g_seed)
     np.testing.assert_allclose(v1, v2, atol=atol, rtol=rtol)
-    for a, b in zip(g1, g2):
+    for a, b in zip(g1, g2, strict=True):
         np.testing.assert_allclose(a, b, atol=atol, rtol=rtol)

@@ -165,7 +165,8 @@ def test_gpt_fused_attention_equals_op_by_op(dropout):
         loss.backward()
         losses.append(loss.item())
     assert losses[0] == pytest.approx(losses[1], abs=1e-12)
-    for (name, p), (_, q) in zip(fused.named_parameters(), explicit.named_parameters()):
+    pairs = zip(fused.named_parameters(), explicit.named_parameters(), strict=True)
+    for (name, p), (_, q) in pairs:
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), atol=1e-12, err_msg=name)
 
 

@@ -55,7 +55,7 @@ def tiny_state(seed=0):
     """Random float32 weights under Hugging Face BertModel's key names and shapes."""
     rng = np.random.default_rng(seed)
     c = TINY_CONFIG
-    C, I = c["hidden_size"], c["intermediate_size"]
+    C, FF = c["hidden_size"], c["intermediate_size"]
 
     def w(*shape, scale=0.3):
         return (rng.standard_normal(shape) * scale).astype(np.float32)
@@ -81,9 +81,9 @@ def tiny_state(seed=0):
         sd[f"{p}.attention.output.dense.weight"] = w(C, C)
         sd[f"{p}.attention.output.dense.bias"] = w(C, scale=0.1)
         ln(f"{p}.attention.output.LayerNorm", sd)
-        sd[f"{p}.intermediate.dense.weight"] = w(I, C)
-        sd[f"{p}.intermediate.dense.bias"] = w(I, scale=0.1)
-        sd[f"{p}.output.dense.weight"] = w(C, I)
+        sd[f"{p}.intermediate.dense.weight"] = w(FF, C)
+        sd[f"{p}.intermediate.dense.bias"] = w(FF, scale=0.1)
+        sd[f"{p}.output.dense.weight"] = w(C, FF)
         sd[f"{p}.output.dense.bias"] = w(C, scale=0.1)
         ln(f"{p}.output.LayerNorm", sd)
     sd["pooler.dense.weight"] = w(C, C)

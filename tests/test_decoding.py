@@ -61,10 +61,10 @@ def test_greedy_copies_held_out_inputs(copy_trainer):
     for ids in out:
         assert len(ids) <= _max_len(copy_trainer)
         assert all(0 <= i < V and i not in (PAD, BOS, EOS) for i in ids)
-    hits = [ids == list(t) for ids, (_, t) in zip(out, pairs)]
+    hits = [ids == list(t) for ids, (_, t) in zip(out, pairs, strict=True)]
     assert np.mean(hits) >= 0.3, np.mean(hits)          # about 0.65 after 100 steps
     # stopping at <eos>: a correct copy is exactly as long as its source, nothing trails it
-    assert all(len(ids) == len(s) for ids, (s, _), h in zip(out, pairs, hits) if h)
+    assert all(len(ids) == len(s) for ids, (s, _), h in zip(out, pairs, hits, strict=True) if h)
     # and the trainer's string API agrees
     em = copy_trainer.exact_match("test", limit=len(pairs))
     assert em == pytest.approx(np.mean(hits))
@@ -90,7 +90,7 @@ def test_beam_search_output_is_a_valid_sequence(copy_trainer):
             assert isinstance(ids, list) and all(isinstance(i, int) for i in ids)
             assert len(ids) <= max_len
             assert all(0 <= i < V and i not in (PAD, BOS, EOS) for i in ids)
-    hits = np.mean([o == list(t) for o, (_, t) in zip(out, pairs)])
+    hits = np.mean([o == list(t) for o, (_, t) in zip(out, pairs, strict=True)])
     assert hits >= 0.3
     # a tiny max_len cuts every hypothesis
     short = decoding.beam_search(copy_trainer.model, b.src, b.src_key_padding, 1, BOS, EOS,

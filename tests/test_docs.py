@@ -8,10 +8,12 @@ link still points at the line it quotes, every public name is indexed in docs/ap
    the pages this file owns (OWN_PAGES) that prints must be followed by its text block. Put
    `<!-- skip-test -->` on the line right before a fence to skip that block (rendering with an
    external program, for example).
-2. Links. Every relative link must name an existing file. A link to a line, `(../models/nets/gpt.py#L60)`,
-   needs a file of at least 60 lines, and when the link is followed on its line by a quote in
-   backticks (`[models/nets/gpt.py#L60](../models/nets/gpt.py#L60): `att = ...``) the quote must be
-   on line 60 itself (no slack: the pages promise the quoted line sits at its link). On the pages this file owns every line link must carry a quote.
+2. Links. Every relative link must name an existing file. A link to a line,
+   `(../models/nets/gpt.py#L60)`, needs a file of at least 60 lines, and when the link is followed
+   on its line by a quote in backticks
+   (`[models/nets/gpt.py#L60](../models/nets/gpt.py#L60): `att = ...``) the quote must be on
+   line 60 itself (no slack: the pages promise the quoted line sits at its link). On the pages
+   this file owns every line link must carry a quote.
 3. Shell commands. Every ```bash / ```sh / ```console block of docs/, docs/zh/ and README.md,
    and every bare ``` block whose lines start with `$ `, is run by test_shell_blocks in a temporary
    directory with this Python's bin/ first on PATH (so `tinygradx` and `python` are the venv's),
@@ -93,7 +95,7 @@ def blocks(lines):
         skip = i > 0 and lines[i - 1].strip() == SKIP_MARK
         out.append(Block(m.group(1), i, j, "\n".join(lines[i + 1:j]), skip))
         i = j + 1
-    for a, b in zip(out, out[1:]):
+    for a, b in zip(out[:-1], out[1:], strict=True):
         between = lines[a.end + 1:b.start]
         if a.lang == "python" and b.lang == "text" and all(not s.strip() for s in between):
             a.expected = b
@@ -414,7 +416,7 @@ def update(page):
     lines = read(page)
     outputs = {b.start: (b, out) for b, out in run_page(page)}
     edits = []                                            # (start, end, new lines), bottom up
-    for start, (b, out) in outputs.items():
+    for b, out in outputs.values():
         new = normalise(out).split("\n") if out.strip() else None
         if b.expected is not None:
             if new is None:

@@ -228,7 +228,7 @@ def test_enable_grad_inside_no_grad():
 def test_no_grad_restores_state_after_an_exception():
     with pytest.raises(ZeroDivisionError):
         with tgx.no_grad():
-            1 / 0
+            _ = 1 / 0
     assert tgx.is_grad_enabled()
 
 

@@ -179,7 +179,8 @@ def _attributes(mod, path, known):
                         aliases[n] = f"{target}.{n}"
             for a in node.names:
                 if a.asname and a.name in {n.rsplit(".", 1)[-1] for n in aliases.values()}:
-                    aliases[a.asname] = next(v for v in aliases.values() if v.endswith("." + a.name))
+                    aliases[a.asname] = next(v for v in aliases.values()
+                                             if v.endswith("." + a.name))
     return [(aliases[n.value.id], n.attr, n.lineno) for n in ast.walk(tree)
             if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
             and n.value.id in aliases and aliases[n.value.id] != mod]

@@ -268,7 +268,7 @@ def check_module_grads(module, fn, inputs):
     k = len(inputs)
 
     def put(values):
-        for p, value in zip(params, values):
+        for p, value in zip(params, values, strict=True):
             for owner, attr in slots[id(p)]:
                 setattr(owner, attr, value)
 
@@ -407,7 +407,7 @@ def _adam(params, lr):
 
         def step(self):
             self.t += 1
-            for p, m, v in zip(params, self.m, self.v):
+            for p, m, v in zip(params, self.m, self.v, strict=True):
                 if p.grad is None:
                     continue
                 g = p.grad.data
@@ -429,7 +429,7 @@ def test_gpt_overfits_one_batch():
 def _fit(model, loss_fn, lr, steps):
     """Adam on one fixed batch until the loss is below 0.02 (or `steps`); it must end < 0.05."""
     opt = _adam(model.parameters(), lr=lr)
-    for step in range(steps):
+    for step in range(steps):  # noqa: B007 (read after the loop)
         loss = loss_fn()
         opt.zero_grad()
         loss.backward()

@@ -103,7 +103,7 @@ def test_state_dict_round_trip():
     assert list(sd) == [n for n, _ in a.named_parameters()]
     assert all(isinstance(v, Tensor) and not v.requires_grad for v in sd.values())
     b.load_state_dict(sd)
-    for (n1, p1), (n2, p2) in zip(a.named_parameters(), b.named_parameters()):
+    for (n1, p1), (n2, p2) in zip(a.named_parameters(), b.named_parameters(), strict=True):
         assert n1 == n2 and p1 is not p2
         np.testing.assert_array_equal(p1.numpy(), p2.numpy())
     ids = tgx.tensor([[0, 3, 9]])

@@ -418,7 +418,7 @@ def test_split_and_chunk(data, shape, seed):
     check_op(lambda x: tuple(np.split(x, bounds, axis=dim)), lambda x: x.split(size, dim),
              [shape], seed=seed)
     cuts = sorted(data.draw(st.lists(st.integers(0, n), max_size=2)))
-    sections = [b - a for a, b in zip([0] + cuts, cuts + [n])]
+    sections = [b - a for a, b in zip([0] + cuts, cuts + [n], strict=True)]
     check_op(lambda x: tuple(np.split(x, cuts, axis=dim)), lambda x: x.split(sections, dim),
              [shape], seed=seed)
     chunks = data.draw(st.integers(1, n))

@@ -465,7 +465,8 @@ def test_schedule_errors():
     ("AdamW", dict(lr=0.05, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)),
 ])
 def test_matches_torch_optim(name, kw):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="torch (the test oracle) not installed: "
+                                                "make test ORACLE=1")
     ours = {"SGD": SGD, "Adam": Adam, "AdamW": AdamW}[name]
     rng = np.random.default_rng(0)
     p0 = [rng.standard_normal((3, 4)), rng.standard_normal(4)]
@@ -474,13 +475,13 @@ def test_matches_torch_optim(name, kw):
     opt = ours(mine, **kw)
     topt = getattr(torch.optim, name)(theirs, **kw)
     for _ in range(20):
-        for p, t in zip(mine, theirs):
+        for p, t in zip(mine, theirs, strict=True):
             g = grad_fn_any(p.data)
             set_grad(p, g)
             t.grad = torch.tensor(g, dtype=torch.float64)
         opt.step()
         topt.step()
-        for p, t in zip(mine, theirs):
+        for p, t in zip(mine, theirs, strict=True):
             np.testing.assert_allclose(p.data, t.detach().numpy(), rtol=1e-6, atol=1e-6)
 
 

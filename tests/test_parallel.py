@@ -66,7 +66,8 @@ def _train(n_threads, steps=2):
             opt.zero_grad()
             loss.backward()
             opt.step()
-        return {k: np.array(v.numpy() if hasattr(v, "numpy") else v) for k, v in model.state_dict().items()}
+        return {k: np.array(v.numpy() if hasattr(v, "numpy") else v)
+                for k, v in model.state_dict().items()}
     finally:
         parallel.set_threads(old)
 

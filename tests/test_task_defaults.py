@@ -1,4 +1,5 @@
-"""Every task has measured defaults (models/training/trainer.py TASK_DEFAULTS) and they build a valid config.
+"""Every task has measured defaults (models/training/trainer.py TASK_DEFAULTS) and they build a
+valid config.
 
 Fast: only configs are built, plus one tiny model per task with the default *shape* rules checked
 through TrainConfig validation; no training here (docs/tasks.md has the measured runs).

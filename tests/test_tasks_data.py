@@ -1,4 +1,5 @@
-"""Task data: determinism, disjoint splits, vocabularies, numbers, dates, TSV, LM tasks, batching."""
+"""Task data: determinism, disjoint splits, vocabularies, numbers, dates, TSV, LM tasks,
+batching."""
 
 import datetime as dt
 import json
@@ -85,7 +86,7 @@ def test_translation_deterministic_and_disjoint(name):
     assert len(tr) == 600 and len(va) == 100 and len(te) == 100  # no duplicates inside a split
     assert not tr & va and not tr & te and not va & te
     # Encoded ids round-trip through the vocabularies (vocab built from train covers train).
-    for (s, t), (si, ti) in zip(a.train[:50], a.encoded("train")[:50]):
+    for (s, t), (si, ti) in zip(a.train[:50], a.encoded("train")[:50], strict=True):
         assert a.src_vocab.decode(si) == s and a.tgt_vocab.decode(ti) == t
         assert a.encode_src(a.detok_src(s)) == si
         assert a.decode_tgt(ti + [EOS, PAD]) == a.detok_tgt(t)
@@ -121,7 +122,8 @@ NUMBER_CASES = {
     100000: ("one hundred thousand", "十万"),
     100010: ("one hundred thousand ten", "十万零一十"),
     150000: ("one hundred fifty thousand", "十五万"),
-    999999: ("nine hundred ninety nine thousand nine hundred ninety nine", "九十九万九千九百九十九"),
+    999999: ("nine hundred ninety nine thousand nine hundred ninety nine",
+             "九十九万九千九百九十九"),
     1100000: ("one million one hundred thousand", "一百一十万"),
     10000005: ("ten million five", "一千万零五"),
     100010000: ("one hundred million ten thousand", "一亿零一万"),
@@ -185,7 +187,8 @@ def test_date_formats_parse_back():
             s = format_date(d, fmt)
             assert _parse_date(fmt, s) == d, (fmt, s)
             if fmt.startswith(("weekday", "wkd")):
-                assert s.startswith(weekday_names[d.weekday()][:3])  # strptime ignores weekday names
+                # strptime ignores weekday names
+                assert s.startswith(weekday_names[d.weekday()][:3])
                 if fmt.startswith("weekday"):
                     assert s.split(",")[0] == weekday_names[d.weekday()]
 
@@ -238,9 +241,10 @@ def test_tsv_task(tmp_path):
     words = ["cat", "dog", "bird", "fish", "horse", "mouse", "cow", "sheep", "goat", "pig"]
     fr = ["chat", "chien", "oiseau", "poisson", "cheval", "souris", "vache", "mouton", "chèvre",
           "porc"]
-    for i, (w, f) in enumerate(zip(words, fr)):
-        for j, (w2, f2) in enumerate(zip(words, fr)):
-            lines.append(f"The {w} sees the {w2}!\tLe {f} voit le {f2} !\tCC-BY 2.0 (France) #{i}{j}")
+    for i, (w, f) in enumerate(zip(words, fr, strict=True)):
+        for j, (w2, f2) in enumerate(zip(words, fr, strict=True)):
+            lines.append(f"The {w} sees the {w2}!\tLe {f} voit le {f2} !"
+                         f"\tCC-BY 2.0 (France) #{i}{j}")
     lines.append("Go.\tVa !")
     lines.append("Go.\tMarche.")
     lines.append("Go.\tBouge !")
@@ -331,7 +335,7 @@ def test_chars_task_file_batches_and_split(tmp_path):
     assert np.array_equal(x, x2) and np.array_equal(y, y2)
     assert np.array_equal(x[:, 1:], y[:, :-1])
     train_text = task.decode(task.train_data)
-    for row_x, row_y in zip(x, y):
+    for row_x, row_y in zip(x, y, strict=True):
         window = task.decode(row_x) + task.decode(row_y[-1:])
         assert window in train_text
     xv, _ = task.get_batch("val", 3, 8, 1)
@@ -389,17 +393,22 @@ def test_pad_batch_shapes_and_padding():
 def test_iterate_batches_deterministic(bucket):
     task = make_translation_task("copy", seed=0, n_train=257, n_valid=10, n_test=10)
     data = task.encoded("train")
-    run = lambda seed: list(iterate_batches(data, 32, np.random.default_rng(seed), bucket=bucket,
-                                            bucket_factor=4))
+
+    def run(seed):
+        return list(iterate_batches(data, 32, np.random.default_rng(seed), bucket=bucket,
+                                    bucket_factor=4))
+
     a, b, c = run(0), run(0), run(1)
     assert len(a) == 9 and sum(len(x) for x in a) == 257  # last batch partial
     assert all(np.array_equal(x.src, y.src) and np.array_equal(x.tgt_out, y.tgt_out)
-               for x, y in zip(a, b))
-    assert not all(np.array_equal(x.src, y.src) for x, y in zip(a, c) if x.src.shape == y.src.shape)
-    seen = sorted(tuple(r[~m]) for x in a for r, m in zip(x.src, x.src_key_padding))
+               for x, y in zip(a, b, strict=True))
+    assert not all(np.array_equal(x.src, y.src) for x, y in zip(a, c, strict=True)
+                   if x.src.shape == y.src.shape)
+    seen = sorted(tuple(r[~m]) for x in a for r, m in zip(x.src, x.src_key_padding, strict=True))
     assert seen == sorted(tuple(s) for s, _ in data)  # every example exactly once
     if bucket:  # bucketing keeps padding small: widths within a batch differ little
         spread = [np.ptp((~x.src_key_padding).sum(1)) for x in a]
         assert np.mean(spread) <= 3
-    dropped = list(iterate_batches(data, 32, np.random.default_rng(0), bucket=bucket, drop_last=True))
+    dropped = list(iterate_batches(data, 32, np.random.default_rng(0), bucket=bucket,
+                                   drop_last=True))
     assert len(dropped) == 8 and all(len(x) == 32 for x in dropped)

@@ -1,11 +1,12 @@
 """PyTorch as an oracle (float64): a sample of ops and every fused op, forward and gradients.
 
-Skipped when torch is not installed.
+Skipped, with the reason, when torch is not installed (the `oracle` extra: make test ORACLE=1).
 """
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="torch (the test oracle) not installed: "
+                                            "make test ORACLE=1")
 import torch.nn.functional as TF  # noqa: E402
 
 import tinygradx as tgx  # noqa: E402
@@ -25,7 +26,7 @@ def compare(torch_fn, tgx_fn, shapes, seed=0, low=-2.0, high=2.0, atol=1e-9, rto
     g = np.random.default_rng(seed + 7).standard_normal(tuple(out_t.shape))
     out_t.backward(torch.tensor(g))
     out_x.backward(g)
-    for i, (a, b) in enumerate(zip(xt, tt)):
+    for i, (a, b) in enumerate(zip(xt, tt, strict=True)):
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), atol=atol, rtol=rtol,
                                    err_msg=f"gradient of input {i}")
 

@@ -1,5 +1,5 @@
-"""The training loop (models/training/trainer.py): every task learns, determinism, resumable checkpoints,
-checkpoint errors, Ctrl-C, the padding-blind loss, the masks and the metrics log.
+"""The training loop (models/training/trainer.py): every task learns, determinism, resumable
+checkpoints, checkpoint errors, Ctrl-C, the padding-blind loss, the masks and the metrics log.
 
 Tiny models throughout (d_model 32, one layer, small batches), so the whole file takes seconds.
 """
@@ -342,9 +342,9 @@ def test_loss_ignores_padding(tmp_path):
     alone = []
     for p in pairs:
         _fixed_batch(trainer, pad_batch([p]))
-        l, n = trainer.loss_on("train", None)
-        alone.append((l.item(), n))
-    expect = sum(l * n for l, n in alone) / sum(n for _, n in alone)
+        loss_p, n = trainer.loss_on("train", None)
+        alone.append((loss_p.item(), n))
+    expect = sum(v * n for v, n in alone) / sum(n for _, n in alone)
     np.testing.assert_allclose(loss.item(), expect, rtol=1e-5)
 
 

@@ -19,7 +19,8 @@ import tinygradx as tgx
 import tinygradx.functional as F
 from tinygradx import nn
 
-graphviz = pytest.importorskip("graphviz")
+graphviz = pytest.importorskip(
+    "graphviz", reason="the graphviz package (the viz extra) not installed")
 from tinygradx import viz  # noqa: E402  (after the skip: viz needs graphviz to build graphs)
 from tinygradx.models.apps.inspect_models import build_graph_for_cli  # noqa: E402
 

@@ -27,6 +27,8 @@ import traceback
 import numpy as np
 
 from .gradbuf import Grads
+# numpy.exceptions is new in numpy 1.25; before it AxisError lived at the top level (gone in 2.0)
+_AxisError = getattr(np, "exceptions", np).AxisError
 
 Tensor = None  # set by tensor.py once the class exists (tensor.py imports this module)
 
@@ -232,7 +234,7 @@ class Function:
             return _apply_instrumented(cls, ctx, tensors, arrays, kwargs)
         try:
             out = ctx.forward(*arrays, **kwargs)
-        except (ValueError, IndexError, TypeError, np.exceptions.AxisError) as err:
+        except (ValueError, IndexError, TypeError, _AxisError) as err:
             raise _op_error(cls, ctx.scope, arrays, kwargs, err) from None
         if True in needs:
             ctx.parents = tensors
@@ -266,7 +268,7 @@ def _apply_instrumented(cls, ctx, tensors, arrays, kwargs):
     start = time.perf_counter()
     try:
         out = ctx.forward(*arrays, **kwargs)
-    except (ValueError, IndexError, TypeError, np.exceptions.AxisError) as err:
+    except (ValueError, IndexError, TypeError, _AxisError) as err:
         raise _op_error(cls, ctx.scope, arrays, kwargs, err) from None
     seconds = time.perf_counter() - start
     if STATE.anomaly and np.issubdtype(np.asarray(out).dtype, np.floating):

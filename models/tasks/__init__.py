@@ -77,8 +77,8 @@ def is_lm_task(name: str) -> bool:
 __all__ = [
     "Batch", "batch_indices", "iterate_batches", "pad_batch",
     "DATE_FORMATS", "format_date",
-    "IGNORE", "LM_TASKS", "STDLIB_DOC_MODULES", "AdditionTask", "CharTask", "add_task", "chars_task",
-    "make_lm_task", "read_text", "stdlib_docstrings",
+    "IGNORE", "LM_TASKS", "STDLIB_DOC_MODULES", "AdditionTask", "CharTask", "add_task",
+    "chars_task", "make_lm_task", "read_text", "stdlib_docstrings",
     "english_words", "number_to_chinese", "number_to_english",
     "TRANSLATION_TASKS", "TranslationTask", "copy_task", "dates_task", "make_translation_task",
     "numbers_task", "numbers_zh_task", "reverse_task", "sort_task",

@@ -1,9 +1,9 @@
 """Human-written date formats rendered from a ``datetime.date`` (the sources of the dates task).
 
-Every format is written out by hand instead of with ``strftime`` so the month and weekday names never
-depend on the machine's locale. Every format is unambiguous: the US order (month first) only appears
-with ``/`` and the year last, the European order (day first) only with ``.`` or a month name, and the
-two-digit year only for 1950-2049 (50..99 -> 19xx, 00..49 -> 20xx).
+Every format is written out by hand instead of with ``strftime`` so the month and weekday names
+never depend on the machine's locale. Every format is unambiguous: the US order (month first) only
+appears with ``/`` and the year last, the European order (day first) only with ``.`` or a month
+name, and the two-digit year only for 1950-2049 (50..99 -> 19xx, 00..49 -> 20xx).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ def _rng(rng: np.random.Generator | int | None) -> np.random.Generator:
     return np.random.default_rng(rng)
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # add
 
 
@@ -177,7 +177,7 @@ class AdditionTask:
                     n_test=self.n_test)
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # chars
 
 # The default corpus: docstrings of a pinned list of standard-library modules, all present in
@@ -265,7 +265,8 @@ class CharTask:
 
     def __post_init__(self):
         if len(self.text) < 2:
-            raise ValueError(f"{self.source}: text has {len(self.text)} characters; need at least 2")
+            raise ValueError(
+                f"{self.source}: text has {len(self.text)} characters; need at least 2")
         if not 0 < self.train_frac < 1:
             raise ValueError(f"train_frac must be in (0, 1), got {self.train_frac}")
         self.chars = sorted(set(self.text))
@@ -326,7 +327,8 @@ class CharTask:
 
 
 def read_text(path: str | os.PathLike) -> str:
-    """UTF-8 text of ``path``; a missing file or non-UTF-8 bytes give a clear error with the line."""
+    """UTF-8 text of ``path``; a missing file or non-UTF-8 bytes give a clear error with the
+    line."""
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"text file not found: {path}")
@@ -344,10 +346,11 @@ def read_text(path: str | os.PathLike) -> str:
 
 def chars_task(path: str | os.PathLike | None = None, block_size: int | None = None,
                train_frac: float = 0.9) -> CharTask:
-    """Character LM on the UTF-8 file ``path``, or on :func:`stdlib_docstrings` when ``path`` is None.
+    """Character LM on the UTF-8 file ``path``, or on :func:`stdlib_docstrings` when ``path`` is
+    None.
 
-    With ``block_size`` given, a text too short for one window in either split fails here rather than
-    at the first batch.
+    With ``block_size`` given, a text too short for one window in either split fails here rather
+    than at the first batch.
     """
     if path is None:
         task = CharTask(stdlib_docstrings(), source="<stdlib docstrings>", train_frac=train_frac)
@@ -374,8 +377,8 @@ LM_TASKS = {"add": add_task, "chars": chars_task}
 def make_lm_task(name: str, seed: int = 0, **kw):
     """Build LM task ``name`` ('add' or 'chars'); unknown names raise ``ValueError`` listing them.
 
-    ``seed`` only affects ``add`` (which pairs are held out); ``chars`` is fixed by its text, and the
-    batches' randomness comes from the ``rng`` given to ``get_batch``.
+    ``seed`` only affects ``add`` (which pairs are held out); ``chars`` is fixed by its text, and
+    the batches' randomness comes from the ``rng`` given to ``get_batch``.
     """
     if name not in LM_TASKS:
         raise ValueError(f"unknown language-model task {name!r}; known: {', '.join(LM_TASKS)}")

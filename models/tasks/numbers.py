@@ -1,7 +1,7 @@
 """Integers spelled out in English words and in Chinese numerals (the targets of the numbers tasks).
 
-English follows the plain American style without "and" or hyphens, so every word is one target token:
-1984 -> "one thousand nine hundred eighty four".
+English follows the plain American style without "and" or hyphens, so every word is one target
+token: 1984 -> "one thousand nine hundred eighty four".
 
 Chinese follows the standard reading rules:
 
@@ -93,7 +93,8 @@ def _zh_group(g: int) -> str:
 
 
 def number_to_chinese(n: int) -> str:
-    """``n`` (0 <= n < 10**16) in Chinese numerals: 1984 -> "一千九百八十四", 10005 -> "一万零五"."""
+    """``n`` (0 <= n < 10**16) in Chinese numerals: 1984 -> "一千九百八十四",
+    10005 -> "一万零五"."""
     _check(n, ZH_MAX)
     if n == 0:
         return "零"
@@ -106,7 +107,8 @@ def number_to_chinese(n: int) -> str:
     for i in range(len(groups) - 1, -1, -1):
         g = groups[i]
         if g == 0:
-            zero_gap = bool(out)  # a whole zero group becomes (at most) one 零 before the next group
+            # a whole zero group becomes (at most) one 零 before the next group
+            zero_gap = bool(out)
             continue
         # A lower group with leading zeros (g < 1000) or after an empty group starts with 零.
         if out and (zero_gap or g < 1000):

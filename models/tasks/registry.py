@@ -30,12 +30,13 @@ def make_translation_task(name: str, seed: int = 0, n_train: int | None = None,
                           **kw) -> TranslationTask:
     """Build translation task ``name`` deterministically from ``seed``.
 
-    ``n_train``/``n_valid``/``n_test`` left as ``None`` take the task's defaults (for ``tsv`` they are
-    optional caps). Other keywords go to the task (e.g. ``max_len=12`` for ``copy``,
+    ``n_train``/``n_valid``/``n_test`` left as ``None`` take the task's defaults (for ``tsv`` they
+    are optional caps). Other keywords go to the task (e.g. ``max_len=12`` for ``copy``,
     ``path=...`` for ``tsv``). An unknown name raises ``ValueError`` listing the known names.
     """
     if name not in TRANSLATION_TASKS:
-        raise ValueError(f"unknown translation task {name!r}; known: {', '.join(TRANSLATION_TASKS)}")
+        raise ValueError(
+            f"unknown translation task {name!r}; known: {', '.join(TRANSLATION_TASKS)}")
     sizes = {k: v for k, v in (("n_train", n_train), ("n_valid", n_valid), ("n_test", n_test))
              if v is not None}
     try:

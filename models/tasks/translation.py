@@ -99,7 +99,7 @@ class TranslationTask:
         return max(len(s) for s, _ in pairs), max(len(t) for _, t in pairs)
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # helpers
 
 
@@ -127,14 +127,15 @@ def finish_task(name: str, splits: tuple[list[Pair], list[Pair], list[Pair]], *,
 
 
 def _split_sources(sources: list, n_train: int, n_valid: int, n_test: int):
-    """Unique sources (already in random order) -> (train, valid, test) lists; test is taken first."""
+    """Unique sources (already in random order) -> (train, valid, test) lists; test is taken
+    first."""
     test = sources[:n_test]
     valid = sources[n_test:n_test + n_valid]
     train = sources[n_test + n_valid:n_test + n_valid + n_train]
     return train, valid, test
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # copy / reverse / sort
 
 
@@ -173,7 +174,7 @@ def _symbol_task(name: str, transform: Callable[[str], str], seed: int, n_train:
         need = total - len(sources)
         lengths = rng.integers(min_len, max_len + 1, size=need)
         draws = rng.integers(0, len(alphabet), size=(need, max_len))
-        for length, row in zip(lengths, draws):
+        for length, row in zip(lengths, draws, strict=True):
             s = "".join(symbols[row[:length]])
             if s not in seen:
                 seen.add(s)
@@ -205,7 +206,7 @@ def sort_task(seed: int = 0, n_train: int = 10000, n_valid: int = 1000, n_test: 
     return _symbol_task("sort", lambda s: "".join(sorted(s)), seed, n_train, n_valid, n_test, **kw)
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # numbers
 
 
@@ -269,8 +270,8 @@ def _numbers_task(name: str, seed: int, n_train: int, n_valid: int, n_test: int,
         target, detok_tgt, tokenize_tgt = english_words, join_words, str.split
     splits = tuple([(list(str(n)), target(n)) for n in part]
                    for part in _split_sources(numbers, n_train, n_valid, n_test))
-    config = dict(name=name, seed=seed, n_train=n_train, n_valid=n_valid, n_test=n_test, lo=lo, hi=hi,
-                  lexicon_in_train=lexicon_in_train)
+    config = dict(name=name, seed=seed, n_train=n_train, n_valid=n_valid, n_test=n_test, lo=lo,
+                  hi=hi, lexicon_in_train=lexicon_in_train)
     lang = "Chinese numerals" if chinese else "English words"
     return finish_task(name, splits, tokenize_src=_digits_of, detok_src=_join, detok_tgt=detok_tgt,
                    tokenize_tgt=tokenize_tgt, config=config,
@@ -279,17 +280,20 @@ def _numbers_task(name: str, seed: int, n_train: int, n_valid: int, n_test: int,
 
 def numbers_task(seed: int = 0, n_train: int = 20000, n_valid: int = 1000, n_test: int = 1000,
                  lo: int = 0, hi: int = 999_999, lexicon_in_train: bool = True) -> TranslationTask:
-    """Digits -> English words ("1984" -> one thousand nine hundred eighty four), words as tokens."""
+    """Digits -> English words ("1984" -> one thousand nine hundred eighty four), words as
+    tokens."""
     return _numbers_task("numbers", seed, n_train, n_valid, n_test, lo, hi, lexicon_in_train, False)
 
 
 def numbers_zh_task(seed: int = 0, n_train: int = 20000, n_valid: int = 1000, n_test: int = 1000,
-                    lo: int = 0, hi: int = 999_999, lexicon_in_train: bool = True) -> TranslationTask:
+                    lo: int = 0, hi: int = 999_999,
+                    lexicon_in_train: bool = True) -> TranslationTask:
     """Digits -> Chinese numerals ("1984" -> 一千九百八十四), characters as tokens."""
-    return _numbers_task("numbers_zh", seed, n_train, n_valid, n_test, lo, hi, lexicon_in_train, True)
+    return _numbers_task("numbers_zh", seed, n_train, n_valid, n_test, lo, hi, lexicon_in_train,
+                         True)
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # dates
 
 
@@ -309,7 +313,8 @@ def dates_task(seed: int = 0, n_train: int = 20000, n_valid: int = 1000, n_test:
     for f in formats:
         format_allowed(f, _dt.date(2000, 1, 1))  # raises for unknown names
     if not 1 <= year_min <= year_max <= 9999:
-        raise ValueError(f"dates: need 1 <= year_min <= year_max <= 9999, got {year_min}..{year_max}")
+        raise ValueError(
+            f"dates: need 1 <= year_min <= year_max <= 9999, got {year_min}..{year_max}")
     first = _dt.date(year_min, 1, 1).toordinal()
     n_days = _dt.date(year_max, 12, 31).toordinal() - first + 1
     if n_valid + n_test >= n_days:
@@ -324,13 +329,14 @@ def dates_task(seed: int = 0, n_train: int = 20000, n_valid: int = 1000, n_test:
         d = _dt.date.fromordinal(first + int(day_index))
         allowed = [f for f in formats if format_allowed(f, d)]
         if not allowed:
-            raise ValueError(f"dates: no format in {formats} can write {d.isoformat()} unambiguously")
+            raise ValueError(
+                f"dates: no format in {formats} can write {d.isoformat()} unambiguously")
         return DATE_FORMATS[allowed[int(rng.integers(len(allowed)))]](d), iso(d)
 
     held_out = [[render(i) for i in days] for days in (test_days, valid_days)]
     if n_train > len(train_days) * len(formats) // 2:
-        raise ValueError(f"dates: n_train={n_train} is too many for {len(train_days)} training dates "
-                         f"in {len(formats)} formats")
+        raise ValueError(f"dates: n_train={n_train} is too many for {len(train_days)} training "
+                         f"dates in {len(formats)} formats")
     seen: set[str] = set()
     train_pairs: list[tuple[str, str]] = []
     while len(train_pairs) < n_train:
@@ -343,5 +349,6 @@ def dates_task(seed: int = 0, n_train: int = 20000, n_valid: int = 1000, n_test:
     config = dict(name="dates", seed=seed, n_train=n_train, n_valid=n_valid, n_test=n_test,
                   year_min=year_min, year_max=year_max, formats=formats)
     return finish_task("dates", (train, valid, test), tokenize_src=lambda s: list(s.strip()),
-                   detok_src=_join, detok_tgt=_join, tokenize_tgt=_chars, config=config,
-                   description=f"dates {year_min}..{year_max} in {len(formats)} formats -> ISO 8601")
+                       detok_src=_join, detok_tgt=_join, tokenize_tgt=_chars, config=config,
+                       description=f"dates {year_min}..{year_max} in {len(formats)} formats "
+                                   "-> ISO 8601")

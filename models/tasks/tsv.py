@@ -93,7 +93,8 @@ def tsv_task(path: str | os.PathLike | None = None, seed: int = 0, reverse: bool
     ``reverse`` swaps the columns (eng-fra.txt with ``reverse=True`` translates French to English).
     Pairs whose source or target is longer than ``max_len`` words (or empty after normalisation) are
     dropped. ``valid_frac``/``test_frac`` of the distinct source sentences are held out; ``n_*``
-    optionally cap each split. Vocabularies come from the training split only (``min_freq`` applies).
+    optionally cap each split. Vocabularies come from the training split only (``min_freq``
+    applies).
     """
     if path is None:
         raise ValueError("task 'tsv' needs path=FILE (a tab-separated file of sentence pairs)")
@@ -115,8 +116,8 @@ def tsv_task(path: str | os.PathLike | None = None, seed: int = 0, reverse: bool
         seen_pairs.add((s, t))
         by_source.setdefault(s, []).append((s_toks, t_toks))
     if not by_source:
-        raise ValueError(f"{os.fspath(path)}: no sentence pair has both sides of 1..{max_len} words "
-                         "after normalisation")
+        raise ValueError(f"{os.fspath(path)}: no sentence pair has both sides of 1..{max_len} "
+                         "words after normalisation")
     sources = sorted(by_source, key=lambda s: (_hash_key(seed, s), s))
     n = len(sources)
     # A tiny corpus still gets one held-out sentence per requested split, so evaluation never

@@ -37,7 +37,7 @@ class Vocab:
         self._itos: list[str] = itos
         self._stoi: dict[str, int] = {t: i for i, t in enumerate(itos)}
 
-    # -- construction -------------------------------------------------------------------------------
+    # -- construction ------------------------------------------------------------------------------
     @classmethod
     def build(cls, token_lists: Iterable[Sequence[str]], min_freq: int = 1) -> "Vocab":
         """Vocabulary of every token seen at least ``min_freq`` times.
@@ -70,7 +70,7 @@ class Vocab:
             raise ValueError("vocabulary list contains duplicate tokens")
         return cls(itos[len(SPECIALS):])
 
-    # -- lookup -------------------------------------------------------------------------------------
+    # -- lookup ------------------------------------------------------------------------------------
     def __len__(self) -> int:
         return len(self._itos)
 

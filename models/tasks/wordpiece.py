@@ -314,7 +314,7 @@ class WordPieceTokenizer:
         """
         if isinstance(ids, np.ndarray):
             ids = ids.tolist()
-        tokens = [t for i, t in zip(ids, self.convert_ids_to_tokens(ids))
+        tokens = [t for i, t in zip(ids, self.convert_ids_to_tokens(ids), strict=True)
                   if not (skip_special_tokens and int(i) in self.special_ids)]
         text = " ".join(tokens).replace(" ##", "").strip()
         if clean_up_tokenization_spaces:
