@@ -145,7 +145,9 @@ def test_labels_name_params_shapes_and_scopes():
     loss, model = stack_loss(1, pre=True)
     src = viz.to_dot_source(loss, params=model)
     assert "h.0.attn.w_q.weight" in src and "(8, 8)" in src
-    assert 'label="layer_norm\\n(2, 5, 8)\\nh.0.ln_1"' in src
+    # the seed name and the named shape, then the numeric shape, then op and module
+    assert 'label="LN(x) (2, n, d_model)\\n(2, 5, 8)\\nlayer_norm · h.0.ln_1"' in src
+    assert 'label="Y_attn (2, n, d_model)\\n(2, 5, 8)\\nadd · h.0"' in src
     assert "cluster_h.0.attn" in src
     assert "legend" in src
 
