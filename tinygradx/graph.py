@@ -639,6 +639,9 @@ class DataFlow:
         f.symbol, f.formula = "x", "add"
         if len(f.kinds) != 2 or "const" in f.kinds:
             return
+        if syms[0].startswith("E") and syms[1] == "" and f.kinds[1] == "input" and \
+                any(_match(f.scope, p) for p in POS_EMBED):
+            syms = [syms[0], "PE"]                 # the table's rows sliced outside the graph
         if syms[0].startswith("E") and syms[1] in ("P", "PE"):
             scaled = "·√d_model" if syms[0] == "E·√d" else ""
             pos = "P[pos]" if syms[1] == "P" else "PE"

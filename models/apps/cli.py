@@ -177,16 +177,21 @@ def cmd_demo(args):
 
 def cmd_graph(args):
     from tinygradx.models.apps.inspect_models import build_graph_for_cli
-    path = build_graph_for_cli(args.model, args.norm, args.layers, args.depth, args.out,
-                                   checkpoint=args.checkpoint)
-    print(f"wrote {path}")
+    depth = None if args.depth == "all" else args.depth
+    build_graph_for_cli(args.model, args.norm, args.layers, depth, args.out,
+                        checkpoint=args.checkpoint, lang=args.lang)
     return 0
 
 
 def cmd_trace(args):
     from tinygradx.models.apps.inspect_models import trace_cli
-    print(trace_cli(args.model, norm=args.norm, fmt=args.format))
+    print(trace_cli(args.model, norm=args.norm, layers=args.layers, fmt=args.format,
+                    lang=args.lang))
     return 0
+
+
+def _depth(text):
+    return "all" if text == "all" else _int_at_least(1)(text)
 
 
 def cmd_experiment(args):
@@ -243,17 +248,23 @@ def build_parser():
 
     gr = sub.add_parser("graph", help="draw a model's graph with its residual path")
     gr.add_argument("--model", choices=["gpt", "transformer"], default="gpt")
-    gr.add_argument("--norm", choices=["pre", "post"], default="pre")
+    gr.add_argument("--norm", choices=["pre", "post"], default=None,
+                    help="LayerNorm placement (default: the model's own, gpt pre, transformer post)")
     gr.add_argument("--layers", type=_int_at_least(1), default=2)
-    gr.add_argument("--depth", type=_int_at_least(1), default=None)
-    gr.add_argument("--out", default="graph.svg")
+    gr.add_argument("--depth", type=_depth, default=4,
+                    help="merge modules below this depth into boxes (default 4; 'all': every op)")
+    gr.add_argument("--out", default="graph.svg", help=".svg/.png/.dot, or .html for the page")
     gr.add_argument("--checkpoint", default=None)
+    gr.add_argument("--lang", choices=["en", "zh"], default="en")
     gr.set_defaults(fn=cmd_graph)
 
     tc = sub.add_parser("trace", help="print the shape trace table of one forward pass")
     tc.add_argument("--model", choices=["gpt", "transformer", "attention"], default="transformer")
-    tc.add_argument("--norm", choices=["pre", "post"], default="post")
-    tc.add_argument("--format", choices=["text", "markdown"], default="text")
+    tc.add_argument("--norm", choices=["pre", "post"], default=None,
+                    help="LayerNorm placement (default: the model's own, gpt pre, transformer post)")
+    tc.add_argument("--layers", type=_int_at_least(1), default=1)
+    tc.add_argument("--format", choices=["text", "markdown", "html"], default="text")
+    tc.add_argument("--lang", choices=["en", "zh"], default="en")
     tc.set_defaults(fn=cmd_trace)
 
     x = sub.add_parser("experiment", help="the LN-placement experiments (Xiong et al. 2020)")
