@@ -33,6 +33,7 @@ header h1{font-size:17px;margin:0 0 4px}
 header p{margin:2px 0;color:#555}
 main{display:flex;height:calc(100vh - 92px)}
 #graph{flex:1 1 58%;overflow:auto;border-right:1px solid #ccc}
+#graph svg{width:100%;height:auto}
 #side{flex:1 1 42%;overflow:auto;padding:0 8px}
 #info{position:sticky;top:0;background:#fff;border-bottom:1px solid #ddd;padding:6px 0;
       min-height:3.5em;white-space:pre-wrap;font-family:monospace}
