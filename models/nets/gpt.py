@@ -111,7 +111,8 @@ class CausalSelfAttention(nn.Module):
     def forward(self, x, cache=None):
         B, T, C = x.shape  # batch size, new positions, embedding dimensionality (n_embd)
         # Q = X W^Q, K = X W^K, V = X W^V for all heads at once
-        qkv = self.c_attn(x)                                     # [Q K V]: (B, T, C + 2 nkv hs)
+        # (with n_kv_head < n_head the width is C + 2 nkv hs, not 3C)
+        qkv = self.c_attn(x)                                     # [Q K V]: (B, T, 3C)
         p = self.attn_dropout.p if self.training else 0.0
         if self.packed and cache is None and not self.record_attn:
             y = F.packed_attention(qkv, self.n_head, is_causal=True, dropout_p=p)  # (B, T, C)
@@ -198,8 +199,8 @@ class MLP(nn.Module):
             gate = self.c_fc(x)                                  # x W_1: (B, T, H)
             x = gate * gate.sigmoid() * self.c_up(x)             # SiLU(x W_1) * x W_3: (B, T, H)
         else:
-            x = self.c_fc(x)                                     # x W_1 + b_1: (B, T, 4C)
-            x = self.gelu(x)                                     # phi(...)
+            x = self.c_fc(x)                                         # x W_1 + b_1: (B, T, 4C)
+            x = self.gelu(x)                                         # phi(...)
         x = self.c_proj(x)                                       # ... W_2 + b_2: (B, T, C)
         return self.dropout(x)
 
@@ -397,11 +398,13 @@ class GPT(nn.Module):
             raise ValueError(f"GPT: cannot forward {past + T} positions ({past} cached + {T} "
                              f"new), the block size is only {self.config.block_size}; crop "
                              f"the context (generate() does)")
-        x = self.transformer.wte(idx)                            # (B, T, C)
-        if self.config.pos == "learned":
+        tok_emb = self.transformer.wte(idx)                      # (B, T, C)
+        if self.config.pos == "rope":                            # positions enter in attention
+            x = self.transformer.drop(tok_emb)                   # X = Emb: (B, T, C)
+        else:
             pos = np.arange(past, past + T, dtype=np.int64)      # (T,)
-            x = x + self.transformer.wpe(pos)                    # X = Emb + P: (B, T, C)
-        x = self.transformer.drop(x)                             # (B, T, C)
+            pos_emb = self.transformer.wpe(pos)                  # (T, C)
+            x = self.transformer.drop(tok_emb + pos_emb)             # X = Emb + P: (B, T, C)
         for i, block in enumerate(self.transformer.h):
             x = block(x, None if kv_cache is None else kv_cache[i])
         return self.transformer.ln_f(x)                          # (B, T, C)
