@@ -241,3 +241,14 @@ def test_llama_overfits_one_batch():
         loss.backward()
         opt.step()
     assert loss.item() < 0.1
+
+
+def test_trace_runs_on_the_llama_model():
+    m = model(dtype=np.float32, n_layer=1, n_kv_head=2)
+    with tgx.trace() as t:
+        m(np.zeros((2, 5), np.int64))
+    scopes = {r.scope for r in t.rows}
+    assert {"transformer.h.0.ln_1", "transformer.h.0.attn", "transformer.h.0.mlp.c_up",
+            "transformer.ln_f"} <= scopes
+    assert any(r.op == "attention" for r in t.rows)                # F.attention, one node
+    assert "transformer.wpe" not in scopes
