@@ -8,11 +8,16 @@ References:
 3) Xiong et al. 2020, "On Layer Normalization in the Transformer Architecture": Pre-LN vs Post-LN.
 4) karpathy/nanoGPT model.py: the file order and the parameter names (GPT-2 checkpoint names), so
    loading GPT-2 weights is a name map.
+5) The LLaMA-style switches of GPTConfig (Touvron et al. 2023, "LLaMA"): RMSNorm (Zhang &
+   Sennrich 2019, "Root Mean Square Layer Normalization"), rotary position embeddings (Su et al.
+   2021, "RoFormer"), the SwiGLU MLP (Shazeer 2020, "GLU Variants Improve Transformer") and
+   grouped-query attention (Ainslie et al. 2023, "GQA"). All are built from public ops.
 
 The formulas are the ones derived step by step in docs/walkthrough.md (attention, multi-head
 attention, the Pre-LN and Post-LN blocks); each appears as a line of code below.
 Shapes: B batch, T new positions, t all positions (cached + new), C = n_embd = d_model,
-nh = n_head, hs = C // nh = d_k, V = vocab_size.
+nh = n_head, hs = C // nh = d_k, V = vocab_size, nkv = n_kv_head (K/V heads), g = nh // nkv,
+H = the MLP's hidden size.
 """
 from __future__ import annotations
 
@@ -28,6 +33,43 @@ from tinygradx import Tensor, nn
 from .layers import KVCache, as_ids, normal_, sample_next, zeros_
 
 
+class RMSNorm(nn.Module):
+    """RMSNorm(x) = x / sqrt(mean(x^2) + eps) * g over the last dim (Zhang & Sennrich 2019):
+    LayerNorm without the mean subtraction and the bias, as LLaMA uses it."""
+
+    def __init__(self, dim, eps=1e-5):
+        self.eps = eps
+        self.weight = nn.Parameter(np.ones((dim,), np.float32))  # g: (C,)
+
+    def forward(self, x):
+        ms = (x * x).mean(dim=-1, keepdim=True)                  # mean(x^2): (B, T, 1)
+        return x * (ms + self.eps).rsqrt() * self.weight         # (B, T, C)
+
+    def extra_repr(self):
+        return f"{self.weight.shape[0]}, eps={self.eps}"
+
+
+def rope_tables(length, head_size, theta=10000.0):
+    """The constant cos and sin tables of rotary embeddings, each (length, hs), float64.
+
+    Position m and pair i (i < hs/2) rotate by the angle m * theta^(-2i/hs). The pairs are
+    (x_i, x_{i + hs/2}) -- the "rotate half" layout of GPT-NeoX and Hugging Face's LLaMA -- so
+    each table repeats its hs/2 columns twice."""
+    inv_freq = theta ** (-np.arange(0, head_size, 2, dtype=np.float64) / head_size)  # (hs/2,)
+    angles = np.outer(np.arange(length, dtype=np.float64), inv_freq)  # (length, hs/2)
+    angles = np.concatenate([angles, angles], axis=1)                  # (length, hs)
+    return np.cos(angles), np.sin(angles)
+
+
+def apply_rope(x, cos, sin):
+    """Rotate x (B, h, T, hs) by the angles of its positions: x * cos + rotate_half(x) * sin,
+    with cos, sin (T, hs) constants and rotate_half([x1, x2]) = [-x2, x1] (halves of hs)."""
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]                        # 2 x (B, h, T, hs/2)
+    rotated = tgx.cat([-x2, x1], dim=-1)                         # (B, h, T, hs)
+    return x * Tensor(cos) + rotated * Tensor(sin)              # (B, h, T, hs)
+
+
 class CausalSelfAttention(nn.Module):
     """MHA(X) = Concat(head_1, ..., head_h) W^O, head_i = Softmax(Q_i K_i^T / sqrt(d_k) + M) V_i,
     where M_ij = -inf for j > i (a position never reads the future).
@@ -38,35 +80,58 @@ class CausalSelfAttention(nn.Module):
     uses torch's fused attention: F.packed_attention in training, F.attention with a KV cache.
     Set `record_attn = True` to keep the last attention weights A (B, nh, T, t) in `attn_weights`
     (this takes the op-by-op path, which has A).
+
+    LLaMA-style switches (GPTConfig): with pos="rope" Q and K are rotated by their absolute
+    positions (`apply_rope`) after the split into heads; with n_kv_head < n_head, `c_attn` makes
+    nh query heads but only nkv key/value heads (C -> C + 2 nkv hs) and each K/V head serves
+    g = nh // nkv query heads (grouped-query attention; nkv = 1 is multi-query). The KV cache
+    keeps the rotated K and the nkv heads, not the repeated ones. F.packed_attention takes one
+    packed [Q K V] with equal head counts and no rotation, so these configs never use it: they
+    split into heads op by op and then call F.attention (one node) when fused, or `_scores`.
     """
 
     def __init__(self, config):
-        assert config.n_embd % config.n_head == 0, "n_embd must be divisible by n_head"
+        config.validate()
         self.n_head, self.n_embd = config.n_head, config.n_embd
-        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)
+        self.n_kv_head = config.kv_heads
+        hs = config.n_embd // config.n_head
+        self.c_attn = nn.Linear(config.n_embd, config.n_embd + 2 * self.n_kv_head * hs,
+                                bias=config.bias)
         self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
         self.attn_dropout = nn.Dropout(config.dropout)
         self.resid_dropout = nn.Dropout(config.dropout)
         self.record_attn = False
         self.attn_weights = None
         self.fused = config.fused_attention
+        self.rope = None
+        if config.pos == "rope":
+            self.rope = rope_tables(config.block_size, hs, config.rope_theta)  # 2 x (block, hs)
+        # the packed [Q K V] kernel: equal head counts and no rotation only
+        self.packed = self.fused and self.rope is None and self.n_kv_head == self.n_head
 
     def forward(self, x, cache=None):
         B, T, C = x.shape  # batch size, new positions, embedding dimensionality (n_embd)
         # Q = X W^Q, K = X W^K, V = X W^V for all heads at once
+        # (with n_kv_head < n_head the width is C + 2 nkv hs, not 3C)
         qkv = self.c_attn(x)                                     # [Q K V]: (B, T, 3C)
         p = self.attn_dropout.p if self.training else 0.0
-        if self.fused and cache is None and not self.record_attn:
+        if self.packed and cache is None and not self.record_attn:
             y = F.packed_attention(qkv, self.n_head, is_causal=True, dropout_p=p)  # (B, T, C)
-        elif self.fused and not self.record_attn and not tgx.is_grad_enabled():
+        elif self.packed and not self.record_attn and not tgx.is_grad_enabled():
             # generation: the new rows' Q against K, V of all rows kept in the cache
             rows = cache.append_rows(qkv)                        # (B, t, 3C), t = past + T
             y = F.packed_attention(rows, self.n_head, is_causal=True, dropout_p=p,
                                    n_query=T)                    # (B, T, C)
         else:
-            q, k, v = self._heads(qkv)                           # 3 x (B, nh, T, hs)
+            q, k, v = self._heads(qkv)                  # (B, nh, T, hs), 2 x (B, nkv, T, hs)
+            if self.rope is not None:
+                past = 0 if cache is None else cache.length      # position of the first new row
+                cos, sin = (a[past:past + T].astype(x.dtype) for a in self.rope)  # (T, hs)
+                q = apply_rope(q, cos, sin)                      # (B, nh, T, hs)
+                k = apply_rope(k, cos, sin)                      # (B, nkv, T, hs)
             if cache is not None:
-                k, v = cache.update(k, v)                        # (B, nh, t, hs), t = past + T
+                k, v = cache.update(k, v)                        # (B, nkv, t, hs), t = past + T
+            k, v = self._repeat_kv(k), self._repeat_kv(v)        # 2 x (B, nh, t, hs)
             if self.fused and not self.record_attn:
                 # the T new queries are the last T of the t positions: bottom-right mask
                 mask = F.causal_mask(T, k.shape[2], q.dtype) if T > 1 else None
@@ -77,14 +142,23 @@ class CausalSelfAttention(nn.Module):
         return self.resid_dropout(self.c_proj(y))                # Concat(...) W^O: (B, T, C)
 
     def _heads(self, qkv):
-        """[Q K V] (B, T, 3C) -> Q, K, V per head, each (B, nh, T, hs)."""
-        B, T, _ = qkv.shape                                      # (B, T, 3C)
-        nh, hs = self.n_head, self.n_embd // self.n_head
-        q, k, v = qkv.split(self.n_embd, dim=2)                  # 3 x (B, T, C)
+        """[Q K V] (B, T, C + 2 nkv hs) -> Q (B, nh, T, hs), K and V (B, nkv, T, hs)."""
+        B, T, _ = qkv.shape                                      # (B, T, C + 2 nkv hs)
+        nh, nkv, hs = self.n_head, self.n_kv_head, self.n_embd // self.n_head
+        q, k, v = qkv.split([nh * hs, nkv * hs, nkv * hs], dim=2)  # (B, T, C), 2 x (B, T, nkv hs)
         q = q.reshape(B, T, nh, hs).transpose(1, 2)              # (B, nh, T, hs)
-        k = k.reshape(B, T, nh, hs).transpose(1, 2)              # (B, nh, T, hs)
-        v = v.reshape(B, T, nh, hs).transpose(1, 2)              # (B, nh, T, hs)
+        k = k.reshape(B, T, nkv, hs).transpose(1, 2)             # (B, nkv, T, hs)
+        v = v.reshape(B, T, nkv, hs).transpose(1, 2)             # (B, nkv, T, hs)
         return q, k, v
+
+    def _repeat_kv(self, x):
+        """K or V (B, nkv, t, hs) -> (B, nh, t, hs): query head i reads K/V head i // g."""
+        B, nkv, t, hs = x.shape
+        g = self.n_head // nkv
+        if g == 1:
+            return x
+        x = x.reshape(B, nkv, 1, t, hs).expand(B, nkv, g, t, hs)  # (B, nkv, g, t, hs)
+        return x.reshape(B, nkv * g, t, hs)                      # (B, nh, t, hs)
 
     def _scores(self, q, k, v):
         """head_i = Softmax(Q_i K_i^T / sqrt(d_k) + M) V_i for all heads, op by op."""
@@ -104,19 +178,41 @@ class CausalSelfAttention(nn.Module):
 
 class MLP(nn.Module):
     """FFN(x) = phi(x W_1 + b_1) W_2 + b_2 with phi = GELU and d_ff = 4 d_model (W_1 is c_fc,
-    W_2 is c_proj). GPT-2 uses the tanh approximation of GELU ("gelu_new")."""
+    W_2 is c_proj). GPT-2 uses the tanh approximation of GELU ("gelu_new").
+
+    With mlp="swiglu" (LLaMA): FFN(x) = (SiLU(x W_1) * (x W_3)) W_2, SiLU(z) = z * sigmoid(z);
+    W_1 is c_fc (the gate), W_3 is c_up, W_2 is c_proj, and the hidden size H defaults to
+    8/3 C rounded up to a multiple of 8, so the three matrices hold about as many weights as
+    GELU's two of 4C.
+    """
 
     def __init__(self, config):
-        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
-        self.gelu = nn.GELU(approximate=config.gelu_approximate)
-        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
+        self.swiglu = config.mlp == "swiglu"
+        H = config.hidden_size
+        self.c_fc = nn.Linear(config.n_embd, H, bias=config.bias)
+        if self.swiglu:
+            self.c_up = nn.Linear(config.n_embd, H, bias=config.bias)
+        else:
+            self.gelu = nn.GELU(approximate=config.gelu_approximate)
+        self.c_proj = nn.Linear(H, config.n_embd, bias=config.bias)
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, x):
-        x = self.c_fc(x)                                         # x W_1 + b_1: (B, T, 4C)
-        x = self.gelu(x)                                         # phi(...)
+        if self.swiglu:
+            gate = self.c_fc(x)                                  # x W_1: (B, T, H)
+            x = gate * gate.sigmoid() * self.c_up(x)             # SiLU(x W_1) * x W_3: (B, T, H)
+        else:
+            x = self.c_fc(x)                                         # x W_1 + b_1: (B, T, 4C)
+            x = self.gelu(x)                                         # phi(...)
         x = self.c_proj(x)                                       # ... W_2 + b_2: (B, T, C)
         return self.dropout(x)
+
+
+def make_norm(config):
+    """The norm of a block or of ln_f: LayerNorm (GPT-2) or RMSNorm (norm="rmsnorm")."""
+    if config.norm == "rmsnorm":
+        return RMSNorm(config.n_embd, eps=config.norm_eps)
+    return nn.LayerNorm(config.n_embd, eps=config.norm_eps, bias=config.bias)
 
 
 class Block(nn.Module):
@@ -128,13 +224,14 @@ class Block(nn.Module):
     Post-LN (norm_first=False, the original Transformer), y = LayerNorm(x + Sublayer(x)):
         u_l     = LayerNorm(x_l + CausalMHA(x_l))
         x_{l+1} = LayerNorm(u_l + MLP(u_l))
+    With norm="rmsnorm", RMSNorm takes LayerNorm's place (the modules keep the names ln_1, ln_2).
     """
 
     def __init__(self, config):
         self.norm_first = config.norm_first
-        self.ln_1 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.ln_1 = make_norm(config)
         self.attn = CausalSelfAttention(config)
-        self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.ln_2 = make_norm(config)
         self.mlp = MLP(config)
 
     def forward(self, x, cache=None):
@@ -147,10 +244,19 @@ class Block(nn.Module):
         return x
 
 
+_CHOICES = {"norm": ("layernorm", "rmsnorm"), "pos": ("learned", "rope"),
+            "mlp": ("gelu", "swiglu"), "gelu_approximate": ("tanh", "none")}
+
+
 @dataclass
 class GPTConfig:
     """Sizes and switches. The defaults are nanoGPT's CPU config for tiny-shakespeare (chars);
-    GPT-2 small is block_size=1024, vocab_size=50257, n_layer=12, n_head=12, n_embd=768."""
+    GPT-2 small is block_size=1024, vocab_size=50257, n_layer=12, n_head=12, n_embd=768.
+
+    The LLaMA-style switches (each independent; the defaults are GPT-2's block):
+    norm="rmsnorm", pos="rope" (no wpe table), mlp="swiglu", n_kv_head < n_head (grouped-query
+    attention) and bias=False. `GPTConfig.llama(...)` turns them all on.
+    """
     block_size: int = 64          # longest context (rows of the position table wpe)
     vocab_size: int = 65          # 65 = tiny-shakespeare characters; GPT-2 has 50257
     n_layer: int = 4
@@ -161,6 +267,78 @@ class GPTConfig:
     norm_first: bool = True       # Pre-LN (GPT-2); False gives Post-LN blocks and no ln_f
     gelu_approximate: str = "tanh"  # GPT-2's gelu_new; "none" is the exact erf GELU (nanoGPT)
     fused_attention: bool = True  # attention as one node (F.attention); False: op by op
+    norm: str = "layernorm"       # "rmsnorm": RMSNorm in the blocks and ln_f (LLaMA)
+    pos: str = "learned"          # "rope": rotary embeddings on Q and K, no wpe table (LLaMA)
+    mlp: str = "gelu"             # "swiglu": (SiLU(x W_1) * x W_3) W_2 (LLaMA)
+    n_kv_head: int | None = None  # K/V heads (grouped-query attention); None = n_head
+    mlp_hidden: int | None = None  # H; None = 4C (gelu) or 8/3 C rounded up to 8 (swiglu)
+    rope_theta: float = 10000.0   # RoPE's base: pair i turns by theta^(-2i/hs) per position
+    norm_eps: float = 1e-5        # eps of LayerNorm / RMSNorm
+
+    def __post_init__(self):
+        self.validate()
+
+    @classmethod
+    def llama(cls, **overrides):
+        """A config with every LLaMA-style switch on: RMSNorm, RoPE, SwiGLU, no biases (set
+        n_kv_head for grouped-query attention)."""
+        fields = dict(norm="rmsnorm", pos="rope", mlp="swiglu", bias=False)
+        fields.update(overrides)
+        return cls(**fields)
+
+    @property
+    def kv_heads(self):
+        return self.n_head if self.n_kv_head is None else self.n_kv_head
+
+    @property
+    def hidden_size(self):
+        """H: mlp_hidden, else 4C (gelu) or 8/3 C rounded up to a multiple of 8 (swiglu)."""
+        if self.mlp_hidden is not None:
+            return self.mlp_hidden
+        if self.mlp == "swiglu":
+            return -(-(8 * self.n_embd // 3) // 8) * 8
+        return 4 * self.n_embd
+
+    def validate(self):
+        """Raise one ValueError that lists every problem of the config (None if it is fine)."""
+        problems = []
+
+        def positive_int(name, value):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                problems.append(f"{name} must be a positive int, got {value!r}")
+                return False
+            return True
+
+        for name in ("vocab_size", "block_size"):
+            if getattr(self, name) is not None:     # nanoGPT leaves these None until the data
+                positive_int(name, getattr(self, name))
+        sizes_ok = all([positive_int("n_layer", self.n_layer), positive_int("n_head", self.n_head),
+                        positive_int("n_embd", self.n_embd)])
+        for name, allowed in _CHOICES.items():
+            if getattr(self, name) not in allowed:
+                problems.append(f"{name} must be one of {', '.join(map(repr, allowed))}, got "
+                                f"{getattr(self, name)!r}")
+        if sizes_ok and self.n_embd % self.n_head:
+            problems.append(f"n_embd ({self.n_embd}) must be divisible by n_head "
+                            f"({self.n_head}): each head gets n_embd // n_head dims")
+        if self.n_kv_head is not None and positive_int("n_kv_head", self.n_kv_head) and sizes_ok:
+            if self.n_kv_head > self.n_head:
+                problems.append(f"n_kv_head ({self.n_kv_head}) must be at most n_head "
+                                f"({self.n_head})")
+            elif self.n_head % self.n_kv_head:
+                problems.append(f"n_head ({self.n_head}) must be divisible by n_kv_head "
+                                f"({self.n_kv_head}): each K/V head serves n_head // n_kv_head "
+                                f"query heads")
+        if self.pos == "rope" and sizes_ok and not self.n_embd % self.n_head \
+                and (self.n_embd // self.n_head) % 2:
+            problems.append(f"pos='rope' needs an even head size, got n_embd // n_head = "
+                            f"{self.n_embd // self.n_head} (rotations act on pairs)")
+        if self.mlp_hidden is not None:
+            positive_int("mlp_hidden", self.mlp_hidden)
+        if not 0.0 <= self.dropout < 1.0:
+            problems.append(f"dropout must be in [0, 1), got {self.dropout!r}")
+        if problems:
+            raise ValueError("GPTConfig: " + "; ".join(problems))
 
 
 class GPT(nn.Module):
@@ -169,19 +347,24 @@ class GPT(nn.Module):
 
     With norm_first=False (Post-LN) every block already ends in a LayerNorm, and Xiong et al.'s
     Post-LN has no final LayerNorm, so `transformer.ln_f` is an Identity (no parameters).
+    With pos="rope" there is no wpe: X = Emb, and each attention layer rotates Q and K.
     """
 
     def __init__(self, config):
-        assert config.vocab_size is not None and config.block_size is not None
+        config.validate()
+        if config.vocab_size is None or config.block_size is None:
+            raise ValueError("GPT: set config.vocab_size and config.block_size (they are None)")
         self.config = config
         C = config.n_embd
-        self.transformer = nn.ModuleDict(dict(
-            wte=nn.Embedding(config.vocab_size, C),               # token embedding (V, C)
-            wpe=nn.Embedding(config.block_size, C),               # position embedding (block, C)
+        parts = dict(wte=nn.Embedding(config.vocab_size, C))     # token embedding (V, C)
+        if config.pos == "learned":
+            parts["wpe"] = nn.Embedding(config.block_size, C)    # position embedding (block, C)
+        parts.update(
             drop=nn.Dropout(config.dropout),
             h=nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
-            ln_f=nn.LayerNorm(C, bias=config.bias) if config.norm_first else nn.Identity(),
-        ))
+            ln_f=make_norm(config) if config.norm_first else nn.Identity(),
+        )
+        self.transformer = nn.ModuleDict(parts)
         self.lm_head = nn.Linear(C, config.vocab_size, bias=False)
         # weight tying (Press & Wolf 2017; GPT-2): the output projection is the token embedding,
         # the same Parameter object, so it is listed (and updated) once, as transformer.wte.weight
@@ -206,7 +389,7 @@ class GPT(nn.Module):
         the position table wpe, as nanoGPT's get_num_params does by default (wte stays in:
         it is also the output layer). The default here is the plain total, as nn.Module's."""
         n = super().num_parameters(trainable_only)
-        if non_embedding:
+        if non_embedding and self.config.pos == "learned":
             n -= self.transformer.wpe.weight.data.size
         return n
 
@@ -218,10 +401,13 @@ class GPT(nn.Module):
             raise ValueError(f"GPT: cannot forward {past + T} positions ({past} cached + {T} "
                              f"new), the block size is only {self.config.block_size}; crop "
                              f"the context (generate() does)")
-        pos = np.arange(past, past + T, dtype=np.int64)          # (T,)
         tok_emb = self.transformer.wte(idx)                      # (B, T, C)
-        pos_emb = self.transformer.wpe(pos)                      # (T, C)
-        x = self.transformer.drop(tok_emb + pos_emb)             # X = Emb + P: (B, T, C)
+        if self.config.pos == "rope":                            # positions enter in attention
+            x = self.transformer.drop(tok_emb)                   # X = Emb: (B, T, C)
+        else:
+            pos = np.arange(past, past + T, dtype=np.int64)      # (T,)
+            pos_emb = self.transformer.wpe(pos)                  # (T, C)
+            x = self.transformer.drop(tok_emb + pos_emb)             # X = Emb + P: (B, T, C)
         for i, block in enumerate(self.transformer.h):
             x = block(x, None if kv_cache is None else kv_cache[i])
         return self.transformer.ln_f(x)                          # (B, T, C)
@@ -247,8 +433,14 @@ class GPT(nn.Module):
 
     def crop_block_size(self, block_size):
         """Shrink the context (e.g. to fine-tune a pretrained model on shorter sequences)."""
-        assert block_size <= self.config.block_size
+        if not 0 < block_size <= self.config.block_size:
+            raise ValueError(f"crop_block_size: block_size must be in 1..{self.config.block_size}"
+                             f", got {block_size}")
         self.config.block_size = block_size
+        if self.config.pos == "rope":
+            for block in self.transformer.h:                     # 2 x (block_size, hs)
+                block.attn.rope = tuple(a[:block_size] for a in block.attn.rope)
+            return
         wpe = self.transformer.wpe
         wpe.weight = nn.Parameter(wpe.weight.data[:block_size].copy())  # (block_size, C)
         wpe.num_embeddings = block_size
@@ -306,10 +498,13 @@ def count_parameters(config):
     """The number of parameters of GPT(config), from the sizes alone (nothing is allocated;
     the tests check it against built models). The tied lm_head adds nothing."""
     C, L, b = config.n_embd, config.n_layer, int(config.bias)
-    ln = C + b * C                                                # gain (+ bias)
-    attn = (3 * C * C + b * 3 * C) + (C * C + b * C)              # c_attn, c_proj
-    mlp = (4 * C * C + b * 4 * C) + (4 * C * C + b * C)           # c_fc, c_proj
+    H, kv = config.hidden_size, 2 * config.kv_heads * (C // config.n_head)  # MLP hidden, K+V
+    ln = C + (b * C if config.norm == "layernorm" else 0)         # gain (+ bias); RMSNorm: gain
+    attn = (C * (C + kv) + b * (C + kv)) + (C * C + b * C)        # c_attn, c_proj
+    n_in = 2 if config.mlp == "swiglu" else 1                     # c_fc (+ c_up)
+    mlp = n_in * (C * H + b * H) + (H * C + b * C)                # ..., c_proj
     block = 2 * ln + attn + mlp
-    embeddings = config.vocab_size * C + config.block_size * C    # wte, wpe
+    wpe = config.block_size * C if config.pos == "learned" else 0
+    embeddings = config.vocab_size * C + wpe                      # wte, wpe
     ln_f = ln if config.norm_first else 0
     return embeddings + L * block + ln_f
