@@ -22,7 +22,8 @@ import html
 import json
 import re
 
-from .graph import residual_summary, translate
+from .dataflow import translate
+from .graph import residual_summary
 
 __all__ = ["trace_page", "write", "page_html"]
 

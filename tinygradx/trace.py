@@ -21,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .autograd import observe
-from .graph import DataFlow, Graph, translate
+from .dataflow import DataFlow, translate
+from .graph import Graph
 
 __all__ = ["trace", "Trace", "Row"]
 
@@ -48,7 +49,7 @@ class Row:
 class Trace:
     """Collects Rows while active; `table()` formats them. Use through `tgx.trace(...)`.
 
-    The formulas and names come from `graph.DataFlow`, the same description `viz` labels its
+    The formulas and names come from `dataflow.DataFlow`, the same description `viz` labels its
     nodes with: each row is one op node of the trace's Graph (`Row.node`).
     """
 
