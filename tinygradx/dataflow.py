@@ -369,7 +369,7 @@ class DataFlow:
         self.update()
         g, flows = self.g, self.flows
         consumers = g.consumers()
-        for i, f in enumerate(flows):
+        for f in flows:
             f.formula = f.base
             if f.op is not None:
                 f.name = _SEED.get(f.symbol, f.symbol if f.symbol not in ("x", "Y") else "")

@@ -268,7 +268,7 @@ def residual_summary(root):
 
 def has_grads(g):
     """Whether a backward already ran over this graph (one of its leaves has a .grad)."""
-    return any(op is None and t.grad is not None for t, op in zip(g.nodes, g.ops))
+    return any(op is None and t.grad is not None for t, op in zip(g.nodes, g.ops, strict=True))
 
 
 def edge_grads(root, g):
@@ -294,7 +294,8 @@ def edge_grads(root, g):
         ins = ctx.backward(grad)
         if not isinstance(ins, tuple):
             ins = (ins,)
-        for slot, (p, ig, need) in enumerate(zip(g.parents(i), ins, ctx.needs_input_grad)):
+        edges = zip(g.parents(i), ins, ctx.needs_input_grad, strict=False)   # as run_backward
+        for slot, (p, ig, need) in enumerate(edges):
             if ig is None or not need:
                 continue
             ig = autograd.unbroadcast(np.asarray(ig), g.nodes[p].shape)

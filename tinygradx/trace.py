@@ -134,9 +134,10 @@ class Trace:
                 lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
             return "\n".join(lines)
         widths = [max(_width(c[k]) for c in [head] + body) for k in range(len(head))]
-        lines = [dims, "  ".join(_ljust(h, w) for h, w in zip(head, widths)).rstrip()]
+        lines = [dims, "  ".join(_ljust(h, w) for h, w in zip(head, widths, strict=True)).rstrip()]
         for cells in body:
-            lines.append("  ".join(_ljust(c, w) for c, w in zip(cells, widths)).rstrip())
+            cols = zip(cells, widths, strict=True)
+            lines.append("  ".join(_ljust(c, w) for c, w in cols).rstrip())
         return "\n".join(lines)
 
     def __str__(self):

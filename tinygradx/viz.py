@@ -327,7 +327,7 @@ def _highlight_plan(g, highlight):
         path = residual_indices(g)
     else:
         path = [g.index[id(t)] for t in highlight if id(t) in g.index]
-    return set(path), {(a, b) for b, a in zip(path, path[1:])}
+    return set(path), {(a, b) for b, a in itertools.pairwise(path)}
 
 
 def _collapse_plan(g, depth, names, consumers):
