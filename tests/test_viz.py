@@ -21,7 +21,7 @@ from tinygradx import nn
 
 graphviz = pytest.importorskip(
     "graphviz", reason="the graphviz package (the viz extra) not installed")
-from tinygradx import viz  # noqa: E402  (after the skip: viz needs graphviz to build graphs)
+from tinygradx import renderer, viz  # noqa: E402  (after the skip: viz needs graphviz)
 from tinygradx.models.apps.inspect_models import build_graph_for_cli  # noqa: E402
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
@@ -339,8 +339,8 @@ def test_render_svg_and_png(kind, tmp_path):
 
 @pytest.mark.skipif(not available("graphviz-pure"), reason="graphviz-pure is not installed")
 def test_graphviz_pure_has_no_pdf(tmp_path, monkeypatch):
-    real_which = viz.shutil.which
-    monkeypatch.setattr(viz.shutil, "which",          # hide a system dot: graphviz-pure only
+    real_which = renderer.shutil.which
+    monkeypatch.setattr(renderer.shutil, "which",     # hide a system dot: graphviz-pure only
                         lambda name: None if name == "dot" else real_which(name))
     loss, _ = affine()
     with pytest.raises(viz.RendererNotFound, match="PDF"):
@@ -355,8 +355,8 @@ def test_jupyter_display_uses_the_fallback_renderer():
 
 
 def test_no_renderer_is_a_clear_error(monkeypatch, tmp_path):
-    monkeypatch.setattr(viz.shutil, "which", lambda name: None)
-    monkeypatch.setattr(viz, "_graphviz_pure_exe", lambda: None)
+    monkeypatch.setattr(renderer.shutil, "which", lambda name: None)
+    monkeypatch.setattr(renderer, "_graphviz_pure_exe", lambda: None)
     loss, _ = affine()
     with pytest.raises(viz.RendererNotFound, match="pip install graphviz-pure"):
         viz.render(loss, str(tmp_path / "g.svg"))
@@ -414,4 +414,4 @@ def test_labels_carry_seed_names_and_named_shapes():
                   "X (B, S, d_model)", "loss\\nscalar"]:
         assert label in src, label
     zh = viz.to_dot_source(loss, params=model, lang="zh")
-    assert "图例" in zh and "残差通路" not in viz.to_dot_source(loss, params=model)
+    assert "图例" in zh and "残差路径" not in viz.to_dot_source(loss, params=model)

@@ -22,7 +22,8 @@ import html
 import json
 import re
 
-from .graph import residual_summary, translate
+from .dataflow import translate
+from .graph import residual_summary
 
 __all__ = ["trace_page", "write", "page_html"]
 
@@ -81,8 +82,10 @@ _JS = """
   });
   document.querySelectorAll('tr[data-node]').forEach(function(r){
     r.addEventListener('click', function(){
-      document.querySelectorAll('.highlight').forEach(function(e){ e.classList.remove('highlight'); });
-      document.querySelectorAll('tr.selected').forEach(function(e){ e.classList.remove('selected'); });
+      document.querySelectorAll('.highlight')
+          .forEach(function(e){ e.classList.remove('highlight'); });
+      document.querySelectorAll('tr.selected')
+          .forEach(function(e){ e.classList.remove('selected'); });
       r.classList.add('selected');
       var n = document.getElementById(r.dataset.node);
       if(n){ n.classList.add('highlight'); info.textContent = describe(n.id);
@@ -94,7 +97,8 @@ _JS = """
            a.y + a.height <= b.y + b.height + 1;
   }
   var clusters = Array.prototype.slice.call(document.querySelectorAll('#graph g.cluster'))
-      .filter(function(c){ return c.id !== 'legend' && !/legend/.test(c.textContent.slice(0, 40)); });
+      .filter(function(c){
+        return c.id !== 'legend' && !/legend/.test(c.textContent.slice(0, 40)); });
   function members(c){
     var box = c.getBBox();
     return Array.prototype.filter.call(nodes, function(n){ return inside(n.getBBox(), box); });
@@ -119,7 +123,8 @@ _JS = """
     });
   }
   var titles = {};
-  nodes.forEach(function(n){ var t = n.querySelector('title'); if(t) titles[t.textContent.trim()] = n.id; });
+  nodes.forEach(function(n){
+    var t = n.querySelector('title'); if(t) titles[t.textContent.trim()] = n.id; });
   clusters.forEach(function(c){
     c.addEventListener('click', function(ev){
       setCollapsed(c, !c.classList.contains('collapsed')); ev.stopPropagation();

@@ -21,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .autograd import observe
-from .graph import DataFlow, Graph, translate
+from .dataflow import DataFlow, translate
+from .graph import Graph
 
 __all__ = ["trace", "Trace", "Row"]
 
@@ -48,7 +49,7 @@ class Row:
 class Trace:
     """Collects Rows while active; `table()` formats them. Use through `tgx.trace(...)`.
 
-    The formulas and names come from `graph.DataFlow`, the same description `viz` labels its
+    The formulas and names come from `dataflow.DataFlow`, the same description `viz` labels its
     nodes with: each row is one op node of the trace's Graph (`Row.node`).
     """
 
@@ -133,9 +134,10 @@ class Trace:
                 lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
             return "\n".join(lines)
         widths = [max(_width(c[k]) for c in [head] + body) for k in range(len(head))]
-        lines = [dims, "  ".join(_ljust(h, w) for h, w in zip(head, widths)).rstrip()]
+        lines = [dims, "  ".join(_ljust(h, w) for h, w in zip(head, widths, strict=True)).rstrip()]
         for cells in body:
-            lines.append("  ".join(_ljust(c, w) for c, w in zip(cells, widths)).rstrip())
+            cols = zip(cells, widths, strict=True)
+            lines.append("  ".join(_ljust(c, w) for c, w in cols).rstrip())
         return "\n".join(lines)
 
     def __str__(self):

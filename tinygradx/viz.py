@@ -33,15 +33,13 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import shutil
-import subprocess
-import sys
-import sysconfig
 
 import numpy as np
 
-from .graph import (DataFlow, Graph as _G, edge_grads, has_grads, leaf_kind, residual_indices,
-                    residual_path, residual_summary, translate, walk, within)
+from .dataflow import DataFlow, translate
+from .graph import (Graph as _G, edge_grads, has_grads, leaf_kind, residual_indices,
+                    residual_path, residual_summary, walk, within)
+from .renderer import RendererNotFound, find_renderer, renderer_for, run_renderer
 from .tensor import Tensor
 
 __all__ = ["to_dot", "to_dot_source", "residual_path", "residual_summary", "render",
@@ -276,7 +274,7 @@ def to_dot(tensor, params=None, show_saved=False, grads="auto", depth=None, high
         Draw the small legend frame.
     dims : dict name -> size, optional
         Names for sizes in the labels' named shapes (B, T, S, d_model, h, d_k, d_ff, V); the
-        rest are guessed from the ops, as `tgx.trace` does (`graph.DataFlow`).
+        rest are guessed from the ops, as `tgx.trace` does (`dataflow.DataFlow`).
     lang : "en" | "zh"
         The language of the labels' words.
     ids : bool
@@ -329,7 +327,7 @@ def _highlight_plan(g, highlight):
         path = residual_indices(g)
     else:
         path = [g.index[id(t)] for t in highlight if id(t) in g.index]
-    return set(path), {(a, b) for b, a in zip(path, path[1:])}
+    return set(path), {(a, b) for b, a in itertools.pairwise(path)}
 
 
 def _collapse_plan(g, depth, names, consumers):
@@ -548,53 +546,8 @@ def to_dot_source(tensor, **kwargs):
 
 
 # --------------------------------------------------------------------------------------------
-# rendering: system Graphviz, else graphviz-pure
+# rendering (tinygradx.renderer finds and runs the program)
 # --------------------------------------------------------------------------------------------
-
-class RendererNotFound(RuntimeError):
-    """Neither Graphviz's `dot` nor the graphviz-pure program could be found."""
-
-
-def _graphviz_pure_exe():
-    """The `graphviz-pure` program from the PyPI wheel: on PATH, or next to this Python (a
-    venv's bin/ when the venv is not activated, e.g. inside a Jupyter kernel)."""
-    exe = shutil.which("graphviz-pure")
-    if exe:
-        return exe
-    names = ["graphviz-pure.exe", "graphviz-pure"] if os.name == "nt" else ["graphviz-pure"]
-    dirs = [sysconfig.get_path("scripts"), os.path.dirname(sys.executable)]
-    try:
-        dirs.append(sysconfig.get_path("scripts", f"{os.name}_user"))
-    except KeyError:
-        pass
-    for d in dirs:
-        for name in names:
-            cand = os.path.join(d or "", name)
-            if d and os.path.isfile(cand) and os.access(cand, os.X_OK):
-                return cand
-    return None
-
-
-def find_renderer(renderer="auto"):
-    """(kind, executable) of the renderer to use: "dot" (system Graphviz) first, then
-    "graphviz-pure". `renderer` may force one of them."""
-    if renderer not in ("auto", "dot", "graphviz-pure"):
-        raise ValueError(f"renderer must be 'auto', 'dot' or 'graphviz-pure', got {renderer!r}")
-    if renderer in ("auto", "dot"):
-        exe = shutil.which("dot")
-        if exe:
-            return "dot", exe
-    if renderer in ("auto", "graphviz-pure"):
-        exe = _graphviz_pure_exe()
-        if exe:
-            return "graphviz-pure", exe
-    wanted = "" if renderer == "auto" else f" ({renderer} was requested)"
-    raise RendererNotFound(
-        f"no Graphviz renderer found{wanted}: install the graphviz-pure wheel "
-        f"(pip install graphviz-pure, no system package needed) or system Graphviz "
-        f"(apt install graphviz / brew install graphviz). The DOT text itself needs neither: "
-        f"use to_dot_source(...) or write a .dot/.gv file.")
-
 
 def _source(graph):
     if isinstance(graph, Tensor):
@@ -609,17 +562,8 @@ def _source(graph):
 
 def pipe(graph, format="svg", renderer="auto"):
     """Render to bytes in memory (what Jupyter's inline display uses)."""
-    kind, exe = find_renderer(renderer)
-    if kind == "graphviz-pure" and format in ("pdf", "ps", "eps"):
-        raise RendererNotFound(
-            f"graphviz-pure cannot write {format.upper()} yet (it writes svg, png, jpeg, dot, "
-            f"json, plain); install system Graphviz for {format}, or render svg/png")
-    proc = subprocess.run([exe, f"-T{format}"], input=_source(graph).encode("utf-8"),
-                          capture_output=True, timeout=300)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{kind} failed (exit {proc.returncode}): "
-                           f"{proc.stderr.decode('utf-8', 'replace').strip()}")
-    return proc.stdout
+    found = renderer_for(format, renderer)
+    return run_renderer(found, _source(graph), format)
 
 
 def render(graph, path, format=None, renderer="auto", **to_dot_kwargs):
