@@ -162,9 +162,10 @@ def _load_trainer(path, **overrides):
 
 def cmd_train(args):
     """Every check (flags, run directory, checkpoint) comes before anything is written."""
-    from tinygradx.models.training.trainer import (ConfigError, Trainer, TrainConfig,
-                                                   check_run_dir, default_out_dir,
-                                                   validate_config)
+    from tinygradx.models.training.config import (ConfigError, TrainConfig, default_out_dir,
+                                                  validate_config)
+    from tinygradx.models.training.rundir import check_run_dir
+    from tinygradx.models.training.trainer import Trainer
     over = _overrides(args)
     validate_config(over)
     if args.resume:
@@ -225,7 +226,8 @@ def cmd_translate(args):
         raise UsageError(f"the checkpoint is a {trainer.cfg.task} language model; use "
                          f"`tinygradx generate`")
     sentences = args.sentences or [line.rstrip("\n") for line in sys.stdin if line.strip()]
-    for src, out in zip(sentences, trainer.translate(sentences, beam_size=args.beam)):
+    for src, out in zip(sentences, trainer.translate(sentences, beam_size=args.beam),
+                        strict=True):
         print(f"{src}\t{out}")
     return 0
 
@@ -307,7 +309,13 @@ class _Parser(argparse.ArgumentParser):
 def build_parser():
     p = _Parser(prog="tinygradx", description="Train, inspect and draw small Transformers.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_model_commands(sub)
+    _add_drawing_commands(sub)
+    return p
 
+
+def _add_model_commands(sub):
+    """train, eval, translate, generate, demo: the commands that train or run a model."""
     t = sub.add_parser("train", help="train a model on a built-in task")
     t.add_argument("--resume", nargs="?", const="auto", default=None, metavar="CHECKPOINT",
                    help="continue from CHECKPOINT (bare --resume: OUT_DIR/checkpoint.npz); "
@@ -359,11 +367,17 @@ def build_parser():
                         "(default runs/demo)")
     d.set_defaults(fn=cmd_demo)
 
+
+_NORM_HELP = "LayerNorm placement (default: the model's own, gpt pre, transformer post)"
+
+
+def _add_drawing_commands(sub):
+    """graph, trace, experiment, plot: the commands that draw, trace and measure."""
     gr = sub.add_parser("graph", help="draw a model's graph with its residual path")
     gr.add_argument("--model", choices=["gpt", "transformer"], default="gpt",
                     help="which model (default gpt)")
     gr.add_argument("--norm", choices=["pre", "post"], default=None,
-                    help="LayerNorm placement (default: the model's own, gpt pre, transformer post)")
+                    help=_NORM_HELP)
     gr.add_argument("--layers", type=_int_at_least(1), default=2,
                     help="layers (default 2)")
     gr.add_argument("--depth", type=_depth, default=4,
@@ -382,7 +396,7 @@ def build_parser():
     tc.add_argument("--model", choices=["gpt", "transformer", "attention"], default="transformer",
                     help="which model (default transformer)")
     tc.add_argument("--norm", choices=["pre", "post"], default=None,
-                    help="LayerNorm placement (default: the model's own, gpt pre, transformer post)")
+                    help=_NORM_HELP)
     tc.add_argument("--layers", type=_int_at_least(1), default=1,
                     help="layers (default 1)")
     tc.add_argument("--format", choices=["text", "markdown", "html"], default="text",
@@ -406,11 +420,13 @@ def build_parser():
     pl.add_argument("--out", default=None,
                     help="where to write health.png / health.csv (default: RUN_DIR)")
     pl.set_defaults(fn=cmd_plot)
-    return p
 
 
 def main(argv=None):
-    code = _main(argv)
+    try:
+        code = _main(argv)
+    except KeyboardInterrupt:             # a Ctrl-C that landed outside _main's own handler
+        code = 130
     if code == 130 and argv is None:
         # interrupted and the checkpoint is saved: a further Ctrl-C while Python shuts down
         # would kill the process by the signal (exit -2) instead of returning 130
@@ -438,6 +454,8 @@ def _main(argv):
         print(f"tinygradx {args.command}: error: {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        if argv is None:                  # the command line: no third Ctrl-C mid-message
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         print(f"tinygradx {args.command}: interrupted", file=sys.stderr)
         return 130
 

@@ -65,7 +65,7 @@ def run_demo(steps=None, out_dir="runs/demo", task="dates", log=print):
                     for s in examples]
     outputs = trainer.translate(examples)
     width = max(_display_width(e) for e in examples)
-    for src, out in zip(examples, outputs):
+    for src, out in zip(examples, outputs, strict=True):
         log(f"  {src}{' ' * (width - _display_width(src))}  ->  {out}")
     ckpt = trainer.save()
     log(f"\ncheckpoint: {ckpt}   (try: tinygradx translate --checkpoint {ckpt} "

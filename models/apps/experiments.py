@@ -79,7 +79,7 @@ def _layer_grad_norms(layers):
     for layer in layers:
         sa, ff = layer.self_attn, layer.ff
         for name, p in zip(MATRICES, (sa.w_q.weight, sa.w_k.weight, sa.w_v.weight,
-                                      sa.w_o.weight, ff.w_1.weight, ff.w_2.weight)):
+                                      sa.w_o.weight, ff.w_1.weight, ff.w_2.weight), strict=True):
             grads[name].append(float(np.linalg.norm(p.grad.data)))
     return grads
 
@@ -143,7 +143,7 @@ def _gpt_grads(norm_first, n_layers, d_model, n_head, batch, seq_len, vocab, dat
         g_qkv = block.attn.c_attn.weight.grad.data                  # (3C, C): Q, K, V rows
         mats = (g_qkv[:C], g_qkv[C:2 * C], g_qkv[2 * C:], block.attn.c_proj.weight.grad.data,
                 block.mlp.c_fc.weight.grad.data, block.mlp.c_proj.weight.grad.data)
-        for name, g in zip(MATRICES, mats):
+        for name, g in zip(MATRICES, mats, strict=True):
             grads[name].append(float(np.linalg.norm(g)))
     return loss.item(), grads, hidden
 

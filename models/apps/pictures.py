@@ -185,11 +185,12 @@ def write_attention_csv(A, rows, cols, path):
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["layer", "head", "query", "query_token", "key", "key_token", "weight"])
-        for l in range(L):
+        for layer in range(L):
             for k in range(h):
                 for i in range(n):
                     for j in range(m):
-                        w.writerow([l, k, i, rows[i], j, cols[j], f"{A[l, k, i, j]:.6g}"])
+                        w.writerow([layer, k, i, rows[i], j, cols[j],
+                                    f"{A[layer, k, i, j]:.6g}"])
     return path
 
 
@@ -203,15 +204,15 @@ def plot_attention(A, rows, cols, title, path):
     cell = 0.28                                                  # inches per token
     fig = Figure(figsize=(max(2.2, cell * m + 0.8) * h, max(2.0, cell * n + 0.9) * L))
     axes = fig.subplots(L, h, squeeze=False)
-    for l in range(L):
+    for layer in range(L):
         for k in range(h):
-            ax = axes[l][k]
-            ax.imshow(A[l, k], vmin=0.0, vmax=1.0, cmap="viridis", aspect="equal")
+            ax = axes[layer][k]
+            ax.imshow(A[layer, k], vmin=0.0, vmax=1.0, cmap="viridis", aspect="equal")
             ax.set_xticks(range(m))
             ax.set_xticklabels(cols, fontsize=7, rotation=90)
             ax.set_yticks(range(n))
             ax.set_yticklabels(rows, fontsize=7)
-            ax.set_title(f"layer {l} head {k}", fontsize=8)
+            ax.set_title(f"layer {layer} head {k}", fontsize=8)
     fig.suptitle(f"{title}  (row = query, column = key; rows sum to 1)", fontsize=10)
     return save_figure(fig, path)
 
