@@ -13,8 +13,9 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import autograd, fused, ops
+from . import autograd, fused, movement, ops
 from .autograd import OpError
+from .dims import check_dim, normalize_dims
 
 float32, float64, float16 = np.float32, np.float64, np.float16
 int64, int32, int16, int8, uint8, bool_ = np.int64, np.int32, np.int16, np.int8, np.uint8, np.bool_
@@ -204,7 +205,7 @@ class Tensor:
     def size(self, dim=None):
         if dim is None:
             return self.data.shape
-        return self.data.shape[ops.check_dim("size", dim, self.data.ndim)]
+        return self.data.shape[check_dim("size", dim, self.data.ndim)]
 
     def numel(self):
         return self.data.size
@@ -352,21 +353,21 @@ class Tensor:
 
     def fill_(self, value):
         """Every element becomes value (a number or a one-element tensor), in place."""
-        return self._inplace("fill_", lambda t, v: ops.Fill.apply(t, v), value)
+        return self._inplace("fill_", lambda t, v: movement.Fill.apply(t, v), value)
 
     def zero_(self):
         """Every element becomes 0, in place."""
-        return self._inplace("zero_", lambda t: ops.Fill.apply(t, 0))
+        return self._inplace("zero_", lambda t: movement.Fill.apply(t, 0))
 
     def copy_(self, src):
         """Copy src (broadcast to self's shape, cast to its dtype) into self, in place."""
-        return self._inplace("copy_", lambda t, s: ops.Copy.apply(t, s), src)
+        return self._inplace("copy_", lambda t, s: movement.Copy.apply(t, s), src)
 
     def __setitem__(self, index, value):
         """self[index] = value: the gradient goes to value at index and to the old self
         elsewhere (in place, as PyTorch)."""
         index = _normalise_index(index, self.shape)
-        self._inplace("setitem", lambda t, v: ops.Setitem.apply(t, v, index=index), value)
+        self._inplace("setitem", lambda t, v: movement.Setitem.apply(t, v, index=index), value)
 
     # -- dtype conversion -----------------------------------------------------------------
     def to(self, dtype):
@@ -593,10 +594,10 @@ class Tensor:
     clip = clamp
 
     def softmax(self, dim):
-        return fused.Softmax.apply(self, dim=ops.check_dim("softmax", dim, self.data.ndim))
+        return fused.Softmax.apply(self, dim=check_dim("softmax", dim, self.data.ndim))
 
     def log_softmax(self, dim):
-        return fused.LogSoftmax.apply(self, dim=ops.check_dim("log_softmax", dim,
+        return fused.LogSoftmax.apply(self, dim=check_dim("log_softmax", dim,
                                                               self.data.ndim))
 
     # -- reductions -----------------------------------------------------------------------
@@ -624,7 +625,7 @@ class Tensor:
             return self.amax()
         _named_axes("max", dim, self.ndim)
         if self.ndim == 0:                   # one element: itself, at index 0 (torch)
-            return MaxResult(ops.Reshape.apply(self, shape=()), _zero_index())
+            return MaxResult(movement.Reshape.apply(self, shape=()), _zero_index())
         idx = self.argmax(dim, keepdim=True)
         return MaxResult(self._pick(idx, dim, keepdim), idx if keepdim else idx.squeeze(dim))
 
@@ -633,7 +634,7 @@ class Tensor:
             return self.amin()
         _named_axes("min", dim, self.ndim)
         if self.ndim == 0:
-            return MaxResult(ops.Reshape.apply(self, shape=()), _zero_index())
+            return MaxResult(movement.Reshape.apply(self, shape=()), _zero_index())
         idx = self.argmin(dim, keepdim=True)
         return MaxResult(self._pick(idx, dim, keepdim), idx if keepdim else idx.squeeze(dim))
 
@@ -674,7 +675,7 @@ class Tensor:
             else shape
         if shape == self.data.shape:
             return self
-        out = ops.Reshape.apply(self, shape=shape)
+        out = movement.Reshape.apply(self, shape=shape)
         return out._view_of(self) if np.may_share_memory(out.data, self.data) else out
 
     view = reshape
@@ -682,7 +683,7 @@ class Tensor:
     def flatten(self, start_dim=0, end_dim=-1):
         if self.ndim == 0:
             return self.reshape(1)
-        s, e = (ops.check_dim("flatten", d, self.ndim) for d in (start_dim, end_dim))
+        s, e = (check_dim("flatten", d, self.ndim) for d in (start_dim, end_dim))
         if s > e:
             raise OpError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} "
                           f"for a {self.ndim}-d tensor")
@@ -691,28 +692,28 @@ class Tensor:
 
     def permute(self, *dims):
         dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
-        return ops.Permute.apply(self, dims=dims)._view_of(self)
+        return movement.Permute.apply(self, dims=dims)._view_of(self)
 
     def transpose(self, dim0, dim1):
         nd = self.data.ndim
-        dim0 = ops.check_dim("transpose", dim0, nd)
-        dim1 = ops.check_dim("transpose", dim1, nd)
+        dim0 = check_dim("transpose", dim0, nd)
+        dim1 = check_dim("transpose", dim1, nd)
         order = list(range(nd))
         order[dim0], order[dim1] = order[dim1], order[dim0]
-        return ops.Permute.apply(self, dims=tuple(order))._view_of(self)
+        return movement.Permute.apply(self, dims=tuple(order))._view_of(self)
 
     swapaxes = transpose
 
     def expand(self, *shape):
         shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) \
             else shape
-        return ops.Expand.apply(self, shape=shape)._view_of(self)
+        return movement.Expand.apply(self, shape=shape)._view_of(self)
 
     def expand_as(self, other):
         return self.expand(other.shape)
 
     def unsqueeze(self, dim):
-        d = ops.check_dim("unsqueeze", dim, self.data.ndim, extra=1)
+        d = check_dim("unsqueeze", dim, self.data.ndim, extra=1)
         return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
 
     def squeeze(self, dim=None):
@@ -732,13 +733,13 @@ class Tensor:
         split = _split_ints(index)
         if split is not None:                # ints mixed with arrays: select, then gather
             first, rest = split
-            return ops.Getitem.apply(ops.Getitem.apply(self, index=first), index=rest)
-        out = ops.Getitem.apply(self, index=index)
+            return movement.Getitem.apply(movement.Getitem.apply(self, index=first), index=rest)
+        out = movement.Getitem.apply(self, index=index)
         return out._view_of(self) if out.data.base is not None and np.may_share_memory(
             out.data, self.data) else out
 
     def split(self, split_size_or_sections, dim=0):
-        dim = ops.check_dim("split", dim, self.ndim)
+        dim = check_dim("split", dim, self.ndim)
         if self.ndim == 0:
             raise OpError("split: cannot split a 0-d tensor")
         n = self.shape[dim]
@@ -772,7 +773,7 @@ class Tensor:
     def chunk(self, chunks, dim=0):
         if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks < 1:
             raise OpError(f"chunk: chunks must be a positive int, got {chunks!r}")
-        dim = ops.check_dim("chunk", dim, self.ndim)
+        dim = check_dim("chunk", dim, self.ndim)
         if self.ndim == 0:
             raise OpError("chunk: cannot chunk a 0-d tensor")
         n = self.shape[dim]
@@ -798,10 +799,10 @@ class Tensor:
         return ops.MaskedFill.apply(self, mask=m, value=value)
 
     def triu(self, diagonal=0):
-        return ops.Tri.apply(self, diagonal=diagonal, upper=True)
+        return movement.Tri.apply(self, diagonal=diagonal, upper=True)
 
     def tril(self, diagonal=0):
-        return ops.Tri.apply(self, diagonal=diagonal, upper=False)
+        return movement.Tri.apply(self, diagonal=diagonal, upper=False)
 
 
 def _constant(name, x, instead):
@@ -819,9 +820,9 @@ def _zero_index():
 
 
 def _named_axes(name, dim, ndim):
-    """ops.normalize_dims with the op's name in front of its error message."""
+    """normalize_dims with the op's name in front of its error message."""
     try:
-        return ops.normalize_dims(dim, ndim)
+        return normalize_dims(dim, ndim)
     except OpError as err:
         raise OpError(f"{name}: {err}") from None
 
