@@ -12,7 +12,8 @@ process.blas_thread_timeout()
 from . import autograd, fused, ops  # noqa: E402  (after the BLAS setting)
 from .autograd import (Function, OpError, detect_anomaly, enable_grad, get_rng_state, grad,
                        is_grad_enabled, manual_seed, no_grad, set_rng_state, unbroadcast)
-from .tensor import Tensor, bool_, float16, float32, float64, int32, int64, uint8
+from .dtypes import bool_, float16, float32, float64, int32, int64, uint8
+from .tensor import Tensor
 from .creation import (arange, cat, concatenate, eye, full, full_like, matmul, maximum, minimum,
                        ones, ones_like, rand, rand_like, randint, randn, randn_like, stack, tensor,
                        where, zeros, zeros_like)

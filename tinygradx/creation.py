@@ -11,7 +11,8 @@ import numpy as np
 from . import movement, ops
 from .autograd import STATE, OpError
 from .dims import check_dim
-from .tensor import Tensor, as_dtype, bool_, float32, int64
+from .dtypes import as_dtype, bool_, float32, int64
+from .tensor import Tensor
 
 
 # ------------------------------------------------------------------------------------------

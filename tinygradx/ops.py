@@ -15,8 +15,9 @@ import numpy as np
 
 from ._erf import erf as _erf, erf_grad as _erf_grad
 from . import autograd
-from .autograd import Function, OpError, result_type
+from .autograd import Function, OpError
 from .dims import normalize_dims
+from .dtypes import result_type
 
 
 def explain_broadcast(arrays):
@@ -33,7 +34,7 @@ def explain_broadcast(arrays):
 
 
 def promote(operands, true_divide=False):
-    """The operands of an element-wise op in the dtype `autograd.result_type` gives (torch's
+    """The operands of an element-wise op in the dtype `dtypes.result_type` gives (torch's
     rule); with true_divide an integer or bool result becomes float32 (int / int).
 
     An operand already of that dtype, or a float of a lower precision (numpy widens it on

@@ -16,93 +16,10 @@ import numpy as np
 from . import autograd, fused, movement, ops
 from .autograd import OpError
 from .dims import check_dim, normalize_dims
-
-float32, float64, float16 = np.float32, np.float64, np.float16
-int64, int32, int16, int8, uint8, bool_ = np.int64, np.int32, np.int16, np.int8, np.uint8, np.bool_
-
-_DTYPES = {"float32": float32, "float": float32, "float64": float64, "double": float64,
-           "float16": float16, "half": float16, "int64": int64, "long": int64, "int32": int32,
-           "int": int32, "int16": int16, "short": int16, "int8": int8, "uint8": uint8,
-           "bool": bool_}
-
-# The dtypes a Tensor may hold (PyTorch's, less the unsigned types wider than 8 bits, which
-# PyTorch barely supports and whose arithmetic wraps). Anything else is refused at the boundary
-# (Tensor(), dtype= arguments, .to()), so it cannot fail later as a puzzling shape error.
-SUPPORTED_DTYPES = (float32, float64, float16, int64, int32, int16, int8, uint8, bool_)
-_SUPPORTED = frozenset(SUPPORTED_DTYPES)
-_SUPPORTED_NAMES = ", ".join(np.dtype(d).name for d in SUPPORTED_DTYPES)
-
-
-def _unsupported(dtype, where="Tensor"):
-    dtype = np.dtype(dtype)
-    hint = ""
-    if dtype.kind == "u":
-        hint = " (convert it first, e.g. .astype(np.int64))"
-    elif dtype.kind == "f":
-        hint = " (convert it first, e.g. .astype(np.float64))"
-    return TypeError(f"{where + ': ' if where else ''}dtype {dtype} is not supported; use one of "
-                     f"{_SUPPORTED_NAMES}{hint}")
+from .dtypes import (as_dtype, bool_, float16, float32, float64, int32, int64, result_type,
+                     to_array)
 
 MaxResult = namedtuple("MaxResult", ["values", "indices"])
-
-
-def as_dtype(dtype):
-    """A numpy dtype from a dtype, a name ("float32", "long", ...) or None (stays None)."""
-    if dtype is None:
-        return None
-    if isinstance(dtype, str):
-        if dtype not in _DTYPES:
-            raise TypeError(f"unknown dtype {dtype!r}; use one of {sorted(_DTYPES)}")
-        return np.dtype(_DTYPES[dtype])
-    try:
-        out = np.dtype(dtype)
-    except TypeError:
-        raise TypeError(f"unknown dtype {dtype!r}; use one of {sorted(_DTYPES)}") from None
-    if out.type not in _SUPPORTED:
-        raise _unsupported(out, None)
-    return out
-
-
-def _to_array(data, dtype):
-    """Python data gets PyTorch's defaults (float32, int64); numpy arrays keep their dtype."""
-    if isinstance(data, Tensor):
-        data = data.data
-    if isinstance(data, np.ndarray):
-        arr = data
-        if arr.dtype.type not in _SUPPORTED or not arr.dtype.isnative:
-            arr = _check_array(arr, dtype)
-    else:
-        try:
-            arr = np.asarray(data)
-        except ValueError:
-            raise ValueError(f"Tensor: cannot make a tensor from a ragged nested "
-                             f"{type(data).__name__}: every row must have the same length"
-                             ) from None
-        if arr.dtype == np.float64 and not isinstance(data, np.generic):
-            arr = arr.astype(np.float32)  # Python floats; numpy float64 scalars stay float64
-        elif arr.dtype.kind in "iu" and arr.dtype != np.int64 and not isinstance(data, np.generic):
-            arr = arr.astype(np.int64)
-        elif arr.dtype.kind in "cmM":              # complex, datetime, timedelta
-            raise _unsupported(arr.dtype)
-        elif arr.dtype.kind not in "biuf":
-            raise TypeError(f"Tensor: cannot make a tensor from {type(data).__name__} "
-                            f"(numpy dtype {arr.dtype}); give numbers, nested lists or arrays")
-        elif arr.dtype.type not in _SUPPORTED and dtype is None:
-            raise _unsupported(arr.dtype)          # a numpy scalar: uint32, longdouble
-    if dtype is not None and arr.dtype != dtype:
-        arr = arr.astype(dtype)
-    return arr
-
-
-def _check_array(arr, dtype):
-    """An array whose dtype is not a supported one (or is not in native byte order)."""
-    if arr.dtype.kind not in "biuf":               # complex, object, str, bytes, datetime
-        raise _unsupported(arr.dtype)
-    if arr.dtype.type in _SUPPORTED:               # big-endian: the same values, native order
-        return arr.astype(arr.dtype.newbyteorder("="))
-    if dtype is None:                              # uint16/32/64, longdouble: say so
-        raise _unsupported(arr.dtype)
-    return arr                                     # converted to the dtype asked for
 
 
 class Tensor:
@@ -124,7 +41,7 @@ class Tensor:
     __array_priority__ = 1000  # numpy scalars/arrays on the left defer to our reflected ops
 
     def __init__(self, data, dtype=None, requires_grad=False, name=None):
-        self.data = _to_array(data, as_dtype(dtype))
+        self.data = to_array(data, as_dtype(dtype))
         if requires_grad and self.data.dtype.kind != "f":
             raise TypeError(f"Tensor: only floating-point tensors can require gradients; this "
                             f"one has dtype {self.data.dtype} (indices and masks never need "
@@ -170,7 +87,7 @@ class Tensor:
         elif x is None:
             raise TypeError("expected a Tensor, array or number, got None")
         else:
-            arr = _to_array(x, None)
+            arr = to_array(x, None)
         return cls._from_op(arr, None)
 
     # -- basic attributes -----------------------------------------------------------------
@@ -319,7 +236,7 @@ class Tensor:
             ctx.versions = tuple([cell[0] if p._version is cell else v
                                   for p, v in zip(ctx.parents, ctx.versions)])
             ctx.out_version = cell[0]
-            # nodes that used self before keep reaching this graph (autograd._resolve_parents)
+            # nodes that used self before keep reaching this graph (versions.resolve_parents)
             self._history = (self._history or []) + [(cell[0] - 1, old)]
             self._ctx = ctx
             self.requires_grad = True
@@ -479,11 +396,11 @@ class Tensor:
     pow = __pow__
 
     # comparisons make boolean tensors (no gradient flows through them); both sides are
-    # compared in the dtype autograd.result_type gives (float32 vs 0-d float64: in float32)
+    # compared in the dtype dtypes.result_type gives (float32 vs 0-d float64: in float32)
     def _cmp(self, other, fn):
         a, b = self.data, other.data if isinstance(other, Tensor) else other
         if not (isinstance(b, np.ndarray) and b.dtype == a.dtype):
-            dt = autograd.result_type(self, other)
+            dt = result_type(self, other)
             a, b = a.astype(dt, copy=False), np.asarray(b).astype(dt, copy=False)
         try:
             return Tensor._from_op(fn(a, b), None)
@@ -492,7 +409,7 @@ class Tensor:
 
     def _bitwise(self, other, fn, symbol):
         """& | ^ as torch: bitwise on integers, logical on bools (bool with int is int)."""
-        dt = autograd.result_type(self, other)
+        dt = result_type(self, other)
         if dt.kind not in "biu":
             raise TypeError(f"{symbol}: needs bool or integer tensors, got {self.dtype} and "
                             f"{getattr(other, 'dtype', type(other).__name__)}")
