@@ -557,8 +557,8 @@ class Frame:
 
     Every node keeps the frame on top when it was created (ctx.frame) and ctx.scope reads its
     `path`, worked out by `resolve` when first asked and then cached. nn.Module.__call__ pushes
-    nn._ModuleFrame, whose path comes from the module tree (one small object per module call,
-    nothing per op).
+    module._ModuleFrame, whose path comes from the module tree (one small object per module
+    call, nothing per op).
     """
 
     __slots__ = ("parent", "name", "_path")
