@@ -3,8 +3,8 @@
 The path of one op (see docs/design.md):
 
     a * b  ->  Tensor.__mul__  ->  ops.Mul.apply(a, b)
-           ->  Function.apply: ctx = Mul(); out = ctx.forward(a.data, b.data)   (numpy arrays)
-           ->  Tensor(out) with out._ctx = ctx, ctx.parents = (a, b)           (only if a grad is needed)
+           ->  Function.apply: ctx = Mul(); out = ctx.forward(a.data, b.data)  (numpy arrays)
+           ->  Tensor(out) with out._ctx = ctx, ctx.parents = (a, b)  (only if a grad is needed)
     loss.backward()  ->  toposort(loss)  ->  for each node, newest first:
            g = grads.pop(node); in_grads = node._ctx.backward(g); unbroadcast each to its parent's
            shape; grads.add(parent, ...) sums it (gradbuf.Grads: who may add in place, slice
@@ -367,7 +367,7 @@ def toposort(roots):
         if t._version[0] != ctx.out_version or ctx.versions != tuple(
                 [p._version[0] for p in ctx.parents]):
             resolve_parents(t, ctx)               # something was changed in place since
-        for p, need in zip(ctx.parents, ctx.needs_input_grad):
+        for p, need in zip(ctx.parents, ctx.needs_input_grad, strict=True):
             if need and id(p) not in seen:
                 stack.append((p, False))
     order.reverse()
@@ -398,7 +398,7 @@ def run_backward(roots, root_grads, retain_graph=False, store=None):
     store = store or _store_grad
     node_backward = _node_backward_timed if STATE.backward_observers else _node_backward
     grads = Grads()
-    for r, g in zip(roots, root_grads):
+    for r, g in zip(roots, root_grads, strict=True):
         _check_root(r)
         grads.add(r, g)
     for t in toposort(roots):
@@ -427,7 +427,7 @@ def _node_backward(ctx, g, grads):
     if len(in_grads) != len(ctx.parents):
         raise RuntimeError(f"{ctx.name()}.backward returned {len(in_grads)} gradients "
                            f"for {len(ctx.parents)} inputs")
-    for p, ig, need in zip(ctx.parents, in_grads, ctx.needs_input_grad):
+    for p, ig, need in zip(ctx.parents, in_grads, ctx.needs_input_grad, strict=True):
         if ig is not None and need:
             new = _cast(unbroadcast(ig, p.data.shape), p, ctx)
             grads.add(p, new, ctx.fresh_grads or new is not ig)  # made here: ours to write
@@ -504,7 +504,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=Fa
         grad_outputs = [None] * len(outputs)
     elif isinstance(grad_outputs, Tensor):
         grad_outputs = [grad_outputs]
-    seeds = [_initial_grad(o, g) for o, g in zip(outputs, grad_outputs)]
+    seeds = [_initial_grad(o, g) for o, g in zip(outputs, grad_outputs, strict=False)]
     for i, x in enumerate(inputs):
         if not x.requires_grad:
             raise RuntimeError(f"grad: input {i} (shape {x.shape}) does not require grad")

@@ -233,7 +233,7 @@ class Tensor(ShapeMethods):
                 if v is out.data:
                     ctx.__dict__[k] = self.data
             ctx.versions = tuple([cell[0] if p._version is cell else v
-                                  for p, v in zip(ctx.parents, ctx.versions)])
+                                  for p, v in zip(ctx.parents, ctx.versions, strict=True)])
             ctx.out_version = cell[0]
             # nodes that used self before keep reaching this graph (versions.resolve_parents)
             self._history = (self._history or []) + [(cell[0] - 1, old)]

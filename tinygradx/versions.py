@@ -21,7 +21,7 @@ def resolve_parents(t, ctx):
     if now != ctx.out_version and _holds(ctx, t.data):
         raise _modified_error(ctx, "its output", t, ctx.out_version, now)
     parents = list(ctx.parents)
-    for i, (p, seen_at) in enumerate(zip(ctx.parents, ctx.versions)):
+    for i, (p, seen_at) in enumerate(zip(ctx.parents, ctx.versions, strict=True)):
         now = p._version[0]
         if now == seen_at:
             continue
