@@ -239,7 +239,7 @@ class Function:
             raise _op_error(cls, ctx.scope, arrays, kwargs, err) from None
         if True in needs:
             ctx.parents = tensors
-            ctx.versions = tuple([t._version[0] for t in tensors])  # see _resolve_parents
+            ctx.versions = tuple([t._version[0] for t in tensors])  # see versions.resolve_parents
             return Tensor._from_op(out, ctx)
         return Tensor._from_op(out, None)
 
