@@ -89,7 +89,7 @@ def test_float32_with_0d_float64_compares_in_float32():
 
 
 def test_result_type_examples():
-    rt = tgx.autograd.result_type
+    rt = tgx.dtypes.result_type
     f32 = Tensor(np.zeros(2, np.float32))
     assert rt(f32, Tensor(np.zeros(2, np.int64))) == np.float32
     assert rt(f32, Tensor(np.float64(1))) == np.float32

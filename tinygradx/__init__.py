@@ -9,17 +9,32 @@ from . import process  # first: a setting that OpenBLAS reads when numpy loads
 
 process.blas_thread_timeout()
 
+# every import below loads numpy, so each must follow the BLAS setting above (hence E402)
 from . import autograd, fused, ops  # noqa: E402  (after the BLAS setting)
-from .autograd import (Function, OpError, detect_anomaly, enable_grad, get_rng_state, grad,
-                       is_grad_enabled, manual_seed, no_grad, set_rng_state, unbroadcast)
-from .tensor import Tensor, bool_, float16, float32, float64, int32, int64, uint8
-from .creation import (arange, cat, concatenate, eye, full, full_like, matmul, maximum, minimum,
-                       ones, ones_like, rand, rand_like, randint, randn, randn_like, stack, tensor,
-                       where, zeros, zeros_like)
-from . import functional, nn, optim
-from .gradcheck import GradcheckError, gradcheck
-from . import perf
-from .perf import profile
-from .trace import trace
+from .autograd import (Function, OpError, detect_anomaly, enable_grad,  # noqa: E402
+                       get_rng_state, grad, is_grad_enabled, manual_seed, no_grad,
+                       set_rng_state, unbroadcast)
+from .dtypes import bool_, float16, float32, float64, int32, int64, uint8  # noqa: E402
+from .tensor import Tensor  # noqa: E402
+from .creation import (arange, cat, concatenate, eye, full, full_like,  # noqa: E402
+                       matmul, maximum, minimum, ones, ones_like, rand, rand_like, randint,
+                       randn, randn_like, stack, tensor, where, zeros, zeros_like)
+from . import functional, nn, optim  # noqa: E402
+from .gradcheck import GradcheckError, gradcheck  # noqa: E402
+from . import perf  # noqa: E402
+from .perf import profile  # noqa: E402
+from .trace import trace  # noqa: E402
 
 __version__ = "0.1.0"
+
+# the public names of `import tinygradx as tgx` (re-exported from the modules above)
+__all__ = [
+    "autograd", "fused", "ops", "functional", "nn", "optim", "perf",
+    "Function", "OpError", "detect_anomaly", "enable_grad", "get_rng_state", "grad",
+    "is_grad_enabled", "manual_seed", "no_grad", "set_rng_state", "unbroadcast",
+    "Tensor", "bool_", "float16", "float32", "float64", "int32", "int64", "uint8",
+    "arange", "cat", "concatenate", "eye", "full", "full_like", "matmul", "maximum", "minimum",
+    "ones", "ones_like", "rand", "rand_like", "randint", "randn", "randn_like", "stack",
+    "tensor", "where", "zeros", "zeros_like",
+    "GradcheckError", "gradcheck", "profile", "trace",
+]

@@ -3,8 +3,8 @@
 The path of one op (see docs/design.md):
 
     a * b  ->  Tensor.__mul__  ->  ops.Mul.apply(a, b)
-           ->  Function.apply: ctx = Mul(); out = ctx.forward(a.data, b.data)   (numpy arrays)
-           ->  Tensor(out) with out._ctx = ctx, ctx.parents = (a, b)           (only if a grad is needed)
+           ->  Function.apply: ctx = Mul(); out = ctx.forward(a.data, b.data)  (numpy arrays)
+           ->  Tensor(out) with out._ctx = ctx, ctx.parents = (a, b)  (only if a grad is needed)
     loss.backward()  ->  toposort(loss)  ->  for each node, newest first:
            g = grads.pop(node); in_grads = node._ctx.backward(g); unbroadcast each to its parent's
            shape; grads.add(parent, ...) sums it (gradbuf.Grads: who may add in place, slice
@@ -27,6 +27,7 @@ import traceback
 import numpy as np
 
 from .gradbuf import Grads
+from .versions import resolve_parents
 # numpy.exceptions is new in numpy 1.25; before it AxisError lived at the top level (gone in 2.0)
 _AxisError = getattr(np, "exceptions", np).AxisError
 
@@ -238,7 +239,7 @@ class Function:
             raise _op_error(cls, ctx.scope, arrays, kwargs, err) from None
         if True in needs:
             ctx.parents = tensors
-            ctx.versions = tuple([t._version[0] for t in tensors])  # see _resolve_parents
+            ctx.versions = tuple([t._version[0] for t in tensors])  # see versions.resolve_parents
             return Tensor._from_op(out, ctx)
         return Tensor._from_op(out, None)
 
@@ -365,62 +366,12 @@ def toposort(roots):
                 f"need to walk the graph again.")
         if t._version[0] != ctx.out_version or ctx.versions != tuple(
                 [p._version[0] for p in ctx.parents]):
-            _resolve_parents(t, ctx)              # something was changed in place since
-        for p, need in zip(ctx.parents, ctx.needs_input_grad):
+            resolve_parents(t, ctx)               # something was changed in place since
+        for p, need in zip(ctx.parents, ctx.needs_input_grad, strict=True):
             if need and id(p) not in seen:
                 stack.append((p, False))
     order.reverse()
     return order
-
-
-# --------------------------------------------------------------------------------------------
-# in-place changes: version counters (docs/design.md, "In-place operations")
-# --------------------------------------------------------------------------------------------
-
-def _resolve_parents(t, ctx):
-    """Check a node whose output or inputs changed in place since it was recorded.
-
-    A change is fatal only if the node holds the changed memory (it saved that input or its
-    output for backward); otherwise the node's edge goes to the tensor's history as it was
-    when the node used it (`Tensor._history`: the graph an in-place op replaced).
-    """
-    now = t._version[0]
-    if now != ctx.out_version and _holds(ctx, t.data):
-        raise _modified_error(ctx, "its output", t, ctx.out_version, now)
-    parents = list(ctx.parents)
-    for i, (p, seen_at) in enumerate(zip(ctx.parents, ctx.versions)):
-        now = p._version[0]
-        if now == seen_at:
-            continue
-        if _holds(ctx, p.data):
-            raise _modified_error(ctx, "an input", p, seen_at, now)
-        for changed_at, old in p._history or ():
-            if changed_at >= seen_at:             # p's graph as it was at version seen_at
-                parents[i] = old
-                break
-    ctx.parents = tuple(parents)
-    ctx.versions = tuple([p._version[0] for p in parents])
-    ctx.out_version = t._version[0]
-
-
-def _holds(ctx, arr):
-    """Whether the node keeps an array that shares memory with `arr` (saved for backward)."""
-    for v in ctx.__dict__.values():
-        for a in (v if isinstance(v, (tuple, list)) else (v,)):
-            if isinstance(a, np.ndarray) and np.may_share_memory(a, arr):
-                return True
-    return False
-
-
-def _modified_error(ctx, what, t, saved_at, now):
-    where = f" (in {ctx.scope})" if ctx.scope else ""
-    by = f"{t._version[1]}; " if len(t._version) > 1 else ""
-    made = getattr(ctx, "callsite", None)
-    return RuntimeError(
-        f"{ctx.name()}{where}: {what} of shape {tuple(t.shape)} was modified by an in-place "
-        f"operation ({by}version {now}, saved at version {saved_at}) after {ctx.name()} saved "
-        f"it; backward needs its old value. Use .clone() before the in-place change."
-        + (f" The {ctx.name()} node was created at {made}." if made else ""))
 
 
 def _initial_grad(root, gradient):
@@ -447,7 +398,7 @@ def run_backward(roots, root_grads, retain_graph=False, store=None):
     store = store or _store_grad
     node_backward = _node_backward_timed if STATE.backward_observers else _node_backward
     grads = Grads()
-    for r, g in zip(roots, root_grads):
+    for r, g in zip(roots, root_grads, strict=True):
         _check_root(r)
         grads.add(r, g)
     for t in toposort(roots):
@@ -476,7 +427,7 @@ def _node_backward(ctx, g, grads):
     if len(in_grads) != len(ctx.parents):
         raise RuntimeError(f"{ctx.name()}.backward returned {len(in_grads)} gradients "
                            f"for {len(ctx.parents)} inputs")
-    for p, ig, need in zip(ctx.parents, in_grads, ctx.needs_input_grad):
+    for p, ig, need in zip(ctx.parents, in_grads, ctx.needs_input_grad, strict=True):
         if ig is not None and need:
             new = _cast(unbroadcast(ig, p.data.shape), p, ctx)
             grads.add(p, new, ctx.fresh_grads or new is not ig)  # made here: ours to write
@@ -553,7 +504,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=Fa
         grad_outputs = [None] * len(outputs)
     elif isinstance(grad_outputs, Tensor):
         grad_outputs = [grad_outputs]
-    seeds = [_initial_grad(o, g) for o, g in zip(outputs, grad_outputs)]
+    seeds = [_initial_grad(o, g) for o, g in zip(outputs, grad_outputs, strict=False)]
     for i, x in enumerate(inputs):
         if not x.requires_grad:
             raise RuntimeError(f"grad: input {i} (shape {x.shape}) does not require grad")
@@ -606,8 +557,8 @@ class Frame:
 
     Every node keeps the frame on top when it was created (ctx.frame) and ctx.scope reads its
     `path`, worked out by `resolve` when first asked and then cached. nn.Module.__call__ pushes
-    nn._ModuleFrame, whose path comes from the module tree (one small object per module call,
-    nothing per op).
+    module._ModuleFrame, whose path comes from the module tree (one small object per module
+    call, nothing per op).
     """
 
     __slots__ = ("parent", "name", "_path")
@@ -633,66 +584,3 @@ class Frame:
 
 ROOT = Frame(None, "")  # the frame of code outside any call
 STATE.frame = ROOT
-# dtype promotion (torch.result_type), in one place
-# --------------------------------------------------------------------------------------------
-
-_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2}
-_DEFAULT_FLOAT = np.dtype(np.float32)   # torch's default dtype: what a Python float becomes
-_INT64, _BOOL = np.dtype(np.int64), np.dtype(np.bool_)
-
-
-def promote_types(a, b):
-    """torch.promote_types: the higher category wins (bool < integer < float), so int64 with
-    float32 is float32 (numpy says float64); within a category numpy's rule (int8 + uint8 ->
-    int16, float16 + float32 -> float32) is torch's."""
-    if a == b:
-        return a
-    ca, cb = _CATEGORY.get(a.kind, 3), _CATEGORY.get(b.kind, 3)
-    if ca != cb:
-        return a if ca > cb else b
-    return np.promote_types(a, b)
-
-
-def _combine(higher, lower):
-    """The dtype of a higher-priority group of operands combined with a lower one: the lower
-    group only counts when it is of a higher category (torch's combine_categories)."""
-    if higher is None:
-        return lower
-    if lower is None or higher.kind == "f":
-        return higher
-    if higher.kind == "b" or lower.kind == "f":
-        return promote_types(higher, lower)
-    return higher
-
-
-def result_type(*operands):
-    """The dtype of an element-wise op on these operands, by torch.result_type's rule.
-
-    Three priorities: tensors (and arrays) with at least one dim, 0-d tensors, Python
-    scalars (bool -> bool, int -> int64, float -> float32). Within a priority dtypes promote
-    (`promote_types`); a lower priority changes the result only when it is of a higher
-    category: float32 tensor + 0-d float64 tensor -> float32, int64 tensor + 2.5 -> float32,
-    int32 tensor + 0-d int64 tensor -> int32, bool tensor + 1 -> int64, but int64 tensor +
-    0-d float64 tensor -> float64.
-    """
-    dims = zero = scalars = None
-    for x in operands:
-        if isinstance(x, Tensor):
-            x = x.data
-        if isinstance(x, np.ndarray):
-            d = x.dtype
-            if x.ndim:
-                dims = d if dims is None else promote_types(dims, d)
-            else:
-                zero = d if zero is None else promote_types(zero, d)
-            continue
-        if isinstance(x, (bool, np.bool_)):
-            d = _BOOL
-        elif isinstance(x, (int, np.integer)):
-            d = _INT64
-        elif isinstance(x, (float, np.floating)):
-            d = _DEFAULT_FLOAT
-        else:
-            raise TypeError(f"expected a Tensor, array or number, got {type(x).__name__}")
-        scalars = d if scalars is None else promote_types(scalars, d)
-    return _combine(dims, _combine(zero, scalars))

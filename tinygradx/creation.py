@@ -8,9 +8,11 @@ import numbers
 
 import numpy as np
 
-from . import ops
+from . import movement, ops
 from .autograd import STATE, OpError
-from .tensor import Tensor, as_dtype, bool_, float32, int64
+from .dims import check_dim
+from .dtypes import as_dtype, bool_, float32, int64
+from .tensor import Tensor
 
 
 # ------------------------------------------------------------------------------------------
@@ -161,7 +163,7 @@ def cat(tensors, dim=0):
     nd = np.ndim(tensors[0].data if isinstance(tensors[0], Tensor) else tensors[0])
     if nd == 0:
         raise OpError("cat: 0-d tensors cannot be concatenated; use stack")
-    return ops.Cat.apply(*tensors, dim=ops.check_dim("cat", dim, nd))
+    return movement.Cat.apply(*tensors, dim=check_dim("cat", dim, nd))
 
 
 concatenate = cat
@@ -171,7 +173,7 @@ def stack(tensors, dim=0):
     """Join equal-shaped tensors along a new dim. Backward takes g apart along it."""
     tensors = _many("stack", tensors)
     nd = np.ndim(tensors[0].data if isinstance(tensors[0], Tensor) else tensors[0])
-    return ops.Stack.apply(*tensors, dim=ops.check_dim("stack", dim, nd, extra=1))
+    return movement.Stack.apply(*tensors, dim=check_dim("stack", dim, nd, extra=1))
 
 
 def where(condition, input, other):

@@ -12,6 +12,7 @@ import numpy as np
 
 from . import fused, ops
 from .autograd import STATE, OpError, current_scope
+from .dims import check_dim
 from .creation import where
 from .tensor import Tensor
 
@@ -94,12 +95,12 @@ def tanh(x):
 def softmax(x, dim=-1):
     """exp(x)/sum(exp(x)) along dim. The row max is subtracted first (it cancels in the
     gradient, so the fused op treats it as a constant). Fully masked (-inf) rows give zeros."""
-    return fused.Softmax.apply(x, dim=ops.check_dim("softmax", dim, x.ndim))
+    return fused.Softmax.apply(x, dim=check_dim("softmax", dim, x.ndim))
 
 
 def log_softmax(x, dim=-1):
     """x - logsumexp(x) along dim, computed without overflow."""
-    return fused.LogSoftmax.apply(x, dim=ops.check_dim("log_softmax", dim, x.ndim))
+    return fused.LogSoftmax.apply(x, dim=check_dim("log_softmax", dim, x.ndim))
 
 
 # ------------------------------------------------------------------------------------------

@@ -187,7 +187,7 @@ class Attention(Function):
         need = self.needs_input_grad
         batch = g.shape[:-2]
         grads = []
-        for x, needed in zip((self.qs, self.k, self.v), need[:3]):
+        for x, needed in zip((self.qs, self.k, self.v), need[:3], strict=True):
             full = batch + x.shape[-2:]       # the walk sums broadcast dims back (unbroadcast)
             grads.append(None if not needed else
                          np.empty_like(x, dtype=g.dtype) if x.shape == full else

@@ -112,11 +112,12 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, fast_mode=False,
 
 def _analytic_vjp(outs, inputs, checked, seeds):
     """sum_k <seed_k, out_k> differentiated w.r.t. the checked inputs (zeros where unused)."""
-    pairs = [(o, s) for o, s in zip(outs, seeds) if o.requires_grad]
+    pairs = [(o, s) for o, s in zip(outs, seeds, strict=True) if o.requires_grad]
     grads = autograd.grad([o for o, _ in pairs], [inputs[i] for i in checked],
                           grad_outputs=[Tensor(s.reshape(o.shape)) for o, s in pairs],
                           retain_graph=True, allow_unused=True)
-    return [np.zeros(inputs[i].shape) if g is None else g.data for i, g in zip(checked, grads)]
+    return [np.zeros(inputs[i].shape) if g is None else g.data
+            for i, g in zip(checked, grads, strict=True)]
 
 
 def _check_full(fn, inputs, checked, outs, eps, atol, rtol, raise_exception):
@@ -130,7 +131,7 @@ def _check_full(fn, inputs, checked, outs, eps, atol, rtol, raise_exception):
             seeds = [np.zeros(s) for s in sizes]
             seeds[k][j] = 1.0
             if o.requires_grad:
-                for i, g in zip(checked, _analytic_vjp(outs, inputs, checked, seeds)):
+                for i, g in zip(checked, _analytic_vjp(outs, inputs, checked, seeds), strict=True):
                     analytic[i][:, col] = g.ravel()
             col += 1
     for i in checked:
@@ -160,13 +161,13 @@ def _check_fast(fn, inputs, checked, outs, eps, atol, rtol, raise_exception, see
     rng = np.random.default_rng(seed)
     seeds = [rng.standard_normal(o.data.size) for o in outs]           # v, one per output
     analytic = _analytic_vjp(outs, inputs, checked, seeds)              # J^T v per input
-    for i, g in zip(checked, analytic):
+    for i, g in zip(checked, analytic, strict=True):
         u = rng.standard_normal(inputs[i].shape)
         lhs = float(np.sum(g * u))                                       # v^T J u, analytic
         plus = _perturbed_outputs(fn, inputs, i, None, eps * u)
         minus = _perturbed_outputs(fn, inputs, i, None, -eps * u)
         rhs = sum(float(np.dot(v, (p - m) / (2 * eps)))                  # v^T J u, numeric
-                  for v, p, m in zip(seeds, plus, minus))
+                  for v, p, m in zip(seeds, plus, minus, strict=True))
         if abs(lhs - rhs) > atol + rtol * abs(rhs):
             msg = (f"gradcheck (fast_mode): mismatch for input {i} (shape {inputs[i].shape}): "
                    f"v^T J u analytic {lhs:.8g} vs numeric {rhs:.8g} (|diff| "

@@ -4,7 +4,8 @@ Every forward takes numpy arrays and returns one array; every backward takes d(l
 returns one gradient per input (None where the input needs none). Gradients may keep the
 broadcast shape: the engine's `unbroadcast` sums them back. The docstring of each op is its
 vector-Jacobian product. The fused ops (GELU, softmax, layer norm, cross-entropy, dropout,
-attention) live in fused.py.
+attention) live in fused.py; the ones that only move or overwrite elements (reshape, permute,
+expand, indexing, cat/stack, triu/tril, fill/copy/setitem) in movement.py.
 """
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ import numpy as np
 
 from ._erf import erf as _erf, erf_grad as _erf_grad
 from . import autograd
-from .autograd import Function, OpError, fmt_shapes, result_type
+from .autograd import Function, OpError
+from .dims import normalize_dims
+from .dtypes import result_type
 
 
 def explain_broadcast(arrays):
@@ -31,7 +34,7 @@ def explain_broadcast(arrays):
 
 
 def promote(operands, true_divide=False):
-    """The operands of an element-wise op in the dtype `autograd.result_type` gives (torch's
+    """The operands of an element-wise op in the dtype `dtypes.result_type` gives (torch's
     rule); with true_divide an integer or bool result becomes float32 (int / int).
 
     An operand already of that dtype, or a float of a lower precision (numpy widens it on
@@ -355,50 +358,6 @@ class Cast(Function):
 # reductions
 # ------------------------------------------------------------------------------------------
 
-def dim_error(dim, ndim, extra=0):
-    """The one message for a dim outside a tensor's range (extra=1: a new dim may be added)."""
-    n = max(ndim + extra, 1)
-    return OpError(f"dim {dim} is out of range for a {ndim}-d tensor (expected {-n}..{n - 1})")
-
-
-def check_dim(name, dim, ndim, extra=0):
-    """One dim argument as a non-negative int, or an OpError starting with `name: `.
-
-    extra=1 for an op that inserts a dim (unsqueeze, stack): dims -ndim-1..ndim are valid. A
-    0-d tensor accepts dim 0 and -1, as in PyTorch. Costs two comparisons on the happy path.
-    """
-    n = ndim + extra
-    if type(dim) is int and -n <= dim < n:
-        return dim + n if dim < 0 else dim
-    prefix = f"{name}: " if name else ""
-    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
-        raise OpError(f"{prefix}dim must be an int, got {dim!r}")
-    if n == 0 and -1 <= dim <= 0:
-        return 0
-    if -n <= dim < n:                                # a numpy integer
-        return int(dim) % n
-    raise OpError(prefix + str(dim_error(dim, ndim, extra)))
-
-
-def normalize_dims(dim, ndim):
-    """Normalise dim (None, int or tuple) to a sorted tuple of non-negative axes."""
-    if dim is None:
-        return tuple(range(ndim))
-    if not isinstance(dim, (int, np.integer, tuple, list)) or isinstance(dim, bool):
-        raise OpError(f"dim must be an int or a tuple of ints, got {dim!r}")
-    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
-    out = []
-    for d in dims:
-        if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
-            raise OpError(f"dim must be an int or a tuple of ints, got {d!r}")
-        if not -max(ndim, 1) <= d < max(ndim, 1):
-            raise dim_error(d, ndim)
-        out.append(int(d) % max(ndim, 1) if ndim else 0)
-    if len(set(out)) != len(out):
-        raise OpError(f"dim {dim} repeats an axis")
-    return tuple(sorted(out)) if ndim else ()
-
-
 def _expand_back(g, shape, axes, keepdim):
     """Re-insert the reduced axes (size 1) so g broadcasts against the input."""
     if keepdim or not axes:
@@ -489,125 +448,8 @@ class LogSumExp(Function):
 
 
 # ------------------------------------------------------------------------------------------
-# movement
+# selection: where, masked_fill
 # ------------------------------------------------------------------------------------------
-
-class Reshape(Function):
-    """d(reshape x) = reshape(g, x.shape)"""
-    def forward(self, x, shape):
-        self.shape = x.shape
-        return x.reshape(shape)
-
-    @classmethod
-    def explain(cls, arrays, kwargs, err):
-        x = arrays[0]
-        return (f"cannot reshape {x.shape} ({x.size} elements) into {tuple(kwargs['shape'])}")
-
-    def backward(self, g):
-        return g.reshape(self.shape)
-
-
-class Permute(Function):
-    """d(permute x) = permute(g, inverse order)"""
-    def forward(self, x, dims):
-        n = x.ndim
-        given, dims = dims, tuple(d if type(d) is int and 0 <= d < n else check_dim(None, d, n)
-                                  for d in dims)
-        if len(dims) != n or sorted(dims) != list(range(n)):
-            raise OpError(f"dims {tuple(given)} is not a permutation of the {x.ndim} dims of "
-                          f"a tensor of shape {x.shape}")
-        self.dims = dims
-        inverse = [0] * len(dims)
-        for i, d in enumerate(dims):
-            inverse[d] = i
-        self.inverse = tuple(inverse)
-        return x.transpose(dims)
-
-    def backward(self, g):
-        return g.transpose(self.inverse)
-
-
-class Expand(Function):
-    """d(broadcast_to x) = g; the engine's unbroadcast sums it back."""
-    def forward(self, x, shape):
-        lead = len(shape) - x.ndim                 # new leading dims may not be -1
-        if lead < 0 or -1 in shape[:lead]:
-            raise OpError(f"cannot expand shape {x.shape} to {tuple(shape)}: "
-                          + ("the target has fewer dims" if lead < 0 else
-                             "-1 is only allowed for an existing dim"))
-        shape = tuple(x.shape[i - lead] if s == -1 else s for i, s in enumerate(shape))
-        return np.broadcast_to(x, shape)
-
-    @classmethod
-    def explain(cls, arrays, kwargs, err):
-        return f"cannot expand shape {arrays[0].shape} to {tuple(kwargs['shape'])}"
-
-    def backward(self, g):
-        return g
-
-
-def _is_advanced(index):
-    return any(isinstance(i, (np.ndarray, list)) for i in index)
-
-
-class Getitem(Function):
-    """Basic indexing scatters g into zeros; integer-array gathers scatter-add (repeats sum)."""
-    op_name = "getitem"
-
-    def forward(self, x, index):
-        self.shape, self.dtype, self.index = x.shape, x.dtype, index
-        out = x[index]
-        if not isinstance(out, np.ndarray) and Ellipsis not in index:
-            out = x[index + (Ellipsis,)]     # all ints: a 0-d view, not a copy (x[0].zero_())
-        return out
-
-    @classmethod
-    def explain(cls, arrays, kwargs, err):
-        return f"index {kwargs['index']!r} is invalid for a tensor of shape {arrays[0].shape}: {err}"
-
-    def backward_slice(self, g):
-        # basic indexing: the gradient is g inside the slice (the walk adds it into one buffer)
-        return None if _is_advanced(self.index) else (self.index, g)
-
-    def backward(self, g):
-        out = np.zeros(self.shape, dtype=g.dtype)
-        if _is_advanced(self.index):
-            np.add.at(out, self.index, g)
-        else:
-            out[self.index] = g
-        return out
-
-
-class Cat(Function):
-    """d(cat xs) = the slices of g that each input filled."""
-    def forward(self, *xs, dim=0):
-        self.dim = dim
-        self.sizes = [x.shape[dim] for x in xs]
-        return np.concatenate(xs, axis=dim)
-
-    @classmethod
-    def explain(cls, arrays, kwargs, err):
-        return (f"inputs of shapes {fmt_shapes(arrays)} must match in every dim except dim "
-                f"{kwargs.get('dim', 0)}: {err}")
-
-    def backward(self, g):
-        bounds = np.cumsum(self.sizes)[:-1]
-        return tuple(np.split(g, bounds, axis=self.dim))
-
-
-class Stack(Function):
-    """d(stack xs) = g taken apart along the new dim."""
-    def forward(self, *xs, dim=0):
-        self.dim = dim
-        return np.stack(xs, axis=dim)
-
-    @classmethod
-    def explain(cls, arrays, kwargs, err):
-        return f"inputs must all have the same shape, got {fmt_shapes(arrays)}"
-
-    def backward(self, g):
-        return tuple(np.moveaxis(g, self.dim, 0))
-
 
 class Where(_Binary):
     """where(c, a, b): a gets g where c, b gets g elsewhere; c gets none."""
@@ -645,18 +487,6 @@ class MaskedFill(Function):
 
     def backward(self, g):
         return np.where(self.mask, np.zeros((), dtype=g.dtype), g)
-
-
-class Tri(Function):
-    """triu/tril keep a triangle; g passes only through the kept entries."""
-    def forward(self, x, diagonal=0, upper=True):
-        if x.ndim < 2:
-            raise OpError(f"needs a tensor with at least 2 dims, got shape {x.shape}")
-        self.diagonal, self.upper = diagonal, upper
-        return np.triu(x, diagonal) if upper else np.tril(x, diagonal)
-
-    def backward(self, g):
-        return np.triu(g, self.diagonal) if self.upper else np.tril(g, self.diagonal)
 
 
 # ------------------------------------------------------------------------------------------
@@ -768,53 +598,3 @@ class Embedding(Function):
         out = np.zeros(self.shape, dtype=g.dtype)
         np.add.at(out, ids, g2)
         return out
-
-
-# ------------------------------------------------------------------------------------------
-# overwrites (the out-of-place halves of fill_, copy_ and x[index] = v; see Tensor._inplace)
-# ------------------------------------------------------------------------------------------
-
-class Fill(Function):
-    """Every element becomes value (broadcast, cast to x's dtype): dx = 0, dvalue = sum g."""
-    op_name = "fill"
-
-    def forward(self, x, value):
-        out = np.empty_like(x)
-        out[...] = value
-        return out
-
-    @classmethod
-    def explain(cls, arrays, kwargs, err):
-        return f"cannot write a value of shape {arrays[1].shape} into shape {arrays[0].shape}"
-
-    def backward(self, g):
-        return (np.zeros(g.shape, g.dtype) if self.needs_input_grad[0] else None), g
-
-
-class Copy(Fill):
-    """copy_: x's elements become src's: dx = 0, dsrc = g (summed over broadcast dims)."""
-    op_name = "copy"
-
-
-class Setitem(Function):
-    """x[index] = v out of place: v gets g[index], x gets g with zeros at index."""
-    op_name = "setitem"
-
-    def forward(self, x, v, index):
-        self.index = index
-        out = x.copy()
-        out[index] = v
-        return out
-
-    @classmethod
-    def explain(cls, arrays, kwargs, err):
-        return (f"cannot assign a value of shape {arrays[1].shape} to index {kwargs['index']!r} "
-                f"of a tensor of shape {arrays[0].shape}: {err}")
-
-    def backward(self, g):
-        gx = None
-        if self.needs_input_grad[0]:
-            gx = g.copy()
-            gx[self.index] = 0
-        gv = g[self.index] if self.needs_input_grad[1] else None
-        return gx, gv

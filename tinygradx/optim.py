@@ -265,7 +265,7 @@ class Optimizer:
             raise ValueError(f"{name}.load_state_dict: the state dict has {len(saved_groups)} "
                              f"parameter groups, this optimizer has {len(self.param_groups)}")
         new_groups = []
-        for gi, (saved, group) in enumerate(zip(saved_groups, self.param_groups)):
+        for gi, (saved, group) in enumerate(zip(saved_groups, self.param_groups, strict=True)):
             params = group["params"]
             shapes = saved.get("param_shapes")
             if shapes is None:
@@ -274,7 +274,7 @@ class Optimizer:
             if len(shapes) != len(params):
                 raise ValueError(f"{name}.load_state_dict: group {gi} has {len(shapes)} "
                                  f"parameters in the state dict, {len(params)} here")
-            for i, (s, p) in enumerate(zip(shapes, params)):
+            for i, (s, p) in enumerate(zip(shapes, params, strict=True)):
                 if s != p.shape:
                     raise ValueError(f"{name}.load_state_dict: parameter {i} of group {gi} has "
                                      f"shape {s} in the state dict but {p.shape} here")
@@ -315,7 +315,7 @@ class Optimizer:
                     entry[k] = _as_scalar(v)
             new_state[p] = entry
 
-        for group, merged in zip(self.param_groups, new_groups):
+        for group, merged in zip(self.param_groups, new_groups, strict=True):
             group.update(merged)
         self.state = new_state
 
@@ -485,7 +485,7 @@ class Adam(Optimizer):
             if all(a.flags.c_contiguous for a in arrays):     # flat views split evenly
                 arrays = tuple(a.reshape(-1) for a in arrays)
             step = st["step"]
-            parallel.rows(lambda p_, g_, m_, v_, t_, t2_: _adam_update(
+            parallel.rows(lambda p_, g_, m_, v_, t_, t2_, step=step: _adam_update(
                 p_, g_, m_, v_, step, lr, b1, b2, eps, wd, self._decoupled, t_, t2_), *arrays)
 
 

@@ -61,7 +61,7 @@ def rows(fn, *arrays):
         _pool = ThreadPoolExecutor(THREADS - 1, thread_name_prefix="tinygradx")
     cuts = [n * i // parts for i in range(parts + 1)]
     futures = [_pool.submit(fn, *(a[lo:hi] for a in arrays))
-               for lo, hi in zip(cuts[1:-1], cuts[2:])]
+               for lo, hi in zip(cuts[1:-1], cuts[2:], strict=True)]
     try:
         fn(*(a[:cuts[1]] for a in arrays))     # the first block on this thread
     finally:

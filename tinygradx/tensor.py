@@ -1,110 +1,27 @@
 """Tensor: a numpy array, a requires_grad flag, a .grad, and the node (_ctx) that made it.
 
 Methods only check arguments and call `ops.X.apply` (or `fused.X.apply`); the math lives in
-ops.py and fused.py, the walk in autograd.py, the constructors (zeros, randn, ...) and the
-functions of several tensors (cat, stack, where, ...) in creation.py. Names, argument names and
+ops.py, movement.py and fused.py, the walk in autograd.py, the dtype rules in dtypes.py, the
+reductions, movement and indexing methods in tensor_methods.py (a mixin Tensor inherits), the
+constructors (zeros, randn, ...) and the functions of several tensors (cat, stack, where, ...)
+in creation.py. Names, argument names and
 semantics follow PyTorch where it has the same function.
 """
 from __future__ import annotations
 
-import math
 import numbers
-from collections import namedtuple
 
 import numpy as np
 
-from . import autograd, fused, ops
+from . import autograd, fused, movement, ops
 from .autograd import OpError
-
-float32, float64, float16 = np.float32, np.float64, np.float16
-int64, int32, int16, int8, uint8, bool_ = np.int64, np.int32, np.int16, np.int8, np.uint8, np.bool_
-
-_DTYPES = {"float32": float32, "float": float32, "float64": float64, "double": float64,
-           "float16": float16, "half": float16, "int64": int64, "long": int64, "int32": int32,
-           "int": int32, "int16": int16, "short": int16, "int8": int8, "uint8": uint8,
-           "bool": bool_}
-
-# The dtypes a Tensor may hold (PyTorch's, less the unsigned types wider than 8 bits, which
-# PyTorch barely supports and whose arithmetic wraps). Anything else is refused at the boundary
-# (Tensor(), dtype= arguments, .to()), so it cannot fail later as a puzzling shape error.
-SUPPORTED_DTYPES = (float32, float64, float16, int64, int32, int16, int8, uint8, bool_)
-_SUPPORTED = frozenset(SUPPORTED_DTYPES)
-_SUPPORTED_NAMES = ", ".join(np.dtype(d).name for d in SUPPORTED_DTYPES)
+from .dims import check_dim
+from .dtypes import (as_dtype, bool_, float16, float32, float64, int32, int64, result_type,
+                     to_array)
+from .tensor_methods import ShapeMethods
 
 
-def _unsupported(dtype, where="Tensor"):
-    dtype = np.dtype(dtype)
-    hint = ""
-    if dtype.kind == "u":
-        hint = " (convert it first, e.g. .astype(np.int64))"
-    elif dtype.kind == "f":
-        hint = " (convert it first, e.g. .astype(np.float64))"
-    return TypeError(f"{where + ': ' if where else ''}dtype {dtype} is not supported; use one of "
-                     f"{_SUPPORTED_NAMES}{hint}")
-
-MaxResult = namedtuple("MaxResult", ["values", "indices"])
-
-
-def as_dtype(dtype):
-    """A numpy dtype from a dtype, a name ("float32", "long", ...) or None (stays None)."""
-    if dtype is None:
-        return None
-    if isinstance(dtype, str):
-        if dtype not in _DTYPES:
-            raise TypeError(f"unknown dtype {dtype!r}; use one of {sorted(_DTYPES)}")
-        return np.dtype(_DTYPES[dtype])
-    try:
-        out = np.dtype(dtype)
-    except TypeError:
-        raise TypeError(f"unknown dtype {dtype!r}; use one of {sorted(_DTYPES)}") from None
-    if out.type not in _SUPPORTED:
-        raise _unsupported(out, None)
-    return out
-
-
-def _to_array(data, dtype):
-    """Python data gets PyTorch's defaults (float32, int64); numpy arrays keep their dtype."""
-    if isinstance(data, Tensor):
-        data = data.data
-    if isinstance(data, np.ndarray):
-        arr = data
-        if arr.dtype.type not in _SUPPORTED or not arr.dtype.isnative:
-            arr = _check_array(arr, dtype)
-    else:
-        try:
-            arr = np.asarray(data)
-        except ValueError:
-            raise ValueError(f"Tensor: cannot make a tensor from a ragged nested "
-                             f"{type(data).__name__}: every row must have the same length"
-                             ) from None
-        if arr.dtype == np.float64 and not isinstance(data, np.generic):
-            arr = arr.astype(np.float32)  # Python floats; numpy float64 scalars stay float64
-        elif arr.dtype.kind in "iu" and arr.dtype != np.int64 and not isinstance(data, np.generic):
-            arr = arr.astype(np.int64)
-        elif arr.dtype.kind in "cmM":              # complex, datetime, timedelta
-            raise _unsupported(arr.dtype)
-        elif arr.dtype.kind not in "biuf":
-            raise TypeError(f"Tensor: cannot make a tensor from {type(data).__name__} "
-                            f"(numpy dtype {arr.dtype}); give numbers, nested lists or arrays")
-        elif arr.dtype.type not in _SUPPORTED and dtype is None:
-            raise _unsupported(arr.dtype)          # a numpy scalar: uint32, longdouble
-    if dtype is not None and arr.dtype != dtype:
-        arr = arr.astype(dtype)
-    return arr
-
-
-def _check_array(arr, dtype):
-    """An array whose dtype is not a supported one (or is not in native byte order)."""
-    if arr.dtype.kind not in "biuf":               # complex, object, str, bytes, datetime
-        raise _unsupported(arr.dtype)
-    if arr.dtype.type in _SUPPORTED:               # big-endian: the same values, native order
-        return arr.astype(arr.dtype.newbyteorder("="))
-    if dtype is None:                              # uint16/32/64, longdouble: say so
-        raise _unsupported(arr.dtype)
-    return arr                                     # converted to the dtype asked for
-
-
-class Tensor:
+class Tensor(ShapeMethods):
     """An n-d array that can record the graph of ops applied to it.
 
     >>> x = Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
@@ -123,7 +40,7 @@ class Tensor:
     __array_priority__ = 1000  # numpy scalars/arrays on the left defer to our reflected ops
 
     def __init__(self, data, dtype=None, requires_grad=False, name=None):
-        self.data = _to_array(data, as_dtype(dtype))
+        self.data = to_array(data, as_dtype(dtype))
         if requires_grad and self.data.dtype.kind != "f":
             raise TypeError(f"Tensor: only floating-point tensors can require gradients; this "
                             f"one has dtype {self.data.dtype} (indices and masks never need "
@@ -169,7 +86,7 @@ class Tensor:
         elif x is None:
             raise TypeError("expected a Tensor, array or number, got None")
         else:
-            arr = _to_array(x, None)
+            arr = to_array(x, None)
         return cls._from_op(arr, None)
 
     # -- basic attributes -----------------------------------------------------------------
@@ -204,7 +121,7 @@ class Tensor:
     def size(self, dim=None):
         if dim is None:
             return self.data.shape
-        return self.data.shape[ops.check_dim("size", dim, self.data.ndim)]
+        return self.data.shape[check_dim("size", dim, self.data.ndim)]
 
     def numel(self):
         return self.data.size
@@ -316,9 +233,9 @@ class Tensor:
                 if v is out.data:
                     ctx.__dict__[k] = self.data
             ctx.versions = tuple([cell[0] if p._version is cell else v
-                                  for p, v in zip(ctx.parents, ctx.versions)])
+                                  for p, v in zip(ctx.parents, ctx.versions, strict=True)])
             ctx.out_version = cell[0]
-            # nodes that used self before keep reaching this graph (autograd._resolve_parents)
+            # nodes that used self before keep reaching this graph (versions.resolve_parents)
             self._history = (self._history or []) + [(cell[0] - 1, old)]
             self._ctx = ctx
             self.requires_grad = True
@@ -352,21 +269,15 @@ class Tensor:
 
     def fill_(self, value):
         """Every element becomes value (a number or a one-element tensor), in place."""
-        return self._inplace("fill_", lambda t, v: ops.Fill.apply(t, v), value)
+        return self._inplace("fill_", lambda t, v: movement.Fill.apply(t, v), value)
 
     def zero_(self):
         """Every element becomes 0, in place."""
-        return self._inplace("zero_", lambda t: ops.Fill.apply(t, 0))
+        return self._inplace("zero_", lambda t: movement.Fill.apply(t, 0))
 
     def copy_(self, src):
         """Copy src (broadcast to self's shape, cast to its dtype) into self, in place."""
-        return self._inplace("copy_", lambda t, s: ops.Copy.apply(t, s), src)
-
-    def __setitem__(self, index, value):
-        """self[index] = value: the gradient goes to value at index and to the old self
-        elsewhere (in place, as PyTorch)."""
-        index = _normalise_index(index, self.shape)
-        self._inplace("setitem", lambda t, v: ops.Setitem.apply(t, v, index=index), value)
+        return self._inplace("copy_", lambda t, s: movement.Copy.apply(t, s), src)
 
     # -- dtype conversion -----------------------------------------------------------------
     def to(self, dtype):
@@ -478,11 +389,11 @@ class Tensor:
     pow = __pow__
 
     # comparisons make boolean tensors (no gradient flows through them); both sides are
-    # compared in the dtype autograd.result_type gives (float32 vs 0-d float64: in float32)
+    # compared in the dtype dtypes.result_type gives (float32 vs 0-d float64: in float32)
     def _cmp(self, other, fn):
         a, b = self.data, other.data if isinstance(other, Tensor) else other
         if not (isinstance(b, np.ndarray) and b.dtype == a.dtype):
-            dt = autograd.result_type(self, other)
+            dt = result_type(self, other)
             a, b = a.astype(dt, copy=False), np.asarray(b).astype(dt, copy=False)
         try:
             return Tensor._from_op(fn(a, b), None)
@@ -491,7 +402,7 @@ class Tensor:
 
     def _bitwise(self, other, fn, symbol):
         """& | ^ as torch: bitwise on integers, logical on bools (bool with int is int)."""
-        dt = autograd.result_type(self, other)
+        dt = result_type(self, other)
         if dt.kind not in "biu":
             raise TypeError(f"{symbol}: needs bool or integer tensors, got {self.dtype} and "
                             f"{getattr(other, 'dtype', type(other).__name__)}")
@@ -593,215 +504,11 @@ class Tensor:
     clip = clamp
 
     def softmax(self, dim):
-        return fused.Softmax.apply(self, dim=ops.check_dim("softmax", dim, self.data.ndim))
+        return fused.Softmax.apply(self, dim=check_dim("softmax", dim, self.data.ndim))
 
     def log_softmax(self, dim):
-        return fused.LogSoftmax.apply(self, dim=ops.check_dim("log_softmax", dim,
+        return fused.LogSoftmax.apply(self, dim=check_dim("log_softmax", dim,
                                                               self.data.ndim))
-
-    # -- reductions -----------------------------------------------------------------------
-    def sum(self, dim=None, keepdim=False):
-        return ops.Sum.apply(self, dim=dim, keepdim=keepdim)
-
-    def mean(self, dim=None, keepdim=False):
-        if self.dtype.kind != "f":
-            raise TypeError(f"mean: needs a floating-point tensor, got {self.dtype}")
-        return ops.Mean.apply(self, dim=dim, keepdim=keepdim)
-
-    def amax(self, dim=None, keepdim=False):
-        return ops.Max.apply(self, dim=dim, keepdim=keepdim)
-
-    def amin(self, dim=None, keepdim=False):
-        return ops.Max.apply(self, dim=dim, keepdim=keepdim, minimum=True)
-
-    def max(self, dim=None, keepdim=False):
-        """max() -> the largest value; max(dim) -> (values, indices) as in PyTorch.
-
-        As in PyTorch, max() and amax() share the gradient among tied maxima, while the
-        values of max(dim) are picked at the returned indices and get all of it.
-        """
-        if dim is None:
-            return self.amax()
-        _named_axes("max", dim, self.ndim)
-        if self.ndim == 0:                   # one element: itself, at index 0 (torch)
-            return MaxResult(ops.Reshape.apply(self, shape=()), _zero_index())
-        idx = self.argmax(dim, keepdim=True)
-        return MaxResult(self._pick(idx, dim, keepdim), idx if keepdim else idx.squeeze(dim))
-
-    def min(self, dim=None, keepdim=False):
-        if dim is None:
-            return self.amin()
-        _named_axes("min", dim, self.ndim)
-        if self.ndim == 0:
-            return MaxResult(ops.Reshape.apply(self, shape=()), _zero_index())
-        idx = self.argmin(dim, keepdim=True)
-        return MaxResult(self._pick(idx, dim, keepdim), idx if keepdim else idx.squeeze(dim))
-
-    def _pick(self, idx, dim, keepdim):
-        """self at the positions idx (keepdim-shaped) along dim, as a gather."""
-        d = dim % self.ndim
-        grid = list(np.indices(idx.shape, sparse=True))
-        grid[d] = idx.data
-        out = self[tuple(grid)]
-        return out if keepdim else out.squeeze(d)
-
-    def argmax(self, dim=None, keepdim=False):
-        _named_axes("argmax", dim, self.ndim)
-        if self.ndim == 0:
-            return _zero_index()
-        return Tensor._from_op(np.argmax(self.data, axis=dim, keepdims=keepdim), None)
-
-    def argmin(self, dim=None, keepdim=False):
-        _named_axes("argmin", dim, self.ndim)
-        if self.ndim == 0:
-            return _zero_index()
-        return Tensor._from_op(np.argmin(self.data, axis=dim, keepdims=keepdim), None)
-
-    def var(self, dim=None, unbiased=True, keepdim=False, correction=None):
-        """Variance; unbiased=True divides by N-1 (PyTorch's default), or give correction."""
-        corr = (1 if unbiased else 0) if correction is None else correction
-        return ops.Var.apply(self, dim=dim, correction=corr, keepdim=keepdim)
-
-    def std(self, dim=None, unbiased=True, keepdim=False):
-        return self.var(dim, unbiased, keepdim).sqrt()
-
-    def logsumexp(self, dim, keepdim=False):
-        return ops.LogSumExp.apply(self, dim=dim, keepdim=keepdim)
-
-    # -- movement -------------------------------------------------------------------------
-    def reshape(self, *shape):
-        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) \
-            else shape
-        if shape == self.data.shape:
-            return self
-        out = ops.Reshape.apply(self, shape=shape)
-        return out._view_of(self) if np.may_share_memory(out.data, self.data) else out
-
-    view = reshape
-
-    def flatten(self, start_dim=0, end_dim=-1):
-        if self.ndim == 0:
-            return self.reshape(1)
-        s, e = (ops.check_dim("flatten", d, self.ndim) for d in (start_dim, end_dim))
-        if s > e:
-            raise OpError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} "
-                          f"for a {self.ndim}-d tensor")
-        shape = self.shape[:s] + (math.prod(self.shape[s:e + 1]),) + self.shape[e + 1:]
-        return self.reshape(shape)
-
-    def permute(self, *dims):
-        dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
-        return ops.Permute.apply(self, dims=dims)._view_of(self)
-
-    def transpose(self, dim0, dim1):
-        nd = self.data.ndim
-        dim0 = ops.check_dim("transpose", dim0, nd)
-        dim1 = ops.check_dim("transpose", dim1, nd)
-        order = list(range(nd))
-        order[dim0], order[dim1] = order[dim1], order[dim0]
-        return ops.Permute.apply(self, dims=tuple(order))._view_of(self)
-
-    swapaxes = transpose
-
-    def expand(self, *shape):
-        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) \
-            else shape
-        return ops.Expand.apply(self, shape=shape)._view_of(self)
-
-    def expand_as(self, other):
-        return self.expand(other.shape)
-
-    def unsqueeze(self, dim):
-        d = ops.check_dim("unsqueeze", dim, self.data.ndim, extra=1)
-        return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
-
-    def squeeze(self, dim=None):
-        if dim is None:
-            return self.reshape(tuple(s for s in self.shape if s != 1))
-        axes = _named_axes("squeeze", dim, self.ndim)
-        return self.reshape(tuple(s for i, s in enumerate(self.shape)
-                                  if not (i in axes and s == 1)))
-
-    def __getitem__(self, index):
-        """PyTorch's indexing: ints, slices, None, Ellipsis, int arrays/lists/tensors and
-        bool masks. Where numpy's rule differs, torch's is kept: an int (or 0-d int tensor)
-        is applied first as a plain select, so x[0, :, [0, 1]] of a (2, 3, 4) x is
-        x[0][:, [0, 1]] of shape (3, 2) (numpy: (2, 3)). Repeated indices sum their
-        gradients."""
-        index = _normalise_index(index, self.shape)
-        split = _split_ints(index)
-        if split is not None:                # ints mixed with arrays: select, then gather
-            first, rest = split
-            return ops.Getitem.apply(ops.Getitem.apply(self, index=first), index=rest)
-        out = ops.Getitem.apply(self, index=index)
-        return out._view_of(self) if out.data.base is not None and np.may_share_memory(
-            out.data, self.data) else out
-
-    def split(self, split_size_or_sections, dim=0):
-        dim = ops.check_dim("split", dim, self.ndim)
-        if self.ndim == 0:
-            raise OpError("split: cannot split a 0-d tensor")
-        n = self.shape[dim]
-        if isinstance(split_size_or_sections, (int, np.integer)) \
-                and not isinstance(split_size_or_sections, bool):
-            size = int(split_size_or_sections)
-            if size <= 0 and not (size == 0 and n == 0):
-                raise OpError(f"split: split_size must be a positive int, got {size}")
-            sizes = [size] * (n // size) if size else []
-            if n % max(size, 1) or n == 0:
-                sizes.append(n % max(size, 1))  # a size-0 dim gives one empty piece (torch)
-        else:
-            if not isinstance(split_size_or_sections, (list, tuple)):
-                raise OpError(f"split: expected an int split_size or a list of section sizes, "
-                              f"got {split_size_or_sections!r}")
-            sizes = list(split_size_or_sections)
-            if any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0
-                   for s in sizes):
-                raise OpError(f"split: section sizes must be non-negative ints, got {sizes}")
-            if sum(sizes) != n:
-                raise OpError(f"split: sections {sizes} sum to {sum(sizes)}, but dim {dim} of "
-                              f"shape {self.shape} has size {n}")
-        out, start = [], 0
-        for s in sizes:
-            idx = [slice(None)] * self.ndim
-            idx[dim] = slice(start, start + s)
-            out.append(self[tuple(idx)])
-            start += s
-        return tuple(out)
-
-    def chunk(self, chunks, dim=0):
-        if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks < 1:
-            raise OpError(f"chunk: chunks must be a positive int, got {chunks!r}")
-        dim = ops.check_dim("chunk", dim, self.ndim)
-        if self.ndim == 0:
-            raise OpError("chunk: cannot chunk a 0-d tensor")
-        n = self.shape[dim]
-        if n == 0:                           # torch: `chunks` empty pieces
-            return self.split([0] * int(chunks), dim)
-        return self.split(-(-n // int(chunks)), dim)
-
-    def masked_fill(self, mask, value):
-        """Put `value` where mask is True (mask broadcasts to self's shape)."""
-        m = mask.data if isinstance(mask, Tensor) else np.asarray(mask)
-        if m.dtype != np.bool_:
-            raise TypeError(f"masked_fill: mask must be a bool tensor, got dtype {m.dtype}")
-        if isinstance(value, Tensor) and value.requires_grad:
-            # a learned fill value: where() gives it the gradient of the filled positions
-            if value.ndim != 0:
-                raise OpError(f"masked_fill: value must be a number or a 0-d tensor, got "
-                              f"shape {value.shape}")
-            if np.broadcast_shapes(m.shape, self.shape) != self.shape:
-                return ops.MaskedFill.apply(self, mask=m, value=0)     # raises the message
-            return ops.Where.apply(value.to(self.dtype), self, cond=m)
-        if isinstance(value, Tensor):
-            value = value.data
-        return ops.MaskedFill.apply(self, mask=m, value=value)
-
-    def triu(self, diagonal=0):
-        return ops.Tri.apply(self, diagonal=diagonal, upper=True)
-
-    def tril(self, diagonal=0):
-        return ops.Tri.apply(self, diagonal=diagonal, upper=False)
 
 
 def _constant(name, x, instead):
@@ -812,71 +519,6 @@ def _constant(name, x, instead):
         raise TypeError(f"{name}: a bound that requires grad would get no gradient here; use "
                         f"{instead}")
     return x.data
-
-
-def _zero_index():
-    return Tensor._from_op(np.zeros((), dtype=np.int64), None)
-
-
-def _named_axes(name, dim, ndim):
-    """ops.normalize_dims with the op's name in front of its error message."""
-    try:
-        return ops.normalize_dims(dim, ndim)
-    except OpError as err:
-        raise OpError(f"{name}: {err}") from None
-
-
-def _split_ints(index):
-    """For an index mixing ints with int/bool arrays: (selects, rest), the basic index that
-    applies the ints (every other item kept whole) and what is left to index its result
-    with; None when numpy's rule already is torch's (no int, or no array)."""
-    ints = arrays = False
-    for i in index:
-        if isinstance(i, np.ndarray):
-            arrays = True
-        elif isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)):
-            ints = True
-    if not (ints and arrays):
-        return None
-    first, rest = [], []
-    for i in index:
-        if isinstance(i, np.ndarray):
-            first += [slice(None)] * (i.ndim if i.dtype == np.bool_ else 1)
-            rest.append(i)
-        elif isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)):
-            first.append(i)
-        elif i is None:
-            first.append(None)
-            rest.append(slice(None))
-        elif i is Ellipsis:
-            first.append(i)
-            rest.append(i)
-        else:                                # a slice: applied in the second step
-            first.append(slice(None))
-            rest.append(i)
-    return tuple(first), tuple(rest)
-
-
-def _normalise_index(index, shape):
-    """Tensors become arrays (a 0-d int tensor an int, as in torch); float indices are
-    refused with a clear message."""
-    items = index if isinstance(index, tuple) else (index,)
-    out = []
-    for i in items:
-        if isinstance(i, Tensor):
-            i = i.data
-            if i.ndim == 0 and i.dtype.kind in "iu":
-                i = int(i)
-        if isinstance(i, list):
-            i = np.asarray(i)
-        if isinstance(i, np.ndarray) and i.ndim == 0 and i.dtype.kind in "iu":
-            i = int(i)
-        if isinstance(i, (float, np.floating)) or (isinstance(i, np.ndarray)
-                                                   and i.dtype.kind == "f"):
-            raise OpError(f"getitem: index {i!r} is a float; tensors are indexed by ints, "
-                          f"slices, None, bool masks or integer arrays (shape {shape})")
-        out.append(i)
-    return tuple(out)
 
 
 autograd.Tensor = Tensor  # the engine wraps op results with this class (see autograd.py)

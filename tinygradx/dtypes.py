@@ -1,0 +1,159 @@
+"""Dtypes: the ones a Tensor may hold, dtype names ("float32", "long", ...), the boundary that
+turns Python data and arrays into a supported array, and PyTorch's promotion rule for
+element-wise ops (`result_type`), in one place.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import autograd
+
+float32, float64, float16 = np.float32, np.float64, np.float16
+int64, int32, int16, int8, uint8, bool_ = np.int64, np.int32, np.int16, np.int8, np.uint8, np.bool_
+
+_DTYPES = {"float32": float32, "float": float32, "float64": float64, "double": float64,
+           "float16": float16, "half": float16, "int64": int64, "long": int64, "int32": int32,
+           "int": int32, "int16": int16, "short": int16, "int8": int8, "uint8": uint8,
+           "bool": bool_}
+
+# The dtypes a Tensor may hold (PyTorch's, less the unsigned types wider than 8 bits, which
+# PyTorch barely supports and whose arithmetic wraps). Anything else is refused at the boundary
+# (Tensor(), dtype= arguments, .to()), so it cannot fail later as a puzzling shape error.
+SUPPORTED_DTYPES = (float32, float64, float16, int64, int32, int16, int8, uint8, bool_)
+_SUPPORTED = frozenset(SUPPORTED_DTYPES)
+_SUPPORTED_NAMES = ", ".join(np.dtype(d).name for d in SUPPORTED_DTYPES)
+
+
+def _unsupported(dtype, where="Tensor"):
+    dtype = np.dtype(dtype)
+    hint = ""
+    if dtype.kind == "u":
+        hint = " (convert it first, e.g. .astype(np.int64))"
+    elif dtype.kind == "f":
+        hint = " (convert it first, e.g. .astype(np.float64))"
+    return TypeError(f"{where + ': ' if where else ''}dtype {dtype} is not supported; use one of "
+                     f"{_SUPPORTED_NAMES}{hint}")
+
+def as_dtype(dtype):
+    """A numpy dtype from a dtype, a name ("float32", "long", ...) or None (stays None)."""
+    if dtype is None:
+        return None
+    if isinstance(dtype, str):
+        if dtype not in _DTYPES:
+            raise TypeError(f"unknown dtype {dtype!r}; use one of {sorted(_DTYPES)}")
+        return np.dtype(_DTYPES[dtype])
+    try:
+        out = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"unknown dtype {dtype!r}; use one of {sorted(_DTYPES)}") from None
+    if out.type not in _SUPPORTED:
+        raise _unsupported(out, None)
+    return out
+
+
+def to_array(data, dtype):
+    """Python data gets PyTorch's defaults (float32, int64); numpy arrays keep their dtype."""
+    if isinstance(data, autograd.Tensor):
+        data = data.data
+    if isinstance(data, np.ndarray):
+        arr = data
+        if arr.dtype.type not in _SUPPORTED or not arr.dtype.isnative:
+            arr = _check_array(arr, dtype)
+    else:
+        try:
+            arr = np.asarray(data)
+        except ValueError:
+            raise ValueError(f"Tensor: cannot make a tensor from a ragged nested "
+                             f"{type(data).__name__}: every row must have the same length"
+                             ) from None
+        if arr.dtype == np.float64 and not isinstance(data, np.generic):
+            arr = arr.astype(np.float32)  # Python floats; numpy float64 scalars stay float64
+        elif arr.dtype.kind in "iu" and arr.dtype != np.int64 and not isinstance(data, np.generic):
+            arr = arr.astype(np.int64)
+        elif arr.dtype.kind in "cmM":              # complex, datetime, timedelta
+            raise _unsupported(arr.dtype)
+        elif arr.dtype.kind not in "biuf":
+            raise TypeError(f"Tensor: cannot make a tensor from {type(data).__name__} "
+                            f"(numpy dtype {arr.dtype}); give numbers, nested lists or arrays")
+        elif arr.dtype.type not in _SUPPORTED and dtype is None:
+            raise _unsupported(arr.dtype)          # a numpy scalar: uint32, longdouble
+    if dtype is not None and arr.dtype != dtype:
+        arr = arr.astype(dtype)
+    return arr
+
+
+def _check_array(arr, dtype):
+    """An array whose dtype is not a supported one (or is not in native byte order)."""
+    if arr.dtype.kind not in "biuf":               # complex, object, str, bytes, datetime
+        raise _unsupported(arr.dtype)
+    if arr.dtype.type in _SUPPORTED:               # big-endian: the same values, native order
+        return arr.astype(arr.dtype.newbyteorder("="))
+    if dtype is None:                              # uint16/32/64, longdouble: say so
+        raise _unsupported(arr.dtype)
+    return arr                                     # converted to the dtype asked for
+
+
+# --------------------------------------------------------------------------------------------
+# dtype promotion (torch.result_type), in one place
+# --------------------------------------------------------------------------------------------
+
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2}
+_DEFAULT_FLOAT = np.dtype(np.float32)   # torch's default dtype: what a Python float becomes
+_INT64, _BOOL = np.dtype(np.int64), np.dtype(np.bool_)
+
+
+def promote_types(a, b):
+    """torch.promote_types: the higher category wins (bool < integer < float), so int64 with
+    float32 is float32 (numpy says float64); within a category numpy's rule (int8 + uint8 ->
+    int16, float16 + float32 -> float32) is torch's."""
+    if a == b:
+        return a
+    ca, cb = _CATEGORY.get(a.kind, 3), _CATEGORY.get(b.kind, 3)
+    if ca != cb:
+        return a if ca > cb else b
+    return np.promote_types(a, b)
+
+
+def _combine(higher, lower):
+    """The dtype of a higher-priority group of operands combined with a lower one: the lower
+    group only counts when it is of a higher category (torch's combine_categories)."""
+    if higher is None:
+        return lower
+    if lower is None or higher.kind == "f":
+        return higher
+    if higher.kind == "b" or lower.kind == "f":
+        return promote_types(higher, lower)
+    return higher
+
+
+def result_type(*operands):
+    """The dtype of an element-wise op on these operands, by torch.result_type's rule.
+
+    Three priorities: tensors (and arrays) with at least one dim, 0-d tensors, Python
+    scalars (bool -> bool, int -> int64, float -> float32). Within a priority dtypes promote
+    (`promote_types`); a lower priority changes the result only when it is of a higher
+    category: float32 tensor + 0-d float64 tensor -> float32, int64 tensor + 2.5 -> float32,
+    int32 tensor + 0-d int64 tensor -> int32, bool tensor + 1 -> int64, but int64 tensor +
+    0-d float64 tensor -> float64.
+    """
+    dims = zero = scalars = None
+    for x in operands:
+        if isinstance(x, autograd.Tensor):
+            x = x.data
+        if isinstance(x, np.ndarray):
+            d = x.dtype
+            if x.ndim:
+                dims = d if dims is None else promote_types(dims, d)
+            else:
+                zero = d if zero is None else promote_types(zero, d)
+            continue
+        if isinstance(x, (bool, np.bool_)):
+            d = _BOOL
+        elif isinstance(x, (int, np.integer)):
+            d = _INT64
+        elif isinstance(x, (float, np.floating)):
+            d = _DEFAULT_FLOAT
+        else:
+            raise TypeError(f"expected a Tensor, array or number, got {type(x).__name__}")
+        scalars = d if scalars is None else promote_types(scalars, d)
+    return _combine(dims, _combine(zero, scalars))

@@ -1,0 +1,302 @@
+"""The methods of Tensor that reduce, move and index: `ShapeMethods`, a mixin that Tensor
+inherits (tensor.py holds the class itself, in-place machinery, dtype conversion, operators and
+element-wise math).
+
+Reductions (sum, mean, max(dim) -> (values, indices), var, ...), movement (reshape, permute,
+expand, squeeze, split, ...) and indexing (x[idx], x[idx] = v, masked_fill, triu/tril). As in
+tensor.py, methods only check arguments and call `ops.X.apply` / `movement.X.apply`; torch's
+names, argument names and semantics.
+"""
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+import numpy as np
+
+from . import autograd, movement, ops
+from .autograd import OpError
+from .dims import check_dim, normalize_dims
+
+MaxResult = namedtuple("MaxResult", ["values", "indices"])
+
+
+class ShapeMethods:
+    """Reductions, movement and indexing; mixed into Tensor (every method works on a Tensor)."""
+
+    __slots__ = ()
+
+    # -- reductions -----------------------------------------------------------------------
+    def sum(self, dim=None, keepdim=False):
+        return ops.Sum.apply(self, dim=dim, keepdim=keepdim)
+
+    def mean(self, dim=None, keepdim=False):
+        if self.dtype.kind != "f":
+            raise TypeError(f"mean: needs a floating-point tensor, got {self.dtype}")
+        return ops.Mean.apply(self, dim=dim, keepdim=keepdim)
+
+    def amax(self, dim=None, keepdim=False):
+        return ops.Max.apply(self, dim=dim, keepdim=keepdim)
+
+    def amin(self, dim=None, keepdim=False):
+        return ops.Max.apply(self, dim=dim, keepdim=keepdim, minimum=True)
+
+    def max(self, dim=None, keepdim=False):
+        """max() -> the largest value; max(dim) -> (values, indices) as in PyTorch.
+
+        As in PyTorch, max() and amax() share the gradient among tied maxima, while the
+        values of max(dim) are picked at the returned indices and get all of it.
+        """
+        if dim is None:
+            return self.amax()
+        _named_axes("max", dim, self.ndim)
+        if self.ndim == 0:                   # one element: itself, at index 0 (torch)
+            return MaxResult(movement.Reshape.apply(self, shape=()), _zero_index())
+        idx = self.argmax(dim, keepdim=True)
+        return MaxResult(self._pick(idx, dim, keepdim), idx if keepdim else idx.squeeze(dim))
+
+    def min(self, dim=None, keepdim=False):
+        if dim is None:
+            return self.amin()
+        _named_axes("min", dim, self.ndim)
+        if self.ndim == 0:
+            return MaxResult(movement.Reshape.apply(self, shape=()), _zero_index())
+        idx = self.argmin(dim, keepdim=True)
+        return MaxResult(self._pick(idx, dim, keepdim), idx if keepdim else idx.squeeze(dim))
+
+    def _pick(self, idx, dim, keepdim):
+        """self at the positions idx (keepdim-shaped) along dim, as a gather."""
+        d = dim % self.ndim
+        grid = list(np.indices(idx.shape, sparse=True))
+        grid[d] = idx.data
+        out = self[tuple(grid)]
+        return out if keepdim else out.squeeze(d)
+
+    def argmax(self, dim=None, keepdim=False):
+        _named_axes("argmax", dim, self.ndim)
+        if self.ndim == 0:
+            return _zero_index()
+        return autograd.Tensor._from_op(np.argmax(self.data, axis=dim, keepdims=keepdim), None)
+
+    def argmin(self, dim=None, keepdim=False):
+        _named_axes("argmin", dim, self.ndim)
+        if self.ndim == 0:
+            return _zero_index()
+        return autograd.Tensor._from_op(np.argmin(self.data, axis=dim, keepdims=keepdim), None)
+
+    def var(self, dim=None, unbiased=True, keepdim=False, correction=None):
+        """Variance; unbiased=True divides by N-1 (PyTorch's default), or give correction."""
+        corr = (1 if unbiased else 0) if correction is None else correction
+        return ops.Var.apply(self, dim=dim, correction=corr, keepdim=keepdim)
+
+    def std(self, dim=None, unbiased=True, keepdim=False):
+        return self.var(dim, unbiased, keepdim).sqrt()
+
+    def logsumexp(self, dim, keepdim=False):
+        return ops.LogSumExp.apply(self, dim=dim, keepdim=keepdim)
+
+    # -- movement -------------------------------------------------------------------------
+    def reshape(self, *shape):
+        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) \
+            else shape
+        if shape == self.data.shape:
+            return self
+        out = movement.Reshape.apply(self, shape=shape)
+        return out._view_of(self) if np.may_share_memory(out.data, self.data) else out
+
+    view = reshape
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        if self.ndim == 0:
+            return self.reshape(1)
+        s, e = (check_dim("flatten", d, self.ndim) for d in (start_dim, end_dim))
+        if s > e:
+            raise OpError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} "
+                          f"for a {self.ndim}-d tensor")
+        shape = self.shape[:s] + (math.prod(self.shape[s:e + 1]),) + self.shape[e + 1:]
+        return self.reshape(shape)
+
+    def permute(self, *dims):
+        dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+        return movement.Permute.apply(self, dims=dims)._view_of(self)
+
+    def transpose(self, dim0, dim1):
+        nd = self.data.ndim
+        dim0 = check_dim("transpose", dim0, nd)
+        dim1 = check_dim("transpose", dim1, nd)
+        order = list(range(nd))
+        order[dim0], order[dim1] = order[dim1], order[dim0]
+        return movement.Permute.apply(self, dims=tuple(order))._view_of(self)
+
+    swapaxes = transpose
+
+    def expand(self, *shape):
+        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) \
+            else shape
+        return movement.Expand.apply(self, shape=shape)._view_of(self)
+
+    def expand_as(self, other):
+        return self.expand(other.shape)
+
+    def unsqueeze(self, dim):
+        d = check_dim("unsqueeze", dim, self.data.ndim, extra=1)
+        return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
+
+    def squeeze(self, dim=None):
+        if dim is None:
+            return self.reshape(tuple(s for s in self.shape if s != 1))
+        axes = _named_axes("squeeze", dim, self.ndim)
+        return self.reshape(tuple(s for i, s in enumerate(self.shape)
+                                  if not (i in axes and s == 1)))
+
+    def __getitem__(self, index):
+        """PyTorch's indexing: ints, slices, None, Ellipsis, int arrays/lists/tensors and
+        bool masks. Where numpy's rule differs, torch's is kept: an int (or 0-d int tensor)
+        is applied first as a plain select, so x[0, :, [0, 1]] of a (2, 3, 4) x is
+        x[0][:, [0, 1]] of shape (3, 2) (numpy: (2, 3)). Repeated indices sum their
+        gradients."""
+        index = _normalise_index(index, self.shape)
+        split = _split_ints(index)
+        if split is not None:                # ints mixed with arrays: select, then gather
+            first, rest = split
+            return movement.Getitem.apply(movement.Getitem.apply(self, index=first), index=rest)
+        out = movement.Getitem.apply(self, index=index)
+        return out._view_of(self) if out.data.base is not None and np.may_share_memory(
+            out.data, self.data) else out
+
+    def __setitem__(self, index, value):
+        """self[index] = value: the gradient goes to value at index and to the old self
+        elsewhere (in place, as PyTorch)."""
+        index = _normalise_index(index, self.shape)
+        self._inplace("setitem", lambda t, v: movement.Setitem.apply(t, v, index=index), value)
+
+    def split(self, split_size_or_sections, dim=0):
+        dim = check_dim("split", dim, self.ndim)
+        if self.ndim == 0:
+            raise OpError("split: cannot split a 0-d tensor")
+        n = self.shape[dim]
+        if isinstance(split_size_or_sections, (int, np.integer)) \
+                and not isinstance(split_size_or_sections, bool):
+            size = int(split_size_or_sections)
+            if size <= 0 and not (size == 0 and n == 0):
+                raise OpError(f"split: split_size must be a positive int, got {size}")
+            sizes = [size] * (n // size) if size else []
+            if n % max(size, 1) or n == 0:
+                sizes.append(n % max(size, 1))  # a size-0 dim gives one empty piece (torch)
+        else:
+            if not isinstance(split_size_or_sections, (list, tuple)):
+                raise OpError(f"split: expected an int split_size or a list of section sizes, "
+                              f"got {split_size_or_sections!r}")
+            sizes = list(split_size_or_sections)
+            if any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0
+                   for s in sizes):
+                raise OpError(f"split: section sizes must be non-negative ints, got {sizes}")
+            if sum(sizes) != n:
+                raise OpError(f"split: sections {sizes} sum to {sum(sizes)}, but dim {dim} of "
+                              f"shape {self.shape} has size {n}")
+        out, start = [], 0
+        for s in sizes:
+            idx = [slice(None)] * self.ndim
+            idx[dim] = slice(start, start + s)
+            out.append(self[tuple(idx)])
+            start += s
+        return tuple(out)
+
+    def chunk(self, chunks, dim=0):
+        if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks < 1:
+            raise OpError(f"chunk: chunks must be a positive int, got {chunks!r}")
+        dim = check_dim("chunk", dim, self.ndim)
+        if self.ndim == 0:
+            raise OpError("chunk: cannot chunk a 0-d tensor")
+        n = self.shape[dim]
+        if n == 0:                           # torch: `chunks` empty pieces
+            return self.split([0] * int(chunks), dim)
+        return self.split(-(-n // int(chunks)), dim)
+
+    def masked_fill(self, mask, value):
+        """Put `value` where mask is True (mask broadcasts to self's shape)."""
+        m = mask.data if isinstance(mask, autograd.Tensor) else np.asarray(mask)
+        if m.dtype != np.bool_:
+            raise TypeError(f"masked_fill: mask must be a bool tensor, got dtype {m.dtype}")
+        if isinstance(value, autograd.Tensor) and value.requires_grad:
+            # a learned fill value: where() gives it the gradient of the filled positions
+            if value.ndim != 0:
+                raise OpError(f"masked_fill: value must be a number or a 0-d tensor, got "
+                              f"shape {value.shape}")
+            if np.broadcast_shapes(m.shape, self.shape) != self.shape:
+                return ops.MaskedFill.apply(self, mask=m, value=0)     # raises the message
+            return ops.Where.apply(value.to(self.dtype), self, cond=m)
+        if isinstance(value, autograd.Tensor):
+            value = value.data
+        return ops.MaskedFill.apply(self, mask=m, value=value)
+
+    def triu(self, diagonal=0):
+        return movement.Tri.apply(self, diagonal=diagonal, upper=True)
+
+    def tril(self, diagonal=0):
+        return movement.Tri.apply(self, diagonal=diagonal, upper=False)
+
+
+def _zero_index():
+    return autograd.Tensor._from_op(np.zeros((), dtype=np.int64), None)
+
+
+def _named_axes(name, dim, ndim):
+    """normalize_dims with the op's name in front of its error message."""
+    try:
+        return normalize_dims(dim, ndim)
+    except OpError as err:
+        raise OpError(f"{name}: {err}") from None
+
+
+def _split_ints(index):
+    """For an index mixing ints with int/bool arrays: (selects, rest), the basic index that
+    applies the ints (every other item kept whole) and what is left to index its result
+    with; None when numpy's rule already is torch's (no int, or no array)."""
+    ints = arrays = False
+    for i in index:
+        if isinstance(i, np.ndarray):
+            arrays = True
+        elif isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)):
+            ints = True
+    if not (ints and arrays):
+        return None
+    first, rest = [], []
+    for i in index:
+        if isinstance(i, np.ndarray):
+            first += [slice(None)] * (i.ndim if i.dtype == np.bool_ else 1)
+            rest.append(i)
+        elif isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)):
+            first.append(i)
+        elif i is None:
+            first.append(None)
+            rest.append(slice(None))
+        elif i is Ellipsis:
+            first.append(i)
+            rest.append(i)
+        else:                                # a slice: applied in the second step
+            first.append(slice(None))
+            rest.append(i)
+    return tuple(first), tuple(rest)
+
+
+def _normalise_index(index, shape):
+    """Tensors become arrays (a 0-d int tensor an int, as in torch); float indices are
+    refused with a clear message."""
+    items = index if isinstance(index, tuple) else (index,)
+    out = []
+    for i in items:
+        if isinstance(i, autograd.Tensor):
+            i = i.data
+            if i.ndim == 0 and i.dtype.kind in "iu":
+                i = int(i)
+        if isinstance(i, list):
+            i = np.asarray(i)
+        if isinstance(i, np.ndarray) and i.ndim == 0 and i.dtype.kind in "iu":
+            i = int(i)
+        if isinstance(i, (float, np.floating)) or (isinstance(i, np.ndarray)
+                                                   and i.dtype.kind == "f"):
+            raise OpError(f"getitem: index {i!r} is a float; tensors are indexed by ints, "
+                          f"slices, None, bool masks or integer arrays (shape {shape})")
+        out.append(i)
+    return tuple(out)
