@@ -96,7 +96,7 @@ def main(argv=None):
             print(f"\n{bf.CONFIGS[config]['title']}: {args.pairs} rounds, first-step losses "
                   + ", ".join(f"{n} {v:.4f}" for n, v in first.items()))
             for n in fns:
-                rs = [a / b for a, b in zip(res["times"][n], res["times"][label])]
+                rs = [a / b for a, b in zip(res["times"][n], res["times"][label], strict=True)]
                 rs.sort()
                 st = res["stats"][n]
                 line = (f"  {n:>14}: median {st['median'] * 1e3:7.1f} ms; / {label}: median "
@@ -106,7 +106,8 @@ def main(argv=None):
                     out = subprocess.run([sys.executable, os.path.abspath(__file__), "--rev",
                                           args.rev, "--rss-child", config, arm],
                                          capture_output=True, text=True, check=True)
-                    line += f"; peak RSS {json.loads(out.stdout.splitlines()[-1])['peak_rss_mb']:.0f} MB"
+                    peak = json.loads(out.stdout.splitlines()[-1])["peak_rss_mb"]
+                    line += f"; peak RSS {peak:.0f} MB"
                 print(line)
     return 0
 

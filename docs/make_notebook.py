@@ -1,4 +1,5 @@
-"""Build docs/walkthrough.ipynb from docs/walkthrough.md, so the notebook cannot drift from the page.
+"""Build docs/walkthrough.ipynb from docs/walkthrough.md, so the notebook cannot drift from
+the page.
 
     python docs/make_notebook.py            # rewrite docs/walkthrough.ipynb
     python docs/make_notebook.py --check    # exit 1 when the committed notebook is out of date
@@ -30,7 +31,7 @@ NOTEBOOK = os.path.join(HERE, "walkthrough.ipynb")
 FENCE = re.compile(r"^```(\w*)\s*$")
 SKIP_MARK = "<!-- skip-test -->"
 
-SETUP = '''# Notebook setup (not on the page): graphs are written to a temporary folder and shown inline.
+SETUP = '''# Notebook setup (not on the page): graphs go to a temporary folder and are shown inline.
 import os
 import tempfile
 
@@ -47,9 +48,9 @@ def show_new_graphs():
             _shown.add(name)
             display(SVG(filename=os.path.join(GRAPHS, name)))'''
 
-INTRO = """*This notebook is generated from [walkthrough.md](walkthrough.md) by `docs/make_notebook.py`;
-edit the page, not the notebook. Its cells share one Python session, as the page's snippets do:
-run them top to bottom.*"""
+INTRO = """*This notebook is generated from [walkthrough.md](walkthrough.md) by
+`docs/make_notebook.py`; edit the page, not the notebook. Its cells share one Python session,
+as the page's snippets do: run them top to bottom.*"""
 
 
 def parse(lines):

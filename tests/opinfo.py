@@ -474,7 +474,7 @@ for _name, _op, _ref, _kw, _api in _BINARY:
     add(OpInfo(_name, _op, torch_op=_TORCH_BINARY.get(_name, SAME), ref=_ref,
                samples=binary(**_kw), dtypes=NUMERIC, api=_api, fixed=tuple(_fixed)))
 # method spellings with a tensor operand
-add(*(OpInfo(f"Tensor.{m}[method]", (lambda m: lambda a, b: getattr(a, m)(b))(m),
+add(*(OpInfo(f"Tensor.{m}[method]", (lambda name: lambda a, b: getattr(a, name)(b))(m),
              ref=r, samples=binary(low_b=0.5) if m == "div" else binary(), api=(f"Tensor.{m}",))
       for m, r in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
                    ("div", np.divide))))
@@ -671,7 +671,7 @@ def _split_kw(draw, s):
     if draw(st.booleans()) or n == 0:
         return {"size": draw(st.integers(1, max(n, 1) + 1)), "dim": dim}
     cut = sorted(draw(st.lists(st.integers(0, n), max_size=2)))
-    return {"size": [b - a for a, b in zip([0] + cut, cut + [n])], "dim": dim}
+    return {"size": [b - a for a, b in zip([0] + cut, cut + [n], strict=True)], "dim": dim}
 
 
 def _basic_index(draw, s):
@@ -693,7 +693,8 @@ def _np_split(x, size, dim):
 def _masked_fill_kw(draw, s):
     ms = tuple(1 if draw(st.booleans()) else d for d in s)[draw(st.integers(0, len(s))):]
     rng = np.random.default_rng(draw(st.integers(0, 99)))
-    return {"mask": np.asarray(rng.random(ms) < 0.5), "value": draw(st.sampled_from((0.0, -1e9, 2.5)))}
+    return {"mask": np.asarray(rng.random(ms) < 0.5),
+            "value": draw(st.sampled_from((0.0, -1e9, 2.5)))}
 
 
 _ADV = [0, 2, 2]
@@ -872,7 +873,8 @@ add(
            ref=lambda n, m: np.eye(n, m), samples=none(st.fixed_dictionaries({
                "n": st.integers(0, 4), "m": st.integers(0, 4)})), grad=False, grad_reason=_CONST),
     OpInfo("tgx.tensor", lambda data: tgx.tensor(data), torch_op=lambda data: torch.tensor(data),
-           ref=lambda data: np.asarray(data), samples=none(st.fixed_dictionaries({"data": st.sampled_from(
+           ref=lambda data: np.asarray(data),
+           samples=none(st.fixed_dictionaries({"data": st.sampled_from(
                ([[1.5, 2.0]], [1, 2, 3], [True, False], 2.5, 3, [[1, 2.5]]))})),
            grad=False, grad_reason=_CONST, fixed=(S(data=np.arange(3, dtype=np.int32),
                                                     desc="int32_array"),)),
@@ -1138,7 +1140,7 @@ def _setitem(x, v):
 
 
 _ROW = S(_f64(2, 3), _f64(3, seed=1), desc="broadcast_row")
-add(*(OpInfo(f"Tensor.{m}_", (lambda m: lambda a, b: getattr(a.clone(), m + "_")(b))(m),
+add(*(OpInfo(f"Tensor.{m}_", (lambda name: lambda a, b: getattr(a.clone(), name + "_")(b))(m),
              ref=r, samples=_same_shape_pair(**({"low": 0.5} if m == "div" else {})),
              fixed=(_ROW,) if m != "div" else ())
       for m, r in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply),

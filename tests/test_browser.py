@@ -34,7 +34,8 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def browser():
     webdriver = pytest.importorskip("selenium.webdriver",
-                                    reason="selenium not installed (pip install tinygradx[browser])")
+                                    reason="selenium not installed "
+                                    "(pip install tinygradx[browser])")
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
     for arg in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",

@@ -38,7 +38,7 @@ def _np(g):
 
 def same_as_torch(fn):
     ours, theirs = run("tgx", fn), run("torch", fn)
-    for a, b in zip(ours, theirs):
+    for a, b in zip(ours, theirs, strict=True):
         if b is None:
             assert a is None or not np.any(a)
         else:
@@ -67,7 +67,8 @@ CASES = {
     "setitem_mask": lambda L, x, v: _setitem(x * 1, _mask(L), v[:2]),
     "setitem_fancy": lambda L, x, v: _setitem(x + 0, [0, 3], v[1:3] * 2),
     "setitem_scalar": lambda L, x, v: _setitem(x * v, slice(None, 2), 0.0),
-    "setitem_constant_base": lambda L, x, v: _setitem(L.zeros(4, dtype=L.float64), slice(2), v[:2] * x[2:]),
+    "setitem_constant_base":
+        lambda L, x, v: _setitem(L.zeros(4, dtype=L.float64), slice(2), v[:2] * x[2:]),
     "chain_then_use": lambda L, x, v: (lambda y: y.add_(v).mul_(2) * y)(x * 1),
     "earlier_add_consumer": lambda L, x, v: (lambda y: (lambda w: y.mul_(v) + w)(y + 1))(x * 1),
     "earlier_getitem_consumer": lambda L, x, v: (lambda y: _setitem(y, 0, y[1] * 3))(x * v),
@@ -90,12 +91,16 @@ def test_values_and_gradients_match_torch(name):
 # ------------------------------------------------------------------------------------------
 
 RAISES = {
-    "issue: saved input zeroed": lambda L, x, v: (lambda z: (lambda w: (z.zero_(), w)[1])(z * z))(x * 1.0),
+    "issue: saved input zeroed":
+        lambda L, x, v: (lambda z: (lambda w: (z.zero_(), w)[1])(z * z))(x * 1.0),
     "saved output (exp)": lambda L, x, v: (lambda y: y.add_(1))(x.exp()),
     "saved output (sigmoid)": lambda L, x, v: (lambda y: y.mul_(2))(x.sigmoid()),
-    "saved input through a view": lambda L, x, v: (lambda z: (lambda w: (_view_zero(L, z), w)[1])(z * v))(x * 1.0),
-    "saved output, changed under no_grad": lambda L, x, v: (lambda y: (_nograd_add(L, y), y)[1])(x.tanh()),
-    "saved input via detach": lambda L, x, v: (lambda z: (lambda w: (z.detach().add_(1), w)[1])(z * v))(x * 1.0),
+    "saved input through a view":
+        lambda L, x, v: (lambda z: (lambda w: (_view_zero(L, z), w)[1])(z * v))(x * 1.0),
+    "saved output, changed under no_grad":
+        lambda L, x, v: (lambda y: (_nograd_add(L, y), y)[1])(x.tanh()),
+    "saved input via detach":
+        lambda L, x, v: (lambda z: (lambda w: (z.detach().add_(1), w)[1])(z * v))(x * 1.0),
     "saved constant": lambda L, x, v: (lambda c: (lambda w: (c.mul_(2), w)[1])(x * c))(L.tensor(V)),
 }
 
@@ -187,7 +192,8 @@ def test_views_share_memory_and_the_version_counter():
 def test_in_place_on_a_view_inside_a_graph_is_a_clear_error():
     x = Tensor(X, requires_grad=True)
     y = x * 2
-    with pytest.raises(RuntimeError, match=r"in-place change of a view .*\(base\[index\] = value\)"):
+    view_error = r"in-place change of a view .*\(base\[index\] = value\)"
+    with pytest.raises(RuntimeError, match=view_error):
         y[1:3].mul_(2)
     y[1:3] = y[1:3] * 2                                   # what the error suggests
     y.sum().backward()

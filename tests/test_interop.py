@@ -18,7 +18,7 @@ import tinygradx as tgx
 from tinygradx.io import load_safetensors, read_safetensors_header, save_safetensors
 from tinygradx.models.nets.gpt import GPT, GPTConfig
 from tinygradx.models.nets.interop import (InteropError, from_nanogpt, from_pretrained,
-                                           hf_gpt2_state, nanogpt_model_args, nanogpt_state,
+                                           nanogpt_model_args, nanogpt_state,
                                            save_nanogpt, save_pretrained)
 
 SIZES = dict(block_size=16, vocab_size=23, n_layer=2, n_head=4, n_embd=32)
@@ -181,7 +181,7 @@ def test_round_trip_is_exact(tmp_path):
     ours = trained_like()
     save_pretrained(ours, tmp_path)
     back = from_pretrained(tmp_path)
-    for (n, p), (_, q) in zip(ours.named_parameters(), back.named_parameters()):
+    for (n, p), (_, q) in zip(ours.named_parameters(), back.named_parameters(), strict=True):
         np.testing.assert_array_equal(p.data, q.data, err_msg=n)
     assert back.config.gelu_approximate == "tanh"
     assert from_pretrained(tmp_path, dtype=np.float64).transformer.wte.weight.dtype == np.float64

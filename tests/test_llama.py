@@ -174,7 +174,7 @@ def test_fused_and_op_by_op_paths_agree_with_gradients():
     np.testing.assert_allclose(la.numpy(), lb.numpy(), rtol=1e-10, atol=1e-12)
     lossa.backward()
     lossb.backward()
-    for (n, p), (_, q) in zip(a.named_parameters(), b.named_parameters()):
+    for (n, p), (_, q) in zip(a.named_parameters(), b.named_parameters(), strict=True):
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-8, atol=1e-12,
                                    err_msg=n)
 

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 import tinygradx as tgx
 from tinygradx import Tensor
 
-from opinfo import OPS, NOT_OPS, Sample, tdtype, torch
+from opinfo import OPS, NOT_OPS, torch
 
 EXAMPLES = int(os.environ.get("OPINFO_EXAMPLES", "8"))
 HYPO = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
@@ -67,7 +67,7 @@ def _call_tgx(entry, sample, grad=True):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         out = entry.op(*xs, **_tgx_kwargs(sample.kwargs))
-    for a, b in zip(sample.inputs, saved):
+    for a, b in zip(sample.inputs, saved, strict=True):
         np.testing.assert_array_equal(a, b, err_msg="the op changed its input in place")
     return xs, _outs(out)
 
@@ -87,7 +87,7 @@ def check_numpy(entry, sample):
     want = _outs(entry.ref(*[a.copy() for a in sample.inputs], **sample.kwargs))
     assert len(outs) == len(want), f"{len(outs)} outputs, numpy gave {len(want)}"
     dt = sample.inputs[0].dtype if sample.inputs else np.float32
-    for i, (o, w) in enumerate(zip(outs, want)):
+    for i, (o, w) in enumerate(zip(outs, want, strict=True)):
         _compare(o, w, _tol(entry, dt), f"{entry.name} output {i} vs numpy")
 
 
@@ -99,16 +99,16 @@ def check_torch(entry, sample):
         warnings.simplefilter("ignore", UserWarning)
         touts = _outs(entry.torch_fn()(*ts, **_torch_kwargs(sample.kwargs)))
     assert len(outs) == len(touts), f"{len(outs)} outputs, torch gave {len(touts)}"
-    for i, (o, t) in enumerate(zip(outs, touts)):
+    for i, (o, t) in enumerate(zip(outs, touts, strict=True)):
         assert o.dtype == np.dtype(_np(t).dtype), (
             f"{entry.name} output {i}: dtype {o.dtype}, torch {t.dtype}")
         if entry.values:
             _compare(o, t, _tol(entry, o.dtype), f"{entry.name} output {i} vs torch")
         else:
             assert o.shape == tuple(t.shape)
-    pairs = [(o, t) for o, t in zip(outs, touts) if t.requires_grad]
+    pairs = [(o, t) for o, t in zip(outs, touts, strict=True) if t.requires_grad]
     assert len(pairs) == sum(o.requires_grad for o in outs), "differentiable outputs differ"
-    wrt = [(x, t) for x, t in zip(xs, ts) if t.requires_grad]
+    wrt = [(x, t) for x, t in zip(xs, ts, strict=True) if t.requires_grad]
     if not pairs or not wrt:
         return
     rng = np.random.default_rng(0)
@@ -119,7 +119,7 @@ def check_torch(entry, sample):
                        grad_outputs=[Tensor(g) for g in gs], allow_unused=True)
     want = torch.autograd.grad([t for _, t in pairs], [t for _, t in wrt],
                                grad_outputs=[torch.tensor(g) for g in gs], allow_unused=True)
-    for i, ((x, _), g, w) in enumerate(zip(wrt, got, want)):
+    for i, ((x, _), g, w) in enumerate(zip(wrt, got, want, strict=True)):
         g = np.zeros(x.shape, x.dtype) if g is None else g.numpy()
         w = np.zeros(x.shape, x.dtype) if w is None else w.numpy()
         assert g.dtype == x.dtype, f"gradient {i}: dtype {g.dtype}, input {x.dtype}"

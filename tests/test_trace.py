@@ -52,7 +52,8 @@ EXPECTED = [
     ("self_attn", "mul", "Q/√d_k", "(B, h, n, d_k) → (B, h, n, d_k)"),
     ("self_attn", "permute", "Kᵀ", "(B, h, n, d_k) → (B, h, d_k, n)"),
     ("self_attn", "matmul", "S = QKᵀ/√d_k", "(B, h, n, d_k)·(B, h, d_k, n) → (B, h, n, n)"),
-    ("self_attn", "softmax", "A = softmax(QKᵀ/√d_k)  (scaled dot-product attention)", "(B, h, n, n) → (B, h, n, n)"),
+    ("self_attn", "softmax", "A = softmax(QKᵀ/√d_k)  (scaled dot-product attention)",
+     "(B, h, n, n) → (B, h, n, n)"),
     ("self_attn", "matmul", "head_i = A·V", "(B, h, n, n)·(B, h, n, d_v) → (B, h, n, d_v)"),
     ("self_attn", "permute", "heads side by side", "(B, h, n, d_v) → (B, n, h, d_v)"),
     ("self_attn", "reshape", "Concat(head_1..head_h)", "(B, n, h, d_v) → (B, n, h·d_v)"),
@@ -60,7 +61,8 @@ EXPECTED = [
      "(B, n, h·d_v)·(h·d_v, d_model) → (B, n, d_model)"),
     ("<top>", "add", "x + MHA(x)  (residual)",
      "(B, n, d_model), (B, n, d_model) → (B, n, d_model)"),
-    ("norm1", "layer_norm", "Y_attn = LayerNorm(x + MHA(x))  (Add & Norm)", "(B, n, d_model) → (B, n, d_model)"),
+    ("norm1", "layer_norm", "Y_attn = LayerNorm(x + MHA(x))  (Add & Norm)",
+     "(B, n, d_model) → (B, n, d_model)"),
 ]
 
 
@@ -82,7 +84,8 @@ def test_names_are_guessed_when_no_dims_are_given():
 def test_sizes_shared_by_two_names_fall_back_to_numbers():
     t = run(dims=dict(DIMS, m=5))                  # n and m are both 5: neither name is safe
     rows = {r[2]: r[3] for r in table_rows(t)}
-    assert rows["A = softmax(QKᵀ/√d_k)  (scaled dot-product attention)"] == "(B, h, 5, 5) → (B, h, 5, 5)"
+    softmax_row = rows["A = softmax(QKᵀ/√d_k)  (scaled dot-product attention)"]
+    assert softmax_row == "(B, h, 5, 5) → (B, h, 5, 5)"
     assert rows["Kᵀ"] == "(B, h, 5, d_k) → (B, h, d_k, 5)"
     assert rows["Q = X·W^Q"] == "(B, 5, d_model)·(d_model, h·d_k) → (B, 5, h·d_k)"
 

@@ -226,7 +226,8 @@ def reference_walk(loss):
             continue
         in_grads = node._ctx.backward(g)
         in_grads = in_grads if isinstance(in_grads, tuple) else (in_grads,)
-        for p, ig, need in zip(node._ctx.parents, in_grads, node._ctx.needs_input_grad):
+        edges = zip(node._ctx.parents, in_grads, node._ctx.needs_input_grad, strict=True)
+        for p, ig, need in edges:
             if ig is None or not need:
                 continue
             ig = np.array(unbroadcast(ig, p.data.shape), dtype=p.data.dtype, copy=True)
