@@ -5,8 +5,9 @@ batched greedy / beam search and by another revision's decoding functions, in on
     python bench/bench_decode.py --rev 5e09b39 --steps 300     # train a dates model first
 
 The other revision's `decoding` module is loaded from git (it only calls the model's public
-methods, which both revisions share). Every arm decodes the same sentences in batches of 256,
-as Trainer.translate does; the tokens of all arms are compared, and the times printed (never
+methods, which both revisions share). Each arm decodes the same sentences in the batches its
+revision's Trainer.translate uses (1,024 sentences here, 256 before this change; `--batch`
+overrides this checkout's); the tokens of all arms are compared, and the times printed (never
 asserted).
 """
 from __future__ import annotations
@@ -65,6 +66,8 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=300, help="training steps without --checkpoint")
     ap.add_argument("--n", type=int, default=1000, help="held-out sentences (greedy)")
     ap.add_argument("--beam-n", type=int, default=200, help="held-out sentences (beam 4)")
+    ap.add_argument("--batch", type=int, default=1024, help="this checkout's batch size")
+    ap.add_argument("--rev-batch", type=int, default=256, help="the revision's batch size")
     args = ap.parse_args(argv)
     print(machine_facts(torch_info=False))
     if args.checkpoint:
@@ -81,10 +84,10 @@ def main(argv=None):
     for name, n, kw in (("greedy", args.n, {}), ("beam 4", args.beam_n, {"beam_size": 4})):
         fn = decoding.greedy_decode if not kw else decoding.beam_search
         old_fn = getattr(old, fn.__name__)
-        bs = batches(trainer, n)
+        bs, old_bs = batches(trainer, n, args.batch), batches(trainer, n, args.rev_batch)
         t_new, new = timed(fn, bs, trainer, **kw)
         t_ref, ref = timed(fn, bs, trainer, cached=False, **kw)
-        t_old, was = timed(old_fn, bs, trainer, **kw)
+        t_old, was = timed(old_fn, old_bs, trainer, **kw)
         print(f"  {name}: this {t_new:.2f} s, uncached reference {t_ref:.2f} s, rev {args.rev} "
               f"{t_old:.2f} s -> {t_old / t_new:.1f}x faster; same tokens as the reference: "
               f"{new == ref}, as rev {args.rev}: {new == was}")
