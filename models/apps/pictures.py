@@ -19,7 +19,6 @@ for any model built from tinygradx ops; the models' `record_attn` flags are the 
 from __future__ import annotations
 
 import csv
-import json
 import math
 import os
 import re
@@ -27,6 +26,7 @@ import re
 import numpy as np
 
 import tinygradx as tgx
+from tinygradx.models.training import rundir
 
 # the last path component of an attention module, and what its softmax is
 _ATTN_SUFFIXES = ("self_attn", "cross_attn", "attn")
@@ -372,20 +372,13 @@ def read_metrics(path):
 
 
 def _metric_rows(path):
-    """The rows of a metrics.jsonl in step order, the last row of each step; a torn line (a
-    kill mid-write) is skipped."""
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(row, dict) and "step" in row:
-                rows.append(row)
+    """The rows of a metrics.jsonl in step order, the last row of each step (a resumed run
+    appends); a torn line (a kill mid-write) is skipped."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: no such file")
+    rows = rundir.read_metrics(path)
     if not rows:
         raise ValueError(f"{path}: no metrics rows")
-    # a resumed run appends: keep the last row for each step, in step order
     by_step = {int(r["step"]): r for r in rows}
     return [by_step[s] for s in sorted(by_step)]
 
