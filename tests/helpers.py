@@ -153,3 +153,16 @@ def assert_same(fused, composite, arrays, atol=1e-10, rtol=1e-8, g_seed=0):
     np.testing.assert_allclose(v1, v2, atol=atol, rtol=rtol)
     for a, b in zip(g1, g2, strict=True):
         np.testing.assert_allclose(a, b, atol=atol, rtol=rtol)
+
+
+def small_gpt_step(fused=True):
+    """A 2-layer GPT (C 32, V 65, T 16), a fixed (3, 16) batch and AdamW at lr 1e-2, all from
+    seed 0: the training step the engine tests compare bit for bit. Returns (model, idx, tgt,
+    opt)."""
+    from tinygradx.models.nets.gpt import GPT, GPTConfig
+    tgx.manual_seed(0)
+    model = GPT(GPTConfig(block_size=16, vocab_size=65, n_layer=2, n_head=4, n_embd=32,
+                          fused_attention=fused))
+    rng = np.random.default_rng(0)
+    idx, tgt = (Tensor(rng.integers(0, 65, (3, 16))) for _ in range(2))
+    return model, idx, tgt, tgx.optim.AdamW(model.parameters(), lr=1e-2)

@@ -8,6 +8,7 @@ import pytest
 
 import tinygradx as tgx
 from tinygradx import Tensor
+from helpers import small_gpt_step
 
 torch = pytest.importorskip("torch")
 
@@ -254,13 +255,7 @@ def test_graph_drops_and_no_cycles_after_in_place():
 # ------------------------------------------------------------------------------------------
 
 def _gpt_two_steps(fused):
-    from tinygradx.models.nets.gpt import GPT, GPTConfig
-    tgx.manual_seed(0)
-    model = GPT(GPTConfig(block_size=16, vocab_size=65, n_layer=2, n_head=4, n_embd=32,
-                          fused_attention=fused))
-    rng = np.random.default_rng(0)
-    idx, tgt = (Tensor(rng.integers(0, 65, (3, 16))) for _ in range(2))
-    opt = tgx.optim.AdamW(model.parameters(), lr=1e-2)
+    model, idx, tgt, opt = small_gpt_step(fused)
     for _ in range(2):
         opt.zero_grad()
         model(idx, tgt)[1].backward()

@@ -9,6 +9,7 @@ import tinygradx as tgx
 from tinygradx import Tensor, autograd
 from tinygradx.autograd import toposort, unbroadcast
 from tinygradx.gradbuf import Grads
+from helpers import small_gpt_step
 
 
 def t(*shape, dtype=np.float64):
@@ -237,13 +238,7 @@ def reference_walk(loss):
 
 @pytest.mark.parametrize("fused", [True, False], ids=["fused-attention", "op-by-op"])
 def test_gpt_training_step_gradients_equal_the_reference_walk(fused):
-    from tinygradx.models.nets.gpt import GPT, GPTConfig
-    tgx.manual_seed(0)
-    model = GPT(GPTConfig(block_size=16, vocab_size=65, n_layer=2, n_head=4, n_embd=32,
-                          fused_attention=fused))
-    rng = np.random.default_rng(0)
-    idx, tgt = (Tensor(rng.integers(0, 65, (3, 16))) for _ in range(2))
-    opt = tgx.optim.AdamW(model.parameters(), lr=1e-2)
+    model, idx, tgt, opt = small_gpt_step(fused)
     model(idx, tgt)[1].backward()                  # one step first, so the weights have moved
     opt.step()
     opt.zero_grad()

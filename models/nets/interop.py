@@ -226,12 +226,7 @@ def from_pretrained(directory, dtype=np.float32):
                                                  or not np.array_equal(head, wte)):
         problems.append("lm_head.weight differs from transformer.wte.weight, but GPT-2 ties "
                         "them (this GPT has no separate output matrix)")
-    if problems:
-        _fail(what, problems)
-    _load_checked(model, state, transpose=True)
-    if dtype != np.float32:
-        model.to(dtype)
-    return model.eval()
+    return _finish(model, state, True, dtype, what, problems)
 
 
 # ------------------------------------------------------------------------------------------
@@ -311,9 +306,14 @@ def from_nanogpt(state, model_args=None, dtype=np.float32):
     wte = clean.get("transformer.wte.weight")
     if head is not None and wte is not None and not np.array_equal(head, wte):
         problems.append("lm_head.weight differs from transformer.wte.weight; nanoGPT ties them")
+    return _finish(model, clean, False, dtype, what, problems)
+
+
+def _finish(model, state, transpose, dtype, what, problems):
+    """Refuse with every problem found, or load all of `state` and cast: never half a model."""
     if problems:
         _fail(what, problems)
-    _load_checked(model, clean, transpose=False)
+    _load_checked(model, state, transpose=transpose)
     if dtype != np.float32:
         model.to(dtype)
     return model.eval()
