@@ -1371,6 +1371,89 @@ add(
            samples=unary(kw=_topk_kw)),
 )
 
+# --- element-wise losses (F.*) and their modules ---------------------------------------------
+
+def _loss_family(low=-2.0, high=2.0, tlow=-2.0, thigh=2.0, extra=None,
+                 reductions=("mean", "sum", "none")):
+    """input (any shape) and a same-shaped target kwarg (no grad), a reduction, extra(draw, s)."""
+    def build(draw, dt):
+        s = shape(draw)
+        kw = {"target": array(draw, s, dt, tlow, thigh, layout=False),
+              "reduction": draw(st.sampled_from(reductions))}
+        kw.update(extra(draw, s, dt) if extra else {})
+        return Sample((array(draw, s, dt, low, high),), kw)
+    return family(build)
+
+
+def _bce_weight(draw, s, dt):
+    if not draw(st.booleans()):
+        return {}
+    return {"weight": array(draw, s[len(s) - draw(st.integers(0, len(s))):], dt, 0.1, 2.0,
+                            layout=False)}
+
+
+def _bce_logits_extra(draw, s, dt):
+    kw = _bce_weight(draw, s, dt)
+    if s and draw(st.booleans()):
+        kw["pos_weight"] = array(draw, s[-1:], dt, 0.5, 3.0, layout=False)
+    return kw
+
+
+def _loss_entry(name, fn, tfn, samples, **kw):
+    return OpInfo(name, lambda x, **k: fn(x, **k), torch_op=lambda x, **k: tfn(x, **k),
+                  samples=samples, **kw)
+
+
+_NN_LOSSES = [  # module, F function, its samples' kwargs that go to the module
+    ("MSELoss", "mse_loss"), ("L1Loss", "l1_loss"), ("SmoothL1Loss", "smooth_l1_loss"),
+    ("HuberLoss", "huber_loss"), ("BCELoss", "binary_cross_entropy"),
+    ("BCEWithLogitsLoss", "binary_cross_entropy_with_logits"), ("KLDivLoss", "kl_div")]
+_LOSS_SAMPLES = {
+    "mse_loss": _loss_family(), "l1_loss": _loss_family(),
+    "smooth_l1_loss": _loss_family(extra=lambda draw, s, dt: {
+        "beta": draw(st.sampled_from([0.0, 0.5, 1.0, 2.0]))}),
+    "huber_loss": _loss_family(extra=lambda draw, s, dt: {
+        "delta": draw(st.sampled_from([0.5, 1.0, 2.0]))}),
+    "binary_cross_entropy": _loss_family(0.05, 0.95, 0.0, 1.0, extra=_bce_weight),
+    "binary_cross_entropy_with_logits": _loss_family(-4.0, 4.0, 0.0, 1.0,
+                                                     extra=_bce_logits_extra),
+    "kl_div": _loss_family(-3.0, 0.0, 0.05, 1.0, reductions=("mean", "sum", "none",
+                                                             "batchmean")),
+}
+
+
+def _module_call(cls_name, mod):
+    def call(x, target, **kw):
+        return getattr(mod, cls_name)(**kw)(x, target)
+    return call
+
+
+for _fname, _samples in _LOSS_SAMPLES.items():
+    add(_loss_entry(f"F.{_fname}", getattr(F, _fname), getattr(TF, _fname, None)
+                    if TF is not None else None, _samples))
+add(_loss_entry("F.kl_div[log_target]", lambda x, **k: F.kl_div(x, log_target=True, **k),
+                lambda x, **k: TF.kl_div(x, log_target=True, **k),
+                _loss_family(-3.0, 0.0, -3.0, 0.0)),
+    OpInfo("F.binary_cross_entropy_with_logits[large]",
+           lambda x, target: F.binary_cross_entropy_with_logits(x, target, reduction="none"),
+           torch_op=lambda x, target: TF.binary_cross_entropy_with_logits(x, target,
+                                                                          reduction="none"),
+           samples=lambda dtypes: st.just(S([1.0, -2.0], target=np.array([1.0, 0.0]),
+                                             desc="small")),
+           fixed=(S([-800.0, -30.0, 0.0, 30.0, 800.0],
+                                   target=np.array([1.0, 0.0, 1.0, 1.0, 0.0]),
+                                   desc="stable", only=("torch",)),)))
+for _cls, _fname in _NN_LOSSES:
+    add(OpInfo(f"nn.{_cls}", _module_call(_cls, tgx.nn), api=(f"nn.{_cls}",),
+               torch_op=_module_call(_cls, torch.nn) if torch is not None else None,
+               samples=_LOSS_SAMPLES[_fname]))
+add(OpInfo("nn.CrossEntropyLoss", _module_call("CrossEntropyLoss", tgx.nn),
+           torch_op=_module_call("CrossEntropyLoss", torch.nn) if torch is not None else None,
+           samples=_ce_family(layout_nd=False)),
+    OpInfo("nn.NLLLoss", _module_call("NLLLoss", tgx.nn),
+           torch_op=_module_call("NLLLoss", torch.nn) if torch is not None else None,
+           samples=_ce_family(layout_nd=False, smoothing=False)))
+
 # ------------------------------------------------------------------------------------------
 # names in docs/api.md's op sections that are not ops (the coverage test skips only these)
 # ------------------------------------------------------------------------------------------

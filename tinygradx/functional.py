@@ -442,7 +442,9 @@ __all__ = ["relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "linear"
            "scaled_dot_product_attention", "attention", "packed_attention", "causal_mask",
            "softmax_composite", "log_softmax_composite",
            "layer_norm_composite", "cross_entropy_composite", "gelu_composite",
-           "dropout_composite", "where"]
+           "dropout_composite", "where", "one_hot",
+           "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+           "binary_cross_entropy_with_logits", "kl_div"]
 
 
 def one_hot(tensor, num_classes=-1):
@@ -459,3 +461,8 @@ def one_hot(tensor, num_classes=-1):
         raise ValueError(f"one_hot: class ids must be in 0..{num_classes - 1}, got "
                          f"{int(t.min())}..{int(t.max())}")
     return Tensor(np.eye(num_classes, dtype=np.int64)[t])
+
+
+# the element-wise losses live in losses.py (same floor); F.mse_loss etc. are the public path
+from .losses import (binary_cross_entropy, binary_cross_entropy_with_logits,  # noqa: E402
+                     huber_loss, kl_div, l1_loss, mse_loss, smooth_l1_loss)
