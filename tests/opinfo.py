@@ -1371,6 +1371,31 @@ add(
            samples=unary(kw=_topk_kw)),
 )
 
+
+def _as_function(name, entry_name):
+    """The tgx.name(x, **kw) twin of a Tensor entry, checked against torch.name."""
+    e = next(o for o in OPS if o.name == entry_name)
+    if name in ("scatter", "scatter_add"):
+        def op(x, src, **kw):
+            return getattr(tgx, name)(x, src=src, **kw)
+
+        def top(x, src, **kw):
+            return getattr(torch, name)(x, src=src, **kw)
+    else:
+        def op(x, **kw):
+            return getattr(tgx, name)(x, **kw)
+
+        def top(x, **kw):
+            return getattr(torch, name)(x, **kw)
+    return OpInfo(f"tgx.{name}", op, torch_op=top if torch is not None else None,
+                  ref=e.ref, samples=e.samples, dtypes=e.dtypes, grad=e.grad,
+                  grad_reason=e.grad_reason)
+
+
+add(*(_as_function(n, f"Tensor.{n}") for n in (
+    "cumsum", "cumprod", "flip", "roll", "repeat_interleave", "unflatten", "diagonal",
+    "gather", "scatter", "scatter_add", "masked_select", "sort", "argsort", "topk")))
+
 # --- element-wise losses (F.*) and their modules ---------------------------------------------
 
 def _loss_family(low=-2.0, high=2.0, tlow=-2.0, thigh=2.0, extra=None,

@@ -161,3 +161,75 @@ class IndexMethods:
         idx = movement.Getitem.apply(idx, index=(slice(None),) * d + (slice(0, k),))
         idx = autograd.Tensor._from_op(np.ascontiguousarray(idx.data), None)
         return TopkResult(self.gather(d, idx), idx)
+
+
+# -- torch's function forms (tgx.cumsum(x, 1) = x.cumsum(1)), re-exported by tinygradx ----
+
+def cumsum(input, dim):
+    """tgx.cumsum(input, dim) = input.cumsum(dim)"""
+    return input.cumsum(dim)
+
+
+def cumprod(input, dim):
+    """tgx.cumprod(input, dim) = input.cumprod(dim)"""
+    return input.cumprod(dim)
+
+
+def flip(input, dims):
+    """tgx.flip(input, dims) = input.flip(dims)"""
+    return input.flip(dims)
+
+
+def roll(input, shifts, dims=None):
+    """tgx.roll(input, shifts, dims) = input.roll(shifts, dims)"""
+    return input.roll(shifts, dims)
+
+
+def repeat_interleave(input, repeats, dim=None):
+    """tgx.repeat_interleave(input, repeats, dim) = input.repeat_interleave(repeats, dim)"""
+    return input.repeat_interleave(repeats, dim)
+
+
+def unflatten(input, dim, sizes):
+    """tgx.unflatten(input, dim, sizes) = input.unflatten(dim, sizes)"""
+    return input.unflatten(dim, sizes)
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """tgx.diagonal(input, offset, dim1, dim2) = input.diagonal(offset, dim1, dim2)"""
+    return input.diagonal(offset, dim1, dim2)
+
+
+def gather(input, dim, index):
+    """tgx.gather(input, dim, index) = input.gather(dim, index)"""
+    return input.gather(dim, index)
+
+
+def scatter(input, dim, index, src):
+    """tgx.scatter(input, dim, index, src) = input.scatter(dim, index, src) (out of place)"""
+    return input.scatter(dim, index, src)
+
+
+def scatter_add(input, dim, index, src):
+    """tgx.scatter_add(input, dim, index, src) = input.scatter_add(dim, index, src)"""
+    return input.scatter_add(dim, index, src)
+
+
+def masked_select(input, mask):
+    """tgx.masked_select(input, mask) = input.masked_select(mask)"""
+    return input.masked_select(mask)
+
+
+def sort(input, dim=-1, descending=False):
+    """tgx.sort(input, dim, descending) = input.sort(dim, descending) -> (values, indices)"""
+    return input.sort(dim, descending)
+
+
+def argsort(input, dim=-1, descending=False):
+    """tgx.argsort(input, dim, descending) = input.argsort(dim, descending)"""
+    return input.argsort(dim, descending)
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    """tgx.topk(input, k, dim, largest, sorted) = input.topk(k, dim, largest, sorted)"""
+    return input.topk(k, dim, largest, sorted)
