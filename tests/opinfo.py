@@ -1162,6 +1162,323 @@ add(
            samples=_same_shape_pair_min1()),
 )
 
+# --- scans, products, reordering, repetition, gather/scatter, sorting -----------------------
+
+def _dim_kw(draw, s):
+    n = max(len(s), 1)
+    return {"dim": draw(st.integers(-n, n - 1))}
+
+
+def _prod_kw(draw, s):
+    n = max(len(s), 1)
+    return {"dim": draw(st.one_of(st.none(), st.integers(-n, n - 1))),
+            "keepdim": draw(st.booleans())}
+
+
+def _np_prod(x, dim=None, keepdim=False):
+    if dim is None:
+        return np.prod(x)
+    return np.prod(x, axis=_ax(dim, x), keepdims=keepdim)
+
+
+def _flip_kw(draw, s):
+    return {"dims": tuple(draw(st.lists(st.integers(-len(s), len(s) - 1), min_size=0,
+                                        max_size=len(s), unique_by=lambda d: d % len(s))))}
+
+
+def _roll_kw(draw, s):
+    dims = draw(st.lists(st.integers(-len(s), len(s) - 1), min_size=1, max_size=len(s),
+                         unique_by=lambda d: d % len(s)))
+    return {"shifts": tuple(draw(st.integers(-5, 5)) for _ in dims), "dims": tuple(dims)}
+
+
+def _repeat_kw(draw, s):
+    extra = draw(st.integers(0 if s else 1, 2))
+    return {"sizes": tuple(draw(st.integers(0, 3)) for _ in range(len(s) + extra))}
+
+
+def _interleave_kw(draw, s):
+    d = draw(st.integers(-len(s), len(s) - 1))
+    if draw(st.booleans()):
+        return {"repeats": draw(st.integers(0, 3)), "dim": d}
+    return {"repeats": np.asarray([draw(st.integers(0, 3)) for _ in range(s[d])], np.int64),
+            "dim": d}
+
+
+def _unflatten_kw(draw, s):
+    d = draw(st.integers(-len(s), len(s) - 1))
+    minus = [(1, -1), (-1,)] if 0 not in s else []    # -1 of no elements: ambiguous
+    return {"dim": d, "sizes": draw(st.sampled_from([(s[d], 1)] + minus))}
+
+
+def _diagonal_kw(draw, s):
+    d1, d2 = draw(st.lists(st.integers(0, len(s) - 1), min_size=2, max_size=2, unique=True))
+    return {"offset": draw(st.integers(-3, 3)), "dim1": d1 - len(s) * draw(st.booleans()),
+            "dim2": d2}
+
+
+def _reduce_bool_kw(draw, s):
+    return {"dim": dims(draw, len(s), none=False, tuples=bool(s)), "keepdim": draw(st.booleans())}
+
+
+def _grid_ref(index, dim):
+    grid = list(np.indices(index.shape, sparse=True))
+    grid[dim] = index
+    return tuple(grid)
+
+
+@st.composite
+def _index_sample(draw, dt, kind):
+    """x (>= 1 dim), dim and an int64 index for gather / scatter / scatter_add."""
+    s = shape(draw, 1, 3, empty=False)
+    dim = draw(st.integers(-len(s), len(s) - 1))
+    d = dim % len(s)
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    ishape = tuple(draw(st.integers(0 if i == d else 1, n + (i == d and kind == "gather")))
+                   for i, n in enumerate(s))
+    if kind == "scatter":                 # distinct targets per fiber: a defined result
+        k = min(ishape[d], s[d])
+        ishape = ishape[:d] + (k,) + ishape[d + 1:]
+        fibers = np.moveaxis(np.zeros(ishape, np.int64), d, -1)
+        for pos in np.ndindex(fibers.shape[:-1]):
+            fibers[pos] = rng.permutation(s[d])[:k]
+        index = np.moveaxis(fibers, -1, d)
+    else:
+        index = rng.integers(0, s[d], size=ishape).astype(np.int64)
+    x = array(draw, s, dt)
+    if kind == "gather":
+        return Sample((x,), {"dim": dim, "index": index})
+    return Sample((x, array(draw, ishape, dt, layout=False)), {"dim": dim, "index": index})
+
+
+def _index_family(kind):
+    def samples(dtypes):
+        return st.sampled_from(dtypes).flatmap(lambda dt: _index_sample(dt, kind))
+    return samples
+
+
+def _np_scatter(x, src, dim, index, add=False):
+    out = x.copy()
+    g = _grid_ref(index, dim % x.ndim)
+    if add:
+        np.add.at(out, g, src)
+    else:
+        out[g] = src
+    return out
+
+
+def _masked_select_kw(draw, s):
+    k = draw(st.integers(0, len(s)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    return {"mask": np.asarray(rng.random(s[len(s) - k:]) < 0.5)}
+
+
+def _sort_kw(draw, s):
+    return {**_dim_kw(draw, s), "descending": draw(st.booleans())}
+
+
+def _topk_kw(draw, s):
+    kw = _dim_kw(draw, s)
+    n = s[kw["dim"]] if s else 1
+    return {**kw, "k": draw(st.integers(0, n)), "largest": draw(st.booleans())}
+
+
+def _np_sort(x, dim=-1, descending=False):
+    if x.ndim == 0:
+        return x
+    s = np.sort(x, axis=dim)
+    return np.flip(s, dim) if descending else s
+
+
+_ZEROS = np.array([[1.5, 0.0, 2.0, 0.0], [0.0, 3.0, 2.0, 1.0], [1.0, 0.5, 0.0, 2.0]])
+add(
+    OpInfo("Tensor.cumsum", lambda x, dim: x.cumsum(dim),
+           ref=lambda x, dim: np.cumsum(x, axis=dim) if x.ndim else x,
+           samples=unary(kw=_dim_kw), dtypes=NUMERIC),
+    OpInfo("Tensor.cumprod", lambda x, dim: x.cumprod(dim),
+           ref=lambda x, dim: np.cumprod(x, axis=dim) if x.ndim else x,
+           samples=unary(kw=_dim_kw, low=-1.5, high=1.5), dtypes=NUMERIC,
+           fixed=(S(_ZEROS, dim=1, desc="zeros"), S(_ZEROS, dim=0, desc="zeros-dim0"))),
+    OpInfo("Tensor.prod", lambda x, **kw: x.prod(**kw), ref=_np_prod,
+           torch_op=lambda x, dim=None, keepdim=False: x.prod() if dim is None
+           else x.prod(dim, keepdim=keepdim),
+           samples=unary(kw=_prod_kw, low=-1.5, high=1.5), dtypes=NUMERIC,
+           fixed=(S(_ZEROS, dim=1, desc="zeros"), S(_ZEROS, desc="zeros-all"),
+                  S(_ZEROS[0], desc="one-zero"))),
+    OpInfo("Tensor.flip", lambda x, dims: x.flip(dims), ref=lambda x, dims: np.flip(x, dims),
+           samples=unary(kw=_flip_kw, min_dims=1), dtypes=ALL),
+    OpInfo("Tensor.roll", lambda x, shifts, dims=None: x.roll(shifts, dims),
+           ref=lambda x, shifts, dims=None: np.roll(x, shifts, dims),
+           samples=unary(kw=_roll_kw, min_dims=1), dtypes=ALL,
+           fixed=(S(_ZEROS, shifts=5, desc="flat"),)),
+    OpInfo("Tensor.repeat", lambda x, sizes: x.repeat(*sizes),
+           ref=lambda x, sizes: np.tile(x.reshape((1,) * (len(sizes) - x.ndim) + x.shape),
+                                        sizes),
+           samples=unary(kw=_repeat_kw), dtypes=ALL),
+    OpInfo("Tensor.repeat_interleave", lambda x, repeats, dim: x.repeat_interleave(repeats, dim),
+           ref=lambda x, repeats, dim: np.repeat(x, repeats, axis=dim),
+           samples=unary(kw=_interleave_kw, min_dims=1), dtypes=ALL,
+           fixed=(S(_ZEROS, repeats=2, dim=None, desc="flat"),)),
+    OpInfo("Tensor.unflatten", lambda x, dim, sizes: x.unflatten(dim, sizes),
+           ref=lambda x, dim, sizes: x.reshape(
+               x.shape[:dim % x.ndim] + sizes + x.shape[dim % x.ndim + 1:]),
+           samples=unary(kw=_unflatten_kw, min_dims=1), dtypes=ALL),
+    OpInfo("Tensor.diagonal", lambda x, **kw: x.diagonal(**kw),
+           ref=lambda x, offset, dim1, dim2: np.diagonal(x, offset, dim1, dim2),
+           samples=unary(kw=_diagonal_kw, min_dims=2), dtypes=ALL),
+    OpInfo("Tensor.any[dim]", lambda x, **kw: x.any(**kw), api=("Tensor.any",),
+           ref=lambda x, dim, keepdim: np.any(x, axis=_ax(dim, x), keepdims=keepdim),
+           samples=unary(kw=_reduce_bool_kw), dtypes=ALL, grad=False,
+           grad_reason="bool result"),
+    OpInfo("Tensor.all[dim]", lambda x, **kw: x.all(**kw), api=("Tensor.all",),
+           ref=lambda x, dim, keepdim: np.all(x, axis=_ax(dim, x), keepdims=keepdim),
+           samples=unary(kw=_reduce_bool_kw), dtypes=ALL, grad=False,
+           grad_reason="bool result"),
+    OpInfo("Tensor.gather", lambda x, dim, index: x.gather(dim, index),
+           ref=lambda x, dim, index: x[_grid_ref(index, dim % x.ndim)],
+           samples=_index_family("gather"), dtypes=NUMERIC),
+    OpInfo("Tensor.scatter", lambda x, src, dim, index: x.scatter(dim, index, src),
+           ref=_np_scatter, samples=_index_family("scatter"), dtypes=NUMERIC),
+    OpInfo("Tensor.scatter_add", lambda x, src, dim, index: x.scatter_add(dim, index, src),
+           ref=lambda x, src, dim, index: _np_scatter(x, src, dim, index, add=True),
+           samples=_index_family("scatter_add"), dtypes=NUMERIC),
+    OpInfo("F.one_hot", lambda t, **kw: F.one_hot(t, **kw),
+           torch_op=lambda t, **kw: TF.one_hot(t, **kw),
+           ref=lambda t, num_classes=-1: np.eye(t.max() + 1 if num_classes < 0 else num_classes,
+                                                dtype=np.int64)[t],
+           samples=unary(low=0, high=3, empty=False, kw=lambda draw, s: {
+               "num_classes": draw(st.sampled_from([-1, 5]))}), dtypes=(I64,),
+           grad=False, grad_reason="int result",
+           fixed=(S([[0, 2], [1, 0]], desc="infer"), S([3, 0, 1], num_classes=5, desc="num"),
+                  S(np.int64(2), num_classes=3, desc="0-d"))),
+    OpInfo("Tensor.masked_select", lambda x, mask: x.masked_select(mask),
+           ref=lambda x, mask: x[np.broadcast_to(mask, x.shape)],
+           samples=unary(kw=_masked_select_kw), dtypes=ALL),
+    OpInfo("Tensor.sort", lambda x, **kw: x.sort(**kw),
+           ref=lambda x, dim, descending: (_np_sort(x, dim, descending),
+                                           np.argsort(-x if descending else x, axis=dim)
+                                           if x.ndim else np.int64(0)),
+           samples=unary(kw=_sort_kw)),
+    OpInfo("Tensor.argsort", lambda x, **kw: x.argsort(**kw),
+           ref=lambda x, dim, descending: np.argsort(-x if descending else x, axis=dim)
+           if x.ndim else np.int64(0),
+           samples=unary(kw=_sort_kw), grad=False, grad_reason="int result"),
+    OpInfo("Tensor.topk", lambda x, **kw: x.topk(**kw),
+           ref=lambda x, dim, k, largest: tuple(
+               np.take(a, range(k), axis=dim) if x.ndim else a for a in
+               (_np_sort(x, dim, largest),
+                np.argsort(-x if largest else x, axis=dim) if x.ndim else np.int64(0))),
+           samples=unary(kw=_topk_kw)),
+)
+
+
+def _as_function(name, entry_name):
+    """The tgx.name(x, **kw) twin of a Tensor entry, checked against torch.name."""
+    e = next(o for o in OPS if o.name == entry_name)
+    if name in ("scatter", "scatter_add"):
+        def op(x, src, **kw):
+            return getattr(tgx, name)(x, src=src, **kw)
+
+        def top(x, src, **kw):
+            return getattr(torch, name)(x, src=src, **kw)
+    else:
+        def op(x, **kw):
+            return getattr(tgx, name)(x, **kw)
+
+        def top(x, **kw):
+            return getattr(torch, name)(x, **kw)
+    return OpInfo(f"tgx.{name}", op, torch_op=top if torch is not None else None,
+                  ref=e.ref, samples=e.samples, dtypes=e.dtypes, grad=e.grad,
+                  grad_reason=e.grad_reason)
+
+
+add(*(_as_function(n, f"Tensor.{n}") for n in (
+    "cumsum", "cumprod", "flip", "roll", "repeat_interleave", "unflatten", "diagonal",
+    "gather", "scatter", "scatter_add", "masked_select", "sort", "argsort", "topk")))
+
+# --- element-wise losses (F.*) and their modules ---------------------------------------------
+
+def _loss_family(low=-2.0, high=2.0, tlow=-2.0, thigh=2.0, extra=None,
+                 reductions=("mean", "sum", "none")):
+    """input (any shape) and a same-shaped target kwarg (no grad), a reduction, extra(draw, s)."""
+    def build(draw, dt):
+        s = shape(draw)
+        kw = {"target": array(draw, s, dt, tlow, thigh, layout=False),
+              "reduction": draw(st.sampled_from(reductions))}
+        kw.update(extra(draw, s, dt) if extra else {})
+        return Sample((array(draw, s, dt, low, high),), kw)
+    return family(build)
+
+
+def _bce_weight(draw, s, dt):
+    if not draw(st.booleans()):
+        return {}
+    return {"weight": array(draw, s[len(s) - draw(st.integers(0, len(s))):], dt, 0.1, 2.0,
+                            layout=False)}
+
+
+def _bce_logits_extra(draw, s, dt):
+    kw = _bce_weight(draw, s, dt)
+    if s and draw(st.booleans()):
+        kw["pos_weight"] = array(draw, s[-1:], dt, 0.5, 3.0, layout=False)
+    return kw
+
+
+def _loss_entry(name, fn, tfn, samples, **kw):
+    return OpInfo(name, lambda x, **k: fn(x, **k), torch_op=lambda x, **k: tfn(x, **k),
+                  samples=samples, **kw)
+
+
+_NN_LOSSES = [  # module, F function, its samples' kwargs that go to the module
+    ("MSELoss", "mse_loss"), ("L1Loss", "l1_loss"), ("SmoothL1Loss", "smooth_l1_loss"),
+    ("HuberLoss", "huber_loss"), ("BCELoss", "binary_cross_entropy"),
+    ("BCEWithLogitsLoss", "binary_cross_entropy_with_logits"), ("KLDivLoss", "kl_div")]
+_LOSS_SAMPLES = {
+    "mse_loss": _loss_family(), "l1_loss": _loss_family(),
+    "smooth_l1_loss": _loss_family(extra=lambda draw, s, dt: {
+        "beta": draw(st.sampled_from([0.0, 0.5, 1.0, 2.0]))}),
+    "huber_loss": _loss_family(extra=lambda draw, s, dt: {
+        "delta": draw(st.sampled_from([0.5, 1.0, 2.0]))}),
+    "binary_cross_entropy": _loss_family(0.05, 0.95, 0.0, 1.0, extra=_bce_weight),
+    "binary_cross_entropy_with_logits": _loss_family(-4.0, 4.0, 0.0, 1.0,
+                                                     extra=_bce_logits_extra),
+    "kl_div": _loss_family(-3.0, 0.0, 0.05, 1.0, reductions=("mean", "sum", "none",
+                                                             "batchmean")),
+}
+
+
+def _module_call(cls_name, mod):
+    def call(x, target, **kw):
+        return getattr(mod, cls_name)(**kw)(x, target)
+    return call
+
+
+for _fname, _samples in _LOSS_SAMPLES.items():
+    add(_loss_entry(f"F.{_fname}", getattr(F, _fname), getattr(TF, _fname, None)
+                    if TF is not None else None, _samples))
+add(_loss_entry("F.kl_div[log_target]", lambda x, **k: F.kl_div(x, log_target=True, **k),
+                lambda x, **k: TF.kl_div(x, log_target=True, **k),
+                _loss_family(-3.0, 0.0, -3.0, 0.0)),
+    OpInfo("F.binary_cross_entropy_with_logits[large]",
+           lambda x, target: F.binary_cross_entropy_with_logits(x, target, reduction="none"),
+           torch_op=lambda x, target: TF.binary_cross_entropy_with_logits(x, target,
+                                                                          reduction="none"),
+           samples=lambda dtypes: st.just(S([1.0, -2.0], target=np.array([1.0, 0.0]),
+                                             desc="small")),
+           fixed=(S([-800.0, -30.0, 0.0, 30.0, 800.0],
+                                   target=np.array([1.0, 0.0, 1.0, 1.0, 0.0]),
+                                   desc="stable", only=("torch",)),)))
+for _cls, _fname in _NN_LOSSES:
+    add(OpInfo(f"nn.{_cls}", _module_call(_cls, tgx.nn), api=(f"nn.{_cls}",),
+               torch_op=_module_call(_cls, torch.nn) if torch is not None else None,
+               samples=_LOSS_SAMPLES[_fname]))
+add(OpInfo("nn.CrossEntropyLoss", _module_call("CrossEntropyLoss", tgx.nn),
+           torch_op=_module_call("CrossEntropyLoss", torch.nn) if torch is not None else None,
+           samples=_ce_family(layout_nd=False)),
+    OpInfo("nn.NLLLoss", _module_call("NLLLoss", tgx.nn),
+           torch_op=_module_call("NLLLoss", torch.nn) if torch is not None else None,
+           samples=_ce_family(layout_nd=False, smoothing=False)))
+
 # ------------------------------------------------------------------------------------------
 # names in docs/api.md's op sections that are not ops (the coverage test skips only these)
 # ------------------------------------------------------------------------------------------

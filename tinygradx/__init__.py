@@ -19,6 +19,9 @@ from .tensor import Tensor  # noqa: E402
 from .creation import (arange, cat, concatenate, eye, full, full_like,  # noqa: E402
                        matmul, maximum, minimum, ones, ones_like, rand, rand_like, randint,
                        randn, randn_like, stack, tensor, where, zeros, zeros_like)
+from .tensor_index import (argsort, cumprod, cumsum, diagonal, flip, gather,  # noqa: E402
+                           masked_select, repeat_interleave, roll, scatter, scatter_add, sort,
+                           topk, unflatten)
 from . import functional, nn, optim  # noqa: E402
 from .gradcheck import GradcheckError, gradcheck  # noqa: E402
 from . import perf  # noqa: E402
@@ -36,5 +39,7 @@ __all__ = [
     "arange", "cat", "concatenate", "eye", "full", "full_like", "matmul", "maximum", "minimum",
     "ones", "ones_like", "rand", "rand_like", "randint", "randn", "randn_like", "stack",
     "tensor", "where", "zeros", "zeros_like",
+    "argsort", "cumprod", "cumsum", "diagonal", "flip", "gather", "masked_select",
+    "repeat_interleave", "roll", "scatter", "scatter_add", "sort", "topk", "unflatten",
     "GradcheckError", "gradcheck", "profile", "trace",
 ]

@@ -442,4 +442,27 @@ __all__ = ["relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "linear"
            "scaled_dot_product_attention", "attention", "packed_attention", "causal_mask",
            "softmax_composite", "log_softmax_composite",
            "layer_norm_composite", "cross_entropy_composite", "gelu_composite",
-           "dropout_composite", "where"]
+           "dropout_composite", "where", "one_hot",
+           "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+           "binary_cross_entropy_with_logits", "kl_div"]
+
+
+def one_hot(tensor, num_classes=-1):
+    """(...) int64 class ids -> (..., num_classes) int64 of 0/1; num_classes=-1 takes
+    max + 1. No gradient (an integer result)."""
+    t = tensor.data if isinstance(tensor, Tensor) else np.asarray(tensor)
+    if t.dtype != np.int64:
+        raise TypeError(f"one_hot: needs an int64 tensor of class ids, got {t.dtype}")
+    if num_classes < 0:
+        if t.size == 0:
+            raise ValueError("one_hot: cannot infer num_classes from an empty tensor")
+        num_classes = int(t.max()) + 1
+    if t.size and (t.min() < 0 or t.max() >= num_classes):
+        raise ValueError(f"one_hot: class ids must be in 0..{num_classes - 1}, got "
+                         f"{int(t.min())}..{int(t.max())}")
+    return Tensor(np.eye(num_classes, dtype=np.int64)[t])
+
+
+# the element-wise losses live in losses.py (same floor); F.mse_loss etc. are the public path
+from .losses import (binary_cross_entropy, binary_cross_entropy_with_logits,  # noqa: E402
+                     huber_loss, kl_div, l1_loss, mse_loss, smooth_l1_loss)

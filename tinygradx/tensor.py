@@ -15,13 +15,14 @@ import numpy as np
 
 from . import autograd, fused, movement, ops
 from .autograd import OpError
-from .dims import check_dim
+from .dims import check_dim, normalize_dims
 from .dtypes import (as_dtype, bool_, float16, float32, float64, int32, int64, result_type,
                      to_array)
+from .tensor_index import IndexMethods
 from .tensor_methods import ShapeMethods
 
 
-class Tensor(ShapeMethods):
+class Tensor(ShapeMethods, IndexMethods):
     """An n-d array that can record the graph of ops applied to it.
 
     >>> x = Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
@@ -447,11 +448,17 @@ class Tensor(ShapeMethods):
 
     eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
 
-    def any(self):
-        return Tensor._from_op(np.any(self.data), None)
+    def any(self, dim=None, keepdim=False):
+        """True where any element (along dim: an int or a tuple) is non-zero; bool."""
+        axes = normalize_dims(dim, self.ndim) if dim is not None and self.ndim else None
+        return Tensor._from_op(np.any(self.data, axis=axes, keepdims=keepdim and
+                                      axes is not None), None)
 
-    def all(self):
-        return Tensor._from_op(np.all(self.data), None)
+    def all(self, dim=None, keepdim=False):
+        """True where every element (along dim: an int or a tuple) is non-zero; bool."""
+        axes = normalize_dims(dim, self.ndim) if dim is not None and self.ndim else None
+        return Tensor._from_op(np.all(self.data, axis=axes, keepdims=keepdim and
+                                      axes is not None), None)
 
     # -- element-wise math ----------------------------------------------------------------
     def exp(self):

@@ -1,0 +1,221 @@
+"""The primitives that scan, reorder, repeat and index along a dim: cumsum/cumprod, prod, flip,
+roll, repeat, repeat_interleave, diagonal, gather, scatter, scatter_add. Forward and backward
+side by side, on numpy arrays, as in ops.py; every `dim` arrives already checked (a
+non-negative int, see dims.check_dim) from the Tensor methods in tensor_index.py.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .autograd import Function, OpError
+
+
+def _scan_dtype(x):
+    """torch's scan/product result dtype: integers and bool accumulate in int64."""
+    return np.int64 if x.dtype.kind in "biu" else x.dtype
+
+
+def _exclusive_cumprod(x, axis, reverse=False):
+    """prod of the elements strictly before (after, when reverse) each one along axis."""
+    if reverse:
+        return np.flip(_exclusive_cumprod(np.flip(x, axis), axis), axis)
+    ones = np.ones_like(np.take(x, [0], axis=axis)) if x.shape[axis] else x
+    shifted = np.concatenate([ones, np.take(x, range(x.shape[axis] - 1), axis=axis)], axis)
+    return np.cumprod(shifted, axis=axis, dtype=x.dtype)
+
+
+class CumSum(Function):
+    """y_i = sum_{j<=i} x_j; dx_i = sum_{j>=i} g_j (a reverse cumsum of g)"""
+    def forward(self, x, dim):
+        self.dim = dim
+        return np.cumsum(x.reshape(x.shape or (1,)), axis=dim,
+                         dtype=_scan_dtype(x)).reshape(x.shape)
+
+    def backward(self, g):
+        if g.ndim == 0:
+            return g
+        return np.flip(np.cumsum(np.flip(g, self.dim), axis=self.dim), self.dim).copy()
+
+
+class CumProd(Function):
+    """y_i = prod_{j<=i} x_j; dx_i = P_{i-1} * S_i with P the exclusive prefix product and
+    S_i = g_i + x_{i+1} S_{i+1} (a reverse recurrence): no division, exact with zeros."""
+    def forward(self, x, dim):
+        self.x, self.dim = x, dim
+        return np.cumprod(x.reshape(x.shape or (1,)), axis=dim,
+                          dtype=_scan_dtype(x)).reshape(x.shape)
+
+    def backward(self, g):
+        x, d = self.x, self.dim
+        if x.ndim == 0 or x.shape[d] == 0:
+            return g.copy()
+        xm, gm = np.moveaxis(x, d, 0), np.moveaxis(g, d, 0)
+        s = np.empty(gm.shape, np.result_type(g, x))
+        s[-1] = gm[-1]
+        for i in range(len(s) - 2, -1, -1):
+            s[i] = gm[i] + xm[i + 1] * s[i + 1]
+        return np.moveaxis(_exclusive_cumprod(xm, 0) * s, 0, d)
+
+
+class Prod(Function):
+    """y = prod x (over dim, or all); dx_i = g * prod_{j != i} x_j, as the product of the
+    exclusive prefix and suffix products: no division, exact with zeros."""
+    def forward(self, x, dim=None, keepdim=False):
+        self.shape, self.dim, self.keepdim = x.shape, dim, keepdim
+        self.x = x
+        if dim is None or x.ndim == 0:
+            out = np.prod(x, dtype=_scan_dtype(x))
+            return out.reshape((1,) * x.ndim if keepdim and dim is not None else ())
+        return np.prod(x, axis=dim, keepdims=keepdim, dtype=_scan_dtype(x))
+
+    def backward(self, g):
+        x, d = self.x, self.dim
+        if d is None:
+            flat = x.reshape(-1)
+            others = _exclusive_cumprod(flat, 0) * _exclusive_cumprod(flat, 0, reverse=True)
+            return (g * others).reshape(self.shape)
+        if x.ndim == 0:
+            return g.copy()
+        others = _exclusive_cumprod(x, d) * _exclusive_cumprod(x, d, reverse=True)
+        return others * (g if self.keepdim else np.expand_dims(g, d))
+
+
+class Flip(Function):
+    """d(flip x) = flip(g) over the same dims"""
+    def forward(self, x, dims):
+        self.dims = dims
+        return np.flip(x, dims).copy()
+
+    def backward(self, g):
+        return np.flip(g, self.dims).copy()
+
+
+class Roll(Function):
+    """d(roll x by s) = roll(g by -s)"""
+    def forward(self, x, shifts, dims):
+        self.shifts, self.dims = shifts, dims
+        return np.roll(x, shifts, dims)
+
+    def backward(self, g):
+        neg = tuple(-s for s in self.shifts) if isinstance(self.shifts, tuple) else -self.shifts
+        return np.roll(g, neg, self.dims)
+
+
+class Repeat(Function):
+    """y = tile(x, sizes); dx = g viewed as (s0, d0, s1, d1, ...) summed over each s"""
+    def forward(self, x, sizes):
+        lead = len(sizes) - x.ndim
+        self.shape = x.shape
+        self.full = (1,) * lead + x.shape
+        self.sizes = sizes
+        return np.tile(x.reshape(self.full), sizes)
+
+    def backward(self, g):
+        pairs = [v for s, d in zip(self.sizes, self.full, strict=True) for v in (s, d)]
+        return g.reshape(pairs).sum(axis=tuple(range(0, len(pairs), 2))).reshape(self.shape)
+
+
+class RepeatInterleave(Function):
+    """y = x's slices along dim, slice i repeated r_i times; dx_i = the sum of its copies"""
+    def forward(self, x, repeats, dim):
+        self.dim, self.n = dim, x.shape[dim]
+        self.src = np.repeat(np.arange(self.n), repeats)
+        return np.repeat(x, repeats, axis=dim)
+
+    def backward(self, g):
+        gm = np.moveaxis(g, self.dim, 0)
+        out = np.zeros((self.n,) + gm.shape[1:], g.dtype)
+        np.add.at(out, self.src, gm)
+        return np.moveaxis(out, 0, self.dim)
+
+
+def _diag_view(a, offset, dim1, dim2):
+    """A writable view of the diagonal of a along (dim1, dim2), as the last dim."""
+    m = np.moveaxis(a, (dim1, dim2), (-2, -1))
+    n1, n2 = m.shape[-2:]
+    r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
+    length = max(0, min(n1 - r0, n2 - c0))
+    return m, np.arange(r0, r0 + length), np.arange(c0, c0 + length)
+
+
+class Diagonal(Function):
+    """y = the (dim1, dim2) diagonal at offset, as the last dim; dx = g written on that
+    diagonal of zeros"""
+    def forward(self, x, offset, dim1, dim2):
+        if dim1 == dim2:
+            raise OpError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+        self.shape, self.args = x.shape, (offset, dim1, dim2)
+        m, r, c = _diag_view(x, *self.args)
+        return m[..., r, c]
+
+    def backward(self, g):
+        out = np.zeros(self.shape, g.dtype)
+        m, r, c = _diag_view(out, *self.args)
+        m[..., r, c] = g
+        return out
+
+
+def _grid(index, dim):
+    """numpy index tuple that picks, at each position of index, the element index[pos] along
+    dim (torch's gather addressing: the other dims run over index's own shape)."""
+    grid = list(np.indices(index.shape, sparse=True))
+    grid[dim] = index
+    return tuple(grid)
+
+
+def _check_index(name, x_shape, index, dim, src_shape=None):
+    if index.dtype != np.int64:
+        raise OpError(f"{name}: index must be int64, got {index.dtype}")
+    if index.ndim != len(x_shape) and not (index.ndim <= 1 and len(x_shape) <= 1):
+        raise OpError(f"{name}: index has {index.ndim} dims, the input {len(x_shape)}")
+    for d, n in enumerate(index.shape):
+        if d != dim and index.ndim == len(x_shape) and n > x_shape[d]:
+            raise OpError(f"{name}: index {index.shape} is larger than the input "
+                          f"{tuple(x_shape)} in dim {d}")
+        if src_shape is not None and len(src_shape) == index.ndim and n > src_shape[d]:
+            raise OpError(f"{name}: index {index.shape} is larger than src {tuple(src_shape)} "
+                          f"in dim {d}")
+    size = x_shape[dim] if x_shape else 1
+    if index.size and (index.min() < -size or index.max() >= size):
+        raise OpError(f"{name}: index out of range for dim {dim} of size {size}")
+
+
+class Gather(Function):
+    """y[p] = x[p with p[dim] = index[p]]; dx = zeros with g added at those positions"""
+    def forward(self, x, dim, index):
+        _check_index("gather", x.shape, index, dim)
+        self.shape, self.grid = x.shape, _grid(index, dim)
+        return x[self.grid]
+
+    def backward(self, g):
+        out = np.zeros(self.shape, g.dtype)
+        np.add.at(out, self.grid, g)
+        return out
+
+
+class Scatter(Function):
+    """y = x with x[p with p[dim] = index[p]] = src[p] (add: +=), for p over index's shape;
+    dx = g (zero where overwritten), dsrc = g at those positions (zero where index has none)"""
+    def forward(self, x, src, dim, index, add=False):
+        _check_index("scatter_add" if add else "scatter", x.shape, index, dim, src.shape)
+        self.add, self.src_shape = add, src.shape
+        self.grid = _grid(index, dim)
+        self.sub = tuple(slice(0, n) for n in index.shape)
+        out = x.astype(np.result_type(x, src), copy=True)
+        vals = src[self.sub] if src.ndim else np.broadcast_to(src, index.shape)
+        if add:
+            np.add.at(out, self.grid, vals)
+        else:
+            out[self.grid] = vals
+        return out
+
+    def backward(self, g):
+        dx = g.copy()
+        if not self.add:
+            dx[self.grid] = 0
+        picked = g[self.grid]
+        if not self.src_shape:
+            return dx, picked.sum()
+        dsrc = np.zeros(self.src_shape, g.dtype)
+        dsrc[self.sub] = picked
+        return dx, dsrc

@@ -1,0 +1,235 @@
+"""The methods of Tensor that scan, reorder, repeat and index along a dim: `IndexMethods`, a
+mixin Tensor inherits (next to tensor_methods.ShapeMethods). cumsum/cumprod/prod, flip, roll,
+repeat, repeat_interleave, unflatten, diagonal, gather, scatter/scatter_add, masked_select,
+sort/argsort/topk. Methods check arguments and call `ops_index.X.apply`; torch's names,
+argument names and semantics.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from . import autograd, movement, ops_index
+from .autograd import OpError
+from .dims import check_dim, normalize_dims
+
+SortResult = namedtuple("SortResult", ["values", "indices"])
+TopkResult = namedtuple("TopkResult", ["values", "indices"])
+
+
+def _sizes(args):
+    """f(2, 3) and f((2, 3)) alike."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return tuple(args[0])
+    return tuple(args)
+
+
+def _index_array(name, index):
+    data = index.data if isinstance(index, autograd.Tensor) else np.asarray(index)
+    if data.dtype.kind not in "iu":
+        raise OpError(f"{name}: index must be an integer tensor, got {data.dtype}")
+    return data.astype(np.int64, copy=False)
+
+
+class IndexMethods:
+    """Scans, reordering, repetition and gather/scatter; mixed into Tensor."""
+
+    __slots__ = ()
+
+    # -- scans and products ---------------------------------------------------------------
+    def cumsum(self, dim):
+        return ops_index.CumSum.apply(self, dim=check_dim("cumsum", dim, self.ndim))
+
+    def cumprod(self, dim):
+        return ops_index.CumProd.apply(self, dim=check_dim("cumprod", dim, self.ndim))
+
+    def prod(self, dim=None, keepdim=False):
+        """The product of all elements, or along one int dim (gradient exact with zeros)."""
+        if dim is not None:
+            dim = check_dim("prod", dim, self.ndim)
+        return ops_index.Prod.apply(self, dim=dim, keepdim=keepdim)
+
+    # -- reordering and repetition --------------------------------------------------------
+    def flip(self, *dims):
+        return ops_index.Flip.apply(self, dims=normalize_dims(_sizes(dims), self.ndim) or ())
+
+    def roll(self, shifts, dims=None):
+        if dims is None:
+            if not isinstance(shifts, int):
+                raise OpError("roll: without dims, shifts must be one int")
+            return ops_index.Roll.apply(self, shifts=shifts, dims=None)
+        shifts = tuple(shifts) if isinstance(shifts, (tuple, list)) else (shifts,)
+        dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+        if len(shifts) != len(dims):
+            raise OpError(f"roll: {len(shifts)} shifts for {len(dims)} dims")
+        dims = tuple(check_dim("roll", d, self.ndim) for d in dims)
+        return ops_index.Roll.apply(self, shifts=shifts, dims=dims)
+
+    def repeat(self, *sizes):
+        sizes = _sizes(sizes)
+        if len(sizes) < self.ndim:
+            raise OpError(f"repeat: {len(sizes)} sizes for a {self.ndim}-d tensor (need at "
+                          f"least {self.ndim})")
+        return ops_index.Repeat.apply(self, sizes=sizes)
+
+    def repeat_interleave(self, repeats, dim=None):
+        x = self if dim is not None else self.reshape(-1)
+        dim = 0 if dim is None else check_dim("repeat_interleave", dim, self.ndim)
+        if isinstance(repeats, autograd.Tensor):
+            repeats = repeats.data
+        repeats = np.asarray(repeats)
+        if repeats.ndim == 1 and len(repeats) == 1:
+            repeats = repeats[0]
+        if repeats.ndim and len(repeats) != x.shape[dim]:
+            raise OpError(f"repeat_interleave: {len(repeats)} repeats for dim {dim} of size "
+                          f"{x.shape[dim]}")
+        if (repeats < 0).any():
+            raise OpError("repeat_interleave: repeats must be non-negative")
+        return ops_index.RepeatInterleave.apply(x, repeats=repeats, dim=dim)
+
+    def unflatten(self, dim, sizes):
+        d = check_dim("unflatten", dim, self.ndim)
+        sizes = tuple(sizes)
+        if sizes.count(-1) > 1:
+            raise OpError("unflatten: only one size may be -1")
+        return self.reshape(self.shape[:d] + sizes + self.shape[d + 1:])
+
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        d1, d2 = check_dim("diagonal", dim1, self.ndim), check_dim("diagonal", dim2, self.ndim)
+        return ops_index.Diagonal.apply(self, offset=offset, dim1=d1, dim2=d2)
+
+    # -- gather, scatter and selection ----------------------------------------------------
+    def gather(self, dim, index):
+        d = check_dim("gather", dim, self.ndim)
+        return ops_index.Gather.apply(self, dim=d, index=_index_array("gather", index))
+
+    def scatter(self, dim, index, src=None, value=None):
+        """Out of place: a copy of self with src (a tensor or a number) written at index."""
+        return self._scatter("scatter", dim, index, value if src is None else src, False)
+
+    def scatter_add(self, dim, index, src):
+        return self._scatter("scatter_add", dim, index, src, True)
+
+    def _scatter(self, name, dim, index, src, add):
+        d = check_dim(name, dim, self.ndim)
+        if not isinstance(src, autograd.Tensor):
+            src = autograd.Tensor(np.asarray(src, dtype=self.dtype))
+        return ops_index.Scatter.apply(self, src, dim=d, index=_index_array(name, index),
+                                       add=add)
+
+    def masked_select(self, mask):
+        """The elements where mask (broadcast with self) is True, as a 1-d tensor."""
+        m = mask.data if isinstance(mask, autograd.Tensor) else np.asarray(mask)
+        if m.dtype != np.bool_:
+            raise OpError(f"masked_select: mask must be bool, got {m.dtype}")
+        shape = np.broadcast_shapes(self.shape, m.shape)
+        x = self if self.shape == shape else self.expand(*shape)
+        return x[np.broadcast_to(m, shape)]
+
+    def sort(self, dim=-1, descending=False, stable=False):
+        """(values, indices) along dim; the values are a gather, so gradients reach the
+        picked positions."""
+        idx = self.argsort(dim, descending)
+        if self.ndim == 0:
+            return SortResult(self.clone(), idx)
+        return SortResult(self.gather(dim, idx), idx)
+
+    def argsort(self, dim=-1, descending=False, stable=False):
+        d = check_dim("argsort", dim, self.ndim)
+        if self.ndim == 0:
+            return autograd.Tensor._from_op(np.zeros((), np.int64), None)
+        key = self.data
+        if descending:                         # a stable descending order: sort the reverse
+            n = key.shape[d]
+            rev = np.argsort(np.flip(key, d), axis=d, kind="stable")
+            idx = np.flip(n - 1 - rev, d)
+        else:
+            idx = np.argsort(key, axis=d, kind="stable")
+        return autograd.Tensor._from_op(idx.astype(np.int64), None)
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):
+        """(values, indices) of the k largest (smallest) along dim; gradients reach the
+        picked positions."""
+        d = check_dim("topk", dim, self.ndim)
+        n = self.shape[d] if self.ndim else 1
+        if not 0 <= k <= n:
+            raise OpError(f"topk: k={k} is out of range for dim {dim} of size {n}")
+        idx = self.argsort(d, descending=largest)
+        if self.ndim == 0:
+            return TopkResult(self.clone(), idx)
+        idx = movement.Getitem.apply(idx, index=(slice(None),) * d + (slice(0, k),))
+        idx = autograd.Tensor._from_op(np.ascontiguousarray(idx.data), None)
+        return TopkResult(self.gather(d, idx), idx)
+
+
+# -- torch's function forms (tgx.cumsum(x, 1) = x.cumsum(1)), re-exported by tinygradx ----
+
+def cumsum(input, dim):
+    """tgx.cumsum(input, dim) = input.cumsum(dim)"""
+    return input.cumsum(dim)
+
+
+def cumprod(input, dim):
+    """tgx.cumprod(input, dim) = input.cumprod(dim)"""
+    return input.cumprod(dim)
+
+
+def flip(input, dims):
+    """tgx.flip(input, dims) = input.flip(dims)"""
+    return input.flip(dims)
+
+
+def roll(input, shifts, dims=None):
+    """tgx.roll(input, shifts, dims) = input.roll(shifts, dims)"""
+    return input.roll(shifts, dims)
+
+
+def repeat_interleave(input, repeats, dim=None):
+    """tgx.repeat_interleave(input, repeats, dim) = input.repeat_interleave(repeats, dim)"""
+    return input.repeat_interleave(repeats, dim)
+
+
+def unflatten(input, dim, sizes):
+    """tgx.unflatten(input, dim, sizes) = input.unflatten(dim, sizes)"""
+    return input.unflatten(dim, sizes)
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """tgx.diagonal(input, offset, dim1, dim2) = input.diagonal(offset, dim1, dim2)"""
+    return input.diagonal(offset, dim1, dim2)
+
+
+def gather(input, dim, index):
+    """tgx.gather(input, dim, index) = input.gather(dim, index)"""
+    return input.gather(dim, index)
+
+
+def scatter(input, dim, index, src):
+    """tgx.scatter(input, dim, index, src) = input.scatter(dim, index, src) (out of place)"""
+    return input.scatter(dim, index, src)
+
+
+def scatter_add(input, dim, index, src):
+    """tgx.scatter_add(input, dim, index, src) = input.scatter_add(dim, index, src)"""
+    return input.scatter_add(dim, index, src)
+
+
+def masked_select(input, mask):
+    """tgx.masked_select(input, mask) = input.masked_select(mask)"""
+    return input.masked_select(mask)
+
+
+def sort(input, dim=-1, descending=False):
+    """tgx.sort(input, dim, descending) = input.sort(dim, descending) -> (values, indices)"""
+    return input.sort(dim, descending)
+
+
+def argsort(input, dim=-1, descending=False):
+    """tgx.argsort(input, dim, descending) = input.argsort(dim, descending)"""
+    return input.argsort(dim, descending)
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    """tgx.topk(input, k, dim, largest, sorted) = input.topk(k, dim, largest, sorted)"""
+    return input.topk(k, dim, largest, sorted)
