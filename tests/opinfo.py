@@ -1162,6 +1162,98 @@ add(
            samples=_same_shape_pair_min1()),
 )
 
+# --- element-wise math (ops_math.py): Tensor methods and tgx functions ----------------------
+_INTS_GRID = tuple(float(k) for k in range(-3, 4))
+_HALVES = tuple(k + 0.5 for k in range(-3, 3))
+_MATH = [
+    # name, ref, sample kwargs, dtypes, int fixed sample (torch promotes to float32)
+    ("sin", np.sin, {}, FLOATS, True),
+    ("cos", np.cos, {}, FLOATS, True),
+    ("log2", np.log2, _POS, FLOATS, True),
+    ("log10", np.log10, _POS, FLOATS, True),
+    ("exp2", np.exp2, {}, FLOATS, True),
+    ("floor", np.floor, dict(avoid=_INTS_GRID), NUMERIC, False),
+    ("ceil", np.ceil, dict(avoid=_INTS_GRID), NUMERIC, False),
+    ("trunc", np.trunc, dict(avoid=_INTS_GRID), NUMERIC, False),
+    ("round", np.round, dict(avoid=_HALVES), NUMERIC, False),
+    ("sign", np.sign, dict(avoid=(0,)), NUMERIC, False),
+]
+for _m, _ref, _kw, _dts, _intcall in _MATH:
+    _fx = (_int_float(),) if _intcall else ()
+    add(OpInfo(f"Tensor.{_m}", (lambda m: lambda x: getattr(x, m)())(_m), ref=_ref,
+               samples=unary(**_kw), dtypes=_dts, fixed=_fx),
+        OpInfo(f"tgx.{_m}", getattr(tgx, _m), torch_op=(lambda m: lambda x: getattr(torch, m)(
+            x))(_m), ref=_ref, samples=unary(**_kw), dtypes=_dts, fixed=_fx))
+add(
+    OpInfo("Tensor.round[decimals]", lambda x: x.round(decimals=1),
+           ref=lambda x: np.round(x, 1), samples=unary(), gradcheck=False,
+           fixed=(S([0.25, -1.35, 2.0], desc="halves"),)),
+    OpInfo("Tensor.sign[bool]", lambda x: x.sign(), ref=lambda x: x, samples=unary(),
+           dtypes=(BOOL,)),
+    OpInfo("Tensor.logaddexp", lambda a, b: a.logaddexp(b), ref=np.logaddexp,
+           samples=binary(), fixed=(S([1000.0, -np.inf, 0.0], [1000.0, 1.0, -1.0],
+                                      desc="large_and_inf", only=("numpy", "torch")),)),
+    OpInfo("tgx.logaddexp", tgx.logaddexp, torch_op=lambda a, b: torch.logaddexp(a, b),
+           ref=np.logaddexp, samples=binary()),
+)
+
+
+def _lerp_family(tensor_weight):
+    def build(draw, dt):
+        shapes = broadcast_shapes(draw, 3 if tensor_weight else 2)
+        a, b = array(draw, shapes[0], dt), array(draw, shapes[1], dt)
+        if tensor_weight:
+            return Sample((a, b, array(draw, shapes[2], dt, low=-0.5, high=1.5)))
+        return Sample((a, b), {"w": draw(st.sampled_from((0.0, 0.3, 0.5, 0.9, 1.0, 1.5)))})
+    return family(build)
+
+
+add(
+    OpInfo("Tensor.lerp", lambda a, b, w: a.lerp(b, w), ref=lambda a, b, w: a + w * (b - a),
+           samples=_lerp_family(True)),
+    OpInfo("Tensor.lerp[scalar]", lambda a, b, w: a.lerp(b, w),
+           ref=lambda a, b, w: a + w * (b - a), samples=_lerp_family(False)),
+    OpInfo("tgx.lerp", tgx.lerp, torch_op=lambda a, b, w: torch.lerp(a, b, w),
+           ref=lambda a, b, w: a + w * (b - a), samples=_lerp_family(True)),
+)
+_SPECIAL = S([0.0, np.nan, np.inf, -np.inf, -1.5], desc="nan_inf")
+for _m, _ref in (("isnan", np.isnan), ("isinf", np.isinf), ("isfinite", np.isfinite)):
+    add(OpInfo(f"Tensor.{_m}", (lambda m: lambda x: getattr(x, m)())(_m), ref=_ref,
+               samples=unary(), dtypes=ALL, grad=False, grad_reason=_NOGRAD,
+               fixed=(_SPECIAL,)),
+        OpInfo(f"tgx.{_m}", getattr(tgx, _m), torch_op=(lambda m: lambda x: getattr(torch, m)(
+            x))(_m), ref=_ref, samples=unary(), dtypes=ALL, grad=False, grad_reason=_NOGRAD,
+            fixed=(_SPECIAL,)))
+
+
+def _isclose_family():
+    def build(draw, dt):
+        sa, sb = broadcast_shapes(draw, 2)
+        a = array(draw, sa, dt)
+        b = np.broadcast_to(a, np.broadcast_shapes(sa, sb)).copy() if draw(st.booleans()) \
+            else array(draw, sb, dt)
+        if b.dtype.kind == "f" and draw(st.booleans()):
+            b = b + 1e-7
+        return Sample((a, b))
+    return family(build)
+
+
+add(
+    OpInfo("Tensor.isclose", lambda a, b: a.isclose(b), ref=np.isclose,
+           samples=_isclose_family(), dtypes=(F64, F32, I64), grad=False, grad_reason=_NOGRAD,
+           fixed=(S([np.nan, np.inf, 1.0], [np.nan, np.inf, 1.0 + 1e-6], desc="nan_inf"),)),
+    OpInfo("tgx.isclose", lambda a, b, equal_nan=False: tgx.isclose(
+        a, b, rtol=1e-3, atol=1e-4, equal_nan=equal_nan),
+           torch_op=lambda a, b, equal_nan=False: torch.isclose(a, b, rtol=1e-3, atol=1e-4,
+                                                                equal_nan=equal_nan),
+           ref=lambda a, b, equal_nan=False: np.isclose(a, b, rtol=1e-3, atol=1e-4,
+                                                        equal_nan=equal_nan),
+           samples=_isclose_family(),
+           grad=False, grad_reason=_NOGRAD,
+           fixed=(S([np.nan, 1.0], [np.nan, 1.0], desc="equal_nan", equal_nan=True,
+                    only=("torch",)),)),
+)
+
 # ------------------------------------------------------------------------------------------
 # names in docs/api.md's op sections that are not ops (the coverage test skips only these)
 # ------------------------------------------------------------------------------------------

@@ -19,6 +19,8 @@ from .tensor import Tensor  # noqa: E402
 from .creation import (arange, cat, concatenate, eye, full, full_like,  # noqa: E402
                        matmul, maximum, minimum, ones, ones_like, rand, rand_like, randint,
                        randn, randn_like, stack, tensor, where, zeros, zeros_like)
+from .math_methods import (ceil, cos, exp2, floor, isclose, isfinite, isinf,  # noqa: E402
+                           isnan, lerp, log2, log10, logaddexp, round, sign, sin, trunc)
 from . import functional, nn, optim  # noqa: E402
 from .gradcheck import GradcheckError, gradcheck  # noqa: E402
 from . import perf  # noqa: E402
@@ -36,5 +38,7 @@ __all__ = [
     "arange", "cat", "concatenate", "eye", "full", "full_like", "matmul", "maximum", "minimum",
     "ones", "ones_like", "rand", "rand_like", "randint", "randn", "randn_like", "stack",
     "tensor", "where", "zeros", "zeros_like",
+    "ceil", "cos", "exp2", "floor", "isclose", "isfinite", "isinf", "isnan", "lerp", "log2",
+    "log10", "logaddexp", "round", "sign", "sin", "trunc",
     "GradcheckError", "gradcheck", "profile", "trace",
 ]

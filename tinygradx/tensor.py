@@ -18,10 +18,11 @@ from .autograd import OpError
 from .dims import check_dim
 from .dtypes import (as_dtype, bool_, float16, float32, float64, int32, int64, result_type,
                      to_array)
+from .math_methods import MathMethods
 from .tensor_methods import ShapeMethods
 
 
-class Tensor(ShapeMethods):
+class Tensor(ShapeMethods, MathMethods):
     """An n-d array that can record the graph of ops applied to it.
 
     >>> x = Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
