@@ -1254,6 +1254,80 @@ add(
                     only=("torch",)),)),
 )
 
+# --- activations (activations.py, re-exported by F) -----------------------------------------
+def np_softplus(x, beta=1.0, threshold=20.0):
+    return np.where(x * beta > threshold, x, np.logaddexp(0, x * beta) / beta)
+
+
+def np_elu(x, alpha=1.0):
+    return np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0)))
+
+
+_SELU = (1.6732632423543772848170429916717, 1.0507009873554804934193349852946)
+_ACT = [
+    # name, op, torch op, ref, sample kwargs
+    ("F.silu", F.silu, lambda x: TF.silu(x), lambda x: x / (1 + np.exp(-x)), {}),
+    ("F.softplus", F.softplus, lambda x: TF.softplus(x), np_softplus, dict(low=-4, high=4)),
+    ("F.softplus[beta]", lambda x: F.softplus(x, beta=2.0, threshold=3.0),
+     lambda x: TF.softplus(x, beta=2.0, threshold=3.0),
+     lambda x: np_softplus(x, 2.0, 3.0), dict(low=-3, high=3, avoid=(1.5,))),
+    ("F.logsigmoid", F.logsigmoid, lambda x: TF.logsigmoid(x),
+     lambda x: -np.logaddexp(0, -x), dict(low=-6, high=6)),
+    ("F.leaky_relu", F.leaky_relu, lambda x: TF.leaky_relu(x), lambda x: np.where(
+        x > 0, x, 0.01 * x), dict(avoid=(0,))),
+    ("F.leaky_relu[slope]", lambda x: F.leaky_relu(x, 0.2), lambda x: TF.leaky_relu(x, 0.2),
+     lambda x: np.where(x > 0, x, 0.2 * x), dict(avoid=(0,))),
+    ("F.elu", F.elu, lambda x: TF.elu(x), np_elu, dict(avoid=(0,))),
+    ("F.elu[alpha]", lambda x: F.elu(x, alpha=0.5), lambda x: TF.elu(x, alpha=0.5),
+     lambda x: np_elu(x, 0.5), dict(avoid=(0,))),
+    ("F.selu", F.selu, lambda x: TF.selu(x), lambda x: _SELU[1] * np_elu(x, _SELU[0]),
+     dict(avoid=(0,))),
+    ("F.mish", F.mish, lambda x: TF.mish(x), lambda x: x * np.tanh(np.logaddexp(0, x)), {}),
+    ("F.hardtanh", F.hardtanh, lambda x: TF.hardtanh(x), lambda x: np.clip(x, -1, 1),
+     dict(avoid=(-1, 1))),
+    ("F.hardtanh[bounds]", lambda x: F.hardtanh(x, -0.5, 1.5),
+     lambda x: TF.hardtanh(x, -0.5, 1.5), lambda x: np.clip(x, -0.5, 1.5),
+     dict(avoid=(-0.5, 1.5))),
+    ("F.relu6", F.relu6, lambda x: TF.relu6(x), lambda x: np.clip(x, 0, 6),
+     dict(low=-3, high=8, avoid=(0, 6))),
+]
+for _name, _op, _top, _ref, _kw in _ACT:
+    add(OpInfo(_name, _op, torch_op=_top, ref=_ref, samples=unary(**_kw),
+               fixed=(S([-30.0, -1.3, 0.5, 30.0], desc="large"),)))
+
+
+def np_rms_norm(x, normalized_shape, w=None, eps=None):
+    eps = np.finfo(x.dtype).eps if eps is None else eps
+    axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
+    y = x / np.sqrt(np.mean(x * x, axis=axes, keepdims=True) + eps)
+    return y if w is None else y * w
+
+
+def _rms_family(weight):
+    def build(draw, dt):
+        s = shape(draw, min_dims=1, empty=False)
+        k = draw(st.integers(1, len(s)))
+        ns = s[len(s) - k:]
+        x = array(draw, s, dt)
+        kw = {"normalized_shape": ns, "eps": draw(st.sampled_from((None, 1e-5)))}
+        return Sample((x, array(draw, ns, dt)) if weight else (x,), kw)
+    return family(build)
+
+
+add(
+    OpInfo("F.rms_norm", lambda x, normalized_shape, eps: F.rms_norm(x, normalized_shape,
+                                                                     eps=eps),
+           torch_op=lambda x, normalized_shape, eps: TF.rms_norm(x, normalized_shape, eps=eps),
+           ref=lambda x, normalized_shape, eps: np_rms_norm(x, normalized_shape, eps=eps),
+           samples=_rms_family(False)),
+    OpInfo("F.rms_norm[weight]", lambda x, w, normalized_shape, eps: F.rms_norm(
+        x, normalized_shape, w, eps),
+           torch_op=lambda x, w, normalized_shape, eps: TF.rms_norm(x, normalized_shape, w,
+                                                                    eps),
+           ref=lambda x, w, normalized_shape, eps: np_rms_norm(x, normalized_shape, w, eps),
+           samples=_rms_family(True)),
+)
+
 # ------------------------------------------------------------------------------------------
 # names in docs/api.md's op sections that are not ops (the coverage test skips only these)
 # ------------------------------------------------------------------------------------------

@@ -442,4 +442,10 @@ __all__ = ["relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "linear"
            "scaled_dot_product_attention", "attention", "packed_attention", "causal_mask",
            "softmax_composite", "log_softmax_composite",
            "layer_norm_composite", "cross_entropy_composite", "gelu_composite",
-           "dropout_composite", "where"]
+           "dropout_composite", "where",
+           "silu", "softplus", "logsigmoid", "leaky_relu", "elu", "selu", "mish", "hardtanh",
+           "relu6", "rms_norm"]
+
+# more activations and rms_norm live in activations.py (at the end: no line of this file moves)
+from .activations import (elu, hardtanh, leaky_relu, logsigmoid, mish, relu6,  # noqa: E402
+                          rms_norm, selu, silu, softplus)
