@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import tinygradx as tgx
+import tinygradx.functional as F
 from tinygradx import nn
 
 torch = pytest.importorskip("torch")
@@ -57,3 +58,21 @@ def test_rms_norm_without_affine_and_bad_args():
         nn.Hardtanh(1.0, -1.0)
     with pytest.raises(NotImplementedError):
         nn.SiLU(inplace=True)(tgx.ones(2))
+
+
+@pytest.mark.parametrize("fn", [F.silu, F.softplus, F.logsigmoid, F.leaky_relu, F.elu, F.selu,
+                                F.mish, lambda x: F.rms_norm(x, (3,)),
+                                lambda x: x.logaddexp(x), lambda x: x.lerp(x, 0.5),
+                                lambda x: x.round(decimals=1)])
+def test_float_only_ops_refuse_int_and_bool_as_torch(fn):
+    for x in (tgx.tensor([1, 2, 3]), tgx.tensor([True, False, True])):
+        with pytest.raises(TypeError, match="floating-point"):
+            fn(x)
+
+
+def test_hardtanh_keeps_integers_and_refuses_bool_as_torch():
+    x = tgx.tensor([-2, 0, 3, 8])
+    assert F.hardtanh(x).tolist() == [-1, 0, 1, 1] and F.hardtanh(x).dtype == tgx.int64
+    assert F.relu6(x).tolist() == [0, 0, 3, 6]
+    with pytest.raises(TypeError):
+        F.relu6(x > 0)

@@ -12,6 +12,13 @@ import numpy as np
 from . import autograd, ops, ops_math
 
 
+def _floating(name, *xs):
+    """torch's refusal, as a TypeError: logaddexp, lerp, round(decimals) need floats."""
+    for x in xs:
+        if isinstance(x, autograd.Tensor) and x.dtype.kind != "f":
+            raise TypeError(f"{name}: needs floating-point tensors, got {x.dtype}")
+
+
 def _bool_result(data):
     return autograd.Tensor._from_op(data, None)
 
@@ -37,6 +44,7 @@ class MathMethods:
         return ops_math.Exp2.apply(self)
 
     def logaddexp(self, other):
+        _floating("logaddexp", self, other)
         return ops_math.LogAddExp.apply(*ops.promote((self, other)))
 
     def floor(self):
@@ -51,6 +59,8 @@ class MathMethods:
     def round(self, decimals=0):
         if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
             raise TypeError(f"round: decimals must be an int, got {decimals!r}")
+        if decimals:
+            _floating("round(decimals)", self)
         return ops_math.Round.apply(self, decimals=int(decimals))
 
     def sign(self):
@@ -58,6 +68,7 @@ class MathMethods:
 
     def lerp(self, end, weight):
         """self + weight * (end - self); weight a number or a tensor (broadcast)."""
+        _floating("lerp", self, end, weight)
         if isinstance(weight, autograd.Tensor):
             a, b, w = ops.promote((self, end, weight))
         else:

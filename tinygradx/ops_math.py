@@ -80,7 +80,6 @@ class LogAddExp(Function):
     """d log(e^a + e^b) = (g*sigmoid(a-b), g*sigmoid(b-a)); callers promote a and b first
     (ops.promote), as for the binary ops of ops.py"""
     def forward(self, a, b):
-        a, b = as_float(a), as_float(b)
         self.d = a - b
         return np.logaddexp(a, b)
 
@@ -117,9 +116,7 @@ class Trunc(_Step):
 class Round(_Step):
     """d(round x) = 0 (halves round to even, as torch)"""
     def forward(self, x, decimals=0):
-        if x.dtype.kind != "f":
-            return x.copy() if decimals >= 0 else np.round(x, decimals)
-        return np.round(x, decimals)
+        return np.round(x, decimals) if x.dtype.kind == "f" else x.copy()
 
 
 class Sign(_Step):
