@@ -133,7 +133,9 @@ class Lerp(Function):
         return np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
 
     def backward(self, g):
-        return g * (1 - self.w), g * self.w, g * (self.b - self.a)
+        na, nb, nw = self.needs_input_grad
+        return (g * (1 - self.w) if na else None, g * self.w if nb else None,
+                g * (self.b - self.a) if nw else None)
 
 
 # ------------------------------------------------------------------------------------------
