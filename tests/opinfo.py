@@ -1479,6 +1479,173 @@ add(OpInfo("nn.CrossEntropyLoss", _module_call("CrossEntropyLoss", tgx.nn),
            torch_op=_module_call("NLLLoss", torch.nn) if torch is not None else None,
            samples=_ce_family(layout_nd=False, smoothing=False)))
 
+
+# --- element-wise math (ops_math.py): Tensor methods and tgx functions ----------------------
+_INTS_GRID = tuple(float(k) for k in range(-3, 4))
+_HALVES = tuple(k + 0.5 for k in range(-3, 3))
+_MATH = [
+    # name, ref, sample kwargs, dtypes, int fixed sample (torch promotes to float32)
+    ("sin", np.sin, {}, FLOATS, True),
+    ("cos", np.cos, {}, FLOATS, True),
+    ("log2", np.log2, _POS, FLOATS, True),
+    ("log10", np.log10, _POS, FLOATS, True),
+    ("exp2", np.exp2, {}, FLOATS, True),
+    ("floor", np.floor, dict(avoid=_INTS_GRID), NUMERIC, False),
+    ("ceil", np.ceil, dict(avoid=_INTS_GRID), NUMERIC, False),
+    ("trunc", np.trunc, dict(avoid=_INTS_GRID), NUMERIC, False),
+    ("round", np.round, dict(avoid=_HALVES), NUMERIC, False),
+    ("sign", np.sign, dict(avoid=(0,)), NUMERIC, False),
+]
+for _m, _ref, _kw, _dts, _intcall in _MATH:
+    _fx = (_int_float(),) if _intcall else ()
+    add(OpInfo(f"Tensor.{_m}", (lambda m: lambda x: getattr(x, m)())(_m), ref=_ref,
+               samples=unary(**_kw), dtypes=_dts, fixed=_fx),
+        OpInfo(f"tgx.{_m}", getattr(tgx, _m), torch_op=(lambda m: lambda x: getattr(torch, m)(
+            x))(_m), ref=_ref, samples=unary(**_kw), dtypes=_dts, fixed=_fx))
+add(
+    OpInfo("Tensor.round[decimals]", lambda x: x.round(decimals=1),
+           ref=lambda x: np.round(x, 1), samples=unary(), gradcheck=False,
+           fixed=(S([0.25, -1.35, 2.0], desc="halves"),)),
+    OpInfo("Tensor.sign[bool]", lambda x: x.sign(), ref=lambda x: x, samples=unary(),
+           dtypes=(BOOL,)),
+    OpInfo("Tensor.logaddexp", lambda a, b: a.logaddexp(b), ref=np.logaddexp,
+           samples=binary(), fixed=(S([1000.0, -np.inf, 0.0], [1000.0, 1.0, -1.0],
+                                      desc="large_and_inf", only=("numpy", "torch")),)),
+    OpInfo("tgx.logaddexp", tgx.logaddexp, torch_op=lambda a, b: torch.logaddexp(a, b),
+           ref=np.logaddexp, samples=binary()),
+)
+
+
+def _lerp_family(tensor_weight):
+    def build(draw, dt):
+        shapes = broadcast_shapes(draw, 3 if tensor_weight else 2)
+        a, b = array(draw, shapes[0], dt), array(draw, shapes[1], dt)
+        if tensor_weight:
+            return Sample((a, b, array(draw, shapes[2], dt, low=-0.5, high=1.5)))
+        return Sample((a, b), {"w": draw(st.sampled_from((0.0, 0.3, 0.5, 0.9, 1.0, 1.5)))})
+    return family(build)
+
+
+add(
+    OpInfo("Tensor.lerp", lambda a, b, w: a.lerp(b, w), ref=lambda a, b, w: a + w * (b - a),
+           samples=_lerp_family(True)),
+    OpInfo("Tensor.lerp[scalar]", lambda a, b, w: a.lerp(b, w),
+           ref=lambda a, b, w: a + w * (b - a), samples=_lerp_family(False)),
+    OpInfo("tgx.lerp", tgx.lerp, torch_op=lambda a, b, w: torch.lerp(a, b, w),
+           ref=lambda a, b, w: a + w * (b - a), samples=_lerp_family(True)),
+)
+_SPECIAL = S([0.0, np.nan, np.inf, -np.inf, -1.5], desc="nan_inf")
+for _m, _ref in (("isnan", np.isnan), ("isinf", np.isinf), ("isfinite", np.isfinite)):
+    add(OpInfo(f"Tensor.{_m}", (lambda m: lambda x: getattr(x, m)())(_m), ref=_ref,
+               samples=unary(), dtypes=ALL, grad=False, grad_reason=_NOGRAD,
+               fixed=(_SPECIAL,)),
+        OpInfo(f"tgx.{_m}", getattr(tgx, _m), torch_op=(lambda m: lambda x: getattr(torch, m)(
+            x))(_m), ref=_ref, samples=unary(), dtypes=ALL, grad=False, grad_reason=_NOGRAD,
+            fixed=(_SPECIAL,)))
+
+
+def _isclose_family():
+    def build(draw, dt):
+        sa, sb = broadcast_shapes(draw, 2)
+        a = array(draw, sa, dt)
+        b = np.broadcast_to(a, np.broadcast_shapes(sa, sb)).copy() if draw(st.booleans()) \
+            else array(draw, sb, dt)
+        if b.dtype.kind == "f" and draw(st.booleans()):
+            b = b + 1e-7
+        return Sample((a, b))
+    return family(build)
+
+
+add(
+    OpInfo("Tensor.isclose", lambda a, b: a.isclose(b), ref=np.isclose,
+           samples=_isclose_family(), dtypes=(F64, F32, I64), grad=False, grad_reason=_NOGRAD,
+           fixed=(S([np.nan, np.inf, 1.0], [np.nan, np.inf, 1.0 + 1e-6], desc="nan_inf"),)),
+    OpInfo("tgx.isclose", lambda a, b, equal_nan=False: tgx.isclose(
+        a, b, rtol=1e-3, atol=1e-4, equal_nan=equal_nan),
+           torch_op=lambda a, b, equal_nan=False: torch.isclose(a, b, rtol=1e-3, atol=1e-4,
+                                                                equal_nan=equal_nan),
+           ref=lambda a, b, equal_nan=False: np.isclose(a, b, rtol=1e-3, atol=1e-4,
+                                                        equal_nan=equal_nan),
+           samples=_isclose_family(),
+           grad=False, grad_reason=_NOGRAD,
+           fixed=(S([np.nan, 1.0], [np.nan, 1.0], desc="equal_nan", equal_nan=True,
+                    only=("torch",)),)),
+)
+
+# --- activations (activations.py, re-exported by F) -----------------------------------------
+def np_softplus(x, beta=1.0, threshold=20.0):
+    return np.where(x * beta > threshold, x, np.logaddexp(0, x * beta) / beta)
+
+
+def np_elu(x, alpha=1.0):
+    return np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0)))
+
+
+_SELU = (1.6732632423543772848170429916717, 1.0507009873554804934193349852946)
+_ACT = [
+    # name, op, torch op, ref, sample kwargs
+    ("F.silu", F.silu, lambda x: TF.silu(x), lambda x: x / (1 + np.exp(-x)), {}),
+    ("F.softplus", F.softplus, lambda x: TF.softplus(x), np_softplus, dict(low=-4, high=4)),
+    ("F.softplus[beta]", lambda x: F.softplus(x, beta=2.0, threshold=3.0),
+     lambda x: TF.softplus(x, beta=2.0, threshold=3.0),
+     lambda x: np_softplus(x, 2.0, 3.0), dict(low=-3, high=3, avoid=(1.5,))),
+    ("F.logsigmoid", F.logsigmoid, lambda x: TF.logsigmoid(x),
+     lambda x: -np.logaddexp(0, -x), dict(low=-6, high=6)),
+    ("F.leaky_relu", F.leaky_relu, lambda x: TF.leaky_relu(x), lambda x: np.where(
+        x > 0, x, 0.01 * x), dict(avoid=(0,))),
+    ("F.leaky_relu[slope]", lambda x: F.leaky_relu(x, 0.2), lambda x: TF.leaky_relu(x, 0.2),
+     lambda x: np.where(x > 0, x, 0.2 * x), dict(avoid=(0,))),
+    ("F.elu", F.elu, lambda x: TF.elu(x), np_elu, dict(avoid=(0,))),
+    ("F.elu[alpha]", lambda x: F.elu(x, alpha=0.5), lambda x: TF.elu(x, alpha=0.5),
+     lambda x: np_elu(x, 0.5), dict(avoid=(0,))),
+    ("F.selu", F.selu, lambda x: TF.selu(x), lambda x: _SELU[1] * np_elu(x, _SELU[0]),
+     dict(avoid=(0,))),
+    ("F.mish", F.mish, lambda x: TF.mish(x), lambda x: x * np.tanh(np.logaddexp(0, x)), {}),
+    ("F.hardtanh", F.hardtanh, lambda x: TF.hardtanh(x), lambda x: np.clip(x, -1, 1),
+     dict(avoid=(-1, 1))),
+    ("F.hardtanh[bounds]", lambda x: F.hardtanh(x, -0.5, 1.5),
+     lambda x: TF.hardtanh(x, -0.5, 1.5), lambda x: np.clip(x, -0.5, 1.5),
+     dict(avoid=(-0.5, 1.5))),
+    ("F.relu6", F.relu6, lambda x: TF.relu6(x), lambda x: np.clip(x, 0, 6),
+     dict(low=-3, high=8, avoid=(0, 6))),
+]
+for _name, _op, _top, _ref, _kw in _ACT:
+    add(OpInfo(_name, _op, torch_op=_top, ref=_ref, samples=unary(**_kw),
+               fixed=(S([-30.0, -1.3, 0.5, 30.0], desc="large"),)))
+
+
+def np_rms_norm(x, normalized_shape, w=None, eps=None):
+    eps = np.finfo(x.dtype).eps if eps is None else eps
+    axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
+    y = x / np.sqrt(np.mean(x * x, axis=axes, keepdims=True) + eps)
+    return y if w is None else y * w
+
+
+def _rms_family(weight):
+    def build(draw, dt):
+        s = shape(draw, min_dims=1, empty=False)
+        k = draw(st.integers(1, len(s)))
+        ns = s[len(s) - k:]
+        x = array(draw, s, dt)
+        kw = {"normalized_shape": ns, "eps": draw(st.sampled_from((None, 1e-5)))}
+        return Sample((x, array(draw, ns, dt)) if weight else (x,), kw)
+    return family(build)
+
+
+add(
+    OpInfo("F.rms_norm", lambda x, normalized_shape, eps: F.rms_norm(x, normalized_shape,
+                                                                     eps=eps),
+           torch_op=lambda x, normalized_shape, eps: TF.rms_norm(x, normalized_shape, eps=eps),
+           ref=lambda x, normalized_shape, eps: np_rms_norm(x, normalized_shape, eps=eps),
+           samples=_rms_family(False)),
+    OpInfo("F.rms_norm[weight]", lambda x, w, normalized_shape, eps: F.rms_norm(
+        x, normalized_shape, w, eps),
+           torch_op=lambda x, w, normalized_shape, eps: TF.rms_norm(x, normalized_shape, w,
+                                                                    eps),
+           ref=lambda x, w, normalized_shape, eps: np_rms_norm(x, normalized_shape, w, eps),
+           samples=_rms_family(True)),
+)
+
 # ------------------------------------------------------------------------------------------
 # names in docs/api.md's op sections that are not ops (the coverage test skips only these)
 # ------------------------------------------------------------------------------------------

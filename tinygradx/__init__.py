@@ -22,6 +22,8 @@ from .creation import (arange, cat, concatenate, eye, full, full_like,  # noqa: 
 from .tensor_index import (argsort, cumprod, cumsum, diagonal, flip, gather,  # noqa: E402
                            masked_select, repeat_interleave, roll, scatter, scatter_add, sort,
                            topk, unflatten)
+from .math_methods import (ceil, cos, exp2, floor, isclose, isfinite, isinf,  # noqa: E402
+                           isnan, lerp, log2, log10, logaddexp, round, sign, sin, trunc)
 from . import functional, nn, optim  # noqa: E402
 from .gradcheck import GradcheckError, gradcheck  # noqa: E402
 from . import perf  # noqa: E402
@@ -41,5 +43,7 @@ __all__ = [
     "tensor", "where", "zeros", "zeros_like",
     "argsort", "cumprod", "cumsum", "diagonal", "flip", "gather", "masked_select",
     "repeat_interleave", "roll", "scatter", "scatter_add", "sort", "topk", "unflatten",
+    "ceil", "cos", "exp2", "floor", "isclose", "isfinite", "isinf", "isnan", "lerp", "log2",
+    "log10", "logaddexp", "round", "sign", "sin", "trunc",
     "GradcheckError", "gradcheck", "profile", "trace",
 ]

@@ -444,7 +444,9 @@ __all__ = ["relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "linear"
            "layer_norm_composite", "cross_entropy_composite", "gelu_composite",
            "dropout_composite", "where", "one_hot",
            "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits", "kl_div"]
+           "binary_cross_entropy_with_logits", "kl_div",
+           "silu", "softplus", "logsigmoid", "leaky_relu", "elu", "selu", "mish", "hardtanh",
+           "relu6", "rms_norm"]
 
 
 def one_hot(tensor, num_classes=-1):
@@ -466,3 +468,7 @@ def one_hot(tensor, num_classes=-1):
 # the element-wise losses live in losses.py (same floor); F.mse_loss etc. are the public path
 from .losses import (binary_cross_entropy, binary_cross_entropy_with_logits,  # noqa: E402
                      huber_loss, kl_div, l1_loss, mse_loss, smooth_l1_loss)
+
+# more activations and rms_norm live in activations.py (at the end: no line of this file moves)
+from .activations import (elu, hardtanh, leaky_relu, logsigmoid, mish, relu6,  # noqa: E402
+                          rms_norm, selu, silu, softplus)

@@ -1,8 +1,8 @@
 """tinygradx.nn: Module, Parameter and the layers a Transformer is made of.
 
-The layers (Linear, Embedding, LayerNorm, Dropout, ReLU, GELU, MultiHeadAttention) live here;
-Module, Parameter, the containers and the module paths in module.py, re-exported here so that
-`tgx.nn.X` is the one public path for all of them.
+The layers (Linear, Embedding, LayerNorm, RMSNorm, Dropout, activations, MultiHeadAttention) live
+here; Module, Parameter, the containers and the module paths in module.py, re-exported here so
+that `tgx.nn.X` is the one public path for all of them.
 """
 from __future__ import annotations
 
@@ -367,3 +367,137 @@ class NLLLoss(_Loss):
     def forward(self, input, target):
         return F.nll_loss(input, target, ignore_index=self.ignore_index,
                           reduction=self.reduction)
+
+
+# more activations and RMSNorm (at the end of the file: no line above moves)
+__all__ += ["SiLU", "Softplus", "LeakyReLU", "ELU", "SELU", "Mish", "LogSigmoid", "Hardtanh",
+            "ReLU6", "RMSNorm"]
+
+
+class SiLU(Module):
+    """x * sigmoid(x)."""
+
+    def __init__(self, inplace=False):
+        self.inplace = inplace
+
+    def forward(self, x):
+        return F.silu(x, self.inplace)
+
+
+class Softplus(Module):
+    """log(1 + exp(beta x)) / beta; x itself where beta x > threshold."""
+
+    def __init__(self, beta=1.0, threshold=20.0):
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, x):
+        return F.softplus(x, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class LeakyReLU(Module):
+    """x where x > 0, negative_slope * x elsewhere."""
+
+    def __init__(self, negative_slope=0.01, inplace=False):
+        self.negative_slope, self.inplace = negative_slope, inplace
+
+    def forward(self, x):
+        return F.leaky_relu(x, self.negative_slope, self.inplace)
+
+    def extra_repr(self):
+        return f"negative_slope={self.negative_slope}"
+
+
+class ELU(Module):
+    """x where x > 0, alpha * (exp(x) - 1) elsewhere."""
+
+    def __init__(self, alpha=1.0, inplace=False):
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, x):
+        return F.elu(x, self.alpha, self.inplace)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}"
+
+
+class SELU(Module):
+    """scale * elu(x, alpha) with SELU's fixed constants."""
+
+    def __init__(self, inplace=False):
+        self.inplace = inplace
+
+    def forward(self, x):
+        return F.selu(x, self.inplace)
+
+
+class Mish(Module):
+    """x * tanh(softplus(x))."""
+
+    def __init__(self, inplace=False):
+        self.inplace = inplace
+
+    def forward(self, x):
+        return F.mish(x, self.inplace)
+
+
+class LogSigmoid(Module):
+    """log(sigmoid(x)), without overflow."""
+
+    def forward(self, x):
+        return F.logsigmoid(x)
+
+
+class Hardtanh(Module):
+    """x clipped to [min_val, max_val]."""
+
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
+        if min_val > max_val:
+            raise ValueError(f"Hardtanh: min_val ({min_val}) must not exceed max_val "
+                             f"({max_val})")
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+
+    def forward(self, x):
+        return F.hardtanh(x, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self):
+        return f"min_val={self.min_val}, max_val={self.max_val}"
+
+
+class ReLU6(Module):
+    """min(max(x, 0), 6)."""
+
+    def __init__(self, inplace=False):
+        self.inplace = inplace
+
+    def forward(self, x):
+        return F.relu6(x, self.inplace)
+
+
+class RMSNorm(Module):
+    """x / sqrt(mean(x^2) + eps) * weight over the last dims (torch.nn.RMSNorm); eps=None is
+    the machine epsilon of the input's dtype; weight starts at ones."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True):
+        if isinstance(normalized_shape, (int, np.integer)):
+            normalized_shape = (normalized_shape,)
+        if not isinstance(normalized_shape, (tuple, list)):
+            raise TypeError(f"RMSNorm: normalized_shape must be an int or a tuple of ints, "
+                            f"got {normalized_shape!r}")
+        self.normalized_shape = tuple(_int_arg("RMSNorm", "normalized_shape", n)
+                                      for n in normalized_shape)
+        if eps is not None and (isinstance(eps, bool) or not isinstance(
+                eps, (int, float, np.floating)) or eps < 0):
+            raise ValueError(f"RMSNorm: eps must be None or a non-negative number, got {eps!r}")
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        self.weight = Parameter(np.ones(self.normalized_shape, np.float32)) \
+            if elementwise_affine else None
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")

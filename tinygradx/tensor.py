@@ -18,11 +18,12 @@ from .autograd import OpError
 from .dims import check_dim, normalize_dims
 from .dtypes import (as_dtype, bool_, float16, float32, float64, int32, int64, result_type,
                      to_array)
+from .math_methods import MathMethods
 from .tensor_index import IndexMethods
 from .tensor_methods import ShapeMethods
 
 
-class Tensor(ShapeMethods, IndexMethods):
+class Tensor(ShapeMethods, IndexMethods, MathMethods):
     """An n-d array that can record the graph of ops applied to it.
 
     >>> x = Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)

@@ -1,0 +1,208 @@
+"""Element-wise math and activation primitives: one Function per op, forward and backward.
+
+As in ops.py: forward takes numpy arrays and returns one array, backward takes d(loss)/d(out)
+and returns one gradient per input; each docstring is the op's vector-Jacobian product. Int and
+bool inputs of the float functions (sin, log2, ...) are float32, as torch's; floor, ceil,
+round, trunc and sign keep an integer dtype and, as in torch, pass a zero gradient.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .autograd import Function
+from .ops import as_float
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _sigmoid(x):
+    """1/(1+exp(-x)) without overflow, in x's dtype."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+# ------------------------------------------------------------------------------------------
+# math
+# ------------------------------------------------------------------------------------------
+
+class Sin(Function):
+    """d(sin x) = g*cos(x)"""
+    def forward(self, x):
+        self.x = as_float(x)
+        return np.sin(self.x)
+
+    def backward(self, g):
+        return g * np.cos(self.x)
+
+
+class Cos(Function):
+    """d(cos x) = -g*sin(x)"""
+    def forward(self, x):
+        self.x = as_float(x)
+        return np.cos(self.x)
+
+    def backward(self, g):
+        return -g * np.sin(self.x)
+
+
+class Log2(Function):
+    """d(log2 x) = g/(x ln 2)"""
+    def forward(self, x):
+        self.x = as_float(x)
+        return np.log2(self.x)
+
+    def backward(self, g):
+        return g / (self.x * np.log(2.0))
+
+
+class Log10(Function):
+    """d(log10 x) = g/(x ln 10)"""
+    def forward(self, x):
+        self.x = as_float(x)
+        return np.log10(self.x)
+
+    def backward(self, g):
+        return g / (self.x * np.log(10.0))
+
+
+class Exp2(Function):
+    """d(2^x) = g * 2^x ln 2"""
+    def forward(self, x):
+        self.out = np.exp2(as_float(x))
+        return self.out
+
+    def backward(self, g):
+        return g * self.out * np.log(2.0)
+
+
+class LogAddExp(Function):
+    """d log(e^a + e^b) = (g*sigmoid(a-b), g*sigmoid(b-a)); callers promote a and b first
+    (ops.promote), as for the binary ops of ops.py"""
+    def forward(self, a, b):
+        self.d = a - b
+        return np.logaddexp(a, b)
+
+    def backward(self, g):
+        d = np.nan_to_num(self.d)          # a == b == +-inf: 1/2 each
+        s = _sigmoid(d)
+        return g * s, g * (1 - s)
+
+
+class _Step(Function):
+    """A piecewise-constant op: its gradient is zero everywhere (as torch's)."""
+    def backward(self, g):
+        return np.zeros_like(g)
+
+
+class Floor(_Step):
+    """d(floor x) = 0"""
+    def forward(self, x):
+        return np.floor(x) if x.dtype.kind == "f" else x.copy()
+
+
+class Ceil(_Step):
+    """d(ceil x) = 0"""
+    def forward(self, x):
+        return np.ceil(x) if x.dtype.kind == "f" else x.copy()
+
+
+class Trunc(_Step):
+    """d(trunc x) = 0"""
+    def forward(self, x):
+        return np.trunc(x) if x.dtype.kind == "f" else x.copy()
+
+
+class Round(_Step):
+    """d(round x) = 0 (halves round to even, as torch)"""
+    def forward(self, x, decimals=0):
+        return np.round(x, decimals) if x.dtype.kind == "f" else x.copy()
+
+
+class Sign(_Step):
+    """d(sign x) = 0"""
+    def forward(self, x):
+        return x.copy() if x.dtype == np.bool_ else np.sign(x)
+
+
+class Lerp(Function):
+    """out = a + w*(b - a): d = (g*(1-w), g*w, g*(b-a))"""
+    def forward(self, a, b, w):
+        self.a, self.b, self.w = a, b, w
+        # torch's two branches: exact at w = 0 and at w = 1
+        return np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
+
+    def backward(self, g):
+        na, nb, nw = self.needs_input_grad
+        return (g * (1 - self.w) if na else None, g * self.w if nb else None,
+                g * (self.b - self.a) if nw else None)
+
+
+# ------------------------------------------------------------------------------------------
+# activations
+# ------------------------------------------------------------------------------------------
+
+class Silu(Function):
+    """d(x*s(x)) = g*s*(1 + x*(1-s))"""
+    def forward(self, x):
+        self.x, self.s = x, _sigmoid(x)
+        return x * self.s
+
+    def backward(self, g):
+        s = self.s
+        return g * s * (1 + self.x * (1 - s))
+
+
+class Softplus(Function):
+    """log(1 + e^(beta x))/beta, x where beta x > threshold: d = g*s(beta x) (1 above)"""
+    def forward(self, x, beta=1.0, threshold=20.0):
+        bx = x * beta
+        self.lin = bx > threshold
+        self.s = _sigmoid(bx)
+        soft = (np.maximum(bx, 0) + np.log1p(np.exp(-np.abs(bx)))) / beta
+        return np.where(self.lin, x, soft).astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        return g * np.where(self.lin, 1, self.s)
+
+
+class LogSigmoid(Function):
+    """log s(x) = min(x, 0) - log(1 + e^-|x|): d = g*s(-x)"""
+    def forward(self, x):
+        self.x = x
+        return (np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))).astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        return g * _sigmoid(-self.x)
+
+
+class LeakyRelu(Function):
+    """x where x > 0, else slope*x: d = g where x > 0, g*slope elsewhere"""
+    def forward(self, x, negative_slope=0.01):
+        self.pos, self.slope = x > 0, negative_slope
+        return np.where(self.pos, x, x * negative_slope).astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        return g * np.where(self.pos, 1, self.slope)
+
+
+class Elu(Function):
+    """scale*(x where x > 0, else alpha*(e^x - 1)): d = g*scale (x > 0), g*scale*alpha*e^x"""
+    def forward(self, x, alpha=1.0, scale=1.0):
+        self.pos, self.scale = x > 0, scale
+        self.neg = alpha * np.exp(np.minimum(x, 0))          # alpha e^x on the negative side
+        out = scale * np.where(self.pos, x, self.neg - alpha)
+        return out.astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        return g * (self.scale * np.where(self.pos, 1, self.neg))
+
+
+class Hardtanh(Function):
+    """clip(x, min_val, max_val): d = g where min_val < x < max_val (as torch)"""
+    def forward(self, x, min_val=-1.0, max_val=1.0):
+        self.keep = (x > min_val) & (x < max_val)
+        return np.clip(x, min_val, max_val).astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        return g * self.keep
