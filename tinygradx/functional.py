@@ -17,18 +17,13 @@ from .creation import where
 from .tensor import Tensor
 
 
-_REDUCTIONS = ("mean", "sum", "none")
-
-
 def _loss_args(name, input, target, ignore_index, reduction):
     """The checks every loss makes before it computes: reduction, input, target dtype, shape.
 
     Returns the target as an integer array of the expected shape. The layouts are PyTorch's:
     input (N, C) with target (N,), (C,) with a 0-d target, (N, C, d1, ...) with (N, d1, ...).
     """
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{name}: reduction must be 'mean', 'sum' or 'none', got "
-                         f"{reduction!r}")
+    check_reduction(name, reduction)          # losses.py's check, shared by every loss
     if isinstance(ignore_index, bool) or not isinstance(ignore_index, (int, np.integer)):
         raise TypeError(f"{name}: ignore_index must be an int, got {ignore_index!r}")
     if not isinstance(input, Tensor):
@@ -467,7 +462,7 @@ def one_hot(tensor, num_classes=-1):
 
 # the element-wise losses live in losses.py (same floor); F.mse_loss etc. are the public path
 from .losses import (binary_cross_entropy, binary_cross_entropy_with_logits,  # noqa: E402
-                     huber_loss, kl_div, l1_loss, mse_loss, smooth_l1_loss)
+                     check_reduction, huber_loss, kl_div, l1_loss, mse_loss, smooth_l1_loss)
 
 # more activations and rms_norm live in activations.py (at the end: no line of this file moves)
 from .activations import (elu, hardtanh, leaky_relu, logsigmoid, mish, relu6,  # noqa: E402
