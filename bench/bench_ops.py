@@ -139,7 +139,8 @@ def mlp_step(pairs):
     y = rng.integers(0, 10, 256)
     tgx.manual_seed(0)
     l1, l2 = tgx.nn.Linear(784, 512), tgx.nn.Linear(512, 10)
-    params = {"w1": l1.weight.data, "b1": l1.bias.data, "w2": l2.weight.data, "b2": l2.bias.data}
+    params = {"w1": l1.weight.numpy(), "b1": l1.bias.numpy(),
+              "w2": l2.weight.numpy(), "b2": l2.bias.numpy()}
     ref = NumpyMLP(params)
     opt = tgx.optim.SGD(l1.parameters() + l2.parameters(), lr=0.1)
     xt = tgx.Tensor(x)

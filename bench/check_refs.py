@@ -147,7 +147,7 @@ def check_optim_vs_torch(steps=3):
 
 # ---- against tinygradx's own models (issue 7, goal 1: the floor computes the same step) -------
 def _tgx_grads(model):
-    return {k: np.asarray(p.grad.data) for k, p in model.named_parameters()}
+    return {k: np.asarray(p.grad.numpy()) for k, p in model.named_parameters()}
 
 
 def check_gpt_vs_tinygradx():

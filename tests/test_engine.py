@@ -450,7 +450,14 @@ def test_item_numpy_detach_size():
     x = Tensor(np.array([[1.5, 2.0], [3.0, 4.0]]), requires_grad=True)
     assert x.size() == (2, 2) and x.size(1) == 2 and x.numel() == 4 and x.dim() == 2
     assert x.shape == (2, 2) and x.ndim == 2 and len(x) == 2
-    assert isinstance(x.numpy(), np.ndarray) and x.numpy() is x.data
+    assert isinstance(x.numpy(), np.ndarray) and x.numpy() is x._data
+    d = x.data                                    # PyTorch's .data: a detached Tensor, same memory
+    assert isinstance(d, Tensor) and not d.requires_grad and d.numpy() is x.numpy()
+    d[0, 0] = 7.0
+    assert x.numpy()[0, 0] == 7.0 and x._version == [0]      # not tracked by autograd
+    x.data = np.zeros((3,))                        # swaps the memory, as in PyTorch
+    assert x.shape == (3,) and x.requires_grad
+    x.data = np.array([[1.5, 2.0], [3.0, 4.0]])
     assert x[0, 0].item() == 1.5 and isinstance(x.sum().item(), float)
     with pytest.raises(ValueError, match="one-element"):
         x.item()
@@ -476,7 +483,7 @@ def test_clone_keeps_the_graph_and_copies_data():
     np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0])
     y = Tensor(np.ones(2))
     z = y.clone()
-    z.data[0] = 5
+    z.numpy()[0] = 5
     assert y.numpy()[0] == 1
 
 

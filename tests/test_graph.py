@@ -122,7 +122,7 @@ def test_edge_grads_match_backward_and_write_no_grad():
     loss.backward(retain_graph=True)
     assert graph.has_grads(g)
     for t in (x, params["W"], params["b"]):
-        assert np.isclose(node_norm[g.index[id(t)]], np.linalg.norm(t.grad.data))
+        assert np.isclose(node_norm[g.index[id(t)]], np.linalg.norm(t.grad.numpy()))
     assert set(edge_norm) <= set(g.edges) and node_norm[len(g.nodes) - 1] == 1.0
     with pytest.raises(ValueError, match="scalar output"):
         graph.edge_grads(x * 2.0, graph.walk(x * 2.0))

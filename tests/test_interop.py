@@ -31,7 +31,7 @@ def trained_like(seed=0, **kw):
     m = GPT(GPTConfig(**{**SIZES, **kw}))
     rng = np.random.default_rng(seed)
     for _, p in m.named_parameters():
-        p.data[...] = rng.normal(0, 0.2, p.shape) + (1.0 if p.ndim == 1 and "ln" in _ else 0.0)
+        p.numpy()[...] = rng.normal(0, 0.2, p.shape) + (1.0 if p.ndim == 1 and "ln" in _ else 0.0)
     return m.eval()
 
 
@@ -182,7 +182,7 @@ def test_round_trip_is_exact(tmp_path):
     save_pretrained(ours, tmp_path)
     back = from_pretrained(tmp_path)
     for (n, p), (_, q) in zip(ours.named_parameters(), back.named_parameters(), strict=True):
-        np.testing.assert_array_equal(p.data, q.data, err_msg=n)
+        np.testing.assert_array_equal(p.numpy(), q.numpy(), err_msg=n)
     assert back.config.gelu_approximate == "tanh"
     assert from_pretrained(tmp_path, dtype=np.float64).transformer.wte.weight.dtype == np.float64
 

@@ -95,9 +95,9 @@ def test_model_checks_a_config_changed_after_construction():
 
 def test_rmsnorm_formula_and_gradient():
     norm = RMSNorm(6, eps=1e-5).double()
-    norm.weight.data[...] = rand(6, seed=3)
+    norm.weight.numpy()[...] = rand(6, seed=3)
     x = rand(2, 3, 6)
-    want = x / np.sqrt((x ** 2).mean(-1, keepdims=True) + 1e-5) * norm.weight.data
+    want = x / np.sqrt((x ** 2).mean(-1, keepdims=True) + 1e-5) * norm.weight.numpy()
     np.testing.assert_allclose(norm(Tensor(x)).numpy(), want, rtol=1e-12)
     xt = Tensor(x, requires_grad=True)
     assert gradcheck(lambda a: norm(a), (xt,))
@@ -131,7 +131,7 @@ def test_swiglu_formula():
     tgx.manual_seed(0)
     mlp = MLP(small()).double()
     x = rand(2, 3, 16)
-    W1, W3, W2 = (mlp.c_fc.weight.data, mlp.c_up.weight.data, mlp.c_proj.weight.data)
+    W1, W3, W2 = (mlp.c_fc.weight.numpy(), mlp.c_up.weight.numpy(), mlp.c_proj.weight.numpy())
     g = x @ W1.T
     want = (g / (1 + np.exp(-g)) * (x @ W3.T)) @ W2.T
     np.testing.assert_allclose(mlp(Tensor(x)).numpy(), want, rtol=1e-10, atol=1e-14)
@@ -145,7 +145,7 @@ def test_gqa_against_numpy(n_kv_head):
     attn = CausalSelfAttention(cfg).double()
     B, T, C, nh, hs = 2, 5, 16, 4, 4
     x = rand(B, T, C)
-    qkv = x @ attn.c_attn.weight.data.T
+    qkv = x @ attn.c_attn.weight.numpy().T
     q = qkv[..., :C].reshape(B, T, nh, hs).transpose(0, 2, 1, 3)
     k = qkv[..., C:C + n_kv_head * hs].reshape(B, T, n_kv_head, hs).transpose(0, 2, 1, 3)
     v = qkv[..., C + n_kv_head * hs:].reshape(B, T, n_kv_head, hs).transpose(0, 2, 1, 3)
@@ -160,7 +160,7 @@ def test_gqa_against_numpy(n_kv_head):
     s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(hs) + np.triu(np.full((T, T), -np.inf), 1)
     a = np.exp(s - s.max(-1, keepdims=True))
     a /= a.sum(-1, keepdims=True)
-    y = (a @ v).transpose(0, 2, 1, 3).reshape(B, T, C) @ attn.c_proj.weight.data.T
+    y = (a @ v).transpose(0, 2, 1, 3).reshape(B, T, C) @ attn.c_proj.weight.numpy().T
     for fused in (True, False):
         attn.fused = fused
         np.testing.assert_allclose(attn(Tensor(x)).numpy(), y, rtol=1e-10, atol=1e-13)

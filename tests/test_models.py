@@ -58,7 +58,7 @@ def test_gpt_block_shapes():
     attn.record_attn = True
     assert attn(x).shape == (B, T, D)
     assert attn.attn_weights.shape == (B, H, T, T)                  # A: (B, nh, T, T)
-    np.testing.assert_allclose(attn.attn_weights.data.sum(-1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(attn.attn_weights.numpy().sum(-1), 1.0, rtol=1e-5)
     assert MLP(cfg)(x).shape == (B, T, D)
     for norm_first in (True, False):
         cfg.norm_first = norm_first
@@ -93,7 +93,7 @@ def test_transformer_block_shapes():
     assert model.decode(memory, None, tgt).shape == (B, T, D)
     logp = model(src, tgt)
     assert logp.shape == (B, T, 13)
-    np.testing.assert_allclose(logp.exp().sum(-1).data, 1.0, rtol=1e-5)   # log-probabilities
+    np.testing.assert_allclose(logp.exp().sum(-1).numpy(), 1.0, rtol=1e-5)   # log-probabilities
 
 
 def test_parameter_names_match_the_benchmark_references():
@@ -146,19 +146,19 @@ def test_embeddings_are_scaled_by_sqrt_d_model_before_pe():
     model = tiny_tf()
     tok = ids((1, 4), 11)
     x = model.pos_encoding(model.src_embed(tok))
-    want = model.src_embed.weight.data[tok.data] * math.sqrt(D) + sinusoidal_table(64, D)[:4]
-    np.testing.assert_allclose(x.data, want, rtol=1e-5, atol=1e-6)
+    want = model.src_embed.weight.numpy()[tok.numpy()] * math.sqrt(D) + sinusoidal_table(64, D)[:4]
+    np.testing.assert_allclose(x.numpy(), want, rtol=1e-5, atol=1e-6)
 
 
 def test_gpt_initialisation():
     model = tiny_gpt(seed=0, n_layer=3, n_embd=96, vocab_size=300)
     sd = dict(model.named_parameters())
-    assert np.std(sd["transformer.wte.weight"].data) == pytest.approx(0.02, rel=0.05)
-    proj = np.concatenate([sd[f"transformer.h.{i}.mlp.c_proj.weight"].data.ravel()
+    assert np.std(sd["transformer.wte.weight"].numpy()) == pytest.approx(0.02, rel=0.05)
+    proj = np.concatenate([sd[f"transformer.h.{i}.mlp.c_proj.weight"].numpy().ravel()
                            for i in range(3)])
     assert np.std(proj) == pytest.approx(0.02 / math.sqrt(6), rel=0.05)
-    assert not sd["transformer.h.0.attn.c_attn.bias"].data.any()
-    assert (sd["transformer.h.0.ln_1.weight"].data == 1).all()
+    assert not sd["transformer.h.0.attn.c_attn.bias"].numpy().any()
+    assert (sd["transformer.h.0.ln_1.weight"].numpy() == 1).all()
 
 
 # ------------------------------------------------------------------------------------------
@@ -168,32 +168,34 @@ def test_gpt_initialisation():
 @pytest.mark.parametrize("norm_first", [True, False])
 def test_gpt_is_causal(norm_first):
     model = tiny_gpt(norm_first=norm_first).double()
-    idx = ids((B, T), 11).data
+    idx = ids((B, T), 11).numpy()
     base, _ = model(idx)
     for t in range(T - 1):
         changed = idx.copy()
         changed[:, t + 1] = (changed[:, t + 1] + 1) % 11
         out, _ = model(changed)
-        np.testing.assert_allclose(out.data[:, :t + 1], base.data[:, :t + 1], rtol=0, atol=1e-12)
-        assert not np.allclose(out.data[:, t + 1], base.data[:, t + 1])
+        np.testing.assert_allclose(out.numpy()[:, :t + 1], base.numpy()[:, :t + 1],
+                                   rtol=0, atol=1e-12)
+        assert not np.allclose(out.numpy()[:, t + 1], base.numpy()[:, t + 1])
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_decoder_is_causal(norm_first):
     model = tiny_tf(norm_first=norm_first).double()
-    src, tgt = ids((B, S), 11), ids((B, T), 13).data
+    src, tgt = ids((B, S), 11), ids((B, T), 13).numpy()
     base = model(src, tgt)
     for t in range(T - 1):
         changed = tgt.copy()
         changed[:, t + 1] = (changed[:, t + 1] + 1) % 13
         out = model(src, changed)
-        np.testing.assert_allclose(out.data[:, :t + 1], base.data[:, :t + 1], rtol=0, atol=1e-12)
-        assert not np.allclose(out.data[:, t + 1], base.data[:, t + 1])
+        np.testing.assert_allclose(out.numpy()[:, :t + 1], base.numpy()[:, :t + 1],
+                                   rtol=0, atol=1e-12)
+        assert not np.allclose(out.numpy()[:, t + 1], base.numpy()[:, t + 1])
 
 
 def test_padded_source_tokens_do_not_change_outputs():
     model = tiny_tf().double()
-    src = ids((B, S), 11, low=1).data
+    src = ids((B, S), 11, low=1).numpy()
     src[0, 3:] = 0                                                   # row 0: 3 real, 2 pads
     src[1, 1:] = 0                                                   # row 1: 1 real, 4 pads
     tgt = ids((B, T), 13)
@@ -202,33 +204,33 @@ def test_padded_source_tokens_do_not_change_outputs():
     other = src.copy()
     other[pad] = 7                                           # other tokens, still masked
     out, mem2 = model(other, tgt, pad), model.encode(other, pad)
-    np.testing.assert_allclose(out.data, base.data, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(mem2.data[~pad], mem.data[~pad], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(out.numpy(), base.numpy(), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(mem2.numpy()[~pad], mem.numpy()[~pad], rtol=0, atol=1e-12)
 
 
 def test_padded_target_keys_do_not_change_real_positions():
     # left padding, so the padded keys come *before* the real ones and causality does not hide them
     model = tiny_tf().double()
-    src, tgt = ids((B, S), 11, low=1), ids((B, T), 13, low=1).data
+    src, tgt = ids((B, S), 11, low=1), ids((B, T), 13, low=1).numpy()
     tgt[0, :2] = 0
     pad = pad_mask(tgt, 0)
     base = model(src, tgt, None, pad)
     other = tgt.copy()
     other[pad] = 5
     out = model(src, other, None, pad)
-    np.testing.assert_allclose(out.data[~pad], base.data[~pad], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(out.numpy()[~pad], base.numpy()[~pad], rtol=0, atol=1e-12)
 
 
 def test_fully_padded_rows_give_no_nan():
     model = tiny_tf()
-    src = ids((B, S), 11, low=1).data
+    src = ids((B, S), 11, low=1).numpy()
     src[1] = 0                                                       # a source row of pads only
-    tgt = ids((B, T), 13, low=1).data
+    tgt = ids((B, T), 13, low=1).numpy()
     tgt[2] = 0
     logp = model(src, tgt, pad_mask(src, 0), pad_mask(tgt, 0))
-    assert np.isfinite(logp.data).all()
+    assert np.isfinite(logp.numpy()).all()
     logp.sum().backward()
-    assert all(np.isfinite(p.grad.data).all() for p in model.parameters() if p.grad is not None)
+    assert all(np.isfinite(p.grad.numpy()).all() for p in model.parameters() if p.grad is not None)
 
 
 def test_mha_key_padding_hides_keys():
@@ -238,11 +240,11 @@ def test_mha_key_padding_hides_keys():
     kp = np.zeros((B, S), dtype=bool)
     kp[0, 1], kp[2, [0, 4]] = True, True
     base, a = mha(q, kv, kv, key_padding_mask=kp, need_weights=True, average_attn_weights=False)
-    assert (a.data[0, :, :, 1] == 0).all() and (a.data[2][..., [0, 4]] == 0).all()
-    kv2 = kv.data.copy()
+    assert (a.numpy()[0, :, :, 1] == 0).all() and (a.numpy()[2][..., [0, 4]] == 0).all()
+    kv2 = kv.numpy().copy()
     kv2[kp] += 10.0
     out, _ = mha(q, Tensor(kv2), Tensor(kv2), key_padding_mask=kp)
-    np.testing.assert_allclose(out.data, base.data, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(out.numpy(), base.numpy(), rtol=0, atol=1e-12)
 
 
 # ------------------------------------------------------------------------------------------
@@ -389,7 +391,7 @@ def test_transformer_base_built():
 # ------------------------------------------------------------------------------------------
 
 def _adam(params, lr):
-    """tinygradx.optim.Adam if present, else a minimal Adam (Kingma & Ba) on p.data."""
+    """tinygradx.optim.Adam if present, else a minimal Adam (Kingma & Ba) on p.numpy()."""
     try:
         from tinygradx import optim
         return optim.Adam(params, lr=lr)
@@ -398,8 +400,8 @@ def _adam(params, lr):
 
     class MiniAdam:
         def __init__(self):
-            self.t, self.m = 0, [np.zeros_like(p.data) for p in params]
-            self.v = [np.zeros_like(p.data) for p in params]
+            self.t, self.m = 0, [np.zeros_like(p.numpy()) for p in params]
+            self.v = [np.zeros_like(p.numpy()) for p in params]
 
         def zero_grad(self):
             for p in params:
@@ -410,7 +412,7 @@ def _adam(params, lr):
             for p, m, v in zip(params, self.m, self.v, strict=True):
                 if p.grad is None:
                     continue
-                g = p.grad.data
+                g = p.grad.numpy()
                 m[...] = 0.9 * m + 0.1 * g
                 v[...] = 0.999 * v + 0.001 * g * g
                 mhat, vhat = m / (1 - 0.9 ** self.t), v / (1 - 0.999 ** self.t)
@@ -457,11 +459,11 @@ def test_transformer_overfits_one_batch():
 def test_gpt_state_dict_round_trip():
     a, b = tiny_gpt(seed=0), tiny_gpt(seed=1)
     idx = ids((2, 6), 11)
-    assert not np.allclose(a(idx)[0].data, b(idx)[0].data)
-    sd = {k: v.data.copy() for k, v in a.state_dict().items()}
+    assert not np.allclose(a(idx)[0].numpy(), b(idx)[0].numpy())
+    sd = {k: v.numpy().copy() for k, v in a.state_dict().items()}
     assert "lm_head.weight" not in sd                               # tied: stored once
     b.load_state_dict(sd)
-    np.testing.assert_array_equal(a(idx)[0].data, b(idx)[0].data)
+    np.testing.assert_array_equal(a(idx)[0].numpy(), b(idx)[0].numpy())
     assert b.lm_head.weight is b.transformer.wte.weight             # still tied after loading
 
 
@@ -469,14 +471,14 @@ def test_transformer_state_dict_round_trip():
     a, b = tiny_tf(seed=0), tiny_tf(seed=1)
     src, tgt = ids((2, 5), 11), ids((2, 4), 13)
     b.load_state_dict(a.state_dict())
-    np.testing.assert_array_equal(a(src, tgt).data, b(src, tgt).data)
+    np.testing.assert_array_equal(a(src, tgt).numpy(), b(src, tgt).numpy())
     assert not any("pe" in k.split(".") for k in a.state_dict())    # PE table is not stored
     assert a.double().pos_encoding.pe.dtype == np.float64           # ... but double() converts it
 
 
 def test_load_state_dict_errors_are_clear():
     model = tiny_gpt()
-    sd = {k: v.data.copy() for k, v in model.state_dict().items()}
+    sd = {k: v.numpy().copy() for k, v in model.state_dict().items()}
     bad = dict(sd)
     bad["transformer.wpe.weight"] = np.zeros((3, D), np.float32)
     with pytest.raises(nn.StateDictError, match=r"transformer\.wpe\.weight.*\(3, 24\)"):
@@ -500,15 +502,15 @@ def test_load_state_dict_errors_are_clear():
 @pytest.mark.parametrize("norm_first", [True, False])
 def test_gpt_kv_cache_logits_equal_uncached(norm_first):
     model = tiny_gpt(norm_first=norm_first).double().eval()
-    idx = ids((B, 10), 11).data
+    idx = ids((B, 10), 11).numpy()
     full, _ = model(idx)                                             # (B, 10, V)
     cache = KVCache(len(model.transformer.h))
     with tgx.no_grad():
         first, _ = model(idx[:, :4], kv_cache=cache)                 # a prefix in one go
         steps = [model(idx[:, t:t + 1], kv_cache=cache)[0] for t in range(4, 10)]
-    cached = np.concatenate([first.data] + [s.data for s in steps], axis=1)
+    cached = np.concatenate([first.data] + [s.numpy() for s in steps], axis=1)
     assert cache.length == 10
-    np.testing.assert_allclose(cached, full.data, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(cached, full.numpy(), rtol=0, atol=1e-10)
 
 
 def test_gpt_kv_cache_refuses_to_run_past_block_size():
@@ -526,9 +528,9 @@ def test_gpt_generate_cache_equals_no_cache(kw):
     outs = []
     for use_cache in (True, False):
         tgx.manual_seed(123)
-        outs.append(model.generate(prompt, 20, use_cache=use_cache, **kw).data)  # past block 16
+        outs.append(model.generate(prompt, 20, use_cache=use_cache, **kw).numpy())  # past block 16
     assert outs[0].shape == (2, 25)
-    np.testing.assert_array_equal(outs[0][:, :5], prompt.data)
+    np.testing.assert_array_equal(outs[0][:, :5], prompt.numpy())
     np.testing.assert_array_equal(outs[0], outs[1])
 
 
@@ -536,22 +538,22 @@ def test_gpt_generate_is_repeatable_and_greedy_at_temperature_zero():
     model = tiny_gpt().eval()
     prompt = ids((1, 3), 11)
     tgx.manual_seed(7)
-    a = model.generate(prompt, 8).data
+    a = model.generate(prompt, 8).numpy()
     tgx.manual_seed(7)
-    b = model.generate(prompt, 8).data
+    b = model.generate(prompt, 8).numpy()
     np.testing.assert_array_equal(a, b)
-    g = model.generate(prompt, 8, temperature=0).data
-    seq = prompt.data
+    g = model.generate(prompt, 8, temperature=0).numpy()
+    seq = prompt.numpy()
     for _ in range(8):                                               # greedy by hand, uncached
         logits, _ = model(seq[:, -16:])
-        seq = np.concatenate([seq, logits.data[:, -1].argmax(-1)[:, None]], axis=1)
+        seq = np.concatenate([seq, logits.numpy()[:, -1].argmax(-1)[:, None]], axis=1)
     np.testing.assert_array_equal(g, seq)
 
 
 def test_gpt_generate_stops_at_eos():
     model = tiny_gpt().eval()
-    first = model.generate(ids((2, 3), 11), 1, temperature=0).data[:, -1]
-    out = model.generate(ids((2, 3), 11), 10, temperature=0, eos_id=int(first[0])).data
+    first = model.generate(ids((2, 3), 11), 1, temperature=0).numpy()[:, -1]
+    out = model.generate(ids((2, 3), 11), 10, temperature=0, eos_id=int(first[0])).numpy()
     assert (out[0, 3:] == first[0]).all()                           # row 0 ended at once
     if first[1] == first[0]:
         assert out.shape[1] == 4                                    # every row ended: stop
@@ -571,27 +573,27 @@ def test_sample_next_top_k_and_top_p():
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_decode_step_equals_full_decode(norm_first):
     model = tiny_tf(norm_first=norm_first).double().eval()
-    src = ids((B, S), 11, low=1).data
+    src = ids((B, S), 11, low=1).numpy()
     src[0, 3:] = 0
     src_pad = pad_mask(src, 0)
-    tgt = ids((B, T), 13).data
+    tgt = ids((B, T), 13).numpy()
     full = model(src, tgt, src_pad)                                  # (B, T, Vt)
     with tgx.no_grad():
         state = model.init_decode_state(model.encode(src, src_pad), src_pad)
-        steps = [model.decode_step(tgt[:, t:t + 1], state).data for t in range(T)]
+        steps = [model.decode_step(tgt[:, t:t + 1], state).numpy() for t in range(T)]
     assert state.length == T
-    np.testing.assert_allclose(np.stack(steps, axis=1), full.data, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(np.stack(steps, axis=1), full.numpy(), rtol=0, atol=1e-10)
     # a prefix in one call, then one token
     with tgx.no_grad():
         state = model.init_decode_state(model.encode(src, src_pad), src_pad)
         last = model.decode_step(tgt[:, :4], state)
-    np.testing.assert_allclose(last.data, full.data[:, 3], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(last.data, full.numpy()[:, 3], rtol=0, atol=1e-10)
 
 
 def test_decode_state_reorder_for_beams():
     model = tiny_tf().double().eval()
-    src = ids((2, S), 11, low=1).data
-    tgt = ids((2, 4), 13).data
+    src = ids((2, S), 11, low=1).numpy()
+    tgt = ids((2, 4), 13).numpy()
     order = np.array([1, 1, 0])                                       # beams: row 1 twice, row 0
     with tgx.no_grad():
         state = model.init_decode_state(model.encode(src), None)
@@ -599,7 +601,7 @@ def test_decode_state_reorder_for_beams():
         state.reorder(order)
         logp = model.decode_step(tgt[order, 3:4], state)
     want = model(src[order], tgt[order])[:, 3]
-    np.testing.assert_allclose(logp.data, want.data, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(logp.numpy(), want.numpy(), rtol=0, atol=1e-10)
 
 
 # ------------------------------------------------------------------------------------------
@@ -634,4 +636,4 @@ def test_shared_and_tied_embeddings():
 def test_gpt_num_parameters_non_embedding():
     model = tiny_gpt()
     assert model.num_parameters(non_embedding=True) == model.num_parameters() - 16 * D
-    assert model.num_parameters() == sum(p.data.size for p in model.parameters())
+    assert model.num_parameters() == sum(p.numpy().size for p in model.parameters())

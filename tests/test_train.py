@@ -469,7 +469,7 @@ def test_tsv_needs_a_path(tmp_path):
 # ------------------------------------------------------------------------------------------
 
 def _grads(trainer):
-    return {n: (None if p.grad is None else p.grad.data.copy())
+    return {n: (None if p.grad is None else p.grad.numpy().copy())
             for n, p in trainer.model.named_parameters()}
 
 

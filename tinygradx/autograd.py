@@ -3,7 +3,7 @@
 The path of one op (see docs/design.md):
 
     a * b  ->  Tensor.__mul__  ->  ops.Mul.apply(a, b)
-           ->  Function.apply: ctx = Mul(); out = ctx.forward(a.data, b.data)  (numpy arrays)
+           ->  Function.apply: ctx = Mul(); out = ctx.forward(a._data, b._data)  (numpy arrays)
            ->  Tensor(out) with out._ctx = ctx, ctx.parents = (a, b)  (only if a grad is needed)
     loss.backward()  ->  toposort(loss)  ->  for each node, newest first:
            g = grads.pop(node); in_grads = node._ctx.backward(g); unbroadcast each to its parent's
@@ -230,7 +230,7 @@ class Function:
             needs = (False,) * len(tensors)
         ctx.needs_input_grad = needs
         ctx.frame = STATE.frame
-        arrays = [t.data for t in tensors]
+        arrays = [t._data for t in tensors]
         if STATE.instrumented:
             return _apply_instrumented(cls, ctx, tensors, arrays, kwargs)
         try:
@@ -297,7 +297,7 @@ def _as_tensors(inputs):
     ref = None
     for x in inputs:
         if isinstance(x, Tensor):
-            ref = x.data.dtype
+            ref = x._data.dtype
             break
     out = []
     for x in inputs:
@@ -307,7 +307,7 @@ def _as_tensors(inputs):
             out.append(Tensor._const(x, ref))
     if ref is not None and ref.kind in "iub" and any(isinstance(x, float) for x in inputs):
         # as PyTorch: an integer tensor with a Python float computes in float32, not float64
-        out = [Tensor._from_op(t.data.astype(np.float32), None) if t.data.dtype.kind in "iub"
+        out = [Tensor._from_op(t._data.astype(np.float32), None) if t._data.dtype.kind in "iub"
                else t for t in out]
     return tuple(out)
 
@@ -376,14 +376,14 @@ def toposort(roots):
 
 def _initial_grad(root, gradient):
     if gradient is None:
-        if root.data.size != 1:
+        if root._data.size != 1:
             raise RuntimeError(
                 f"backward: grad can be created implicitly only for a scalar output, but the "
                 f"output has shape {root.shape}; pass backward(gradient) with that shape "
                 f"(e.g. loss.sum().backward() or y.backward(tgx.ones_like(y))).")
-        return np.ones(root.data.shape, dtype=root.data.dtype)
-    g = gradient.data if isinstance(gradient, Tensor) else np.asarray(gradient, root.data.dtype)
-    if g.shape != root.data.shape:
+        return np.ones(root._data.shape, dtype=root._data.dtype)
+    g = gradient._data if isinstance(gradient, Tensor) else np.asarray(gradient, root._data.dtype)
+    if g.shape != root._data.shape:
         raise OpError(f"backward: gradient has shape {g.shape} but the output has shape "
                       f"{root.shape}; they must match")
     return g
@@ -429,14 +429,14 @@ def _node_backward(ctx, g, grads):
                            f"for {len(ctx.parents)} inputs")
     for p, ig, need in zip(ctx.parents, in_grads, ctx.needs_input_grad, strict=True):
         if ig is not None and need:
-            new = _cast(unbroadcast(ig, p.data.shape), p, ctx)
+            new = _cast(unbroadcast(ig, p._data.shape), p, ctx)
             grads.add(p, new, ctx.fresh_grads or new is not ig)  # made here: ours to write
 
 
 def _cast(ig, p, ctx):
     """`ig` in its parent's dtype, checked for NaN/Inf under detect_anomaly()."""
-    if ig.dtype != p.data.dtype:
-        ig = ig.astype(p.data.dtype)
+    if ig.dtype != p._data.dtype:
+        ig = ig.astype(p._data.dtype)
     if STATE.anomaly:
         _check_finite(ig, ctx, p)
     return ig
@@ -462,7 +462,7 @@ def _run_hooks(t, g):
     for hook in t._hooks:
         replaced = hook(Tensor._from_op(g, None))
         if replaced is not None:
-            g = replaced.data if isinstance(replaced, Tensor) else np.asarray(replaced)
+            g = replaced._data if isinstance(replaced, Tensor) else np.asarray(replaced)
     return g
 
 
@@ -471,11 +471,11 @@ def _store_grad(t, g, owned):
     if t._ctx is not None and not t._retain_grad:
         return
     if t.grad is None:
-        if not (owned and t._ctx is None and g.dtype == t.data.dtype):
-            g = np.array(g, dtype=t.data.dtype, copy=True)
+        if not (owned and t._ctx is None and g.dtype == t._data.dtype):
+            g = np.array(g, dtype=t._data.dtype, copy=True)
         t.grad = Tensor._from_op(g, None)
     else:
-        t.grad.data += g
+        t.grad._data += g
 
 
 def _check_finite(ig, ctx, p):

@@ -160,7 +160,7 @@ def _many(name, tensors):
 def cat(tensors, dim=0):
     """Join tensors along an existing dim; all other dims must match. Backward slices g."""
     tensors = _many("cat", tensors)
-    nd = np.ndim(tensors[0].data if isinstance(tensors[0], Tensor) else tensors[0])
+    nd = np.ndim(tensors[0]._data if isinstance(tensors[0], Tensor) else tensors[0])
     if nd == 0:
         raise OpError("cat: 0-d tensors cannot be concatenated; use stack")
     return movement.Cat.apply(*tensors, dim=check_dim("cat", dim, nd))
@@ -172,13 +172,13 @@ concatenate = cat
 def stack(tensors, dim=0):
     """Join equal-shaped tensors along a new dim. Backward takes g apart along it."""
     tensors = _many("stack", tensors)
-    nd = np.ndim(tensors[0].data if isinstance(tensors[0], Tensor) else tensors[0])
+    nd = np.ndim(tensors[0]._data if isinstance(tensors[0], Tensor) else tensors[0])
     return movement.Stack.apply(*tensors, dim=check_dim("stack", dim, nd, extra=1))
 
 
 def where(condition, input, other):
     """Elements of input where condition is True, else of other (both may broadcast)."""
-    cond = condition.data if isinstance(condition, Tensor) else np.asarray(condition)
+    cond = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
     if cond.dtype != np.bool_:
         raise TypeError(f"where: condition must be a bool tensor, got dtype {cond.dtype}")
     return ops.Where.apply(input, other, cond=cond)

@@ -54,7 +54,7 @@ def as_dtype(dtype):
 def to_array(data, dtype):
     """Python data gets PyTorch's defaults (float32, int64); numpy arrays keep their dtype."""
     if isinstance(data, autograd.Tensor):
-        data = data.data
+        data = data._data
     if isinstance(data, np.ndarray):
         arr = data
         if arr.dtype.type not in _SUPPORTED or not arr.dtype.isnative:
@@ -139,7 +139,7 @@ def result_type(*operands):
     dims = zero = scalars = None
     for x in operands:
         if isinstance(x, autograd.Tensor):
-            x = x.data
+            x = x._data
         if isinstance(x, np.ndarray):
             d = x.dtype
             if x.ndim:

@@ -32,7 +32,7 @@ def _loss_args(name, input, target, ignore_index, reduction):
         raise OpError(f"{name}{_where()}: input must have a class dim, got a 0-d tensor")
     if input.dtype.kind != "f":
         raise TypeError(f"{name}{_where()}: input must be floating-point, got {input.dtype}")
-    t = target.data if isinstance(target, Tensor) else np.asarray(target)
+    t = target._data if isinstance(target, Tensor) else np.asarray(target)
     if t.dtype.kind not in "iu":
         raise OpError(f"{name}{_where()}: target must hold class indices (an integer "
                       f"tensor), got dtype {t.dtype}")
@@ -119,7 +119,7 @@ def embedding(input, weight, padding_idx=None):
     the row at padding_idx gets no gradient. A negative padding_idx counts from the end
     (-1 is the last row), as in PyTorch.
     """
-    ids = input.data if isinstance(input, Tensor) else np.asarray(input)
+    ids = input._data if isinstance(input, Tensor) else np.asarray(input)
     if padding_idx is not None:
         n = weight.shape[0]
         if isinstance(padding_idx, bool) or not isinstance(padding_idx, (int, np.integer)) \
@@ -270,7 +270,7 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
         return fused.Attention.apply(query, key, value, mask, scale=scale, p=p, rng=STATE.rng)
     mask = None
     if attn_mask is not None:
-        mask = attn_mask.data if isinstance(attn_mask, Tensor) else np.asarray(attn_mask)
+        mask = attn_mask._data if isinstance(attn_mask, Tensor) else np.asarray(attn_mask)
         if mask.dtype == np.bool_:
             mask = np.where(mask, 0.0, -np.inf)
         mask = mask.astype(query.dtype, copy=False)
@@ -354,7 +354,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         scores = scores + (attn_mask if attn_mask.dtype == scores.dtype
                            else attn_mask.to(scores.dtype))
     elif attn_mask is not None:
-        mask = attn_mask.data if isinstance(attn_mask, Tensor) else np.asarray(attn_mask)
+        mask = attn_mask._data if isinstance(attn_mask, Tensor) else np.asarray(attn_mask)
         if mask.dtype == np.bool_:
             scores = scores.masked_fill(~mask, -np.inf)
         else:
@@ -447,7 +447,7 @@ __all__ = ["relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "linear"
 def one_hot(tensor, num_classes=-1):
     """(...) int64 class ids -> (..., num_classes) int64 of 0/1; num_classes=-1 takes
     max + 1. No gradient (an integer result)."""
-    t = tensor.data if isinstance(tensor, Tensor) else np.asarray(tensor)
+    t = tensor._data if isinstance(tensor, Tensor) else np.asarray(tensor)
     if t.dtype != np.int64:
         raise TypeError(f"one_hot: needs an int64 tensor of class ids, got {t.dtype}")
     if num_classes < 0:

@@ -47,14 +47,14 @@ class Grads:
     def add_slice(self, t, index, values):
         """Add `values` at `index` of t's gradient (zeros elsewhere); values has t's dtype."""
         entry = self.entries.get(id(t))
-        span = _axis_span(index, t.data.shape)
+        span = _axis_span(index, t._data.shape)
         if entry is None:
             if span is not None:                     # the first piece of a split: no zero-fill
-                buf = np.empty(t.data.shape, dtype=t.data.dtype)
+                buf = np.empty(t._data.shape, dtype=t._data.dtype)
                 buf[index] = values
                 self.entries[id(t)] = [buf, True, (span[0], [span[1:]])]
                 return
-            entry = self.entries[id(t)] = [np.zeros(t.data.shape, t.data.dtype), True, None]
+            entry = self.entries[id(t)] = [np.zeros(t._data.shape, t._data.dtype), True, None]
         cover = entry[2]
         if cover is not None and span is not None and span[0] == cover[0] and \
                 all(span[2] <= a or span[1] >= b for a, b in cover[1]):

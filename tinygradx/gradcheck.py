@@ -33,7 +33,7 @@ def _outputs(fn, inputs):
 
 def _numeric_outputs(fn, inputs):
     with no_grad():
-        return [o.data.astype(np.float64).ravel() for o in _outputs(fn, inputs)]
+        return [o._data.astype(np.float64).ravel() for o in _outputs(fn, inputs)]
 
 
 def _prepare(inputs):
@@ -61,17 +61,17 @@ def _perturbed_outputs(fn, inputs, i, flat_index, delta):
     Parameter) sees the change too.
     """
     x = inputs[i]
-    saved = x.data
+    saved = x._data
     data = saved.copy()
     if flat_index is None:
         data += delta
     else:
         data.reshape(-1)[flat_index] += delta
-    x.data = data
+    x._data = data
     try:
         return _numeric_outputs(fn, inputs)
     finally:
-        x.data = saved
+        x._data = saved
 
 
 def _fail(msg, raise_exception):
@@ -116,15 +116,15 @@ def _analytic_vjp(outs, inputs, checked, seeds):
     grads = autograd.grad([o for o, _ in pairs], [inputs[i] for i in checked],
                           grad_outputs=[Tensor(s.reshape(o.shape)) for o, s in pairs],
                           retain_graph=True, allow_unused=True)
-    return [np.zeros(inputs[i].shape) if g is None else g.data
+    return [np.zeros(inputs[i].shape) if g is None else g._data
             for i, g in zip(checked, grads, strict=True)]
 
 
 def _check_full(fn, inputs, checked, outs, eps, atol, rtol, raise_exception):
-    sizes = [o.data.size for o in outs]
+    sizes = [o._data.size for o in outs]
     n_out = sum(sizes)
     # analytic Jacobian rows: one VJP with a one-hot seed per output element
-    analytic = {i: np.zeros((inputs[i].data.size, n_out)) for i in checked}
+    analytic = {i: np.zeros((inputs[i]._data.size, n_out)) for i in checked}
     col = 0
     for k, o in enumerate(outs):
         for j in range(sizes[k]):
@@ -136,7 +136,7 @@ def _check_full(fn, inputs, checked, outs, eps, atol, rtol, raise_exception):
             col += 1
     for i in checked:
         numeric = np.zeros_like(analytic[i])
-        for e in range(inputs[i].data.size):
+        for e in range(inputs[i]._data.size):
             plus = np.concatenate(_perturbed_outputs(fn, inputs, i, e, eps))
             minus = np.concatenate(_perturbed_outputs(fn, inputs, i, e, -eps))
             numeric[e] = (plus - minus) / (2 * eps)
@@ -159,7 +159,7 @@ def _check_full(fn, inputs, checked, outs, eps, atol, rtol, raise_exception):
 
 def _check_fast(fn, inputs, checked, outs, eps, atol, rtol, raise_exception, seed):
     rng = np.random.default_rng(seed)
-    seeds = [rng.standard_normal(o.data.size) for o in outs]           # v, one per output
+    seeds = [rng.standard_normal(o._data.size) for o in outs]           # v, one per output
     analytic = _analytic_vjp(outs, inputs, checked, seeds)              # J^T v per input
     for i, g in zip(checked, analytic, strict=True):
         u = rng.standard_normal(inputs[i].shape)

@@ -126,7 +126,7 @@ def leaf_kind(t, names=()):
     from .nn import Parameter
     if isinstance(t, Parameter) or id(t) in names:
         return "param"
-    if t.data.size <= 1 and not t.requires_grad and t.name is None:
+    if t._data.size <= 1 and not t.requires_grad and t.name is None:
         return "const"
     return "input"
 
@@ -278,10 +278,10 @@ def edge_grads(root, g):
     node's saved arrays and calls its `backward`, but writes no `.grad` and runs no hooks, so
     looking never changes what training sees.
     """
-    if root.data.size != 1:
+    if root._data.size != 1:
         raise ValueError(f"viz: gradients can be shown for a scalar output only; this one has "
                          f"shape {root.shape}")
-    grads = {len(g.nodes) - 1: np.ones(root.shape, dtype=root.data.dtype)}
+    grads = {len(g.nodes) - 1: np.ones(root.shape, dtype=root._data.dtype)}
     node_norm, edge_norm = {}, {}
     for i in range(len(g.nodes) - 1, -1, -1):   # children before parents
         grad = grads.pop(i, None)

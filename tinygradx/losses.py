@@ -68,7 +68,7 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
     d = (input - target).abs()
     if beta == 0:
         return _reduce(d, reduction)
-    return _reduce(where(d.data < beta, 0.5 * d.square() / beta, d - 0.5 * beta), reduction)
+    return _reduce(where(d._data < beta, 0.5 * d.square() / beta, d - 0.5 * beta), reduction)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0):
@@ -77,7 +77,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     if delta <= 0:
         raise ValueError(f"huber_loss: delta must be positive, got {delta}")
     d = (input - target).abs()
-    return _reduce(where(d.data < delta, 0.5 * d.square(), delta * (d - 0.5 * delta)),
+    return _reduce(where(d._data < delta, 0.5 * d.square(), delta * (d - 0.5 * delta)),
                    reduction)
 
 
@@ -89,7 +89,7 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     """-w (t log x + (1 - t) log(1 - x)), each log clamped at -100 as in PyTorch; input
     holds probabilities in [0, 1]."""
     target = _pair("binary_cross_entropy", input, target, reduction)
-    x = input.data
+    x = input._data
     if x.size and (np.nanmin(x) < 0 or np.nanmax(x) > 1):
         raise OpError("binary_cross_entropy: input must hold probabilities in [0, 1] "
                       "(for logits use binary_cross_entropy_with_logits)")
@@ -103,7 +103,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     """-w (p t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))) in the stable form
     (1 - t) x + (1 + (p - 1) t) (log(1 + e^-|x|) + max(-x, 0)): no overflow for large |x|."""
     target = _pair("binary_cross_entropy_with_logits", input, target, reduction)
-    neg = input.data < 0                   # -|x| and max(-x, 0) through where, not abs/relu:
+    neg = input._data < 0                   # -|x| and max(-x, 0) through where, not abs/relu:
     z = where(neg, input, -input)          # their zero gradient at x = 0 would be wrong here
     softplus_neg = (1 + z.exp()).log() + where(neg, -input, 0.0)   # -log sigmoid(x)
     scale = 1 if pos_weight is None else 1 + (pos_weight - 1) * target
@@ -119,7 +119,7 @@ def kl_div(input, target, reduction="mean", log_target=False):
     if log_target:
         loss = target.exp() * (target - input)
     else:
-        positive = target.data > 0
+        positive = target._data > 0
         safe = where(positive, target, 1.0)            # log 1 = 0 where t = 0: no NaN
         loss = target * safe.log() - target * input
     if reduction == "batchmean":

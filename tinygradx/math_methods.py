@@ -77,21 +77,21 @@ class MathMethods:
         return ops_math.Lerp.apply(a, b, w)
 
     def isnan(self):
-        d = self.data
+        d = self._data
         return _bool_result(np.isnan(d) if d.dtype.kind == "f" else np.zeros(d.shape, bool))
 
     def isinf(self):
-        d = self.data
+        d = self._data
         return _bool_result(np.isinf(d) if d.dtype.kind == "f" else np.zeros(d.shape, bool))
 
     def isfinite(self):
-        d = self.data
+        d = self._data
         return _bool_result(np.isfinite(d) if d.dtype.kind == "f" else np.ones(d.shape, bool))
 
     def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         """|self - other| <= atol + rtol * |other| element-wise (inf equals inf of its sign)."""
         a, b = ops.promote((self, other))
-        return _bool_result(np.isclose(a.data, b.data, rtol=rtol, atol=atol,
+        return _bool_result(np.isclose(a._data, b._data, rtol=rtol, atol=atol,
                                        equal_nan=equal_nan))
 
 

@@ -32,7 +32,7 @@ _LOADABLE_KINDS = {"f": "fiu", "i": "iub", "u": "iub", "b": "b"}
 def _check_loaded(key, value, target):
     """(problem, None) or (None, array) for one state-dict entry loaded into `target`."""
     if isinstance(value, Tensor):
-        value = value.data
+        value = value._data
     else:
         try:
             value = np.asarray(value)
@@ -56,7 +56,7 @@ class Parameter(Tensor):
     __slots__ = ()
 
     def __init__(self, data, requires_grad=True):
-        data = data.data if isinstance(data, Tensor) else data
+        data = data._data if isinstance(data, Tensor) else data
         super().__init__(np.asarray(data), requires_grad=requires_grad)
 
     def __repr__(self):
@@ -153,7 +153,7 @@ class Module:
             self._nonpersistent_names = getattr(self, "_nonpersistent_names", ()) + (name,)
 
     def num_parameters(self, trainable_only=False):
-        return sum(p.data.size for p in self.parameters() if p.requires_grad or not trainable_only)
+        return sum(p._data.size for p in self.parameters() if p.requires_grad or not trainable_only)
 
     # -- modes and grads -----------------------------------------------------------------
     def train(self, mode=True):
@@ -169,7 +169,7 @@ class Module:
             if set_to_none:
                 p.grad = None
             elif p.grad is not None:
-                p.grad.data[...] = 0
+                p.grad._data[...] = 0
 
     def requires_grad_(self, flag=True):
         for p in self.parameters():
@@ -182,8 +182,8 @@ class Module:
         for m in self.modules():
             buffers += [getattr(m, n) for n in getattr(m, "_nonpersistent_names", ())]
         for p in list(self.parameters()) + buffers:
-            if p.data.dtype.kind == "f":
-                p.data = p.data.astype(dtype)
+            if p._data.dtype.kind == "f":
+                p._data = p._data.astype(dtype)
                 if p.grad is not None:
                     p.grad = None
         return self
@@ -229,7 +229,7 @@ class Module:
         for k, target in own.items():
             if k not in state_dict:
                 continue
-            problem, value = _check_loaded(k, state_dict[k], target.data)
+            problem, value = _check_loaded(k, state_dict[k], target._data)
             if problem:
                 problems.append(problem)
             else:
@@ -243,7 +243,7 @@ class Module:
             raise StateDictError(f"load_state_dict for {type(self).__name__}: {len(problems)} "
                            f"problem(s):\n  " + "\n  ".join(problems))
         for target, value in staged:           # checked above: these writes cannot fail
-            target.data[...] = value
+            target._data[...] = value
         return missing, unexpected
 
     # -- repr ------------------------------------------------------------------------------

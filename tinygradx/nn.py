@@ -217,7 +217,7 @@ class MultiHeadAttention(Module):
                 raise TypeError("MultiHeadAttention: attn_mask is read as a constant here and "
                                 "would get no gradient; for a learned bias call "
                                 "F.scaled_dot_product_attention or F.attention with it")
-            am = attn_mask.data if isinstance(attn_mask, Tensor) else np.asarray(attn_mask)
+            am = attn_mask._data if isinstance(attn_mask, Tensor) else np.asarray(attn_mask)
             if am.ndim == 3:                                  # (B*h, n, m) as in PyTorch
                 am = am.reshape(B, self.num_heads, n, m)      # (B, h, n, m)
             if am.dtype == np.bool_:
@@ -225,7 +225,7 @@ class MultiHeadAttention(Module):
             else:
                 additive = am
         if key_padding_mask is not None:
-            kp = key_padding_mask.data if isinstance(key_padding_mask, Tensor) \
+            kp = key_padding_mask._data if isinstance(key_padding_mask, Tensor) \
                 else np.asarray(key_padding_mask)
             if kp.shape != (B, m):
                 raise OpError(f"MultiHeadAttention at {current_scope() or '<top>'}: "

@@ -51,16 +51,16 @@ def promote(operands, true_divide=False):
     out = []
     for x in operands:
         if not isinstance(x, Tensor):
-            out.append(Tensor._from_op(np.asarray(x.data if isinstance(x, Tensor) else x,
+            out.append(Tensor._from_op(np.asarray(x._data if isinstance(x, Tensor) else x,
                                                   dtype=dt), None))
             continue
-        d = x.data.dtype
+        d = x._data.dtype
         if d == dt or (d.kind == dt.kind == "f" and np.can_cast(d, dt)):
             out.append(x)
         elif x.requires_grad and autograd.STATE.grad_enabled:
             out.append(Cast.apply(x, dtype=dt))
         else:
-            out.append(Tensor._from_op(x.data.astype(dt), None))
+            out.append(Tensor._from_op(x._data.astype(dt), None))
     return out
 
 
@@ -72,13 +72,13 @@ class _Binary(Function):
     def apply(cls, a, b, **kwargs):
         Tensor = autograd.Tensor
         if isinstance(a, Tensor):
-            da = a.data.dtype
+            da = a._data.dtype
             if isinstance(b, Tensor):
-                if da == b.data.dtype and (da.kind == "f" or not cls.true_divide):
+                if da == b._data.dtype and (da.kind == "f" or not cls.true_divide):
                     return Function.apply.__func__(cls, a, b, **kwargs)
             elif da.kind == "f" and isinstance(b, (int, float)):   # x * 0.5: a's dtype
                 return Function.apply.__func__(cls, a, b, **kwargs)
-        elif isinstance(b, Tensor) and b.data.dtype.kind == "f" and isinstance(a, (int, float)):
+        elif isinstance(b, Tensor) and b._data.dtype.kind == "f" and isinstance(a, (int, float)):
             return Function.apply.__func__(cls, a, b, **kwargs)
         return Function.apply.__func__(cls, *promote((a, b), cls.true_divide), **kwargs)
 

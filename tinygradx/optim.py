@@ -1,7 +1,7 @@
 """Optimizers, gradient clipping and learning-rate schedules, in PyTorch's names and semantics.
 
-Every update works on the numpy arrays behind the parameters (``p.data``, ``p.grad.data``) in
-place, so no graph is recorded and references to ``p.data`` (a module's weight, a tied embedding)
+Every update works on the numpy arrays behind the parameters (``p._data``, ``p.grad._data``) in
+place, so no graph is recorded and references to ``p._data`` (a module's weight, a tied embedding)
 stay valid. With g = p.grad, lr = the group's learning rate, t = the parameter's step count
 (1 on the first update), wd = weight_decay:
 
@@ -129,7 +129,7 @@ class Optimizer:
             where = f"parameter {i} of group {gi}"
             if not isinstance(p, Tensor):
                 raise TypeError(f"{name}: {where} is a {type(p).__name__}, not a Tensor")
-            if p.data.dtype.kind != "f":
+            if p._data.dtype.kind != "f":
                 raise TypeError(f"{name}: {where} (shape {p.shape}) has dtype {p.dtype}; only "
                                 f"floating-point tensors can be optimized")
             if not p.requires_grad:
@@ -182,7 +182,7 @@ class Optimizer:
                 if set_to_none:
                     p.grad = None
                 else:
-                    p.grad.data[...] = 0
+                    p.grad._data[...] = 0
 
     def step(self, closure=None):
         """Update every parameter that has a gradient; parameters with grad None are skipped.
@@ -200,18 +200,18 @@ class Optimizer:
 
     def _work(self, p, k=1):
         """k scratch arrays shaped like p, views into one buffer reused across parameters."""
-        n, dt = p.data.size, p.data.dtype
+        n, dt = p._data.size, p._data.dtype
         buf = self._scratch.get(dt)
         if buf is None or buf.shape[1] < n or buf.shape[0] < k:
             rows = max(k, 0 if buf is None else buf.shape[0])
             cols = max(n, 0 if buf is None else buf.shape[1])
             buf = self._scratch[dt] = np.empty((rows, cols), dt)
-        return [buf[i, :n].reshape(p.data.shape) for i in range(k)]
+        return [buf[i, :n].reshape(p._data.shape) for i in range(k)]
 
     @staticmethod
     def _grad_of(p):
-        g = p.grad.data if isinstance(p.grad, Tensor) else np.asarray(p.grad)
-        if g.shape != p.data.shape:
+        g = p.grad._data if isinstance(p.grad, Tensor) else np.asarray(p.grad)
+        if g.shape != p._data.shape:
             raise ValueError(f"optimizer step: a parameter of shape {p.shape} has a gradient "
                              f"of shape {g.shape}")
         return g
@@ -310,7 +310,7 @@ class Optimizer:
                         raise ValueError(f"{name}.load_state_dict: {k!r} of parameter {key!r} "
                                          f"has shape {arr.shape}, the parameter has {p.shape}")
                     # a fresh contiguous copy in the parameter's dtype: updates run in place
-                    entry[k] = np.array(arr, dtype=p.data.dtype, copy=True, order="C")
+                    entry[k] = np.array(arr, dtype=p._data.dtype, copy=True, order="C")
                 else:
                     entry[k] = _as_scalar(v)
             new_state[p] = entry
@@ -323,7 +323,7 @@ class Optimizer:
         lines = [f"{self._name()} ("]
         for gi, g in enumerate(self.param_groups):
             hyper = ", ".join(f"{k}={v}" for k, v in g.items() if k != "params")
-            n = sum(p.data.size for p in g["params"])
+            n = sum(p._data.size for p in g["params"])
             lines.append(f"  group {gi}: {len(g['params'])} tensors, {n:,} values; {hyper}")
         return "\n".join(lines + [")"])
 
@@ -401,7 +401,7 @@ class SGD(Optimizer):
             st = self.state.get(p)
             buf = None if st is None else st["momentum_buffer"]
             tmp, tmp2 = self._work(p, 2)
-            buf = _sgd_update(p.data, g, buf, lr, mu, damp, wd, nesterov, tmp, tmp2)
+            buf = _sgd_update(p._data, g, buf, lr, mu, damp, wd, nesterov, tmp, tmp2)
             if buf is not None and st is None:
                 self.state[p] = {"momentum_buffer": buf}
 
@@ -477,11 +477,11 @@ class Adam(Optimizer):
             g = self._grad_of(p)
             st = self.state.get(p)
             if st is None:
-                st = self.state[p] = {"step": 0, "exp_avg": np.zeros_like(p.data),
-                                      "exp_avg_sq": np.zeros_like(p.data)}
+                st = self.state[p] = {"step": 0, "exp_avg": np.zeros_like(p._data),
+                                      "exp_avg_sq": np.zeros_like(p._data)}
             st["step"] += 1
             tmp, tmp2 = self._work(p, 2)
-            arrays = (p.data, g, st["exp_avg"], st["exp_avg_sq"], tmp, tmp2)
+            arrays = (p._data, g, st["exp_avg"], st["exp_avg_sq"], tmp, tmp2)
             if all(a.flags.c_contiguous for a in arrays):     # flat views split evenly
                 arrays = tuple(a.reshape(-1) for a in arrays)
             step = st["step"]
@@ -516,7 +516,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     """
     if isinstance(parameters, Tensor):
         parameters = [parameters]
-    grads = [p.grad.data for p in parameters if p.grad is not None]
+    grads = [p.grad._data for p in parameters if p.grad is not None]
     max_norm, norm_type = float(max_norm), float(norm_type)
     if max_norm < 0:
         raise ValueError(f"clip_grad_norm_: max_norm must be >= 0, got {max_norm}")

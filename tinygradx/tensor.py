@@ -37,15 +37,15 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods):
     # shared by the tensors that share this memory: views, detach(); in-place ops bump it.
     # _base: the tensor a view was made from (None if not a view); _history: [(version,
     # Tensor)] the graphs in-place ops replaced, for nodes recorded before (autograd.py).
-    __slots__ = ("data", "requires_grad", "grad", "_ctx", "_hooks", "_retain_grad", "name",
+    __slots__ = ("_data", "requires_grad", "grad", "_ctx", "_hooks", "_retain_grad", "name",
                  "_version", "_base", "_history", "__weakref__")
     __array_priority__ = 1000  # numpy scalars/arrays on the left defer to our reflected ops
 
     def __init__(self, data, dtype=None, requires_grad=False, name=None):
-        self.data = to_array(data, as_dtype(dtype))
-        if requires_grad and self.data.dtype.kind != "f":
+        self._data = to_array(data, as_dtype(dtype))
+        if requires_grad and self._data.dtype.kind != "f":
             raise TypeError(f"Tensor: only floating-point tensors can require gradients; this "
-                            f"one has dtype {self.data.dtype} (indices and masks never need "
+                            f"one has dtype {self._data.dtype} (indices and masks never need "
                             f"them)")
         self.requires_grad = bool(requires_grad)
         self.grad = None
@@ -60,7 +60,7 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods):
     def _from_op(cls, data, ctx):
         """Fast constructor for op results: no conversion, no checks."""
         t = object.__new__(cls)
-        t.data = data if isinstance(data, np.ndarray) else np.asarray(data)
+        t._data = data if isinstance(data, np.ndarray) else np.asarray(data)
         t.requires_grad = ctx is not None
         t.grad = t._hooks = t.name = t._base = t._history = None
         t._ctx = ctx
@@ -93,16 +93,34 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods):
 
     # -- basic attributes -----------------------------------------------------------------
     @property
+    def data(self):
+        """A Tensor on the same memory, cut from the graph, as PyTorch's `.data`.
+
+        Changes made through it are not tracked by autograd (its version counter is its own),
+        which is what an optimizer step or an initialiser wants. `.numpy()` gives the array.
+        """
+        return Tensor._from_op(self._data, None)
+
+    @data.setter
+    def data(self, value):
+        """`t.data = other` swaps the memory behind t (shape and dtype may change)."""
+        arr = value._data if isinstance(value, Tensor) else to_array(value, None)
+        if self.requires_grad and arr.dtype.kind != "f":
+            raise TypeError(f"Tensor.data: a tensor that requires grad cannot take data of "
+                            f"dtype {arr.dtype}")
+        self._data = arr
+
+    @property
     def shape(self):
-        return self.data.shape
+        return self._data.shape
 
     @property
     def ndim(self):
-        return self.data.ndim
+        return self._data.ndim
 
     @property
     def dtype(self):
-        return self.data.dtype
+        return self._data.dtype
 
     @property
     def is_leaf(self):
@@ -122,44 +140,50 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods):
 
     def size(self, dim=None):
         if dim is None:
-            return self.data.shape
-        return self.data.shape[check_dim("size", dim, self.data.ndim)]
+            return self._data.shape
+        return self._data.shape[check_dim("size", dim, self._data.ndim)]
 
     def numel(self):
-        return self.data.size
+        return self._data.size
 
     def dim(self):
-        return self.data.ndim
+        return self._data.ndim
 
     def __len__(self):
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.data.shape[0]
+        return self._data.shape[0]
+
+    def __array__(self, dtype=None, copy=None):
+        """np.asarray(t): the array itself (shared), or a copy when a dtype or copy asks."""
+        if copy:
+            return np.array(self._data, dtype=dtype, copy=True)
+        return self._data if dtype is None else self._data.astype(dtype, copy=False)
 
     def numpy(self):
         """The underlying array (shared, not copied); detach first if you will modify it."""
-        return self.data
+        return self._data
 
     def item(self):
-        if self.data.size != 1:
+        if self._data.size != 1:
             raise ValueError(f"item: only a one-element tensor converts to a Python number, "
                              f"this one has shape {self.shape}")
-        return self.data.item()
+        return self._data.item()
 
     def tolist(self):
-        return self.data.tolist()
+        return self._data.tolist()
 
     def detach(self):
         """The same data, cut from the graph (it shares the version counter, as in PyTorch)."""
-        t = Tensor._from_op(self.data, None)
+        t = Tensor._from_op(self._data, None)
         t._version = self._version
         return t
 
     def clone(self):
-        return self * 1 if self.requires_grad else Tensor._from_op(self.data.copy(), None)
+        return self * 1 if self.requires_grad else Tensor._from_op(self._data.copy(), None)
 
     def requires_grad_(self, flag=True):
-        if flag and self.data.dtype.kind != "f":
+        if flag and self._data.dtype.kind != "f":
             raise TypeError(f"requires_grad_: only floating-point tensors can require "
                             f"gradients, this one is {self.dtype}")
         self.requires_grad = flag
@@ -198,12 +222,12 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods):
                 f"{name}: a leaf tensor that requires grad (shape {self.shape}) is being used "
                 f"in an in-place operation; do it under tgx.no_grad() (as optimizers do), or "
                 f"change a .clone()")
-        if not self.data.flags.writeable:
+        if not self._data.flags.writeable:
             raise RuntimeError(
                 f"{name}: this tensor (shape {self.shape}) is read-only memory (e.g. an "
                 f"expand()ed view, where many elements share one memory location); clone() "
                 f"it before changing it in place")
-        old = Tensor._from_op(self.data, self._ctx)
+        old = Tensor._from_op(self._data, self._ctx)
         old._version = self._version
         args = tuple(old if a is self else a for a in args)
         out = compute(old, *args)
@@ -225,15 +249,15 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods):
         cell = self._version
         if ctx is not None:
             for k, v in list(ctx.__dict__.items()):   # what the new node saved of the old value:
-                if isinstance(v, np.ndarray) and np.may_share_memory(v, self.data):
+                if isinstance(v, np.ndarray) and np.may_share_memory(v, self._data):
                     ctx.__dict__[k] = v.copy()        # its own copy (PyTorch saves a clone)
-        self.data[...] = out.data
+        self._data[...] = out._data
         cell[0] += 1
         cell[1:] = [f"{name} at {autograd.user_line()}"]
         if ctx is not None:
             for k, v in ctx.__dict__.items():         # a saved output is self's memory now
-                if v is out.data:
-                    ctx.__dict__[k] = self.data
+                if v is out._data:
+                    ctx.__dict__[k] = self._data
             ctx.versions = tuple([cell[0] if p._version is cell else v
                                   for p, v in zip(ctx.parents, ctx.versions, strict=True)])
             ctx.out_version = cell[0]
@@ -287,7 +311,7 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods):
         if dtype == self.dtype:
             return self
         if dtype.kind != "f" or self.dtype.kind != "f":
-            return Tensor._from_op(self.data.astype(dtype), None)
+            return Tensor._from_op(self._data.astype(dtype), None)
         return ops.Cast.apply(self, dtype=dtype)
 
     def double(self):
@@ -312,11 +336,11 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods):
 
     # -- repr -----------------------------------------------------------------------------
     def __repr__(self):
-        body = np.array2string(self.data, separator=", ", prefix="tensor(", precision=4,
+        body = np.array2string(self._data, separator=", ", prefix="tensor(", precision=4,
                                threshold=200, edgeitems=3)
         extras = []
-        if self.data.dtype not in (np.float32, np.int64, np.bool_):
-            extras.append(f"dtype={self.data.dtype}")
+        if self._data.dtype not in (np.float32, np.int64, np.bool_):
+            extras.append(f"dtype={self._data.dtype}")
         if self._ctx is not None:
             extras.append(f"grad_fn=<{self._ctx.name()}>")
         elif self.requires_grad:
@@ -324,10 +348,10 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods):
         return f"tensor({body}{''.join(', ' + e for e in extras)})"
 
     def __bool__(self):
-        if self.data.size != 1:
+        if self._data.size != 1:
             raise ValueError(f"the truth value of a tensor with shape {self.shape} is ambiguous"
                              f"; use .any() or .all()")
-        return bool(self.data)
+        return bool(self._data)
 
     def __float__(self):
         return float(self.item())
@@ -336,9 +360,9 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods):
         return int(self.item())
 
     def __index__(self):
-        if self.dtype.kind not in "iu" or self.data.size != 1:
+        if self.dtype.kind not in "iu" or self._data.size != 1:
             raise TypeError("only a one-element integer tensor can be used as an index")
-        return int(self.data)
+        return int(self._data)
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
@@ -393,7 +417,7 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods):
     # comparisons make boolean tensors (no gradient flows through them); both sides are
     # compared in the dtype dtypes.result_type gives (float32 vs 0-d float64: in float32)
     def _cmp(self, other, fn):
-        a, b = self.data, other.data if isinstance(other, Tensor) else other
+        a, b = self._data, other._data if isinstance(other, Tensor) else other
         if not (isinstance(b, np.ndarray) and b.dtype == a.dtype):
             dt = result_type(self, other)
             a, b = a.astype(dt, copy=False), np.asarray(b).astype(dt, copy=False)
@@ -408,12 +432,12 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods):
         if dt.kind not in "biu":
             raise TypeError(f"{symbol}: needs bool or integer tensors, got {self.dtype} and "
                             f"{getattr(other, 'dtype', type(other).__name__)}")
-        b = other.data if isinstance(other, Tensor) else np.asarray(other)
+        b = other._data if isinstance(other, Tensor) else np.asarray(other)
         try:
-            return Tensor._from_op(fn(self.data.astype(dt, copy=False),
+            return Tensor._from_op(fn(self._data.astype(dt, copy=False),
                                       b.astype(dt, copy=False)), None)
         except ValueError as err:
-            raise OpError(f"{symbol}: {ops.explain_broadcast([self.data, b])}") from err
+            raise OpError(f"{symbol}: {ops.explain_broadcast([self._data, b])}") from err
 
     def __lt__(self, o):
         return self._cmp(o, np.less)
@@ -434,7 +458,7 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods):
         return self._cmp(o, np.not_equal)
 
     def __invert__(self):
-        return Tensor._from_op(~self.data, None)
+        return Tensor._from_op(~self._data, None)
 
     def __and__(self, o):
         return self._bitwise(o, np.bitwise_and, "&")
@@ -452,13 +476,13 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods):
     def any(self, dim=None, keepdim=False):
         """True where any element (along dim: an int or a tuple) is non-zero; bool."""
         axes = normalize_dims(dim, self.ndim) if dim is not None and self.ndim else None
-        return Tensor._from_op(np.any(self.data, axis=axes, keepdims=keepdim and
+        return Tensor._from_op(np.any(self._data, axis=axes, keepdims=keepdim and
                                       axes is not None), None)
 
     def all(self, dim=None, keepdim=False):
         """True where every element (along dim: an int or a tuple) is non-zero; bool."""
         axes = normalize_dims(dim, self.ndim) if dim is not None and self.ndim else None
-        return Tensor._from_op(np.all(self.data, axis=axes, keepdims=keepdim and
+        return Tensor._from_op(np.all(self._data, axis=axes, keepdims=keepdim and
                                       axes is not None), None)
 
     # -- element-wise math ----------------------------------------------------------------
@@ -512,11 +536,11 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods):
     clip = clamp
 
     def softmax(self, dim):
-        return fused.Softmax.apply(self, dim=check_dim("softmax", dim, self.data.ndim))
+        return fused.Softmax.apply(self, dim=check_dim("softmax", dim, self._data.ndim))
 
     def log_softmax(self, dim):
         return fused.LogSoftmax.apply(self, dim=check_dim("log_softmax", dim,
-                                                              self.data.ndim))
+                                                              self._data.ndim))
 
 
 def _constant(name, x, instead):
@@ -526,7 +550,7 @@ def _constant(name, x, instead):
     if x.requires_grad:
         raise TypeError(f"{name}: a bound that requires grad would get no gradient here; use "
                         f"{instead}")
-    return x.data
+    return x._data
 
 
 autograd.Tensor = Tensor  # the engine wraps op results with this class (see autograd.py)

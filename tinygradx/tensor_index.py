@@ -26,7 +26,7 @@ def _sizes(args):
 
 
 def _index_array(name, index):
-    data = index.data if isinstance(index, autograd.Tensor) else np.asarray(index)
+    data = index._data if isinstance(index, autograd.Tensor) else np.asarray(index)
     if data.dtype.kind not in "iu":
         raise OpError(f"{name}: index must be an integer tensor, got {data.dtype}")
     return data.astype(np.int64, copy=False)
@@ -77,7 +77,7 @@ class IndexMethods:
         x = self if dim is not None else self.reshape(-1)
         dim = 0 if dim is None else check_dim("repeat_interleave", dim, self.ndim)
         if isinstance(repeats, autograd.Tensor):
-            repeats = repeats.data
+            repeats = repeats._data
         repeats = np.asarray(repeats)
         if repeats.ndim == 1 and len(repeats) == 1:
             repeats = repeats[0]
@@ -120,7 +120,7 @@ class IndexMethods:
 
     def masked_select(self, mask):
         """The elements where mask (broadcast with self) is True, as a 1-d tensor."""
-        m = mask.data if isinstance(mask, autograd.Tensor) else np.asarray(mask)
+        m = mask._data if isinstance(mask, autograd.Tensor) else np.asarray(mask)
         if m.dtype != np.bool_:
             raise OpError(f"masked_select: mask must be bool, got {m.dtype}")
         shape = np.broadcast_shapes(self.shape, m.shape)
@@ -139,7 +139,7 @@ class IndexMethods:
         d = check_dim("argsort", dim, self.ndim)
         if self.ndim == 0:
             return autograd.Tensor._from_op(np.zeros((), np.int64), None)
-        key = self.data
+        key = self._data
         if descending:                         # a stable descending order: sort the reverse
             n = key.shape[d]
             rev = np.argsort(np.flip(key, d), axis=d, kind="stable")
@@ -159,7 +159,7 @@ class IndexMethods:
         if self.ndim == 0:
             return TopkResult(self.clone(), idx)
         idx = movement.Getitem.apply(idx, index=(slice(None),) * d + (slice(0, k),))
-        idx = autograd.Tensor._from_op(np.ascontiguousarray(idx.data), None)
+        idx = autograd.Tensor._from_op(np.ascontiguousarray(idx._data), None)
         return TopkResult(self.gather(d, idx), idx)
 
 

@@ -68,7 +68,7 @@ class ShapeMethods:
         """self at the positions idx (keepdim-shaped) along dim, as a gather."""
         d = dim % self.ndim
         grid = list(np.indices(idx.shape, sparse=True))
-        grid[d] = idx.data
+        grid[d] = idx._data
         out = self[tuple(grid)]
         return out if keepdim else out.squeeze(d)
 
@@ -76,13 +76,13 @@ class ShapeMethods:
         _named_axes("argmax", dim, self.ndim)
         if self.ndim == 0:
             return _zero_index()
-        return autograd.Tensor._from_op(np.argmax(self.data, axis=dim, keepdims=keepdim), None)
+        return autograd.Tensor._from_op(np.argmax(self._data, axis=dim, keepdims=keepdim), None)
 
     def argmin(self, dim=None, keepdim=False):
         _named_axes("argmin", dim, self.ndim)
         if self.ndim == 0:
             return _zero_index()
-        return autograd.Tensor._from_op(np.argmin(self.data, axis=dim, keepdims=keepdim), None)
+        return autograd.Tensor._from_op(np.argmin(self._data, axis=dim, keepdims=keepdim), None)
 
     def var(self, dim=None, unbiased=True, keepdim=False, correction=None):
         """Variance; unbiased=True divides by N-1 (PyTorch's default), or give correction."""
@@ -99,10 +99,10 @@ class ShapeMethods:
     def reshape(self, *shape):
         shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) \
             else shape
-        if shape == self.data.shape:
+        if shape == self._data.shape:
             return self
         out = movement.Reshape.apply(self, shape=shape)
-        return out._view_of(self) if np.may_share_memory(out.data, self.data) else out
+        return out._view_of(self) if np.may_share_memory(out._data, self._data) else out
 
     view = reshape
 
@@ -121,7 +121,7 @@ class ShapeMethods:
         return movement.Permute.apply(self, dims=dims)._view_of(self)
 
     def transpose(self, dim0, dim1):
-        nd = self.data.ndim
+        nd = self._data.ndim
         dim0 = check_dim("transpose", dim0, nd)
         dim1 = check_dim("transpose", dim1, nd)
         order = list(range(nd))
@@ -139,7 +139,7 @@ class ShapeMethods:
         return self.expand(other.shape)
 
     def unsqueeze(self, dim):
-        d = check_dim("unsqueeze", dim, self.data.ndim, extra=1)
+        d = check_dim("unsqueeze", dim, self._data.ndim, extra=1)
         return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
 
     def squeeze(self, dim=None):
@@ -161,8 +161,8 @@ class ShapeMethods:
             first, rest = split
             return movement.Getitem.apply(movement.Getitem.apply(self, index=first), index=rest)
         out = movement.Getitem.apply(self, index=index)
-        return out._view_of(self) if out.data.base is not None and np.may_share_memory(
-            out.data, self.data) else out
+        return out._view_of(self) if out._data.base is not None and np.may_share_memory(
+            out._data, self._data) else out
 
     def __setitem__(self, index, value):
         """self[index] = value: the gradient goes to value at index and to the old self
@@ -215,7 +215,7 @@ class ShapeMethods:
 
     def masked_fill(self, mask, value):
         """Put `value` where mask is True (mask broadcasts to self's shape)."""
-        m = mask.data if isinstance(mask, autograd.Tensor) else np.asarray(mask)
+        m = mask._data if isinstance(mask, autograd.Tensor) else np.asarray(mask)
         if m.dtype != np.bool_:
             raise TypeError(f"masked_fill: mask must be a bool tensor, got dtype {m.dtype}")
         if isinstance(value, autograd.Tensor) and value.requires_grad:
@@ -227,7 +227,7 @@ class ShapeMethods:
                 return ops.MaskedFill.apply(self, mask=m, value=0)     # raises the message
             return ops.Where.apply(value.to(self.dtype), self, cond=m)
         if isinstance(value, autograd.Tensor):
-            value = value.data
+            value = value._data
         return ops.MaskedFill.apply(self, mask=m, value=value)
 
     def triu(self, diagonal=0):
@@ -287,7 +287,7 @@ def _normalise_index(index, shape):
     out = []
     for i in items:
         if isinstance(i, autograd.Tensor):
-            i = i.data
+            i = i._data
             if i.ndim == 0 and i.dtype.kind in "iu":
                 i = int(i)
         if isinstance(i, list):

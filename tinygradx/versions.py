@@ -18,14 +18,14 @@ def resolve_parents(t, ctx):
     when the node used it (`Tensor._history`: the graph an in-place op replaced).
     """
     now = t._version[0]
-    if now != ctx.out_version and _holds(ctx, t.data):
+    if now != ctx.out_version and _holds(ctx, t._data):
         raise _modified_error(ctx, "its output", t, ctx.out_version, now)
     parents = list(ctx.parents)
     for i, (p, seen_at) in enumerate(zip(ctx.parents, ctx.versions, strict=True)):
         now = p._version[0]
         if now == seen_at:
             continue
-        if _holds(ctx, p.data):
+        if _holds(ctx, p._data):
             raise _modified_error(ctx, "an input", p, seen_at, now)
         for changed_at, old in p._history or ():
             if changed_at >= seen_at:             # p's graph as it was at version seen_at

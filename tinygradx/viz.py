@@ -295,7 +295,7 @@ def to_dot(tensor, params=None, show_saved=False, grads="auto", depth=None, high
     root = g.nodes[-1]
     node_norm, edge_norm = {}, {}
     if grads == "auto":
-        grads = root.data.size == 1 and has_grads(g)
+        grads = root._data.size == 1 and has_grads(g)
     if grads:
         node_norm, edge_norm = edge_grads(root, g)
     flow = DataFlow(g, dims)
@@ -425,8 +425,8 @@ class _Drawing:
             kind = "input" if self.leaf_kinds.get(id(t)) == "buffer" else "param"
             return kind, lines, _leaf_scope(t, self.names)
         if kind == "const":
-            value = np.format_float_positional(float(t.data.reshape(-1)[0]), precision=4,
-                                               trim="-") if t.data.size else "const"
+            value = np.format_float_positional(float(t._data.reshape(-1)[0]), precision=4,
+                                               trim="-") if t._data.size else "const"
             return kind, [value], _consumer_scope(g, self.consumers, i)
         lines = [self.names.get(id(t)) or t.name or "input", _fmt_shape(t.shape)]
         if t.requires_grad:
@@ -523,7 +523,7 @@ def _consumer_scope(g, consumers, i):
 def _saved_nodes(t, new_id):
     """(id, attrs) for every array the node keeps for backward, in attribute order."""
     ctx = t._ctx
-    inputs = [p.data for p in ctx.parents]
+    inputs = [p._data for p in ctx.parents]
     out = []
     items = list(vars(ctx).items())
     for key, value in items:

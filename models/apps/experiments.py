@@ -80,7 +80,7 @@ def _layer_grad_norms(layers):
         sa, ff = layer.self_attn, layer.ff
         for name, p in zip(MATRICES, (sa.w_q.weight, sa.w_k.weight, sa.w_v.weight,
                                       sa.w_o.weight, ff.w_1.weight, ff.w_2.weight), strict=True):
-            grads[name].append(float(np.linalg.norm(p.grad.data)))
+            grads[name].append(float(np.linalg.norm(p.grad._data)))
     return grads
 
 
@@ -121,7 +121,7 @@ def _gpt_grads(norm_first, n_layers, d_model, n_head, batch, seq_len, vocab, dat
     a = math.sqrt(6.0 / (2 * C))
     for name, p in model.named_parameters():
         if name.endswith("c_attn.weight"):
-            p.data[...] = tgx.autograd.default_rng().uniform(-a, a, size=p.shape)
+            p._data[...] = tgx.autograd.default_rng().uniform(-a, a, size=p.shape)
         elif p.ndim == 2:
             xavier_uniform_(p)
     rng = np.random.default_rng(data_seed)
@@ -140,9 +140,9 @@ def _gpt_grads(norm_first, n_layers, d_model, n_head, batch, seq_len, vocab, dat
     loss.backward()
     grads = {name: [] for name in MATRICES}
     for block in tr.h:
-        g_qkv = block.attn.c_attn.weight.grad.data                  # (3C, C): Q, K, V rows
-        mats = (g_qkv[:C], g_qkv[C:2 * C], g_qkv[2 * C:], block.attn.c_proj.weight.grad.data,
-                block.mlp.c_fc.weight.grad.data, block.mlp.c_proj.weight.grad.data)
+        g_qkv = block.attn.c_attn.weight.grad._data                  # (3C, C): Q, K, V rows
+        mats = (g_qkv[:C], g_qkv[C:2 * C], g_qkv[2 * C:], block.attn.c_proj.weight.grad._data,
+                block.mlp.c_fc.weight.grad._data, block.mlp.c_proj.weight.grad._data)
         for name, g in zip(MATRICES, mats, strict=True):
             grads[name].append(float(np.linalg.norm(g)))
     return loss.item(), grads, hidden
@@ -172,7 +172,7 @@ def ln_grad_norms(norm, n_layers, d_model=64, seed=0, model="decoder", n_head=4,
         raise ValueError(f"model must be 'encoder', 'decoder' or 'gpt', got {model!r}")
     loss, grads, hidden = run(norm_first, n_layers, d_model, n_head, batch, seq_len, vocab,
                               data_seed)
-    x_norm2 = np.array([float((h.data.astype(np.float64) ** 2).sum(-1).mean()) / d_model
+    x_norm2 = np.array([float((h._data.astype(np.float64) ** 2).sum(-1).mean()) / d_model
                         for h in hidden])
     return {"norm": norm, "n_layers": n_layers, "seed": seed, "loss": loss,
             "grad": {k: np.array(v) for k, v in grads.items()}, "x_norm2": x_norm2}

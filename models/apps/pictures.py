@@ -99,7 +99,7 @@ def capture_attention(fn, *args, **kwargs):
 
     def watch(ctx, inputs, out, seconds):
         if ctx.name() == "softmax" and ctx.scope.rsplit(".", 1)[-1] in _ATTN_SUFFIXES:
-            found[ctx.scope] = np.array(out.data, copy=True)
+            found[ctx.scope] = np.array(out._data, copy=True)
 
     with tgx.no_grad(), tgx.autograd.observe(watch):
         result = fn(*args, **kwargs)
@@ -116,7 +116,7 @@ def _recorded_weights(model):
             if a is not None:
                 # GPT keeps A on the attention module itself, the encoder-decoder on its layer
                 full = path if path.endswith(".attn") else f"{path}.{name}"
-                found[full] = np.array(a.data if hasattr(a, "data") else a)
+                found[full] = np.array(a._data if hasattr(a, "data") else a)
     return found
 
 

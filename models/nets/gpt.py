@@ -390,7 +390,7 @@ class GPT(nn.Module):
         it is also the output layer). The default here is the plain total, as nn.Module's."""
         n = super().num_parameters(trainable_only)
         if non_embedding and self.config.pos == "learned":
-            n -= self.transformer.wpe.weight.data.size
+            n -= self.transformer.wpe.weight._data.size
         return n
 
     def _features(self, idx, kv_cache=None):
@@ -442,7 +442,7 @@ class GPT(nn.Module):
                 block.attn.rope = tuple(a[:block_size] for a in block.attn.rope)
             return
         wpe = self.transformer.wpe
-        wpe.weight = nn.Parameter(wpe.weight.data[:block_size].copy())  # (block_size, C)
+        wpe.weight = nn.Parameter(wpe.weight._data[:block_size].copy())  # (block_size, C)
         wpe.num_embeddings = block_size
 
     def configure_optimizers(self, weight_decay, lr, betas=(0.9, 0.95), eps=1e-8):

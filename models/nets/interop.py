@@ -74,7 +74,7 @@ def _gpt2_problems(config, gelu=None):
 
 
 def _arrays(model):
-    return {name: p.data for name, p in model.named_parameters()}
+    return {name: p._data for name, p in model.named_parameters()}
 
 
 # ------------------------------------------------------------------------------------------
@@ -194,7 +194,7 @@ def _check_state(model, state, origin, layout, problems, transpose=False):
 def _load_checked(model, state, transpose):
     for name, p in model.named_parameters():
         a = np.asarray(state[name])
-        p.data[...] = a.T if transpose and _CONV1D.search(name) else a
+        p._data[...] = a.T if transpose and _CONV1D.search(name) else a
 
 
 def from_pretrained(directory, dtype=np.float32):

@@ -48,7 +48,7 @@ class LayerCache:
         if self.k is not None:
             raise RuntimeError("LayerCache: this cache holds per-head K, V (update); it cannot "
                                "also take packed rows")
-        a = qkv.data if isinstance(qkv, Tensor) else np.asarray(qkv)
+        a = qkv._data if isinstance(qkv, Tensor) else np.asarray(qkv)
         B, T, width = a.shape
         if self.rows is None or self.t + T > self.rows.shape[1]:
             grown = np.empty((B, max(2 * (self.t + T), 16), width), dtype=a.dtype)
@@ -98,7 +98,7 @@ class KVCache:
         return self.layers[0].length
 
     def reorder(self, index):
-        index = np.asarray(index.data if isinstance(index, Tensor) else index, dtype=np.int64)
+        index = np.asarray(index._data if isinstance(index, Tensor) else index, dtype=np.int64)
         for layer in self.layers:
             layer.reorder(index)
 
@@ -114,7 +114,7 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, rng=None):
     the smallest set of tokens whose probabilities sum to >= top_p. The draw uses `rng`
     (default: tinygradx's global generator, so `tgx.manual_seed` makes sampling repeatable).
     """
-    z = np.asarray(logits.data if isinstance(logits, Tensor) else logits, dtype=np.float64)
+    z = np.asarray(logits._data if isinstance(logits, Tensor) else logits, dtype=np.float64)
     if temperature == 0:
         return z.argmax(axis=-1).astype(np.int64)
     if temperature < 0:
@@ -148,9 +148,9 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, rng=None):
 
 def normal_(p, std, mean=0.0):
     """N(mean, std^2), drawn straight into p's buffer (no float64 copy of a 38M-row table)."""
-    tgx.autograd.default_rng().standard_normal(out=p.data, dtype=p.data.dtype)
-    p.data *= std
-    p.data += mean
+    tgx.autograd.default_rng().standard_normal(out=p._data, dtype=p._data.dtype)
+    p._data *= std
+    p._data += mean
     return p
 
 
@@ -158,12 +158,12 @@ def xavier_uniform_(p, gain=1.0):
     """U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio 2010)."""
     fan_out, fan_in = p.shape[0], p.shape[1]
     a = gain * math.sqrt(6.0 / (fan_in + fan_out))
-    p.data[...] = tgx.autograd.default_rng().uniform(-a, a, size=p.shape)
+    p._data[...] = tgx.autograd.default_rng().uniform(-a, a, size=p.shape)
     return p
 
 
 def zeros_(p):
-    p.data[...] = 0
+    p._data[...] = 0
     return p
 
 
@@ -173,7 +173,7 @@ def zeros_(p):
 
 def pad_mask(tokens, pad_id):
     """True where tokens (B, T) equal pad_id: the key_padding_mask convention of the models."""
-    t = tokens.data if isinstance(tokens, Tensor) else np.asarray(tokens)
+    t = tokens._data if isinstance(tokens, Tensor) else np.asarray(tokens)
     return t == pad_id                                         # (B, T) bool
 
 

@@ -139,7 +139,7 @@ def _padding_mask(key_padding_mask, dtype):
     """(B, m) bool, True at padding -> the additive mask (B, 1, 1, m): -inf there, else 0."""
     if key_padding_mask is None:
         return None
-    kp = key_padding_mask.data if isinstance(key_padding_mask, Tensor) \
+    kp = key_padding_mask._data if isinstance(key_padding_mask, Tensor) \
         else np.asarray(key_padding_mask)
     return np.where(kp.astype(bool), -np.inf, 0.0).astype(dtype)[:, None, None, :]
 
@@ -289,7 +289,7 @@ class DecodeState:
     def __init__(self, memory, src_key_padding_mask, n_layer):
         self.memory = memory
         self.src_key_padding_mask = None if src_key_padding_mask is None else np.asarray(
-            src_key_padding_mask.data if isinstance(src_key_padding_mask, Tensor)
+            src_key_padding_mask._data if isinstance(src_key_padding_mask, Tensor)
             else src_key_padding_mask, dtype=bool)
         self.self_cache, self.cross_cache = KVCache(n_layer), KVCache(n_layer)
 
@@ -304,7 +304,7 @@ class DecodeState:
     def reorder(self, index):
         """Keep batch rows `index` (B',) in that order, e.g. the parents of the surviving beams;
         rows may repeat (expanding one sentence into k beams is reorder([0]*k))."""
-        index = np.asarray(index.data if isinstance(index, Tensor) else index, dtype=np.int64)
+        index = np.asarray(index._data if isinstance(index, Tensor) else index, dtype=np.int64)
         self.memory = self.memory[index]                          # (B', S, d)
         if self.src_key_padding_mask is not None:
             self.src_key_padding_mask = self.src_key_padding_mask[index]   # (B', S)

@@ -38,7 +38,7 @@ def sq_norm(a):
 
 def grad_sq_per_layer(named):
     """{layer: squared gradient norm} of the (name, Parameter) pairs that have a gradient."""
-    return per_layer([(n, p.grad.data) for n, p in named if p.grad is not None], sq_norm)
+    return per_layer([(n, p.grad._data) for n, p in named if p.grad is not None], sq_norm)
 
 
 def layer_health(named, before, grad_sq):
@@ -49,7 +49,7 @@ def layer_health(named, before, grad_sq):
     ||param|| of each layer comes from the change the optimizer actually made (clipping,
     momentum and weight decay included).
     """
-    deltas = [(n, p.data - b0) for (n, p), b0 in zip(named, before, strict=True)]
+    deltas = [(n, p._data - b0) for (n, p), b0 in zip(named, before, strict=True)]
     upd_sq = per_layer(deltas, sq_norm)
     par_sq = per_layer([(n, b0) for (n, _), b0 in zip(named, before, strict=True)], sq_norm)
     return {layer: {"grad_norm": math.sqrt(grad_sq.get(layer, 0.0)),
