@@ -12,8 +12,9 @@ process.blas_thread_timeout()
 # every import below loads numpy, so each must follow the BLAS setting above (hence E402)
 from . import autograd, fused, ops  # noqa: E402  (after the BLAS setting)
 from .autograd import (Function, OpError, detect_anomaly, enable_grad,  # noqa: E402
-                       get_rng_state, grad, is_grad_enabled, manual_seed, no_grad,
+                       get_rng_state, is_grad_enabled, manual_seed, no_grad,
                        set_rng_state, unbroadcast)
+from .backprop import grad  # noqa: E402
 from .dtypes import bool_, float16, float32, float64, int32, int64, uint8  # noqa: E402
 from .tensor import Tensor  # noqa: E402
 from .creation import (arange, cat, concatenate, eye, full, full_like,  # noqa: E402
@@ -25,7 +26,7 @@ from .tensor_index import (argsort, cumprod, cumsum, diagonal, flip, gather,  # 
 from .math_methods import (ceil, cos, exp2, floor, isclose, isfinite, isinf,  # noqa: E402
                            isnan, lerp, log2, log10, logaddexp, round, sign, sin, trunc)
 from . import functional, nn, optim  # noqa: E402
-from .gradcheck import GradcheckError, gradcheck  # noqa: E402
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
 from . import perf  # noqa: E402
 from .perf import profile  # noqa: E402
 from .trace import trace  # noqa: E402
@@ -45,5 +46,5 @@ __all__ = [
     "repeat_interleave", "roll", "scatter", "scatter_add", "sort", "topk", "unflatten",
     "ceil", "cos", "exp2", "floor", "isclose", "isfinite", "isinf", "isnan", "lerp", "log2",
     "log10", "logaddexp", "round", "sign", "sin", "trunc",
-    "GradcheckError", "gradcheck", "profile", "trace",
+    "GradcheckError", "gradcheck", "gradgradcheck", "profile", "trace",
 ]

@@ -11,7 +11,8 @@ The path of one op (see docs/design.md):
            buffers); a leaf's g goes into leaf.grad; free the node's saved arrays.
 
 Invariants: a node records its parents as a tuple (order and multiplicity kept, so `x * x` has the
-parent x twice); forward and backward see numpy arrays only, so backward never builds a graph;
+parent x twice); forward and backward see numpy arrays only, so this walk never builds a graph
+(backprop.py holds the public backward()/grad() and the walk for create_graph=True);
 broadcasting is undone in exactly one place (`unbroadcast`, called by the walk on every edge); a
 node never refers to its own output tensor, so the graph has no reference cycles and is freed by
 reference counting alone.
@@ -179,6 +180,12 @@ class Function:
     `backward` returns one array (or None) per positional input, in order; it may return a
     broadcast-shaped gradient, which the engine sums back to the input's shape.
     `self.needs_input_grad[i]` tells whether input i needs a gradient at all.
+
+    For higher derivatives (`create_graph=True`, backprop.py) also write the same formula with
+    Tensor ops on the input Tensors; the ops it uses record a graph of their own:
+
+            def backward_graph(self, g, x):    # g and x are Tensors
+                return 3 * x * x * g
     """
 
     __slots__ = ("parents", "needs_input_grad", "frame", "callsite", "__dict__")
@@ -374,21 +381,6 @@ def toposort(roots):
     return order
 
 
-def _initial_grad(root, gradient):
-    if gradient is None:
-        if root._data.size != 1:
-            raise RuntimeError(
-                f"backward: grad can be created implicitly only for a scalar output, but the "
-                f"output has shape {root.shape}; pass backward(gradient) with that shape "
-                f"(e.g. loss.sum().backward() or y.backward(tgx.ones_like(y))).")
-        return np.ones(root._data.shape, dtype=root._data.dtype)
-    g = gradient._data if isinstance(gradient, Tensor) else np.asarray(gradient, root._data.dtype)
-    if g.shape != root._data.shape:
-        raise OpError(f"backward: gradient has shape {g.shape} but the output has shape "
-                      f"{root.shape}; they must match")
-    return g
-
-
 def run_backward(roots, root_grads, retain_graph=False, store=None):
     """Propagate gradients from `roots` to every tensor behind them that needs one.
 
@@ -399,7 +391,7 @@ def run_backward(roots, root_grads, retain_graph=False, store=None):
     node_backward = _node_backward_timed if STATE.backward_observers else _node_backward
     grads = Grads()
     for r, g in zip(roots, root_grads, strict=True):
-        _check_root(r)
+        check_root(r)
         grads.add(r, g)
     for t in toposort(roots):
         g, owned = grads.pop(t)
@@ -451,7 +443,7 @@ def _node_backward_timed(ctx, g, grads):
         fn(ctx, seconds)
 
 
-def _check_root(r):
+def check_root(r):
     if not r.requires_grad:
         raise RuntimeError(
             f"backward: the output (shape {r.shape}) does not require grad and has no "
@@ -484,47 +476,6 @@ def _check_finite(ig, ctx, p):
             f"detect_anomaly: the backward of {ctx.name()} (module {ctx.scope or '<top>'}) "
             f"produced NaN/Inf in the gradient of an input of shape {p.shape}; the node was "
             f"created at {getattr(ctx, 'callsite', '<unknown>')}")
-
-
-def backward(tensor, gradient=None, retain_graph=False):
-    """Accumulate d(tensor)/d(leaf) into every leaf's .grad (Tensor.backward calls this)."""
-    run_backward([tensor], [_initial_grad(tensor, gradient)], retain_graph)
-
-
-def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=False):
-    """Return d(outputs)/d(inputs) as a tuple of Tensors, without touching any `.grad`.
-
-    Like torch.autograd.grad: `outputs` and `inputs` are Tensors or sequences of them;
-    `grad_outputs` gives the seed gradient for non-scalar outputs.
-    """
-    outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
-    single = isinstance(inputs, Tensor)
-    inputs = [inputs] if single else list(inputs)
-    if grad_outputs is None:
-        grad_outputs = [None] * len(outputs)
-    elif isinstance(grad_outputs, Tensor):
-        grad_outputs = [grad_outputs]
-    seeds = [_initial_grad(o, g) for o, g in zip(outputs, grad_outputs, strict=False)]
-    for i, x in enumerate(inputs):
-        if not x.requires_grad:
-            raise RuntimeError(f"grad: input {i} (shape {x.shape}) does not require grad")
-    capture = {id(x): None for x in inputs}
-
-    def store(t, g, owned):
-        if id(t) in capture:
-            capture[id(t)] = g
-    run_backward(outputs, seeds, retain_graph, store)
-    result = []
-    for i, x in enumerate(inputs):
-        g = capture[id(x)]
-        if g is None:
-            if not allow_unused:
-                raise RuntimeError(f"grad: input {i} (shape {x.shape}) was not used to compute "
-                                   f"the outputs; pass allow_unused=True to get None for it")
-            result.append(None)
-        else:
-            result.append(Tensor._from_op(np.array(g, copy=True), None))
-    return tuple(result)
 
 
 def manual_seed(seed):

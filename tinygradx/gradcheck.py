@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import autograd
-from .autograd import no_grad
+from . import backprop
+from .autograd import enable_grad, no_grad
 from .tensor import Tensor
 
 
@@ -113,7 +113,7 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, fast_mode=False,
 def _analytic_vjp(outs, inputs, checked, seeds):
     """sum_k <seed_k, out_k> differentiated w.r.t. the checked inputs (zeros where unused)."""
     pairs = [(o, s) for o, s in zip(outs, seeds, strict=True) if o.requires_grad]
-    grads = autograd.grad([o for o, _ in pairs], [inputs[i] for i in checked],
+    grads = backprop.grad([o for o, _ in pairs], [inputs[i] for i in checked],
                           grad_outputs=[Tensor(s.reshape(o.shape)) for o, s in pairs],
                           retain_graph=True, allow_unused=True)
     return [np.zeros(inputs[i].shape) if g is None else g._data
@@ -175,3 +175,55 @@ def _check_fast(fn, inputs, checked, outs, eps, atol, rtol, raise_exception, see
                    f"fast_mode=False on a smaller input to find the element.")
             return _fail(msg, raise_exception)
     return True
+
+
+def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
+                  fast_mode=False, raise_exception=True, seed=0):
+    """Check the second derivatives of fn against finite differences, as PyTorch's gradgradcheck.
+
+    It runs `gradcheck` on the first derivative: the function (inputs, v) -> d<v, fn(inputs)>/d
+    inputs, computed with create_graph=True. So every op's `backward_graph` is checked, both
+    in the inputs (the second derivative proper) and in v (that it is linear in the incoming
+    gradient). `grad_outputs` are the v's (random float64 ones by default, one per output
+    that needs a gradient); the other arguments are gradcheck's.
+    """
+    inputs, checked = _prepare(inputs)
+    all_outs = _outputs(fn, inputs)
+    diff = [k for k, o in enumerate(all_outs) if o.requires_grad]
+    outs = [all_outs[k] for k in diff]
+    if not outs:
+        return _fail("gradgradcheck: no output depends differentiably on the inputs",
+                     raise_exception)
+    if grad_outputs is None:
+        rng = np.random.default_rng(seed)
+        grad_outputs = [Tensor(rng.standard_normal(o.shape), requires_grad=True) for o in outs]
+    else:
+        grad_outputs = [grad_outputs] if isinstance(grad_outputs, Tensor) else list(grad_outputs)
+        if len(grad_outputs) != len(outs):
+            raise ValueError(f"gradgradcheck: {len(grad_outputs)} grad_outputs for "
+                             f"{len(outs)} outputs that need a gradient")
+    n = len(inputs)
+
+    def first_derivative(*args):
+        xs, vs = args[:n], args[n:]
+        with enable_grad():                # gradcheck runs its finite differences in no_grad
+            os = _outputs(fn, xs)
+            gs = backprop.grad([os[k] for k in diff], [xs[i] for i in checked],
+                               grad_outputs=list(vs), create_graph=True, allow_unused=True)
+        return tuple(Tensor(np.zeros(xs[i].shape)) if g is None else g
+                     for i, g in zip(checked, gs, strict=True))
+
+    # the graph rules must give the first derivative that the array rules give, or the check
+    # below would only test a wrong rule against itself
+    plain = backprop.grad(outs, [inputs[i] for i in checked], grad_outputs=[
+        v.detach() for v in grad_outputs], retain_graph=True, allow_unused=True)
+    recorded = first_derivative(*inputs, *grad_outputs)
+    for i, a, b in zip(checked, plain, recorded, strict=True):
+        a = np.zeros(inputs[i].shape) if a is None else a._data
+        if not np.allclose(a, b._data, atol=atol, rtol=rtol):
+            return _fail(f"gradgradcheck: for input {i} (shape {inputs[i].shape}) the "
+                         f"first derivative with create_graph=True differs from the one without "
+                         f"(max |diff| {np.abs(a - b._data).max():.3g}): some op's "
+                         f"backward_graph disagrees with its backward", raise_exception)
+    return gradcheck(first_derivative, tuple(inputs) + tuple(grad_outputs), eps, atol, rtol,
+                     fast_mode, raise_exception, seed)

@@ -29,6 +29,9 @@ class Reshape(Function):
     def backward(self, g):
         return g.reshape(self.shape)
 
+    def backward_graph(self, g, x):
+        return g.reshape(x.shape)
+
 
 class Permute(Function):
     """d(permute x) = permute(g, inverse order)"""
@@ -66,6 +69,9 @@ class Expand(Function):
         return f"cannot expand shape {arrays[0].shape} to {tuple(kwargs['shape'])}"
 
     def backward(self, g):
+        return g
+
+    def backward_graph(self, g, x):
         return g
 
 

@@ -99,6 +99,9 @@ class Add(_Binary):
     def backward(self, g):
         return g, g
 
+    def backward_graph(self, g, a, b):
+        return g, g
+
 
 class Sub(_Binary):
     """d(a-b) = (g, -g)"""
@@ -107,6 +110,9 @@ class Sub(_Binary):
 
     def backward(self, g):
         return g, (-g if self.needs_input_grad[1] else None)
+
+    def backward_graph(self, g, a, b):
+        return g, -g
 
 
 class Mul(_Binary):
@@ -120,6 +126,9 @@ class Mul(_Binary):
     def backward(self, g):
         na, nb = self.needs_input_grad
         return (g * self.b if na else None), (g * self.a if nb else None)
+
+    def backward_graph(self, g, a, b):
+        return g * b, g * a
 
 
 class Div(_Binary):
@@ -135,6 +144,10 @@ class Div(_Binary):
         ga = g / self.b
         gb = -ga * self.out if self.needs_input_grad[1] else None
         return ga, gb
+
+    def backward_graph(self, g, a, b):
+        ga = g / b
+        return ga, -ga * a / b
 
 
 class Pow(_Binary):
@@ -227,6 +240,9 @@ class Neg(Function):
     def backward(self, g):
         return -g
 
+    def backward_graph(self, g, x):
+        return -g
+
 
 class Exp(Function):
     """d(exp x) = g*exp(x)"""
@@ -237,6 +253,9 @@ class Exp(Function):
 
     def backward(self, g):
         return g * self.out
+
+    def backward_graph(self, g, x):
+        return g * x.exp()
 
 
 class Log(Function):
@@ -353,6 +372,9 @@ class Cast(Function):
     def backward(self, g):
         return g.astype(self.dtype)
 
+    def backward_graph(self, g, x):
+        return g.to(x.dtype)
+
 
 # ------------------------------------------------------------------------------------------
 # reductions
@@ -365,6 +387,11 @@ def _expand_back(g, shape, axes, keepdim):
     return np.expand_dims(g, axes)
 
 
+def _kept_shape(shape, axes):
+    """The shape of a reduction over `axes` with keepdim=True (for the graph rules)."""
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
 class Sum(Function):
     """d(sum x) = g broadcast over the reduced axes."""
     def forward(self, x, dim=None, keepdim=False):
@@ -373,6 +400,11 @@ class Sum(Function):
 
     def backward(self, g):
         return np.broadcast_to(_expand_back(g, self.shape, self.axes, self.keepdim), self.shape)
+
+    def backward_graph(self, g, x):
+        if not self.keepdim and self.axes:
+            g = g.reshape(_kept_shape(self.shape, self.axes))
+        return g.expand(self.shape)
 
 
 class Mean(Function):
@@ -385,6 +417,11 @@ class Mean(Function):
     def backward(self, g):
         g = _expand_back(g, self.shape, self.axes, self.keepdim) * (1.0 / self.n)
         return np.broadcast_to(g.astype(g.dtype, copy=False), self.shape)
+
+    def backward_graph(self, g, x):
+        if not self.keepdim and self.axes:
+            g = g.reshape(_kept_shape(self.shape, self.axes))
+        return (g * (1.0 / self.n)).expand(self.shape)
 
 
 class Max(Function):

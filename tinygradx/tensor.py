@@ -13,7 +13,7 @@ import numbers
 
 import numpy as np
 
-from . import autograd, fused, movement, ops
+from . import autograd, backprop, fused, movement, ops
 from .autograd import OpError
 from .dims import check_dim, normalize_dims
 from .dtypes import (as_dtype, bool_, float16, float32, float64, int32, int64, result_type,
@@ -203,9 +203,12 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods):
         self._hooks.append(fn)
         return fn
 
-    def backward(self, gradient=None, retain_graph=False):
-        """Accumulate d(self)/d(leaf) into the .grad of every leaf that requires grad."""
-        autograd.backward(self, gradient, retain_graph)
+    def backward(self, gradient=None, retain_graph=None, create_graph=False):
+        """Accumulate d(self)/d(leaf) into the .grad of every leaf that requires grad.
+
+        create_graph=True records the backward pass itself, so .grad can be differentiated
+        again (backprop.py); retain_graph defaults to create_graph, as in PyTorch."""
+        backprop.backward(self, gradient, retain_graph, create_graph)
 
     # -- in-place ops (docs/design.md, "In-place operations") ------------------------------
     def _inplace(self, name, compute, *args):

@@ -1,0 +1,82 @@
+"""Gradients of gradients: create_graph=True, gradgradcheck and the backward_graph rules."""
+import numpy as np
+import pytest
+
+import tinygradx as tgx
+from tinygradx import Tensor
+
+
+def _x(*shape, seed=0):
+    return Tensor(np.random.default_rng(seed).standard_normal(shape), requires_grad=True)
+
+
+def test_second_derivative_of_a_cube():
+    x = _x(3, 4)
+    (g,) = tgx.grad((x * x * x).sum(), x, create_graph=True)
+    np.testing.assert_allclose(g.numpy(), 3 * x.numpy() ** 2)
+    (h,) = tgx.grad(g.sum(), x)
+    np.testing.assert_allclose(h.numpy(), 6 * x.numpy())
+    (t,) = tgx.grad(tgx.grad(g.sum(), x, create_graph=True)[0].sum(), x)   # third order
+    np.testing.assert_allclose(t.numpy(), np.full((3, 4), 6.0))
+
+
+def test_backward_create_graph_leaves_a_differentiable_grad():
+    x = _x(3)
+    (x * x).sum().backward(create_graph=True)
+    assert x.grad.requires_grad and x.grad.grad_fn is not None
+    assert "backward" in x.grad.grad_fn.scope        # the backward's own nodes are marked
+    (x.grad * x.grad).sum().backward()               # d/dx sum (2x)^2 = 8x, added to 2x
+    np.testing.assert_allclose(x.grad.numpy(), 2 * x.numpy() + 8 * x.numpy())
+
+
+def test_the_ordinary_pass_records_nothing():
+    x = _x(3)
+    (g,) = tgx.grad((x * x).sum(), x)
+    assert not g.requires_grad and g.grad_fn is None
+
+
+def test_an_op_without_a_rule_names_itself():
+    class NoRule(tgx.Function):
+        def forward(self, x):
+            return x * 2
+
+        def backward(self, g):
+            return g * 2
+
+    x = _x(3)
+    with pytest.raises(RuntimeError, match="backward of norule cannot be differentiated"):
+        tgx.grad(NoRule.apply(x).sum(), x, create_graph=True)
+
+
+class _Cube(tgx.Function):
+    def forward(self, x):
+        self.x = x
+        return x ** 3
+
+    def backward(self, g):
+        return 3 * self.x ** 2 * g
+
+    def backward_graph(self, g, x):
+        return 3 * x * x * g
+
+
+def test_gradgradcheck_passes_a_right_rule():
+    assert tgx.gradgradcheck(lambda a: _Cube.apply(a), (_x(2, 3),))
+
+
+def test_gradgradcheck_fails_a_wrong_value():
+    class WrongValue(_Cube):
+        def backward_graph(self, g, x):
+            return 3 * x * g
+
+    with pytest.raises(tgx.GradcheckError, match="differs from the one without"):
+        tgx.gradgradcheck(lambda a: WrongValue.apply(a), (_x(2, 3),))
+
+
+def test_gradgradcheck_fails_a_wrong_double_backward():
+    class WrongSecond(_Cube):                  # right first derivative, no dependence on x
+        def backward_graph(self, g, x):
+            return 3 * x.detach() * x.detach() * g
+
+    with pytest.raises(tgx.GradcheckError, match="Jacobian mismatch"):
+        tgx.gradgradcheck(lambda a: WrongSecond.apply(a), (_x(2, 3),))

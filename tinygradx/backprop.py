@@ -1,0 +1,228 @@
+"""The two ways to ask for gradients, `backward()` and `grad()`, and the walk that records a graph.
+
+`create_graph=False` (the default, and what training does) runs `autograd.run_backward`: every
+node's `backward` works on numpy arrays, so the pass records nothing and costs nothing beyond
+the arithmetic.
+
+`create_graph=True` runs `run_backward_graph` below instead. It visits the same nodes in the
+same order, but calls each node's `backward_graph(g, *inputs)`: the same formula as `backward`,
+written with Tensor operations on the node's input Tensors. Every operation it performs is an
+ordinary op, so the gradients it returns are Tensors with a history of their own, and
+`grad(grad(f(x), x), x)` (a second derivative), a Hessian-vector product or a gradient penalty
+is just one more backward through that history, to any order.
+
+The nodes a create_graph pass records are created inside a `BackwardFrame`, so their module
+path reads `<the node's own path>/backward(mul)` and the graph drawer can tell them apart from
+the forward's nodes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import autograd
+from .autograd import STATE, Frame, OpError, run_backward, toposort
+
+
+class BackwardFrame(Frame):
+    """The frame of the ops a create_graph pass records: those computing the gradient of one
+    node (`of`, named `backward(op)` under the node's own module path), or the walk's own
+    sums and casts (`of` None, named `backward`)."""
+
+    __slots__ = ("of",)
+
+    def __init__(self, ctx):
+        if ctx is None:
+            super().__init__(STATE.frame, "backward")
+        else:
+            super().__init__(ctx.frame, f"backward({ctx.name()})")
+        self.of = ctx
+
+    def resolve(self):
+        above = self.parent.path if self.parent is not None else ""
+        return f"{above}/{self.name}" if above else self.name
+
+
+def _initial_grad(root, gradient):
+    Tensor = autograd.Tensor
+    if gradient is None:
+        if root._data.size != 1:
+            raise RuntimeError(
+                f"backward: grad can be created implicitly only for a scalar output, but the "
+                f"output has shape {root.shape}; pass backward(gradient) with that shape "
+                f"(e.g. loss.sum().backward() or y.backward(tgx.ones_like(y))).")
+        return np.ones(root._data.shape, dtype=root._data.dtype)
+    g = gradient._data if isinstance(gradient, Tensor) else np.asarray(gradient,
+                                                                       root._data.dtype)
+    if g.shape != root._data.shape:
+        raise OpError(f"backward: gradient has shape {g.shape} but the output has shape "
+                      f"{root.shape}; they must match")
+    return g
+
+
+def backward(tensor, gradient=None, retain_graph=None, create_graph=False):
+    """Accumulate d(tensor)/d(leaf) into every leaf's .grad (Tensor.backward calls this).
+
+    With create_graph=True the gradients are Tensors with a graph of their own (a leaf's .grad
+    can be differentiated again); retain_graph defaults to create_graph, as in PyTorch.
+    """
+    retain_graph = create_graph if retain_graph is None else retain_graph
+    if create_graph:
+        seed = gradient if isinstance(gradient, autograd.Tensor) else None
+        run_backward_graph([tensor], [_seed(tensor, gradient, seed)], retain_graph)
+    else:
+        run_backward([tensor], [_initial_grad(tensor, gradient)], retain_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=False):
+    """Return d(outputs)/d(inputs) as a tuple of Tensors, without touching any `.grad`.
+
+    Like torch.autograd.grad: `outputs` and `inputs` are Tensors or sequences of them;
+    `grad_outputs` gives the seed gradient for non-scalar outputs. With create_graph=True the
+    results carry a graph (differentiate them again); otherwise they are plain constants.
+    """
+    Tensor = autograd.Tensor
+    outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    if grad_outputs is None:
+        grad_outputs = [None] * len(outputs)
+    elif isinstance(grad_outputs, Tensor):
+        grad_outputs = [grad_outputs]
+    if len(grad_outputs) != len(outputs):
+        raise ValueError(f"grad: {len(grad_outputs)} grad_outputs for {len(outputs)} outputs")
+    for i, x in enumerate(inputs):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"grad: input {i} is a {type(x).__name__}, expected a Tensor")
+        if not x.requires_grad:
+            raise RuntimeError(f"grad: input {i} (shape {x.shape}) does not require grad")
+    retain_graph = create_graph if retain_graph is None else retain_graph
+    capture = {id(x): None for x in inputs}
+
+    def store(t, g, owned):
+        if id(t) in capture:
+            capture[id(t)] = g if capture[id(t)] is None else capture[id(t)] + g
+
+    if create_graph:
+        seeds = [_seed(o, g, g if isinstance(g, Tensor) else None)
+                 for o, g in zip(outputs, grad_outputs, strict=True)]
+        run_backward_graph(outputs, seeds, retain_graph, store)
+    else:
+        seeds = [_initial_grad(o, g) for o, g in zip(outputs, grad_outputs, strict=True)]
+        run_backward(outputs, seeds, retain_graph, store)
+    result = []
+    for i, x in enumerate(inputs):
+        g = capture[id(x)]
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(f"grad: input {i} (shape {x.shape}) was not used to compute "
+                                   f"the outputs; pass allow_unused=True to get None for it")
+            result.append(None)
+        elif isinstance(g, Tensor):
+            result.append(g)
+        else:
+            result.append(Tensor._from_op(np.array(g, copy=True), None))
+    return tuple(result)
+
+
+# --------------------------------------------------------------------------------------------
+# the walk that records a graph
+# --------------------------------------------------------------------------------------------
+
+def _seed(root, gradient, as_tensor):
+    """The root's gradient as a Tensor; a Tensor seed is kept (it may itself need grad)."""
+    if as_tensor is not None:
+        if as_tensor.shape != root.shape:
+            raise OpError(f"backward: gradient has shape {as_tensor.shape} but the output has "
+                          f"shape {root.shape}; they must match")
+        return as_tensor
+    return autograd.Tensor._from_op(_initial_grad(root, gradient), None)
+
+
+def unbroadcast_graph(g, shape):
+    """`autograd.unbroadcast` with Tensor ops: sum g down to `shape`, recorded in the graph."""
+    shape = tuple(shape)
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    if lead < 0:
+        raise OpError(f"unbroadcast: gradient of shape {g.shape} cannot belong to an input "
+                      f"of shape {shape}")
+    axes = list(range(lead))
+    for i, n in enumerate(shape):
+        if n == 1 and g.shape[lead + i] != 1:
+            axes.append(lead + i)
+        elif n != g.shape[lead + i]:
+            raise OpError(f"unbroadcast: gradient of shape {g.shape} does not broadcast "
+                          f"from input shape {shape}")
+    return g.sum(dim=tuple(axes), keepdim=True).reshape(shape)
+
+
+def run_backward_graph(roots, root_grads, retain_graph=True, store=None):
+    """`autograd.run_backward` with Tensor gradients: every step is an op, so it is recorded.
+
+    Same order, same hooks, same leaf accumulation as the array walk; only each node's
+    `backward_graph` replaces its `backward`, and sums, casts and unbroadcasts are Tensor ops.
+    """
+    store = store or _store_grad_graph
+    grads = {}
+    for r, g in zip(roots, root_grads, strict=True):
+        autograd.check_root(r)
+        grads[id(r)] = grads[id(r)] + g if id(r) in grads else g
+    prev, prev_frame = STATE.grad_enabled, STATE.frame
+    STATE.grad_enabled, STATE.frame = True, BackwardFrame(None)
+    try:
+        for t in toposort(roots):
+            g = grads.pop(id(t), None)
+            if g is None:
+                continue
+            if t._hooks:
+                for hook in t._hooks:
+                    replaced = hook(g)
+                    if replaced is not None:
+                        g = replaced
+            store(t, g, False)
+            if t._ctx is not None:
+                _node_backward_graph(t._ctx, g, grads)
+                if not retain_graph:
+                    t._ctx.free()
+    finally:
+        STATE.grad_enabled, STATE.frame = prev, prev_frame
+
+
+def _node_backward_graph(ctx, g, grads):
+    rule = getattr(ctx, "backward_graph", None)
+    if rule is None:
+        raise RuntimeError(
+            f"create_graph: the backward of {ctx.name()}"
+            f"{' (in ' + ctx.scope + ')' if ctx.scope else ''} cannot be differentiated: the "
+            f"op has no backward_graph rule. Use create_graph=False for first derivatives.")
+    prev, STATE.frame = STATE.frame, BackwardFrame(ctx)
+    try:
+        in_grads = rule(g, *ctx.parents)
+    finally:
+        STATE.frame = prev
+    if not isinstance(in_grads, tuple):
+        in_grads = (in_grads,)
+    if len(in_grads) != len(ctx.parents):
+        raise RuntimeError(f"{ctx.name()}.backward_graph returned {len(in_grads)} gradients "
+                           f"for {len(ctx.parents)} inputs")
+    for p, ig, need in zip(ctx.parents, in_grads, ctx.needs_input_grad, strict=True):
+        if ig is None or not need:
+            continue
+        if not isinstance(ig, autograd.Tensor):
+            ig = autograd.Tensor._from_op(np.asarray(ig), None)
+        ig = unbroadcast_graph(ig, p.shape)
+        if ig.dtype != p.dtype:
+            ig = ig.to(p.dtype)
+        if STATE.anomaly and not np.all(np.isfinite(ig._data)):
+            raise FloatingPointError(
+                f"detect_anomaly: the backward_graph of {ctx.name()} produced NaN/Inf in the "
+                f"gradient of an input of shape {p.shape}")
+        grads[id(p)] = grads[id(p)] + ig if id(p) in grads else ig
+
+
+def _store_grad_graph(t, g, owned):
+    """As autograd's leaf store, but .grad keeps g's graph (accumulation is an op too)."""
+    if t._ctx is not None and not t._retain_grad:
+        return
+    t.grad = g if t.grad is None else t.grad + g
