@@ -14,7 +14,7 @@ def test_second_derivative_of_a_cube():
     x = _x(3, 4)
     (g,) = tgx.grad((x * x * x).sum(), x, create_graph=True)
     np.testing.assert_allclose(g.numpy(), 3 * x.numpy() ** 2)
-    (h,) = tgx.grad(g.sum(), x)
+    (h,) = tgx.grad(g.sum(), x, retain_graph=True)
     np.testing.assert_allclose(h.numpy(), 6 * x.numpy())
     (t,) = tgx.grad(tgx.grad(g.sum(), x, create_graph=True)[0].sum(), x)   # third order
     np.testing.assert_allclose(t.numpy(), np.full((3, 4), 6.0))
