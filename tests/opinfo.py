@@ -1657,6 +1657,7 @@ NOT_OPS = {
     # autograd machinery, switches and context managers (tests/test_engine.py and friends)
     "tgx.grad", "tgx.no_grad", "tgx.enable_grad", "tgx.is_grad_enabled", "tgx.detect_anomaly",
     "tgx.manual_seed", "tgx.get_rng_state", "tgx.set_rng_state", "tgx.gradcheck", "tgx.trace",
+    "tgx.gradgradcheck",
     "tgx.profile",
     # Tensor attributes and accessors: no computation
     "Tensor.shape", "Tensor.ndim", "Tensor.dtype", "Tensor.size", "Tensor.numel", "Tensor.dim",

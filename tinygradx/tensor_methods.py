@@ -14,7 +14,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import autograd, movement, ops
+from . import autograd, movement, ops, ops_reduce
 from .autograd import OpError
 from .dims import check_dim, normalize_dims
 
@@ -28,18 +28,18 @@ class ShapeMethods:
 
     # -- reductions -----------------------------------------------------------------------
     def sum(self, dim=None, keepdim=False):
-        return ops.Sum.apply(self, dim=dim, keepdim=keepdim)
+        return ops_reduce.Sum.apply(self, dim=dim, keepdim=keepdim)
 
     def mean(self, dim=None, keepdim=False):
         if self.dtype.kind != "f":
             raise TypeError(f"mean: needs a floating-point tensor, got {self.dtype}")
-        return ops.Mean.apply(self, dim=dim, keepdim=keepdim)
+        return ops_reduce.Mean.apply(self, dim=dim, keepdim=keepdim)
 
     def amax(self, dim=None, keepdim=False):
-        return ops.Max.apply(self, dim=dim, keepdim=keepdim)
+        return ops_reduce.Max.apply(self, dim=dim, keepdim=keepdim)
 
     def amin(self, dim=None, keepdim=False):
-        return ops.Max.apply(self, dim=dim, keepdim=keepdim, minimum=True)
+        return ops_reduce.Max.apply(self, dim=dim, keepdim=keepdim, minimum=True)
 
     def max(self, dim=None, keepdim=False):
         """max() -> the largest value; max(dim) -> (values, indices) as in PyTorch.
@@ -87,13 +87,13 @@ class ShapeMethods:
     def var(self, dim=None, unbiased=True, keepdim=False, correction=None):
         """Variance; unbiased=True divides by N-1 (PyTorch's default), or give correction."""
         corr = (1 if unbiased else 0) if correction is None else correction
-        return ops.Var.apply(self, dim=dim, correction=corr, keepdim=keepdim)
+        return ops_reduce.Var.apply(self, dim=dim, correction=corr, keepdim=keepdim)
 
     def std(self, dim=None, unbiased=True, keepdim=False):
         return self.var(dim, unbiased, keepdim).sqrt()
 
     def logsumexp(self, dim, keepdim=False):
-        return ops.LogSumExp.apply(self, dim=dim, keepdim=keepdim)
+        return ops_reduce.LogSumExp.apply(self, dim=dim, keepdim=keepdim)
 
     # -- movement -------------------------------------------------------------------------
     def reshape(self, *shape):
