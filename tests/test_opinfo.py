@@ -23,7 +23,7 @@ from opinfo import OPS, NOT_OPS, torch
 EXAMPLES = int(os.environ.get("OPINFO_EXAMPLES", "8"))
 HYPO = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                 suppress_health_check=list(HealthCheck))
-CHECKS = ("numpy", "torch", "gradcheck")
+CHECKS = ("numpy", "torch", "gradcheck", "gradgradcheck")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -139,12 +139,208 @@ def check_gradcheck(entry, sample):
                              atol=entry.grad_atol, rtol=entry.grad_rtol, fast_mode=n > 400)
 
 
-RUN = {"numpy": check_numpy, "torch": check_torch, "gradcheck": check_gradcheck}
+def check_gradgradcheck(entry, sample):
+    """Second derivatives: the recorded first derivative (create_graph=True) equals the
+    ordinary one and its own gradient matches finite differences, in float64."""
+    xs = [Tensor(a.astype(np.float64) if a.dtype.kind == "f" else a,
+                 requires_grad=a.dtype.kind == "f") for a in sample.inputs]
+    if not any(x.requires_grad for x in xs):
+        return
+    kwargs = _tgx_kwargs(sample.kwargs)
+    outs = _outs(entry.op(*xs, **kwargs))
+    if not any(o.requires_grad for o in outs):
+        return
+    n_in = sum(x.numel() for x in xs) + sum(o.numel() for o in outs)
+    n = n_in * sum(x.numel() for x in xs if x.requires_grad)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert tgx.gradgradcheck(lambda *a: tuple(_outs(entry.op(*a, **kwargs))), tuple(xs),
+                                 atol=entry.grad_atol, rtol=entry.grad_rtol, fast_mode=n > 400)
+
+
+# Entries whose op (or an op it is made of) has no backward_graph rule yet: their
+# gradgradcheck is a strict xfail, so adding a rule turns the test red until the name leaves
+# this set. The set shrinks to empty; nothing new may be added to it.
+GRADGRAD_PENDING = {
+    "F.attention",
+    "F.attention[learned_mask]",
+    "F.binary_cross_entropy",
+    "F.binary_cross_entropy_with_logits",
+    "F.binary_cross_entropy_with_logits[large]",
+    "F.cross_entropy",
+    "F.cross_entropy_composite",
+    "F.dropout",
+    "F.elu",
+    "F.elu[alpha]",
+    "F.embedding",
+    "F.gelu",
+    "F.gelu[tanh]",
+    "F.gelu_composite",
+    "F.gelu_composite[tanh]",
+    "F.hardtanh",
+    "F.hardtanh[bounds]",
+    "F.huber_loss",
+    "F.l1_loss",
+    "F.layer_norm",
+    "F.layer_norm[affine]",
+    "F.layer_norm_composite",
+    "F.leaky_relu",
+    "F.leaky_relu[slope]",
+    "F.linear",
+    "F.linear[nobias]",
+    "F.log_softmax",
+    "F.log_softmax_composite",
+    "F.logsigmoid",
+    "F.mish",
+    "F.mse_loss",
+    "F.nll_loss",
+    "F.packed_attention",
+    "F.relu",
+    "F.relu6",
+    "F.rms_norm",
+    "F.rms_norm[weight]",
+    "F.scaled_dot_product_attention",
+    "F.scaled_dot_product_attention[learned_mask]",
+    "F.scaled_dot_product_attention[weights]",
+    "F.selu",
+    "F.sigmoid",
+    "F.silu",
+    "F.smooth_l1_loss",
+    "F.softmax",
+    "F.softplus",
+    "F.softplus[beta]",
+    "F.tanh",
+    "F.where",
+    "Tensor.@",
+    "Tensor.T",
+    "Tensor.abs",
+    "Tensor.amax",
+    "Tensor.amin",
+    "Tensor.ceil",
+    "Tensor.chunk",
+    "Tensor.clamp",
+    "Tensor.clamp[max]",
+    "Tensor.clamp[min]",
+    "Tensor.clamp_",
+    "Tensor.clip",
+    "Tensor.clip_",
+    "Tensor.copy_",
+    "Tensor.cos",
+    "Tensor.cumprod",
+    "Tensor.cumsum",
+    "Tensor.diagonal",
+    "Tensor.div_",
+    "Tensor.erf",
+    "Tensor.exp2",
+    "Tensor.fill_",
+    "Tensor.flip",
+    "Tensor.floor",
+    "Tensor.gather",
+    "Tensor.gelu",
+    "Tensor.gelu[tanh]",
+    "Tensor.getitem",
+    "Tensor.lerp",
+    "Tensor.lerp[scalar]",
+    "Tensor.log",
+    "Tensor.log10",
+    "Tensor.log2",
+    "Tensor.log_softmax",
+    "Tensor.logaddexp",
+    "Tensor.logsumexp",
+    "Tensor.mT",
+    "Tensor.masked_fill",
+    "Tensor.masked_fill_",
+    "Tensor.masked_select",
+    "Tensor.max",
+    "Tensor.max[dim]",
+    "Tensor.maximum",
+    "Tensor.min",
+    "Tensor.min[dim]",
+    "Tensor.minimum",
+    "Tensor.mul_",
+    "Tensor.permute",
+    "Tensor.pow",
+    "Tensor.pow[scalar]",
+    "Tensor.prod",
+    "Tensor.relu",
+    "Tensor.repeat",
+    "Tensor.repeat_interleave",
+    "Tensor.roll",
+    "Tensor.round",
+    "Tensor.rpow",
+    "Tensor.rsqrt",
+    "Tensor.scatter",
+    "Tensor.scatter_add",
+    "Tensor.setitem",
+    "Tensor.sigmoid",
+    "Tensor.sign",
+    "Tensor.sign[bool]",
+    "Tensor.sin",
+    "Tensor.softmax",
+    "Tensor.sort",
+    "Tensor.split",
+    "Tensor.sqrt",
+    "Tensor.square",
+    "Tensor.std",
+    "Tensor.swapaxes",
+    "Tensor.tanh",
+    "Tensor.topk",
+    "Tensor.transpose",
+    "Tensor.tril",
+    "Tensor.triu",
+    "Tensor.trunc",
+    "Tensor.var",
+    "Tensor.var[correction]",
+    "nn.BCELoss",
+    "nn.BCEWithLogitsLoss",
+    "nn.CrossEntropyLoss",
+    "nn.HuberLoss",
+    "nn.L1Loss",
+    "nn.MSELoss",
+    "nn.NLLLoss",
+    "nn.SmoothL1Loss",
+    "tgx.cat",
+    "tgx.ceil",
+    "tgx.concatenate",
+    "tgx.cos",
+    "tgx.cumprod",
+    "tgx.cumsum",
+    "tgx.diagonal",
+    "tgx.exp2",
+    "tgx.flip",
+    "tgx.floor",
+    "tgx.gather",
+    "tgx.lerp",
+    "tgx.log10",
+    "tgx.log2",
+    "tgx.logaddexp",
+    "tgx.masked_select",
+    "tgx.matmul",
+    "tgx.maximum",
+    "tgx.minimum",
+    "tgx.repeat_interleave",
+    "tgx.roll",
+    "tgx.round",
+    "tgx.scatter",
+    "tgx.scatter_add",
+    "tgx.sign",
+    "tgx.sin",
+    "tgx.sort",
+    "tgx.stack",
+    "tgx.topk",
+    "tgx.trunc",
+    "tgx.where",
+}
+
+
+RUN = {"numpy": check_numpy, "torch": check_torch, "gradcheck": check_gradcheck,
+       "gradgradcheck": check_gradgradcheck}
 
 
 def applies(entry, check):
     return {"numpy": entry.ref is not None, "torch": entry.torch_fn() is not None,
-            "gradcheck": entry.grad and entry.gradcheck}[check]
+            "gradcheck": entry.grad and entry.gradcheck,
+            "gradgradcheck": entry.grad and entry.gradcheck}[check]
 
 
 def _needs_torch(check):
@@ -156,15 +352,22 @@ def _needs_torch(check):
 # the tests
 # ------------------------------------------------------------------------------------------
 
+def _pending(entry, check, strict):
+    if check == "gradgradcheck" and entry.name in GRADGRAD_PENDING:
+        return [pytest.mark.xfail(strict=strict, reason="no backward_graph rule yet")]
+    return []
+
+
 def _entries(check):
-    return [pytest.param(e, id=e.name) for e in OPS if applies(e, check)]
+    return [pytest.param(e, id=e.name, marks=_pending(e, check, True)) for e in OPS
+            if applies(e, check)]
 
 
 def _random_test(check):
     @pytest.mark.parametrize("entry", _entries(check))
     def test(entry):
         _needs_torch(check)
-        dtypes = (np.dtype(np.float64),) if check == "gradcheck" else entry.dtypes
+        dtypes = (np.dtype(np.float64),) if check.startswith("grad") else entry.dtypes
 
         @HYPO
         @given(sample=entry.samples(dtypes))
@@ -178,6 +381,7 @@ def _random_test(check):
 test_numpy = _random_test("numpy")
 test_torch = _random_test("torch")
 test_gradcheck = _random_test("gradcheck")
+test_gradgradcheck = _random_test("gradgradcheck")
 
 
 def _fixed_params():
@@ -188,7 +392,7 @@ def _fixed_params():
                 if not applies(e, check) or (s.only and check not in s.only):
                     continue
                 marks = ([pytest.mark.xfail(strict=True, reason=s.xfail[check])]
-                         if check in s.xfail else [])
+                         if check in s.xfail else _pending(e, check, False))
                 params.append(pytest.param(e, s, check, id=f"{e.name}-{s.desc}-{check}",
                                            marks=marks))
     return params
