@@ -16,7 +16,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 
-from .graph import leaf_kind, skip_input, sublayer, within
+from .graph import backward_frame, leaf_kind, skip_input, sublayer, within
 
 __all__ = ["DataFlow", "Flow", "translate", "STRINGS"]
 
@@ -105,6 +105,10 @@ STRINGS = {"zh": {
     "expand all": "全部展开",
     "the trace": "形状追踪",
     "the graph": "计算图",
+    "recorded backward (create_graph=True)": "记录下的反向传播 (create_graph=True)",
+    "op of a recorded backward": "记录下的反向传播中的算子",
+    "backward (sums of the walk)": "反向传播 (遍历自身的求和)",
+    "backward of ": "反向传播：",
 }}
 
 
@@ -158,6 +162,7 @@ class Flow:
     show: list = field(default_factory=list)   # which inputs appear in the shapes column
     name: str = ""               # the seed name (X, Q, S, A, Z, MHA, Y_attn, x_{l+1}, H, ...)
     base: str = ""               # the formula the rules gave, before name_all refined it
+    backward: bool = False       # an op a create_graph backward pass recorded (no seed name)
 
 
 def _scaled_query(f, x):
@@ -239,6 +244,10 @@ class DataFlow:
         f = Flow(g.ops[i], g.scopes[i], [tuple(g.nodes[p].shape) for p in ps],
                  tuple(g.nodes[i].shape), [self._kind(p) for p in ps])
         if f.op is None:
+            return f
+        if backward_frame(g.ctxs[i]) is not None:   # computes a gradient: its op, plainly
+            f.backward, f.formula = True, f.op
+            f.show = [k for k, kind in enumerate(f.kinds) if kind in ("op", "input")]
             return f
         syms = [self.flows[p].symbol for p in ps]
         x = syms[0] if syms else ""
@@ -398,7 +407,7 @@ class DataFlow:
                         if g.ops[other] is not None and self._behind_ln(other, skip) else \
                         f"{out} = x + {sub}(x)  (residual)"
         for i, f in enumerate(flows):            # the encoder's output, read by the decoder
-            if f.op is None or g.scopes[i].split(".")[0] != "encoder":
+            if f.op is None or f.backward or g.scopes[i].split(".")[0] != "encoder":
                 continue
             if any(g.scopes[c].split(".")[0] != "encoder" for c in consumers.get(i, [])):
                 f.name = "H"
@@ -435,6 +444,8 @@ class DataFlow:
             dims[role] = int(size)
 
         for f in self.flows:
+            if f.backward:
+                continue
             if f.op == "embedding" and len(f.out_shape) == 3 and not f.formula.startswith("P"):
                 guess("B", f.out_shape[0])
                 guess("n", f.out_shape[1])
