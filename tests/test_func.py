@@ -294,6 +294,63 @@ def test_nested_transforms():
 
 
 # --------------------------------------------------------------------------------------------
+# functional_call: a module's weights as arguments
+# --------------------------------------------------------------------------------------------
+
+class _Tied(tgx.nn.Module):
+    """emb is used twice: directly and as the (tied) weight of head; a buffer scales."""
+
+    def __init__(self):
+        self.emb = tgx.nn.Parameter(_arr((3, 2), 5))
+        self.head = tgx.nn.Linear(2, 3, bias=False)
+        self.head.weight = self.emb
+        self.register_buffer("scale", _x([2.0]))
+
+    def forward(self, x):
+        return self.head(x * self.emb[0] * self.scale).exp()
+
+
+def _tied_value(emb, head, scale, x):
+    return np.exp((x * emb[0] * scale) @ head.T)
+
+
+def test_functional_call_replaces_weights_for_one_call():
+    m, x = _Tied(), np.ones((1, 2))
+    emb = m.emb.numpy().copy()
+    w = _x(_arr((3, 2), 6), rg=True)
+    out = tf.functional_call(m, {"emb": w}, (_x(x),))            # tied: head.weight is w too
+    np.testing.assert_allclose(out.numpy(), _tied_value(w.numpy(), w.numpy(), 2.0, x))
+    out = tf.functional_call(m, ({"emb": w}, {"scale": _x([3.0])}), _x(x), tie_weights=False)
+    np.testing.assert_allclose(out.numpy(), _tied_value(w.numpy(), emb, 3.0, x))
+    assert m.head.weight is m.emb and np.array_equal(m.emb.numpy(), emb)    # put back
+    (g,) = tgx.grad(tf.functional_call(m, {"emb": w}, (_x(x),)).sum(), w)
+    assert g.shape == (3, 2) and m.emb.grad is None              # the gradient reaches w only
+    with pytest.raises(ValueError):
+        tf.functional_call(m, {"emb": _x(np.ones((3, 5)))}, (_x(x),))
+    assert m.head.weight is m.emb and m.scale.numpy()[0] == 2.0  # put back after an error
+
+
+@needs_torch
+def test_functional_call_hessian_of_a_module_matches_torch():
+    tgx.manual_seed(0)
+    lin = tgx.nn.Linear(3, 2).double()
+    ref = torch.nn.Linear(3, 2).double()
+    with torch.no_grad():
+        ref.weight.copy_(torch.tensor(lin.weight.numpy()))
+        ref.bias.copy_(torch.tensor(lin.bias.numpy()))
+    xa = _arr((4, 3), 8)
+
+    def ours(w):
+        return tf.functional_call(lin, {"weight": w}, (_x(xa),)).exp().sum()
+
+    def theirs(w):
+        return tcf.functional_call(ref, {"weight": w}, (_t(xa),)).exp().sum()
+    with graph_rules_pending():
+        h = tf.hessian(ours, _x(lin.weight.numpy()))
+    assert_close(h, taf.hessian(theirs, ref.weight.detach()), tol=1e-10)
+
+
+# --------------------------------------------------------------------------------------------
 # argument errors: one line each, naming the argument
 # --------------------------------------------------------------------------------------------
 
@@ -333,6 +390,16 @@ ERRORS = [
     (lambda: tf.hvp(lambda x: x.sum(), x4), ValueError, r"v may be None only when the input"),
     (lambda: tf.vhp(f2, (x4, x4), x4), ValueError, r"vhp: 1 v for 2 inputs"),
     (lambda: tf.hvp(lambda x: (x, x), x4, x4), TypeError, r"must return a single Tensor"),
+    (lambda: tf.functional_call(_Tied(), {"nope": x4}, (x4,)), ValueError,
+     r"_Tied has no parameter or buffer named 'nope'"),
+    (lambda: tf.functional_call(_Tied(), {"emb": x4, "head.weight": y3}, (x4,)), ValueError,
+     r"'emb' and 'head.weight' are tied \(one tensor\) but were given different values"),
+    (lambda: tf.functional_call(_Tied(), {"emb": x4}, (x4,), strict=True), ValueError,
+     r"strict=True needs every parameter and buffer; missing scale"),
+    (lambda: tf.functional_call(_Tied(), ({"emb": x4}, {"emb": x4}), (x4,)), ValueError,
+     r"'emb' is given more than once"),
+    (lambda: tf.functional_call(_Tied(), {"emb": 1.0}, (x4,)), TypeError,
+     r"the value for 'emb' is a float, expected a Tensor"),
 ]
 
 

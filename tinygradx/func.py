@@ -9,6 +9,7 @@ torch.autograd.functional).
     tf.jacrev(f)(x), tf.jacfwd(f)(x)           # the Jacobian, by rows or by columns
     tf.jacobian(f, x), tf.hessian(f, x)        # torch.autograd.functional's
     tf.hvp(f, x, v), tf.vhp(f, x, v)           # (f(x), H v), (f(x), v^T H)
+    tf.functional_call(model, {"fc.weight": w}, (x,))   # model(x) with fc.weight = w
 
 Each function calls `f` on fresh inputs that require grad and differentiates with `tgx.grad`, so
 nothing here touches a `.grad` or the caller's graph. Forward-mode products (`jvp`, `jacfwd`,
@@ -34,7 +35,7 @@ from .movement import Reshape
 from .tensor import Tensor
 
 __all__ = ["grad", "grad_and_value", "value_and_grad", "vjp", "jvp", "jacrev", "jacfwd",
-           "jacobian", "hessian", "hvp", "vhp"]
+           "functional_call", "jacobian", "hessian", "hvp", "vhp"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -401,6 +402,74 @@ def jacfwd(func, argnums=0, *, has_aux=False):
     def wrapper(*args, **kwargs):
         return _jac_transform(func, argnums, has_aux, args, kwargs, "jacfwd", _jac_columns)
     return _named(wrapper, func, "jacfwd")
+
+
+def _attribute_slots(module):
+    """{dotted name: (owning module, attribute, tensor)} of every attribute holding one of the
+    module's parameters or buffers, tied names included (duck-typed: floor 2 cannot import
+    Module, and needs only named_modules/named_parameters/named_buffers)."""
+    tracked = {id(t) for _, t in module.named_parameters()}
+    tracked |= {id(t) for _, t in module.named_buffers()}
+    slots = {}
+    for mname, m in module.named_modules():
+        for attr, obj in vars(m).items():
+            if id(obj) in tracked:
+                slots[f"{mname}.{attr}" if mname else attr] = (m, attr, obj)
+    return slots
+
+
+def _swaps(module, given, tie_weights, strict):
+    """[(owning module, attribute, new tensor)] for functional_call, checked."""
+    slots = _attribute_slots(module)
+    by_tensor = {}
+    for name, value in given.items():
+        if name not in slots:
+            raise ValueError(f"functional_call: {type(module).__name__} has no parameter or "
+                             f"buffer named {name!r} (held as a module attribute)")
+        if not isinstance(value, Tensor):
+            raise TypeError(f"functional_call: the value for {name!r} is a "
+                            f"{type(value).__name__}, expected a Tensor")
+        old = slots[name][2]
+        if tie_weights and by_tensor.get(id(old), (name, value))[1] is not value:
+            raise ValueError(f"functional_call: {by_tensor[id(old)][0]!r} and {name!r} are tied "
+                             f"(one tensor) but were given different values")
+        by_tensor[id(old)] = (name, value)
+    if strict:
+        missing = [n for n, (_, _, t) in slots.items() if id(t) not in by_tensor]
+        if missing:
+            raise ValueError(f"functional_call: strict=True needs every parameter and buffer; "
+                             f"missing {', '.join(missing)}")
+    if tie_weights:
+        return [(m, attr, by_tensor[id(t)][1]) for m, attr, t in slots.values()
+                if id(t) in by_tensor]
+    return [(slots[n][0], slots[n][1], v) for n, v in given.items()]
+
+
+def functional_call(module, parameter_and_buffer_dicts, args=(), kwargs=None, *,
+                    tie_weights=True, strict=False):
+    """torch.func.functional_call: module(*args, **kwargs) with the parameters and buffers named
+    in the dict(s) (as named_parameters() names them) replaced by the given Tensors for this
+    one call, then put back. Gradients flow to the given Tensors, so `hessian`, `grad` and a
+    meta-learning step can treat a module's weights as function arguments. A tied weight
+    (one tensor under two names) is replaced under both unless tie_weights=False."""
+    dicts = parameter_and_buffer_dicts
+    dicts = dicts if isinstance(dicts, (tuple, list)) else (dicts,)
+    given = {}
+    for d in dicts:
+        for name, value in d.items():
+            if name in given:
+                raise ValueError(f"functional_call: {name!r} is given more than once")
+            given[name] = value
+    swaps = _swaps(module, given, tie_weights, strict)
+    saved = [(m, attr, getattr(m, attr)) for m, attr, _ in swaps]
+    args = args if isinstance(args, tuple) else (args,)
+    try:
+        for m, attr, value in swaps:
+            setattr(m, attr, value)
+        return module(*args, **(kwargs or {}))
+    finally:
+        for m, attr, value in reversed(saved):
+            setattr(m, attr, value)
 
 
 # --------------------------------------------------------------------------------------------
