@@ -478,7 +478,9 @@ def _check_marked(src):
     for _, text, frames in _nodes(src):
         if "shape=box " not in text:           # leaves: a constant the backward made sits there
             continue
-        if "/backward(" in text:              # the scope line of an op a backward pass made
+        # the scope line of an op a backward pass made: "backward(tanh)" at the top,
+        # "fc1/backward(linear)" inside a module
+        if "backward(" in text:
             assert 'fillcolor="#f9dcea"' in text and "cluster_backward" in frames, text
             backward += 1
         else:

@@ -8,6 +8,7 @@ torch.autograd.functional).
     out, jv = tf.jvp(f, (x,), (u,))            # J u
     tf.jacrev(f)(x), tf.jacfwd(f)(x)           # the Jacobian, by rows or by columns
     tf.jacobian(f, x), tf.hessian(f, x)        # torch.autograd.functional's
+    tf.hessian(f)(x)                           # torch.func.hessian's form (no inputs given)
     tf.hvp(f, x, v), tf.vhp(f, x, v)           # (f(x), H v), (f(x), v^T H)
     tf.functional_call(model, {"fc.weight": w}, (x,))   # model(x) with fc.weight = w
 
