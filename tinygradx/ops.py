@@ -11,12 +11,16 @@ embedding in ops_linalg.py.
 from __future__ import annotations
 
 
+import math
+
 import numpy as np
 
 from ._erf import erf as _erf, erf_grad as _erf_grad
 from . import autograd
 from .autograd import Function, OpError
 from .dtypes import result_type
+
+_TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 
 
 def explain_broadcast(arrays):
@@ -62,6 +66,13 @@ def promote(operands, true_divide=False):
             out.append(Tensor._from_op(x._data.astype(dt), None))
     return out
 
+
+def const(array):
+    """A constant Tensor (no gradient) around an array: the masks and weights that graph rules
+    take from what forward saved (where a gradient passes, how a tie is split). They are read
+    from the saved arrays, not from the inputs: an in-place op (x.clamp_()) overwrites its
+    input's memory, but its node keeps a copy of what it saved (Tensor._inplace)."""
+    return autograd.Tensor._from_op(np.asarray(array), None)
 
 class _Binary(Function):
     """An element-wise op of two operands: they are promoted to one dtype first (`promote`)."""
@@ -267,6 +278,9 @@ class Log(Function):
     def backward(self, g):
         return g / self.x
 
+    def backward_graph(self, g, x):
+        return g / x
+
 
 class Sqrt(Function):
     """d(sqrt x) = g/(2 sqrt x)"""
@@ -277,6 +291,9 @@ class Sqrt(Function):
 
     def backward(self, g):
         return g * 0.5 / self.out
+
+    def backward_graph(self, g, x):
+        return g * 0.5 / x.sqrt()
 
 
 class Rsqrt(Function):
@@ -289,6 +306,9 @@ class Rsqrt(Function):
     def backward(self, g):
         return g * (-0.5 * self.out ** 3)
 
+    def backward_graph(self, g, x):
+        return g * (-0.5 * x.rsqrt() ** 3)
+
 
 class Tanh(Function):
     """d(tanh x) = g*(1 - tanh^2 x)"""
@@ -299,6 +319,10 @@ class Tanh(Function):
 
     def backward(self, g):
         return g * (1 - self.out * self.out)
+
+    def backward_graph(self, g, x):
+        t = x.tanh()
+        return g * (1 - t * t)
 
 
 class Sigmoid(Function):
@@ -313,6 +337,10 @@ class Sigmoid(Function):
     def backward(self, g):
         return g * self.out * (1 - self.out)
 
+    def backward_graph(self, g, x):
+        s = x.sigmoid()
+        return g * s * (1 - s)
+
 
 class Relu(Function):
     """d(max(x,0)) = g where x > 0"""
@@ -323,6 +351,9 @@ class Relu(Function):
     def backward(self, g):
         return g * (self.out > 0)
 
+    def backward_graph(self, g, x):
+        return g * const(self.out > 0)
+
 
 class Abs(Function):
     """d|x| = g*sign(x) (0 at 0)"""
@@ -332,6 +363,9 @@ class Abs(Function):
 
     def backward(self, g):
         return g * np.sign(self.x)
+
+    def backward_graph(self, g, x):
+        return g * const(np.sign(self.x))
 
 
 class Erf(Function):
@@ -344,6 +378,10 @@ class Erf(Function):
     def backward(self, g):
         return g * _erf_grad(self.x)
 
+    def backward_graph(self, g, x):
+        # the engine's own erf has no Tensor form, but its derivative is plain exp
+        return g * ((-(x * x)).exp() * _TWO_OVER_SQRT_PI)
+
 
 class Clamp(Function):
     """g passes where min <= x <= max."""
@@ -351,13 +389,19 @@ class Clamp(Function):
         self.x, self.lo, self.hi = x, min, max
         return np.clip(x, min, max)
 
-    def backward(self, g):
-        keep = np.ones(self.x.shape, dtype=bool)
+    def _keep(self, x):
+        keep = np.ones(x.shape, dtype=bool)
         if self.lo is not None:
-            keep &= self.x >= self.lo
+            keep &= x >= self.lo
         if self.hi is not None:
-            keep &= self.x <= self.hi
-        return g * keep
+            keep &= x <= self.hi
+        return keep
+
+    def backward(self, g):
+        return g * self._keep(self.x)
+
+    def backward_graph(self, g, x):
+        return g * const(self._keep(self.x))
 
 
 class Cast(Function):
