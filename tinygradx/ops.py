@@ -74,6 +74,12 @@ def const(array):
     input's memory, but its node keeps a copy of what it saved (Tensor._inplace)."""
     return autograd.Tensor._from_op(np.asarray(array), None)
 
+
+def _put(x, mask, value):
+    """x with `value` where mask (a constant there: no gradient flows to x through it)."""
+    return Where.apply(value, x, cond=mask) if mask.any() else x
+
+
 class _Binary(Function):
     """An element-wise op of two operands: they are promoted to one dtype first (`promote`)."""
     true_divide = False
@@ -182,6 +188,24 @@ class Pow(_Binary):
                 gb = g * dlog.astype(g.dtype, copy=False)
         return ga, gb
 
+    def backward_graph(self, g, a, b):
+        ad, bd = self.a, self.b              # for the masks only (a copy if a changed in place)
+        ga = gb = None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if self.needs_input_grad[0]:
+                # b * a**(b-1) is 0 where b == 0 by itself, except where a**(b-1) is 0**-1 =
+                # inf (or a is NaN): there the base becomes 1 and the term 0, so no 0 * inf
+                # turns the next derivative into NaN. Elsewhere at b == 0 the formula stays,
+                # and its derivative in b is the true one (1/a), not 0.
+                edge = (bd == 0) & ((ad == 0) | np.isnan(ad))
+                base = _put(a, edge, 1.0)
+                ga = g * _put(b * base ** (b - 1), edge, 0.0)
+            if self.needs_input_grad[1]:
+                edge = (ad == 0) & (bd >= 0)          # 0 * log 0: taken as 0, as backward
+                base = _put(a, edge, 1.0)
+                gb = g * _put(base ** b * base.log(), edge, 0.0)
+        return ga, gb
+
 
 class PowScalar(Function):
     """d(x**p) = g*p*x**(p-1) for a constant exponent p."""
@@ -209,6 +233,14 @@ class PowScalar(Function):
             return np.zeros_like(g)          # d(x**0)/dx = 0, also at x = 0 (torch)
         return g * (p * self.x ** (p - 1))
 
+    def backward_graph(self, g, x):
+        p = self.p
+        if p == 2:
+            return g * (2 * x)
+        if p == 0:
+            return g * 0
+        return g * (p * x ** (p - 1))
+
 
 class Maximum(_Binary):
     """The larger input gets g; on ties each gets g/2 (as PyTorch)."""
@@ -220,6 +252,11 @@ class Maximum(_Binary):
         wa = (self.a > self.b) + 0.5 * (self.a == self.b)
         return g * wa.astype(g.dtype), g * (1 - wa).astype(g.dtype)
 
+    def backward_graph(self, g, a, b):
+        wa = (self.a > self.b) + 0.5 * (self.a == self.b)
+        dt = g._data.dtype
+        return g * const(wa.astype(dt)), g * const((1 - wa).astype(dt))
+
 
 class Minimum(_Binary):
     """The smaller input gets g; on ties each gets g/2."""
@@ -230,6 +267,11 @@ class Minimum(_Binary):
     def backward(self, g):
         wa = (self.a < self.b) + 0.5 * (self.a == self.b)
         return g * wa.astype(g.dtype), g * (1 - wa).astype(g.dtype)
+
+    def backward_graph(self, g, a, b):
+        wa = (self.a < self.b) + 0.5 * (self.a == self.b)
+        dt = g._data.dtype
+        return g * const(wa.astype(dt)), g * const((1 - wa).astype(dt))
 
 
 # ------------------------------------------------------------------------------------------
@@ -439,6 +481,11 @@ class Where(_Binary):
         gb = np.where(self.cond, zero, g) if self.needs_input_grad[1] else None
         return ga, gb
 
+    def backward_graph(self, g, a, b):
+        ga = Where.apply(g, 0.0, cond=self.cond) if self.needs_input_grad[0] else None
+        gb = Where.apply(0.0, g, cond=self.cond) if self.needs_input_grad[1] else None
+        return ga, gb
+
 
 class MaskedFill(Function):
     """Filled positions are constants: their gradient is zero."""
@@ -459,3 +506,6 @@ class MaskedFill(Function):
 
     def backward(self, g):
         return np.where(self.mask, np.zeros((), dtype=g.dtype), g)
+
+    def backward_graph(self, g, x):
+        return MaskedFill.apply(g, mask=self.mask, value=0)
