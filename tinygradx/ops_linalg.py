@@ -1,11 +1,14 @@
 """Matrix products and table lookups: matmul, linear, embedding. One Function each, forward and
-backward on numpy arrays side by side, as in ops.py.
+backward on numpy arrays side by side (as in ops.py), and each one's backward_graph in Tensor
+ops; the embedding's backward (a scatter-add of rows) is an op of its own, EmbeddingBackward,
+so that its result can be differentiated again.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .autograd import Function, OpError
+from .ops import const
 
 
 def _mm(a, b):
@@ -61,6 +64,27 @@ class MatMul(Function):
                 gb = gb[..., 0]
         return ga, gb
 
+    def backward_graph(self, g, a, b):
+        a2 = a.unsqueeze(0) if a.ndim == 1 else a
+        b2 = b.unsqueeze(-1) if b.ndim == 1 else b
+        if b.ndim == 1:
+            g = g.unsqueeze(-1)
+        if a.ndim == 1:
+            g = g.unsqueeze(-2)
+        ga = gb = None
+        if self.needs_input_grad[0]:
+            ga = g @ b2.mT
+            if a.ndim == 1:
+                ga = ga.squeeze(-2)
+        if self.needs_input_grad[1]:
+            if b2.ndim == 2 and a2.ndim > 2:            # one GEMM over the folded batch
+                gb = a2.reshape(-1, a2.shape[-1]).mT @ g.reshape(-1, g.shape[-1])
+            else:
+                gb = a2.mT @ g
+            if b.ndim == 1:
+                gb = gb.squeeze(-1)
+        return ga, gb
+
 
 class Linear(Function):
     """y = x W^T + b with W in PyTorch's [out, in] layout: dx = g W, dW = g^T x, db = sum g."""
@@ -86,6 +110,14 @@ class Linear(Function):
             return gx, gw, (g2.sum(axis=0) if self.needs_input_grad[2] else None)
         return gx, gw
 
+    def backward_graph(self, g, x, w, b=None):
+        gx = g @ w if self.needs_input_grad[0] else None
+        g2 = g.reshape(-1, g.shape[-1])
+        gw = g2.mT @ x.reshape(-1, x.shape[-1]) if self.needs_input_grad[1] else None
+        if b is None:
+            return gx, gw
+        return gx, gw, (g2.sum(dim=0) if self.needs_input_grad[2] else None)
+
 
 class Embedding(Function):
     """out = W[ids]; dW = scatter-add of g into the rows named by ids (repeated ids sum)."""
@@ -101,15 +133,48 @@ class Embedding(Function):
         return w[ids]
 
     def backward(self, g):
-        ids = self.ids.ravel()
-        g2 = g.reshape(-1, self.shape[1])
-        if self.padding_idx is not None:
-            g2 = g2 * (ids != self.padding_idx)[:, None]
-        if self.shape[0] <= 1024:
-            # a small vocabulary: one dense GEMM with the one-hot matrix beats np.add.at
-            onehot = np.zeros((self.shape[0], ids.size), dtype=g.dtype)
-            onehot[ids, np.arange(ids.size)] = 1
-            return onehot @ g2
-        out = np.zeros(self.shape, dtype=g.dtype)
-        np.add.at(out, ids, g2)
-        return out
+        return _scatter_rows(g, self.ids, self.shape, self.padding_idx)
+
+    def backward_graph(self, g, w):
+        return EmbeddingBackward.apply(g, ids=self.ids, shape=self.shape,
+                                       padding_idx=self.padding_idx)
+
+
+def _scatter_rows(g, ids, shape, padding_idx):
+    """A (V, C) table of zeros with each row g[i] (g is (..., C)) added into row ids[i]
+    (repeated ids sum), the rows with id padding_idx left out."""
+    ids = ids.ravel()
+    g2 = g.reshape(-1, shape[1])
+    if padding_idx is not None:
+        g2 = g2 * (ids != padding_idx)[:, None]
+    if shape[0] <= 1024:
+        # a small vocabulary: one dense GEMM with the one-hot matrix beats np.add.at
+        onehot = np.zeros((shape[0], ids.size), dtype=g.dtype)
+        onehot[ids, np.arange(ids.size)] = 1
+        return onehot @ g2
+    out = np.zeros(shape, dtype=g.dtype)
+    np.add.at(out, ids, g2)
+    return out
+
+
+class EmbeddingBackward(Function):
+    """The embedding's weight gradient as an op: g (..., C) scatter-added into a (V, C) table
+    at the rows ids (the padding row gets nothing). It is linear in g, and its own gradient
+    gathers the rows back: d = h[ids], 0 where ids == padding_idx."""
+    fresh_grads = True
+    op_name = "embedding_backward"
+
+    def forward(self, g, ids, shape, padding_idx=None):
+        self.ids, self.padding_idx = ids, padding_idx
+        return _scatter_rows(g, ids, shape, padding_idx)
+
+    def _kept(self):
+        return (self.ids != self.padding_idx)[..., None]
+
+    def backward(self, h):
+        out = h[self.ids]
+        return out if self.padding_idx is None else out * self._kept()
+
+    def backward_graph(self, h, g):
+        out = Embedding.apply(h, ids=self.ids)
+        return out if self.padding_idx is None else out * const(self._kept())
