@@ -2,6 +2,11 @@
 roll, repeat, repeat_interleave, diagonal, gather, scatter, scatter_add. Forward and backward
 side by side, on numpy arrays, as in ops.py; every `dim` arrives already checked (a
 non-negative int, see dims.check_dim) from the Tensor methods in tensor_index.py.
+
+Each op's backward_graph (create_graph=True) is its backward written with differentiable
+ops. The adjoints that are not user-facing ops are Functions here too, each with its own
+rules, so every derivative can be taken again: SumRepeats (of repeat_interleave) and
+DiagonalAdjoint (of diagonal); gather's adjoint is scatter_add into zeros.
 """
 from __future__ import annotations
 
@@ -35,6 +40,12 @@ class CumSum(Function):
         if g.ndim == 0:
             return g
         return np.flip(np.cumsum(np.flip(g, self.dim), axis=self.dim), self.dim).copy()
+
+    def backward_graph(self, g, x):
+        if g.ndim == 0:
+            return g
+        d = (self.dim,)
+        return Flip.apply(CumSum.apply(Flip.apply(g, dims=d), dim=self.dim), dims=d)
 
 
 class CumProd(Function):
@@ -89,6 +100,9 @@ class Flip(Function):
     def backward(self, g):
         return np.flip(g, self.dims).copy()
 
+    def backward_graph(self, g, x):
+        return Flip.apply(g, dims=self.dims)
+
 
 class Roll(Function):
     """d(roll x by s) = roll(g by -s)"""
@@ -99,6 +113,10 @@ class Roll(Function):
     def backward(self, g):
         neg = tuple(-s for s in self.shifts) if isinstance(self.shifts, tuple) else -self.shifts
         return np.roll(g, neg, self.dims)
+
+    def backward_graph(self, g, x):
+        neg = tuple(-s for s in self.shifts) if isinstance(self.shifts, tuple) else -self.shifts
+        return Roll.apply(g, shifts=neg, dims=self.dims)
 
 
 class Repeat(Function):
@@ -114,6 +132,10 @@ class Repeat(Function):
         pairs = [v for s, d in zip(self.sizes, self.full, strict=True) for v in (s, d)]
         return g.reshape(pairs).sum(axis=tuple(range(0, len(pairs), 2))).reshape(self.shape)
 
+    def backward_graph(self, g, x):
+        pairs = tuple(v for s, d in zip(self.sizes, self.full, strict=True) for v in (s, d))
+        return g.reshape(pairs).sum(dim=tuple(range(0, len(pairs), 2))).reshape(self.shape)
+
 
 class RepeatInterleave(Function):
     """y = x's slices along dim, slice i repeated r_i times; dx_i = the sum of its copies"""
@@ -127,6 +149,29 @@ class RepeatInterleave(Function):
         out = np.zeros((self.n,) + gm.shape[1:], g.dtype)
         np.add.at(out, self.src, gm)
         return np.moveaxis(out, 0, self.dim)
+
+    def backward_graph(self, g, x):
+        return SumRepeats.apply(g, repeats=np.bincount(self.src, minlength=self.n),
+                                dim=self.dim)
+
+
+class SumRepeats(Function):
+    """The adjoint of repeat_interleave: y_k = the sum of g's slices along dim that are
+    copies of slice k (repeats[k] of them, in order); dg = repeat_interleave(u, repeats)."""
+    op_name = "sum_repeats"
+
+    def forward(self, g, repeats, dim):
+        self.repeats, self.dim = repeats, dim
+        gm = np.moveaxis(g, dim, 0)
+        out = np.zeros((len(repeats),) + gm.shape[1:], g.dtype)
+        np.add.at(out, np.repeat(np.arange(len(repeats)), repeats), gm)
+        return np.moveaxis(out, 0, dim)
+
+    def backward(self, u):
+        return np.repeat(u, self.repeats, axis=self.dim)
+
+    def backward_graph(self, u, g):
+        return RepeatInterleave.apply(u, repeats=self.repeats, dim=self.dim)
 
 
 def _diag_view(a, offset, dim1, dim2):
@@ -154,6 +199,30 @@ class Diagonal(Function):
         m[..., r, c] = g
         return out
 
+    def backward_graph(self, g, x):
+        return DiagonalAdjoint.apply(g, shape=self.shape, args=self.args)
+
+
+class DiagonalAdjoint(Function):
+    """The adjoint of diagonal: zeros of `shape` with g written on the (offset, dim1, dim2)
+    diagonal; du = the diagonal of u."""
+    op_name = "diagonal_adjoint"
+
+    def forward(self, g, shape, args):
+        self.args = args
+        out = np.zeros(shape, g.dtype)
+        m, r, c = _diag_view(out, *args)
+        m[..., r, c] = g
+        return out
+
+    def backward(self, u):
+        m, r, c = _diag_view(u, *self.args)
+        return m[..., r, c]
+
+    def backward_graph(self, u, g):
+        offset, dim1, dim2 = self.args
+        return Diagonal.apply(u, offset=offset, dim1=dim1, dim2=dim2)
+
 
 def _grid(index, dim):
     """numpy index tuple that picks, at each position of index, the element index[pos] along
@@ -161,6 +230,14 @@ def _grid(index, dim):
     grid = list(np.indices(index.shape, sparse=True))
     grid[dim] = index
     return tuple(grid)
+
+
+def _box_index(shape, dim):
+    """The index that addresses the box `shape` itself (index[p] = p[dim]): scattering
+    through it writes src's leading box of that shape in place."""
+    k = shape[dim]
+    line = np.arange(k, dtype=np.int64).reshape([k if i == dim else 1 for i in range(len(shape))])
+    return np.broadcast_to(line, shape).copy()
 
 
 def _check_index(name, x_shape, index, dim, src_shape=None):
@@ -184,7 +261,7 @@ class Gather(Function):
     """y[p] = x[p with p[dim] = index[p]]; dx = zeros with g added at those positions"""
     def forward(self, x, dim, index):
         _check_index("gather", x.shape, index, dim)
-        self.shape, self.grid = x.shape, _grid(index, dim)
+        self.shape, self.grid, self.dim = x.shape, _grid(index, dim), dim
         return x[self.grid]
 
     def backward(self, g):
@@ -192,13 +269,18 @@ class Gather(Function):
         np.add.at(out, self.grid, g)
         return out
 
+    def backward_graph(self, g, x):
+        # scatter_add into zeros: the same np.add.at, as a differentiable op
+        return Scatter.apply(np.zeros(self.shape, g.dtype), g, dim=self.dim,
+                             index=self.grid[self.dim], add=True)
+
 
 class Scatter(Function):
     """y = x with x[p with p[dim] = index[p]] = src[p] (add: +=), for p over index's shape;
     dx = g (zero where overwritten), dsrc = g at those positions (zero where index has none)"""
     def forward(self, x, src, dim, index, add=False):
         _check_index("scatter_add" if add else "scatter", x.shape, index, dim, src.shape)
-        self.add, self.src_shape = add, src.shape
+        self.add, self.src_shape, self.dim = add, src.shape, dim
         self.grid = _grid(index, dim)
         self.sub = tuple(slice(0, n) for n in index.shape)
         out = x.astype(np.result_type(x, src), copy=True)
@@ -218,4 +300,22 @@ class Scatter(Function):
             return dx, picked.sum()
         dsrc = np.zeros(self.src_shape, g.dtype)
         dsrc[self.sub] = picked
+        return dx, dsrc
+
+    def backward_graph(self, g, x, src):
+        nx, ns = self.needs_input_grad
+        index = self.grid[self.dim]
+        dx = dsrc = None
+        if nx:           # overwritten positions get zero: scatter zeros there
+            dx = g if self.add else Scatter.apply(g, np.zeros(index.shape, g.dtype),
+                                                  dim=self.dim, index=index)
+        if ns:
+            picked = Gather.apply(g, dim=self.dim, index=index)
+            if not self.src_shape:
+                dsrc = picked.sum()
+            elif self.src_shape == index.shape:
+                dsrc = picked
+            else:        # src larger than index: picked in its leading box, zeros elsewhere
+                dsrc = Scatter.apply(np.zeros(self.src_shape, g.dtype), picked, dim=self.dim,
+                                     index=_box_index(index.shape, self.dim))
         return dx, dsrc
