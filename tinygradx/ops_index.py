@@ -5,7 +5,8 @@ non-negative int, see dims.check_dim) from the Tensor methods in tensor_index.py
 
 Each op's backward_graph (create_graph=True) is its backward written with differentiable
 ops. The adjoints that are not user-facing ops are Functions here too, each with its own
-rules, so every derivative can be taken again: SumRepeats (of repeat_interleave) and
+rules, so every derivative can be taken again: Shift and Scan (a linear recurrence: the
+division-free rules of cumprod and prod), SumRepeats (of repeat_interleave) and
 DiagonalAdjoint (of diagonal); gather's adjoint is scatter_add into zeros.
 """
 from __future__ import annotations
@@ -27,6 +28,99 @@ def _exclusive_cumprod(x, axis, reverse=False):
     ones = np.ones_like(np.take(x, [0], axis=axis)) if x.shape[axis] else x
     shifted = np.concatenate([ones, np.take(x, range(x.shape[axis] - 1), axis=axis)], axis)
     return np.cumprod(shifted, axis=axis, dtype=x.dtype)
+
+
+def _shift(a, by, axis):
+    """a moved `by` places along axis (toward higher indices when by > 0), zeros coming in."""
+    out = np.zeros_like(a)
+    n = a.shape[axis]
+    if abs(by) < n:
+        dst, src = [slice(None)] * a.ndim, [slice(None)] * a.ndim
+        dst[axis], src[axis] = (slice(by, n), slice(0, n - by)) if by > 0 else \
+            (slice(0, n + by), slice(-by, n))
+        out[tuple(dst)] = a[tuple(src)]
+    return out
+
+
+def _scan(b, a, axis, reverse, shifted):
+    """h_i = b_i + c_i * h_p along axis, p the position before i in scan order (i-1, or i+1
+    when reverse), c_i = a_p if shifted else a_i; h = b at the first position."""
+    bm, am = np.moveaxis(b, axis, 0), np.moveaxis(a, axis, 0)
+    h = np.empty(bm.shape, np.result_type(b, a))
+    n = len(h)
+    if n:
+        step = 1 if reverse else -1                  # p = i + step
+        first = n - 1 if reverse else 0
+        h[first] = bm[first]
+        for i in (range(n - 2, -1, -1) if reverse else range(1, n)):
+            h[i] = bm[i] + am[i + step if shifted else i] * h[i + step]
+    return np.moveaxis(h, 0, axis)
+
+
+class Shift(Function):
+    """y_i = x_{i-by} along dim, zeros shifted in: dx = shift(g, -by). A helper of the graph
+    rules of cumprod and prod."""
+    def forward(self, x, dim, by):
+        self.dim, self.by = dim, by
+        return _shift(x, by, dim)
+
+    def backward(self, g):
+        return _shift(g, -self.by, self.dim)
+
+    def backward_graph(self, g, x):
+        return Shift.apply(g, dim=self.dim, by=-self.by)
+
+
+class Scan(Function):
+    """h = scan(b, a): the linear recurrence of `_scan` along dim, forward or reverse. The
+    graph rules of cumprod and prod are written with it, so, like cumprod's backward, their
+    derivatives never divide and are exact with zeros.
+
+    Its adjoint is the same recurrence run the other way with the other alignment of the
+    coefficients: db = scan(g, a, not reverse, not shifted). The coefficient a_k multiplies
+    h at one position and adds to h at the next in scan order, so da_k = (db there) *
+    (h here): db_i h_p (unaligned), db_q h_k with q after k (shifted); zero for the
+    coefficient the recurrence never uses."""
+    def forward(self, b, a, dim, reverse, shifted):
+        if b.shape != a.shape:
+            raise OpError(f"b {b.shape} and a {a.shape} must have one shape")
+        self.dim, self.reverse, self.shifted, self.a = dim, reverse, shifted, a
+        self.h = _scan(b, a, dim, reverse, shifted)
+        return self.h
+
+    def _by(self):
+        """The shift that brings h (db when shifted) to the position of each coefficient."""
+        toward = -1 if self.reverse else 1          # the scan's direction
+        return -toward if self.shifted else toward
+
+    def backward(self, g):
+        db = _scan(g, self.a, self.dim, not self.reverse, not self.shifted)
+        if not self.needs_input_grad[1]:
+            return db, None
+        if self.shifted:
+            return db, _shift(db, self._by(), self.dim) * self.h
+        return db, db * _shift(self.h, self._by(), self.dim)
+
+    def backward_graph(self, g, b, a):
+        d = self.dim
+        db = Scan.apply(g, a, dim=d, reverse=not self.reverse, shifted=not self.shifted)
+        if not self.needs_input_grad[1]:
+            return db, None
+        h = Scan.apply(b, a, dim=d, reverse=self.reverse, shifted=self.shifted)
+        if self.shifted:
+            return db, Shift.apply(db, dim=d, by=self._by()) * h
+        return db, db * Shift.apply(h, dim=d, by=self._by())
+
+
+def _exclusive_products_graph(x, dim, reverse=False):
+    """`_exclusive_cumprod` in Tensor ops: a shifted cumprod with a 1 in front."""
+    if reverse:
+        x = Flip.apply(x, dims=(dim,))
+    first = np.zeros(x.shape, x.dtype)
+    if x.shape[dim]:
+        first[(slice(None),) * dim + (0,)] = 1
+    out = Shift.apply(CumProd.apply(x, dim=dim), dim=dim, by=1) + first
+    return Flip.apply(out, dims=(dim,)) if reverse else out
 
 
 class CumSum(Function):
@@ -67,6 +161,15 @@ class CumProd(Function):
             s[i] = gm[i] + xm[i + 1] * s[i + 1]
         return np.moveaxis(_exclusive_cumprod(xm, 0) * s, 0, d)
 
+    def backward_graph(self, g, x):
+        d = self.dim
+        if x.ndim == 0 or x.shape[d] == 0:
+            return g
+        # S (the reverse recurrence of backward) is a Scan of g; the prefix products too,
+        # so the rule is backward's formula, division-free, and differentiable again
+        return _exclusive_products_graph(x, d) * Scan.apply(g, x, dim=d, reverse=True,
+                                                            shifted=True)
+
 
 class Prod(Function):
     """y = prod x (over dim, or all); dx_i = g * prod_{j != i} x_j, as the product of the
@@ -89,6 +192,18 @@ class Prod(Function):
             return g.copy()
         others = _exclusive_cumprod(x, d) * _exclusive_cumprod(x, d, reverse=True)
         return others * (g if self.keepdim else np.expand_dims(g, d))
+
+    def backward_graph(self, g, x):
+        d = self.dim
+        if d is None:
+            flat = x.reshape(-1)
+            others = _exclusive_products_graph(flat, 0) * _exclusive_products_graph(
+                flat, 0, reverse=True)
+            return (g * others).reshape(self.shape)
+        if x.ndim == 0:
+            return g
+        others = _exclusive_products_graph(x, d) * _exclusive_products_graph(x, d, True)
+        return others * (g if self.keepdim else g.unsqueeze(d))
 
 
 class Flip(Function):
