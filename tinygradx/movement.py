@@ -165,10 +165,9 @@ class Cat(Function):
         return tuple(np.split(g, bounds, axis=self.dim))
 
     def backward_graph(self, g, *xs):
-        pieces, start = [], 0
+        pieces, start, lead = [], 0, (slice(None),) * (self.dim % g.ndim)
         for size in self.sizes:
-            pieces.append(Getitem.apply(g, index=(slice(None),) * self.dim
-                                        + (slice(start, start + size),)))
+            pieces.append(Getitem.apply(g, index=lead + (slice(start, start + size),)))
             start += size
         return tuple(pieces)
 
@@ -187,8 +186,8 @@ class Stack(Function):
         return tuple(np.moveaxis(g, self.dim, 0))
 
     def backward_graph(self, g, *xs):
-        return tuple(Getitem.apply(g, index=(slice(None),) * self.dim + (i,))
-                     for i in range(len(xs)))
+        lead = (slice(None),) * (self.dim % g.ndim)
+        return tuple(Getitem.apply(g, index=lead + (i,)) for i in range(len(xs)))
 
 
 class Tri(Function):
