@@ -16,6 +16,7 @@ import numpy as np
 
 from .autograd import ROOT, STATE, Frame
 from .tensor import Tensor
+from .tensor_convert import parse_to
 
 
 class StateDictError(KeyError):
@@ -176,8 +177,16 @@ class Module:
             p.requires_grad = flag
         return self
 
-    def to(self, dtype):
-        """Convert every parameter and buffer (persistent or not) to a float dtype, in place."""
+    def to(self, *args, dtype=None, device=None, non_blocking=False):
+        """torch's Module.to: to(dtype), to(device), to(device, dtype), to(tensor). The
+        device must be the CPU (tinygradx's only one); a float dtype converts every float
+        parameter and buffer (persistent or not) in place. Returns the module."""
+        dtype = parse_to(args, dtype, device)
+        if dtype is None:
+            return self
+        if dtype.kind != "f":
+            raise TypeError(f"Module.to: only floating-point dtypes convert a module (its "
+                            f"integer buffers keep their dtype), got {dtype}")
         buffers = [b for _, b in self.named_buffers()]
         for m in self.modules():
             buffers += [getattr(m, n) for n in getattr(m, "_nonpersistent_names", ())]
@@ -187,6 +196,14 @@ class Module:
                 if p.grad is not None:
                     p.grad = None
         return self
+
+    def cpu(self):
+        """The module itself: its tensors already are on the CPU."""
+        return self
+
+    def cuda(self, device=None):
+        raise RuntimeError("Module.cuda: tinygradx runs on the CPU only; use .cpu() or "
+                           ".to('cpu') (torch.cuda.is_available() is False here)")
 
     def double(self):
         return self.to(np.float64)
