@@ -501,3 +501,7 @@ class RMSNorm(Module):
     def extra_repr(self):
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}")
+
+# PyTorch's initialisers, as tgx.nn.init (tinygradx/init.py); imported last so the line
+# numbers the docs quote above stay put
+from . import init  # noqa: E402, F401  (re-exported: tgx.nn.init)
