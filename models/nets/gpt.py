@@ -450,7 +450,7 @@ class GPT(nn.Module):
         """nanoGPT's rule: decay every parameter with 2 or more dims (matmul weights and
         embeddings), not biases and LayerNorm gains. Returns tinygradx.optim.AdamW over the two
         groups, or just the groups (list of dicts) if tinygradx.optim is not available."""
-        params = self.parameters()
+        params = list(self.parameters())
         groups = [{"params": [p for p in params if p.ndim >= 2], "weight_decay": weight_decay},
                   {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}]
         try:
