@@ -226,3 +226,13 @@ def test_clip_grad_value_and_norm_as_torch():
         np.testing.assert_allclose(gb.numpy(), t_gb.numpy(), rtol=1e-6)
     with pytest.raises(ValueError, match="clip_value must be >= 0"):
         optim.clip_grad_value_([], -1.0)
+
+
+def test_optimizer_zero_grad_sets_none_by_default_as_torch():
+    p = tgx.tensor([1.0], requires_grad=True)
+    opt = optim.Adam([p])
+    p.grad = tgx.tensor([2.0])
+    opt.zero_grad(set_to_none=False)
+    assert p.grad.item() == 0.0
+    opt.zero_grad()
+    assert p.grad is None
