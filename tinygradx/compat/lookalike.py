@@ -1,0 +1,74 @@
+"""The look-alike `torch` itself: which PyTorch module name shows which tinygradx module.
+
+    torch                      tinygradx (its public names) + the dtype names below
+    torch.nn                   tinygradx.nn
+    torch.nn.functional        tinygradx.functional
+    torch.nn.init              tinygradx.nn.init
+    torch.nn.utils             clip_grad_norm_ (tinygradx.optim's)
+    torch.optim                tinygradx.optim
+    torch.optim.lr_scheduler   tinygradx.optim.lr_scheduler
+    torch.autograd             grad, no_grad, enable_grad, detect_anomaly
+    torch.cuda                 is_available() is False, device_count() is 0, manual_seed is a
+                               no-op (what PyTorch answers on a machine without a GPU)
+    torch.utils                nothing (torch.utils.data is refused with a hint)
+
+Every other name is refused with an error naming it (facade.py). `MODULES` maps each PyTorch
+module name to its facade: what `installed()` puts into sys.modules.
+"""
+from __future__ import annotations
+
+import tinygradx
+from tinygradx import dtypes, functional, nn, optim
+
+from .facade import Facade
+
+# torch's dtype names: the numpy scalar types tinygradx's dtype arguments take
+DTYPES = {
+    "float32": dtypes.float32, "float": dtypes.float32, "float64": dtypes.float64,
+    "double": dtypes.float64, "float16": dtypes.float16, "half": dtypes.float16,
+    "int64": dtypes.int64, "long": dtypes.int64, "int32": dtypes.int32, "int": dtypes.int32,
+    "int16": dtypes.int16, "short": dtypes.int16, "int8": dtypes.int8, "uint8": dtypes.uint8,
+    "bool": dtypes.bool_,
+}
+
+
+def _optional(module, name):
+    """A source found when asked: the engine module `module.name`, or None while it has none."""
+    return lambda: getattr(module, name, None)
+
+
+def _no_gpu_seed(seed):
+    """torch.cuda.manual_seed(_all) without a GPU: PyTorch ignores the call, and so do we."""
+
+
+def _cuda_is_available():
+    """False: tinygradx computes on the CPU, with numpy."""
+    return False
+
+
+def _cuda_device_count():
+    """0: tinygradx sees no GPU."""
+    return 0
+
+
+functional_ = Facade("torch.nn.functional", functional)
+init = Facade("torch.nn.init", _optional(nn, "init"))
+utils_nn = Facade("torch.nn.utils", _optional(nn, "utils"),
+                  {"clip_grad_norm_": optim.clip_grad_norm_})
+nn_ = Facade("torch.nn", nn, {"functional": functional_, "init": init, "utils": utils_nn})
+lr_scheduler = Facade("torch.optim.lr_scheduler", _optional(optim, "lr_scheduler"))
+optim_ = Facade("torch.optim", optim, {"lr_scheduler": lr_scheduler})
+autograd = Facade("torch.autograd", None, {
+    "grad": tinygradx.grad, "no_grad": tinygradx.no_grad, "enable_grad": tinygradx.enable_grad,
+    "detect_anomaly": tinygradx.detect_anomaly})
+cuda = Facade("torch.cuda", None, {
+    "is_available": _cuda_is_available, "device_count": _cuda_device_count,
+    "manual_seed": _no_gpu_seed, "manual_seed_all": _no_gpu_seed})
+utils = Facade("torch.utils")
+
+torch = Facade("torch", tinygradx, dict(DTYPES, nn=nn_, optim=optim_, autograd=autograd,
+                                        cuda=cuda, utils=utils),
+               doc="tinygradx under PyTorch's names (tinygradx.compat); not PyTorch.")
+
+MODULES = {m.__name__: m for m in (torch, nn_, functional_, init, utils_nn, optim_,
+                                   lr_scheduler, autograd, cuda, utils)}
