@@ -1396,6 +1396,188 @@ add(*(_as_function(n, f"Tensor.{n}") for n in (
     "cumsum", "cumprod", "flip", "roll", "repeat_interleave", "unflatten", "diagonal",
     "gather", "scatter", "scatter_add", "masked_select", "sort", "argsort", "topk")))
 
+# --- the PyTorch surface: torch's function forms, conversions, new_*, in place, random ------
+_NEW_SIZE = st.sampled_from(((2, 3), (0,), (), (4,)))
+
+
+def _twin(name, entry_name, call=lambda f, *xs, **kw: f(*xs, **kw), suffix=""):
+    """tgx.name checked against torch.name, called as call(fn, *inputs, **kwargs), on the
+    samples and reference of a Tensor entry."""
+    e = next(o for o in OPS if o.name == entry_name)
+    return OpInfo(f"tgx.{name}{suffix}", lambda *xs, **kw: call(getattr(tgx, name), *xs, **kw),
+                  torch_op=(lambda *xs, **kw: call(getattr(torch, name), *xs, **kw))
+                  if torch is not None else None, ref=e.ref, samples=e.samples,
+                  dtypes=e.dtypes, grad=e.grad, grad_reason=e.grad_reason)
+
+
+def _reduce_call(f, x, dim=None, keepdim=False):
+    return f(x, dim, keepdim)
+
+
+add(*(_twin(n, f"Tensor.{n}") for n in ("exp", "log", "sqrt", "tanh", "sigmoid", "abs", "eq")),
+    _twin("pow", "Tensor.pow"),
+    _twin("clamp", "Tensor.clamp", lambda f, x, lo, hi: f(x, lo, hi)),
+    _twin("clip", "Tensor.clamp", lambda f, x, lo, hi: f(x, lo, hi)),
+    _twin("tril", "Tensor.tril", lambda f, x, k: f(x, k)),
+    _twin("triu", "Tensor.triu", lambda f, x, k: f(x, diagonal=k)),
+    _twin("max", "Tensor.max"), _twin("min", "Tensor.min"),
+    _twin("max", "Tensor.max[dim]", lambda f, x, dim, keepdim: tuple(f(x, dim, keepdim)),
+          "[dim]"),
+    _twin("min", "Tensor.min[dim]", lambda f, x, dim, keepdim: tuple(f(x, dim, keepdim)),
+          "[dim]"),
+    _twin("max", "tgx.maximum", suffix="[other]"), _twin("min", "tgx.minimum", suffix="[other]"),
+    _twin("argmax", "Tensor.argmax", _reduce_call), _twin("argmin", "Tensor.argmin", _reduce_call),
+    _twin("sum", "Tensor.sum", _reduce_call), _twin("mean", "Tensor.mean", _reduce_call),
+    _twin("softmax", "Tensor.softmax"), _twin("log_softmax", "Tensor.log_softmax"))
+
+
+def _bmm_family(draw, dt):
+    b, n, m, p = (draw(st.integers(0 if i == 0 else 1, 3)) for i in range(4))
+    return Sample((array(draw, (b, n, m), dt), array(draw, (b, m, p), dt)))
+
+
+def _iop(sym):
+    """x.clone() OP= y: in place on the clone (torch's semantics), the clone returned."""
+    def op(a, b):
+        y = a.clone()
+        if sym == "+":
+            y += b
+        elif sym == "-":
+            y -= b
+        elif sym == "*":
+            y *= b
+        else:
+            y /= b
+        return y
+    return op
+
+
+def _random_fill(call):
+    return lambda x: call(x.clone())
+
+
+def _np_index_fill(x, dim, index, value):
+    out = x.copy()
+    key = (slice(None),) * (dim % x.ndim) + (index,)
+    out[key] = value
+    return out
+
+
+def _index_fill_kw(draw, s):
+    d = draw(st.integers(-len(s), len(s) - 1))
+    n = s[d]
+    k = draw(st.integers(0, n))
+    rng = np.random.default_rng(draw(st.integers(0, 99)))
+    return {"dim": d, "index": rng.permutation(n)[:k].astype(np.int64),
+            "value": draw(st.sampled_from((-1.5, 0.0, 2.0)))}
+
+
+def _new_sample(draw, dt):
+    return Sample((array(draw, shape(draw), dt),), {"size": draw(_NEW_SIZE)})
+
+
+def _nonzero_ref(x):
+    return np.argwhere(x).astype(np.int64)
+
+
+def _multinomial_samples(dtypes):
+    return st.sampled_from([
+        S(np.array([0.0, 1.0, 2.0, 3.0]), k=2, repl=False, desc="1d"),
+        S(np.array([[1.0, 0.0, 5.0], [0.5, 0.5, 0.0]]), k=2, repl=False, desc="rows"),
+        S(np.array([[1.0, 0.0, 5.0], [0.5, 0.5, 0.0]]), k=5, repl=True, desc="repl")])
+
+
+_CONVERT = "a conversion of the tensor itself"
+_LAYOUT = unary(max_dims=3)
+add(
+    OpInfo("tgx.bmm", tgx.bmm, torch_op=lambda a, b: torch.bmm(a, b), ref=np.matmul,
+           samples=family(_bmm_family)),
+    OpInfo("Tensor.nonzero", lambda x: x.nonzero(), ref=_nonzero_ref, samples=unary(),
+           dtypes=(F64, I64, BOOL), grad=False, grad_reason=_NOGRAD),
+    OpInfo("Tensor.nonzero[as_tuple]", lambda x: x.nonzero(as_tuple=True),
+           ref=lambda x: tuple(i.astype(np.int64) for i in np.nonzero(np.atleast_1d(x))),
+           samples=unary(), dtypes=(F64, I64, BOOL), grad=False, grad_reason=_NOGRAD),
+    OpInfo("tgx.nonzero", lambda x: tgx.nonzero(x), torch_op=lambda x: torch.nonzero(x),
+           ref=_nonzero_ref, samples=unary(), dtypes=(F64, I64, BOOL), grad=False,
+           grad_reason=_NOGRAD),
+    OpInfo("Tensor.multinomial", lambda x, k, repl: x.multinomial(k, repl),
+           samples=_multinomial_samples, values=False, grad=False, grad_reason=_RANDOM),
+    OpInfo("tgx.multinomial", lambda x, k, repl: tgx.multinomial(x, k, repl),
+           torch_op=lambda x, k, repl: torch.multinomial(x, k, repl),
+           samples=_multinomial_samples, values=False, grad=False, grad_reason=_RANDOM),
+    OpInfo("tgx.empty", lambda size: tgx.empty(*size), torch_op=lambda size: torch.empty(size),
+           samples=none(st.fixed_dictionaries({"size": _SIZE})), values=False, grad=False,
+           grad_reason=_CONST),
+    OpInfo("tgx.empty_like", lambda x: tgx.empty_like(x), torch_op=lambda x: torch.empty_like(x),
+           samples=unary(), dtypes=ALL, values=False, grad=False, grad_reason=_CONST),
+    OpInfo("tgx.from_numpy", lambda x: tgx.from_numpy(x.numpy()),
+           torch_op=lambda x: torch.from_numpy(x.detach().numpy()), ref=np.copy,
+           samples=unary(), dtypes=ALL, grad=False, grad_reason=_CONST),
+    OpInfo("tgx.as_tensor", lambda x: tgx.as_tensor(x.numpy()),
+           torch_op=lambda x: torch.as_tensor(x.detach().numpy()), ref=np.copy,
+           samples=unary(), dtypes=ALL, grad=False, grad_reason=_CONST),
+    OpInfo("Tensor.contiguous", lambda x: x.contiguous(), ref=np.copy, samples=_LAYOUT,
+           dtypes=ALL),
+    OpInfo("Tensor.cpu", lambda x: x.cpu(), ref=np.copy, samples=_LAYOUT, dtypes=ALL),
+    OpInfo("Tensor.type_as", lambda x, other: x.type_as(other),
+           ref=lambda x, other: x.astype(other.dtype),
+           samples=unary(kw=lambda d, s: {"other": np.zeros(1, d(st.sampled_from(ALL)))}),
+           dtypes=FLOATS, gradcheck=False, grad_reason=_CAST),
+    OpInfo("Tensor.view_as", lambda x, other: x.view_as(other),
+           ref=lambda x, other: x.reshape(other.shape),
+           samples=unary(kw=lambda d, s: {"other": np.zeros((int(np.prod(s)),), np.int64)})),
+)
+for _n, _np_fn in (("new_zeros", np.zeros), ("new_ones", np.ones), ("new_empty", None)):
+    add(OpInfo(f"Tensor.{_n}", (lambda n: lambda x, size: getattr(x, n)(size))(_n),
+               ref=(lambda f: (lambda x, size: f(size, x.dtype)) if f else None)(_np_fn),
+               samples=family(_new_sample), dtypes=ALL, values=_np_fn is not None,
+               grad=False, grad_reason=_CONST))
+add(OpInfo("Tensor.new_full", lambda x, size: x.new_full(size, 2.5),
+           ref=lambda x, size: np.full(size, 2.5, x.dtype), samples=family(_new_sample),
+           dtypes=NUMERIC, grad=False, grad_reason=_CONST),
+    OpInfo("Tensor.new_tensor", lambda x, size: x.new_tensor([[1, 2], [3, 4]]),
+           ref=lambda x, size: np.array([[1, 2], [3, 4]], x.dtype), samples=family(_new_sample),
+           dtypes=ALL, grad=False, grad_reason=_CONST))
+for _n, _dt in (("FloatTensor", F32), ("DoubleTensor", F64), ("LongTensor", I64),
+                ("IntTensor", I32), ("BoolTensor", BOOL), ("ByteTensor", np.dtype(np.uint8))):
+    add(OpInfo(f"tgx.{_n}", (lambda n: lambda data: getattr(tgx, n)(data))(_n),
+               torch_op=(lambda n: lambda data: getattr(torch, n)(data))(_n),
+               ref=(lambda dt: lambda data: np.array(data, dt))(_dt),
+               samples=none(st.fixed_dictionaries({"data": st.sampled_from(
+                   ([1, 0, 2], [[1.0, 2.5]], [True, False], []))})),
+               grad=False, grad_reason=_CONST))
+
+# in place: augmented assignment (x += y is x.add_(y), as torch), scatter_, index_fill_, pow_
+add(*(OpInfo(f"Tensor.i{m}", _iop(sym), ref=r, api=(f"Tensor.{sym}=",),
+             samples=_same_shape_pair(**({"low": 0.5} if sym == "/" else {})))
+      for sym, m, r in (("+", "add", np.add), ("-", "sub", np.subtract),
+                        ("*", "mul", np.multiply), ("/", "div", np.divide))))
+add(OpInfo("Tensor.pow_", lambda a, b: a.clone().pow_(b), ref=np.power,
+           samples=_same_shape_pair(low=0.3, high=2.0)),
+    OpInfo("Tensor.scatter_", lambda x, src, dim, index: x.clone().scatter_(dim, index, src),
+           ref=lambda x, src, dim, index: _np_scatter(x, src, dim, index),
+           samples=_index_family("scatter")),
+    OpInfo("Tensor.scatter_[value]", lambda x, src, dim, index: x.clone().scatter_(
+        dim, index, 0.25), ref=lambda x, src, dim, index: _np_scatter(x, 0.25, dim, index),
+           samples=_index_family("scatter"), api=("Tensor.scatter_",)),
+    OpInfo("Tensor.scatter_add_", lambda x, src, dim, index: x.clone().scatter_add_(
+        dim, index, src), ref=lambda x, src, dim, index: _np_scatter(x, src, dim, index, True),
+           samples=_index_family("scatter_add")),
+    OpInfo("Tensor.index_fill", lambda x, dim, index, value: x.index_fill(dim, index, value),
+           ref=_np_index_fill, samples=unary(min_dims=1, kw=_index_fill_kw), dtypes=NUMERIC),
+    OpInfo("Tensor.index_fill_", lambda x, dim, index, value: x.clone().index_fill_(
+        dim, index, value), ref=_np_index_fill, samples=unary(min_dims=1, kw=_index_fill_kw)))
+
+# random fills (tinygradx's generator): shape, dtype and a zero gradient for the old value
+add(OpInfo("Tensor.normal_", _random_fill(lambda y: y.normal_(0.5, 2.0)), samples=unary(),
+           values=False, gradcheck=False, grad_reason=_RANDOM),
+    OpInfo("Tensor.uniform_", _random_fill(lambda y: y.uniform_(-1.0, 3.0)), samples=unary(),
+           values=False, gradcheck=False, grad_reason=_RANDOM),
+    OpInfo("Tensor.bernoulli_", _random_fill(lambda y: y.bernoulli_(0.3)), samples=unary(),
+           values=False, gradcheck=False, grad_reason=_RANDOM),
+    OpInfo("Tensor.exponential_", _random_fill(lambda y: y.exponential_(2.0)), samples=unary(),
+           values=False, gradcheck=False, grad_reason=_RANDOM))
+
 # --- element-wise losses (F.*) and their modules ---------------------------------------------
 
 def _loss_family(low=-2.0, high=2.0, tlow=-2.0, thigh=2.0, extra=None,
@@ -1664,6 +1846,10 @@ NOT_OPS = {
     # Tensor autograd bookkeeping and in-place reset
     "Tensor.backward", "Tensor.requires_grad_", "Tensor.retain_grad", "Tensor.register_hook",
     "Tensor.zero_",
+    # the device (one: the CPU), layout queries, dtype names, predicates and counts
+    "tgx.device", "Tensor.device", "Tensor.is_cuda", "Tensor.is_contiguous", "tgx.is_tensor",
+    "tgx.numel", "tgx.int8", "tgx.int16", "tgx.long", "tgx.float", "tgx.double", "tgx.half",
+    "tgx.int", "tgx.short", "tgx.bool",
 }
 
 

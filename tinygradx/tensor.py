@@ -16,14 +16,15 @@ import numpy as np
 from . import autograd, fused, movement, ops
 from .autograd import OpError
 from .dims import check_dim, normalize_dims
-from .dtypes import (as_dtype, bool_, float16, float32, float64, int32, int64, result_type,
-                     to_array)
+from .dtypes import as_dtype, result_type, to_array
 from .math_methods import MathMethods
+from .tensor_convert import ConvertMethods
 from .tensor_index import IndexMethods
+from .tensor_inplace import InplaceMethods
 from .tensor_methods import ShapeMethods
 
 
-class Tensor(ShapeMethods, IndexMethods, MathMethods):
+class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMethods):
     """An n-d array that can record the graph of ops applied to it.
 
     >>> x = Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
@@ -304,35 +305,6 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods):
     def copy_(self, src):
         """Copy src (broadcast to self's shape, cast to its dtype) into self, in place."""
         return self._inplace("copy_", lambda t, s: movement.Copy.apply(t, s), src)
-
-    # -- dtype conversion -----------------------------------------------------------------
-    def to(self, dtype):
-        dtype = as_dtype(dtype)
-        if dtype == self.dtype:
-            return self
-        if dtype.kind != "f" or self.dtype.kind != "f":
-            return Tensor._from_op(self._data.astype(dtype), None)
-        return ops.Cast.apply(self, dtype=dtype)
-
-    def double(self):
-        return self.to(float64)
-
-    def float(self):
-        return self.to(float32)
-
-    def half(self):
-        return self.to(float16)
-
-    def long(self):
-        return self.to(int64)
-
-    def int(self):
-        return self.to(int32)
-
-    def bool(self):
-        return self.to(bool_)
-
-    type = to
 
     # -- repr -----------------------------------------------------------------------------
     def __repr__(self):
