@@ -357,3 +357,43 @@ def test_random_fill_of_a_leaf_refuses_outside_no_grad_and_cuts_the_graph():
     h.normal_()                     # the old value is overwritten: zero gradient to x
     (h * 1).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.zeros(3))
+
+
+def test_model_code_idioms_run_unchanged():
+    """Lines as PyTorch model code writes them (the Annotated Transformer, nanoGPT), with
+    tinygradx in torch's place."""
+    import copy
+    torch = tgx
+    nn = tgx.nn
+    layer = nn.Linear(4, 4)
+    clones = nn.ModuleList([copy.deepcopy(layer) for _ in range(2)])
+    assert clones[0].weight is not layer.weight
+    mask = torch.triu(torch.ones((1, 3, 3)), diagonal=1).type(torch.uint8) == 0
+    assert mask.dtype == np.bool_ and mask.tolist()[0] == [[True, False, False],
+                                                           [True, True, False],
+                                                           [True, True, True]]
+    x = torch.randn(2, 3, 5)
+    assert x.transpose(1, 2).contiguous().view(2, 15).shape == (2, 15) and x.size(-1) == 5
+    assert torch.arange(0, 3, dtype=torch.long, device="cpu").dtype == np.int64
+
+    @torch.no_grad()
+    def generate(idx, logits):
+        v, _ = torch.topk(logits, min(2, logits.size(-1)))
+        logits[logits < v[:, [-1]]] = -float("Inf")
+        probs = torch.softmax(logits, dim=-1)
+        return torch.cat((idx, torch.multinomial(probs, num_samples=1)), dim=1)
+    out = generate(torch.zeros(2, 3, dtype=torch.long), torch.randn(2, 7, requires_grad=True))
+    assert out.shape == (2, 4) and out.dtype == np.int64 and not out.requires_grad
+    target = torch.tensor([2, 0, 3])
+    logp = torch.randn(3, 5).log_softmax(-1)
+    true_dist = logp.data.clone()
+    true_dist.fill_(0.1 / 3)
+    true_dist.scatter_(1, target.data.unsqueeze(1), 0.9)
+    true_dist[:, 0] = 0
+    pad = torch.nonzero(target.data == 0)
+    if pad.dim() > 0:
+        true_dist.index_fill_(0, pad.squeeze(), 0.0)
+    assert true_dist.numpy()[1].sum() == 0 and true_dist.numpy()[0, 2] == np.float32(0.9)
+    loss = nn.KLDivLoss(reduction="sum")(logp, true_dist.clone().detach())
+    assert loss.shape == () and float(loss) > 0
+    assert sum(p.numel() for p in layer.parameters()) == 20

@@ -89,7 +89,8 @@ class ConvertMethods:
         dtype, e.g. "tinygradx.FloatTensor"."""
         if dtype is None:
             return f"tinygradx.{_TYPE_NAMES.get(self.dtype.type, str(self.dtype))}Tensor"
-        return self.to(getattr(dtype, "dtype", dtype))
+        typed = getattr(dtype, "dtype", None)          # tgx.LongTensor and friends carry one
+        return self.to(typed if isinstance(typed, np.dtype) else dtype)
 
     def type_as(self, other):
         """self converted to other's dtype (to(other.dtype))."""

@@ -256,7 +256,7 @@ class Trainer:
             named = list(self.model.named_parameters())
             grad_sq = grad_sq_per_layer(named)
             before = [p._data.copy() for _, p in named]
-        norm = optim.clip_grad_norm_(self.model.parameters(), cfg.grad_clip) \
+        norm = float(optim.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)) \
             if cfg.grad_clip > 0 else float("nan")
         lr = self.scheduler.get_last_lr()[0]
         self.optimizer.step()
