@@ -47,6 +47,9 @@ def test_the_lookalike_hands_out_tinygradx_objects():
             F.kl_div is tF.kl_div
         assert optim.AdamW is toptim.AdamW and optim.Adam is toptim.Adam
         assert torch.nn.utils.clip_grad_norm_ is toptim.clip_grad_norm_
+        assert torch.nn.utils.clip_grad_value_ is toptim.clip_grad_value_
+        assert nn.init.xavier_uniform_ is tnn.init.xavier_uniform_
+        assert optim.lr_scheduler.LambdaLR is toptim.lr_scheduler.LambdaLR
         assert no_grad is tgx.no_grad and torch.manual_seed is tgx.manual_seed
         assert torch.cat is tgx.cat and torch.topk is tgx.topk and torch.zeros is tgx.zeros
         assert torch.autograd.grad is tgx.grad and torch.autograd.no_grad is tgx.no_grad
@@ -110,7 +113,7 @@ ATTRIBUTES = [
     ("torch.nn.LSTM", "torch.nn.LSTM"),
     ("torch.nn.functional.conv2d", "torch.nn.functional.conv2d"),
     ("torch.nn.functional.interpolate", "torch.nn.functional.interpolate"),
-    ("torch.nn.utils.clip_grad_value_", "torch.nn.utils.clip_grad_value_"),
+    ("torch.nn.utils.parametrize", "torch.nn.utils.parametrize"),
     ("torch.nn.utils.rnn", "torch.nn.utils.rnn"),
     ("torch.optim.LBFGS", "torch.optim.LBFGS"),
     ("torch.optim.lr_scheduler.CyclicLR", "torch.optim.lr_scheduler.CyclicLR"),

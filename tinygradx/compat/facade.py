@@ -55,8 +55,7 @@ class Facade(types.ModuleType):
     """A PyTorch module name (`torch.nn`) whose attributes are tinygradx's objects.
 
     `source` is the tinygradx module whose public names (`__all__`, modules left out) it
-    re-exports, or a callable that returns that module or None (for a module the engine may
-    not have yet); `extra` maps further names to objects, including child facades.
+    re-exports (or None); `extra` maps further names to objects, including child facades.
     """
 
     def __init__(self, name, source=None, extra=None, doc=None):
@@ -67,30 +66,43 @@ class Facade(types.ModuleType):
         for key, value in (extra or {}).items():
             setattr(self, key, value)
 
-    def _source_module(self):
+    def _lookup(self, name):
+        """The source's public object `name` (not a module), or None."""
         source = self.__dict__["_source"]
-        return source() if callable(source) and not isinstance(source, types.ModuleType) \
-            else source
+        if source is None:
+            return None
+        names = getattr(source, "__all__", None)
+        if names is None:
+            if name.startswith("_"):
+                return None
+        elif name not in self._name_set(names):
+            return None
+        value = getattr(source, name, None)
+        return None if isinstance(value, types.ModuleType) else value
+
+    def _name_set(self, names):
+        """`names` (a source's __all__ list) as a set, rebuilt when the list changes."""
+        key = (id(names), len(names))
+        cached = self.__dict__.get("_names")
+        if cached is None or cached[0] != key:
+            cached = self.__dict__["_names"] = (key, frozenset(names))
+        return cached[1]
 
     def _exported(self):
         """{name: object} of the source's public names, modules left out."""
-        source = self._source_module()
+        source = self.__dict__["_source"]
         if source is None:
             return {}
         names = getattr(source, "__all__", None)
         if names is None:
             names = [n for n in vars(source) if not n.startswith("_")]
-        out = {}
-        for n in names:
-            value = getattr(source, n, None)
-            if value is not None and not isinstance(value, types.ModuleType):
-                out[n] = value
-        return out
+        found = {n: self._lookup(n) for n in names}
+        return {n: v for n, v in found.items() if v is not None}
 
     def __getattr__(self, name):
         full = f"{self.__name__}.{name}"
         if not name.startswith("__") and full not in REASONS:
-            value = self._exported().get(name)
+            value = self._lookup(name)
             if value is not None:
                 return value
         raise AttributeError(not_available(full), name=name, obj=self)

@@ -3,10 +3,10 @@
     torch                      tinygradx (its public names) + the dtype names below
     torch.nn                   tinygradx.nn
     torch.nn.functional        tinygradx.functional
-    torch.nn.init              tinygradx.nn.init
-    torch.nn.utils             clip_grad_norm_ (tinygradx.optim's)
+    torch.nn.init              tinygradx.nn.init (tinygradx/init.py)
+    torch.nn.utils             tinygradx.clip_grad: clip_grad_norm_, clip_grad_value_
     torch.optim                tinygradx.optim
-    torch.optim.lr_scheduler   tinygradx.optim.lr_scheduler
+    torch.optim.lr_scheduler   tinygradx.optim.lr_scheduler (tinygradx/lr_scheduler.py)
     torch.autograd             grad, no_grad, enable_grad, detect_anomaly
     torch.cuda                 is_available() is False, device_count() is 0, manual_seed is a
                                no-op (what PyTorch answers on a machine without a GPU)
@@ -18,7 +18,7 @@ module name to its facade: what `installed()` puts into sys.modules.
 from __future__ import annotations
 
 import tinygradx
-from tinygradx import dtypes, functional, nn, optim
+from tinygradx import clip_grad, dtypes, functional, init, lr_scheduler, nn, optim
 
 from .facade import Facade
 
@@ -30,11 +30,6 @@ DTYPES = {
     "int16": dtypes.int16, "short": dtypes.int16, "int8": dtypes.int8, "uint8": dtypes.uint8,
     "bool": dtypes.bool_,
 }
-
-
-def _optional(module, name):
-    """A source found when asked: the engine module `module.name`, or None while it has none."""
-    return lambda: getattr(module, name, None)
 
 
 def _no_gpu_seed(seed):
@@ -52,12 +47,11 @@ def _cuda_device_count():
 
 
 functional_ = Facade("torch.nn.functional", functional)
-init = Facade("torch.nn.init", _optional(nn, "init"))
-utils_nn = Facade("torch.nn.utils", _optional(nn, "utils"),
-                  {"clip_grad_norm_": optim.clip_grad_norm_})
-nn_ = Facade("torch.nn", nn, {"functional": functional_, "init": init, "utils": utils_nn})
-lr_scheduler = Facade("torch.optim.lr_scheduler", _optional(optim, "lr_scheduler"))
-optim_ = Facade("torch.optim", optim, {"lr_scheduler": lr_scheduler})
+init_ = Facade("torch.nn.init", init)
+utils_nn = Facade("torch.nn.utils", clip_grad)
+nn_ = Facade("torch.nn", nn, {"functional": functional_, "init": init_, "utils": utils_nn})
+lr_scheduler_ = Facade("torch.optim.lr_scheduler", lr_scheduler)
+optim_ = Facade("torch.optim", optim, {"lr_scheduler": lr_scheduler_})
 autograd = Facade("torch.autograd", None, {
     "grad": tinygradx.grad, "no_grad": tinygradx.no_grad, "enable_grad": tinygradx.enable_grad,
     "detect_anomaly": tinygradx.detect_anomaly})
@@ -70,5 +64,5 @@ torch = Facade("torch", tinygradx, dict(DTYPES, nn=nn_, optim=optim_, autograd=a
                                         cuda=cuda, utils=utils),
                doc="tinygradx under PyTorch's names (tinygradx.compat); not PyTorch.")
 
-MODULES = {m.__name__: m for m in (torch, nn_, functional_, init, utils_nn, optim_,
-                                   lr_scheduler, autograd, cuda, utils)}
+MODULES = {m.__name__: m for m in (torch, nn_, functional_, init_, utils_nn, optim_,
+                                   lr_scheduler_, autograd, cuda, utils)}
