@@ -235,12 +235,28 @@ def test_a_module_imported_inside_the_block_is_dropped_after(tmp_path, monkeypat
     del sys.modules["plain"]
 
 
-def test_nested_blocks_and_install():
+def test_nested_blocks():
     with compat.installed() as outer:
         with compat.installed() as inner:
             assert inner is outer is sys.modules["torch"]
         assert sys.modules["torch"] is outer
+        with pytest.raises(ImportError, match="torch.fft is not available"):
+            exec("import torch.fft", {})                  # still refused in the outer block
     assert not isinstance(sys.modules.get("torch"), compat.Facade)
+    assert compat._REFUSER not in sys.meta_path
+
+
+def test_a_pytorch_load_inside_a_lookalike_block(tmp_path):
+    if not pytorch_installed():
+        pytest.skip("PyTorch is not installed")
+    (tmp_path / "m.py").write_text("import torch\nimport torch.nn.functional as F\n")
+    with compat.installed() as torch:
+        theirs = compat.load_module(tmp_path / "m.py", pytorch=True)
+        assert not isinstance(theirs.torch, compat.Facade)
+        assert sys.modules["torch"] is torch and sys.meta_path[0] is compat._REFUSER
+        with pytest.raises(ImportError, match="torch.fft is not available"):
+            exec("import torch.fft", {})
+    assert compat._REFUSER not in sys.meta_path
 
 
 def test_load_module_twice_gives_two_modules(tmp_path):

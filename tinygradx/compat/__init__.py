@@ -108,17 +108,22 @@ class _TorchIs:
         self.before_torch = _take_torch_modules()
         other = _from_pytorch if self.lookalike else (lambda v: isinstance(v, Facade))
         self.aside = {n: sys.modules.pop(n) for n in _user_modules(list(sys.modules), other)}
+        # the refusing import hook is on while the look-alike is, and off in a PyTorch block
+        # (even inside a look-alike block), where `import torch` must find PyTorch
+        self.hooks_off = 0 if self.lookalike else sys.meta_path.count(_REFUSER)
         if self.lookalike:
             sys.modules.update(MODULES)
             sys.meta_path.insert(0, _REFUSER)
         else:
+            sys.meta_path[:] = [f for f in sys.meta_path if f is not _REFUSER]
             sys.modules.update(_PYTORCH)
         self.before = set(sys.modules)
         return torch if self.lookalike else sys.modules.get("torch")
 
     def __exit__(self, *exc):
         if self.lookalike:
-            sys.meta_path[:] = [f for f in sys.meta_path if f is not _REFUSER]
+            sys.meta_path.remove(_REFUSER)                 # this block's; an outer one stays
+        sys.meta_path[0:0] = [_REFUSER] * self.hooks_off
         mine = _from_lookalike if self.lookalike else _from_pytorch
         for n in _user_modules(set(sys.modules) - self.before, mine):
             if n not in self.keep:
