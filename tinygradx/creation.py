@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 
-from . import movement, ops
+from . import movement, ops, ops_linalg
 from .autograd import STATE, OpError
 from .dims import check_dim
 from .devices import check_device
@@ -247,7 +247,7 @@ def where(condition, input, other):
 
 def matmul(a, b):
     """a @ b with numpy's rules: (..., n, k) @ (..., k, m), batch dims broadcast, 1-D allowed."""
-    return ops.MatMul.apply(a, b)
+    return ops_linalg.MatMul.apply(a, b)
 
 
 def maximum(a, b):

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from . import fused, ops
+from . import fused, ops, ops_linalg
 from .autograd import STATE, OpError, current_scope
 from .dims import check_dim
 from .creation import where
@@ -108,8 +108,8 @@ def linear(x, weight, bias=None):
     Shapes: x (..., in), weight (out, in), bias (out,) -> (..., out).
     """
     if bias is None:
-        return ops.Linear.apply(x, weight)
-    return ops.Linear.apply(x, weight, bias)
+        return ops_linalg.Linear.apply(x, weight)
+    return ops_linalg.Linear.apply(x, weight, bias)
 
 
 def embedding(input, weight, padding_idx=None):
@@ -127,7 +127,7 @@ def embedding(input, weight, padding_idx=None):
             raise OpError(f"embedding{_where()}: padding_idx must be an int in {-n}..{n - 1} "
                           f"(the table has {n} rows), got {padding_idx!r}")
         padding_idx = int(padding_idx) % n       # -1 is the last row, as in PyTorch
-    return ops.Embedding.apply(weight, ids=ids, padding_idx=padding_idx)
+    return ops_linalg.Embedding.apply(weight, ids=ids, padding_idx=padding_idx)
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):

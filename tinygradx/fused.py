@@ -4,6 +4,17 @@ Each is the same function as a chain of primitives from ops.py, with fewer passe
 and fewer temporaries: in-place numpy calls, the softmax run inside the score buffer, gradients
 written in the layout of the inputs. Each docstring names its composite twin in functional.py
 (the same math built from primitives), and the tests hold the pair equal in value and gradient.
+
+Those kernels run only in the ordinary backward. Under create_graph=True the walk calls each
+op's `backward_graph` instead, a separate path of recorded Tensor ops that reads no saved value
+of an input or output (only constants: masks, targets, shapes), so it can be differentiated again:
+  Gelu: g * (Phi(x) + x phi(x)) from erf and exp of x (the tanh form from tanh of x).
+  Softmax, LogSoftmax: s * (g - sum(g s)) and g - s * sum(g), s = softmax(x) recomputed.
+  LayerNorm: xhat and rstd recomputed from x with mean and rsqrt, then the backward's formula.
+  CrossEntropy: (softmax(x) - q) * g per row, q the (smoothed) target distribution.
+  Dropout: g times the mask drawn in forward (a constant).
+  Attention, PackedAttention: the weights recomputed from Q, K and the mask (scores, softmax),
+  then dV, dS, dQ, dK as matmuls; the packed op splits and stacks the heads with movement ops.
 """
 from __future__ import annotations
 
@@ -12,8 +23,9 @@ import math
 import numpy as np
 
 from ._erf import erf as _erf
-from . import parallel
+from . import autograd, parallel
 from .autograd import Function, OpError
+from .movement import Fill, Getitem, IndexPut, Permute, Stack
 from .ops import as_float
 
 
@@ -61,6 +73,15 @@ class Gelu(Function):
         pdf += self.cdf                          # Phi(x) + x phi(x)
         pdf *= g
         return pdf
+
+    def backward_graph(self, g, x):
+        if self.approximate == "tanh":
+            t = ((x + x * x * x * 0.044715) * _SQRT_2_OVER_PI).tanh()
+            du = (x * x * (3 * 0.044715) + 1) * _SQRT_2_OVER_PI
+            return g * ((t + 1) * 0.5 + x * (1 - t * t) * du * 0.5)
+        cdf = ((x * (1 / math.sqrt(2))).erf() + 1) * 0.5
+        pdf = (x * x * -0.5).exp() * (1 / math.sqrt(2 * math.pi))
+        return g * (cdf + x * pdf)
 
 
 def _flat(a):
@@ -154,6 +175,12 @@ class Softmax(Function):
             return np.zeros_like(g)          # one element: s = 1 whatever x is
         return _softmax_grad(g, self.out, np.empty_like(self.out), self.dim)
 
+    def backward_graph(self, g, x):
+        if x.ndim == 0 or x.numel() == 0:
+            return Fill.apply(g, 0)
+        s = Softmax.apply(x, dim=self.dim)   # recomputed: s depends on x
+        return s * (g - (g * s).sum(dim=self.dim, keepdim=True))
+
 
 class Attention(Function):
     """Z = softmax(Q K^T * scale + M) V as one node: scaled dot-product attention, fused.
@@ -197,8 +224,15 @@ class Attention(Function):
             return tuple(grads) + ((ds if need[3] else None),)
         return tuple(grads) + (None,) * (len(need) - 3)
 
+    def backward_graph(self, g, q, k, v, *mask):
+        mask = mask[0] if mask else self.mask    # an input Tensor, else the constant
+        return _attention_graph(g, q, k, v, mask, self.scale, self.keep)[:3 + len(
+            self.needs_input_grad[3:])]
+
     # the math, on arrays or views given by the caller (PackedAttention passes views)
     def _forward(self, q, k, v, out, mask, scale, p, rng):
+        # a keyword mask is a constant that backward_graph needs; a 4th input is a parent
+        self.mask = mask if len(self.needs_input_grad) < 4 else None
         qs = np.multiply(q, np.asarray(scale, dtype=q.dtype), out=np.empty_like(q))
         s = np.matmul(qs, np.swapaxes(k, -1, -2))                # S = (Q scale) K^T: (.., n, m)
         if mask is not None and np.broadcast_shapes(s.shape, mask.shape) != s.shape:
@@ -231,6 +265,28 @@ class Attention(Function):
         if gk is not None:
             np.matmul(np.swapaxes(da, -1, -2), qs, out=gk)       # dK = dS^T (Q scale)
         return da                                                # dS = dL/d(S + M)
+
+
+def _attention_graph(g, q, k, v, mask, scale, keep):
+    """Attention's backward (see the class) as recorded Tensor ops, the weights recomputed
+    from q, k and the mask: (dQ, dK, dV, dS), each in the broadcast batch shape."""
+    qs = q * scale
+    s = qs @ k.mT
+    if mask is not None:
+        s = s + (mask if isinstance(mask, autograd.Tensor) else _const(mask))
+    a = Softmax.apply(s, dim=-1)
+    keep = None if keep is None else _const(keep)
+    dv = (a if keep is None else a * keep).mT @ g
+    da = g @ v.mT
+    if keep is not None:
+        da = da * keep
+    ds = a * (da - (da * a).sum(dim=-1, keepdim=True))
+    return (ds @ k) * scale, ds.mT @ qs, dv, ds
+
+
+def _const(a):
+    """A saved array (a mask, a dropout keep-mask) as a constant operand of a graph rule."""
+    return autograd.Tensor._from_op(a, None)
 
 
 def _masked_softmax(s, mask):
@@ -270,6 +326,20 @@ class PackedAttention(Attention):
         self._backward(self._split(g), *self._views(dqkv))
         return dqkv
 
+    def backward_graph(self, g, qkv):
+        B, T, h, d = self.heads
+        heads, rows = (0, 2, 1, 3), (slice(None), slice(None), slice(T - self.n, None))
+        x5 = qkv.reshape(B, T, 3, h, d)
+        q, k, v = (Permute.apply(Getitem.apply(x5, index=(slice(None), slice(None), j)),
+                                 dims=heads) for j in range(3))
+        gh = Permute.apply(g.reshape(B, self.n, h, d), dims=heads)
+        dq, dk, dv, _ = _attention_graph(gh, Getitem.apply(q, index=rows), k, v, self.mask,
+                                         self.scale, self.keep)
+        if self.n != T:                       # rows that were not queries: no dQ
+            dq = IndexPut.apply(dq, index=rows, shape=(B, h, T, d))
+        d5 = Stack.apply(*(Permute.apply(t, dims=heads) for t in (dq, dk, dv)), dim=2)
+        return d5.reshape(B, T, 3 * h * d)
+
     def _views(self, a):
         B, T, h, d = self.heads
         a5 = a.reshape(B, T, 3, h, d)                            # (B, T, 3, h, d)
@@ -305,6 +375,9 @@ class LogSoftmax(Function):
     def backward(self, g):
         return g - np.exp(self.out) * g.sum(axis=self.dim, keepdims=True)
 
+    def backward_graph(self, g, x):
+        return g - Softmax.apply(x, dim=self.dim) * g.sum(dim=self.dim, keepdim=True)
+
 
 class LayerNorm(Function):
     """y = (x - mean)/sqrt(var + eps) * w + b over the last len(normalized_shape) dims.
@@ -326,7 +399,7 @@ class LayerNorm(Function):
         var = np.einsum("ij,ij->i", xc, xc) / n                 # biased variance, no temporary
         rstd = (1.0 / np.sqrt(var + eps)).astype(x.dtype, copy=False)[:, None]
         xc *= rstd
-        self.xhat, self.rstd, self.affine = xc, rstd, affine
+        self.xhat, self.rstd, self.affine, self.eps = xc, rstd, affine, eps
         wb = list(wb)
         self.w = wb.pop(0).reshape(n) if affine[0] else None
         y = xc * self.w if self.w is not None else xc.copy()
@@ -358,6 +431,17 @@ class LayerNorm(Function):
         if self.affine[1]:
             grads.append(None if gb is None else gb.reshape(self.wshape))
         return tuple(grads)
+
+    def backward_graph(self, g, x, *wb):
+        dims = tuple(range(x.ndim - len(self.wshape), x.ndim))
+        xc = x - x.mean(dim=dims, keepdim=True)
+        rstd = ((xc * xc).mean(dim=dims, keepdim=True) + self.eps).rsqrt()
+        xhat = xc * rstd                      # recomputed: xhat and rstd depend on x
+        gh = g * wb[0] if self.affine[0] else g
+        dx = rstd * (gh - gh.mean(dim=dims, keepdim=True)
+                     - xhat * (gh * xhat).mean(dim=dims, keepdim=True))
+        # dw, db in the shape of x: the walk sums the leading dims away
+        return (dx,) + ((g * xhat,) if self.affine[0] else ()) + ((g,) if self.affine[1] else ())
 
 
 class CrossEntropy(Function):
@@ -407,6 +491,16 @@ class CrossEntropy(Function):
         grad *= scale.astype(grad.dtype, copy=False)[:, None]
         return grad
 
+    def backward_graph(self, g, x):
+        n, c = x.shape
+        q = np.full((n, c), self.eps / c, dtype=x.dtype)   # the target distribution
+        q[np.arange(n), self.t] += 1 - self.eps
+        keep = self.keep.astype(x.dtype)
+        if self.reduction == "mean":
+            keep /= self.count
+        scale = g * _const(keep)                           # (n,): g is 0-d or (n,)
+        return (Softmax.apply(x, dim=1) - _const(q)) * scale.reshape(n, 1)
+
 
 class Dropout(Function):
     """Inverted dropout: y = x * mask / (1-p); dx = g * mask / (1-p).
@@ -420,3 +514,6 @@ class Dropout(Function):
 
     def backward(self, g):
         return g * self.scale
+
+    def backward_graph(self, g, x):
+        return g * _const(self.scale)           # the mask drawn in forward: a constant

@@ -2,6 +2,11 @@
 permute, expand, indexing, cat/stack, triu/tril, and the out-of-place halves of fill_, copy_
 and x[index] = v (see Tensor._inplace). Forward and backward side by side, on numpy arrays, as
 in ops.py.
+
+Every backward here is linear in g and reads no value of an input, so each `backward_graph`
+is the same movement applied to g as a recorded op. Getitem's adjoint (zeros with g put at the
+index) is an op of its own, `IndexPut`, whose backward is Getitem again; the walk's
+`backward_slice` shortcut belongs to the array walk only.
 """
 from __future__ import annotations
 
@@ -52,6 +57,9 @@ class Permute(Function):
     def backward(self, g):
         return g.transpose(self.inverse)
 
+    def backward_graph(self, g, x):
+        return Permute.apply(g, dims=self.inverse)
+
 
 class Expand(Function):
     """d(broadcast_to x) = g; the engine's unbroadcast sums it back."""
@@ -85,10 +93,7 @@ class Getitem(Function):
 
     def forward(self, x, index):
         self.shape, self.dtype, self.index = x.shape, x.dtype, index
-        out = x[index]
-        if not isinstance(out, np.ndarray) and Ellipsis not in index:
-            out = x[index + (Ellipsis,)]     # all ints: a 0-d view, not a copy (x[0].zero_())
-        return out
+        return _take(x, index)
 
     @classmethod
     def explain(cls, arrays, kwargs, err):
@@ -100,12 +105,47 @@ class Getitem(Function):
         return None if _is_advanced(self.index) else (self.index, g)
 
     def backward(self, g):
-        out = np.zeros(self.shape, dtype=g.dtype)
-        if _is_advanced(self.index):
-            np.add.at(out, self.index, g)
-        else:
-            out[self.index] = g
-        return out
+        return _put(g, self.index, self.shape)
+
+    def backward_graph(self, g, x):
+        return IndexPut.apply(g, index=self.index, shape=x.shape)
+
+
+def _take(x, index):
+    out = x[index]
+    if not isinstance(out, np.ndarray) and Ellipsis not in index:
+        out = x[index + (Ellipsis,)]     # all ints: a 0-d view, not a copy (x[0].zero_())
+    return out
+
+
+def _put(g, index, shape):
+    """Zeros of `shape` with g at index; repeated advanced indices add up."""
+    out = np.zeros(shape, dtype=g.dtype)
+    if _is_advanced(index):
+        np.add.at(out, index, g)
+    else:
+        out[index] = g
+    return out
+
+
+class IndexPut(Function):
+    """Getitem's adjoint as an op: zeros of `shape` with g added at index (repeated advanced
+    indices accumulate, as torch's index_put with accumulate=True); d = g[index].
+
+    The graph walk records it as the gradient of x[index], so that gradient can be
+    differentiated again (its backward is a Getitem).
+    """
+    op_name = "index_put"
+
+    def forward(self, g, index, shape):
+        self.index = index
+        return _put(g, index, shape)
+
+    def backward(self, g):
+        return _take(g, self.index)
+
+    def backward_graph(self, g, x):
+        return Getitem.apply(g, index=self.index)
 
 
 class Cat(Function):
@@ -124,6 +164,13 @@ class Cat(Function):
         bounds = np.cumsum(self.sizes)[:-1]
         return tuple(np.split(g, bounds, axis=self.dim))
 
+    def backward_graph(self, g, *xs):
+        pieces, start, lead = [], 0, (slice(None),) * (self.dim % g.ndim)
+        for size in self.sizes:
+            pieces.append(Getitem.apply(g, index=lead + (slice(start, start + size),)))
+            start += size
+        return tuple(pieces)
+
 
 class Stack(Function):
     """d(stack xs) = g taken apart along the new dim."""
@@ -138,6 +185,10 @@ class Stack(Function):
     def backward(self, g):
         return tuple(np.moveaxis(g, self.dim, 0))
 
+    def backward_graph(self, g, *xs):
+        lead = (slice(None),) * (self.dim % g.ndim)
+        return tuple(Getitem.apply(g, index=lead + (i,)) for i in range(len(xs)))
+
 
 class Tri(Function):
     """triu/tril keep a triangle; g passes only through the kept entries."""
@@ -150,7 +201,8 @@ class Tri(Function):
     def backward(self, g):
         return np.triu(g, self.diagonal) if self.upper else np.tril(g, self.diagonal)
 
-
+    def backward_graph(self, g, x):
+        return Tri.apply(g, diagonal=self.diagonal, upper=self.upper)
 
 
 # ------------------------------------------------------------------------------------------
@@ -172,6 +224,10 @@ class Fill(Function):
 
     def backward(self, g):
         return (np.zeros(g.shape, g.dtype) if self.needs_input_grad[0] else None), g
+
+    def backward_graph(self, g, x, value):
+        # dx: zeros that still depend on g (exact zeros even where g is inf, as backward)
+        return (Fill.apply(g, 0) if self.needs_input_grad[0] else None), g
 
 
 class Copy(Fill):
@@ -202,6 +258,11 @@ class Setitem(Function):
         gv = g[self.index] if self.needs_input_grad[1] else None
         return gx, gv
 
+    def backward_graph(self, g, x, v):
+        need_x, need_v = self.needs_input_grad
+        return (Setitem.apply(g, 0, index=self.index) if need_x else None,
+                Getitem.apply(g, index=self.index) if need_v else None)
+
 
 class Contiguous(Function):
     """A C-ordered copy of x (Tensor.contiguous of a transposed or strided tensor): dx = g."""
@@ -209,4 +270,7 @@ class Contiguous(Function):
         return np.ascontiguousarray(x)
 
     def backward(self, g):
+        return g
+
+    def backward_graph(self, g, x):
         return g

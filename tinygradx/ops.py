@@ -5,10 +5,13 @@ returns one gradient per input (None where the input needs none). Gradients may 
 broadcast shape: the engine's `unbroadcast` sums them back. The docstring of each op is its
 vector-Jacobian product. The fused ops (GELU, softmax, layer norm, cross-entropy, dropout,
 attention) live in fused.py; the ones that only move or overwrite elements (reshape, permute,
-expand, indexing, cat/stack, triu/tril, fill/copy/setitem) in movement.py.
+expand, indexing, cat/stack, triu/tril, fill/copy/setitem) in movement.py; matmul, linear and
+embedding in ops_linalg.py.
 """
 from __future__ import annotations
 
+
+import math
 
 import numpy as np
 
@@ -16,6 +19,8 @@ from ._erf import erf as _erf, erf_grad as _erf_grad
 from . import autograd
 from .autograd import Function, OpError
 from .dtypes import result_type
+
+_TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 
 
 def explain_broadcast(arrays):
@@ -60,6 +65,19 @@ def promote(operands, true_divide=False):
         else:
             out.append(Tensor._from_op(x._data.astype(dt), None))
     return out
+
+
+def const(array):
+    """A constant Tensor (no gradient) around an array: the masks and weights that graph rules
+    take from what forward saved (where a gradient passes, how a tie is split). They are read
+    from the saved arrays, not from the inputs: an in-place op (x.clamp_()) overwrites its
+    input's memory, but its node keeps a copy of what it saved (Tensor._inplace)."""
+    return autograd.Tensor._from_op(np.asarray(array), None)
+
+
+def _put(x, mask, value):
+    """x with `value` where mask (a constant there: no gradient flows to x through it)."""
+    return Where.apply(value, x, cond=mask) if mask.any() else x
 
 
 class _Binary(Function):
@@ -170,6 +188,24 @@ class Pow(_Binary):
                 gb = g * dlog.astype(g.dtype, copy=False)
         return ga, gb
 
+    def backward_graph(self, g, a, b):
+        ad, bd = self.a, self.b              # for the masks only (a copy if a changed in place)
+        ga = gb = None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if self.needs_input_grad[0]:
+                # b * a**(b-1) is 0 where b == 0 by itself, except where a**(b-1) is 0**-1 =
+                # inf (or a is NaN): there the base becomes 1 and the term 0, so no 0 * inf
+                # turns the next derivative into NaN. Elsewhere at b == 0 the formula stays,
+                # and its derivative in b is the true one (1/a), not 0.
+                edge = (bd == 0) & ((ad == 0) | np.isnan(ad))
+                base = _put(a, edge, 1.0)
+                ga = g * _put(b * base ** (b - 1), edge, 0.0)
+            if self.needs_input_grad[1]:
+                edge = (ad == 0) & (bd >= 0)          # 0 * log 0: taken as 0, as backward
+                base = _put(a, edge, 1.0)
+                gb = g * _put(base ** b * base.log(), edge, 0.0)
+        return ga, gb
+
 
 class PowScalar(Function):
     """d(x**p) = g*p*x**(p-1) for a constant exponent p."""
@@ -197,6 +233,14 @@ class PowScalar(Function):
             return np.zeros_like(g)          # d(x**0)/dx = 0, also at x = 0 (torch)
         return g * (p * self.x ** (p - 1))
 
+    def backward_graph(self, g, x):
+        p = self.p
+        if p == 2:
+            return g * (2 * x)
+        if p == 0:
+            return g * 0
+        return g * (p * x ** (p - 1))
+
 
 class Maximum(_Binary):
     """The larger input gets g; on ties each gets g/2 (as PyTorch)."""
@@ -208,6 +252,11 @@ class Maximum(_Binary):
         wa = (self.a > self.b) + 0.5 * (self.a == self.b)
         return g * wa.astype(g.dtype), g * (1 - wa).astype(g.dtype)
 
+    def backward_graph(self, g, a, b):
+        wa = (self.a > self.b) + 0.5 * (self.a == self.b)
+        dt = g._data.dtype
+        return g * const(wa.astype(dt)), g * const((1 - wa).astype(dt))
+
 
 class Minimum(_Binary):
     """The smaller input gets g; on ties each gets g/2."""
@@ -218,6 +267,11 @@ class Minimum(_Binary):
     def backward(self, g):
         wa = (self.a < self.b) + 0.5 * (self.a == self.b)
         return g * wa.astype(g.dtype), g * (1 - wa).astype(g.dtype)
+
+    def backward_graph(self, g, a, b):
+        wa = (self.a < self.b) + 0.5 * (self.a == self.b)
+        dt = g._data.dtype
+        return g * const(wa.astype(dt)), g * const((1 - wa).astype(dt))
 
 
 # ------------------------------------------------------------------------------------------
@@ -266,6 +320,9 @@ class Log(Function):
     def backward(self, g):
         return g / self.x
 
+    def backward_graph(self, g, x):
+        return g / x
+
 
 class Sqrt(Function):
     """d(sqrt x) = g/(2 sqrt x)"""
@@ -276,6 +333,9 @@ class Sqrt(Function):
 
     def backward(self, g):
         return g * 0.5 / self.out
+
+    def backward_graph(self, g, x):
+        return g * 0.5 / x.sqrt()
 
 
 class Rsqrt(Function):
@@ -288,6 +348,9 @@ class Rsqrt(Function):
     def backward(self, g):
         return g * (-0.5 * self.out ** 3)
 
+    def backward_graph(self, g, x):
+        return g * (-0.5 * x.rsqrt() ** 3)
+
 
 class Tanh(Function):
     """d(tanh x) = g*(1 - tanh^2 x)"""
@@ -298,6 +361,10 @@ class Tanh(Function):
 
     def backward(self, g):
         return g * (1 - self.out * self.out)
+
+    def backward_graph(self, g, x):
+        t = x.tanh()
+        return g * (1 - t * t)
 
 
 class Sigmoid(Function):
@@ -312,6 +379,10 @@ class Sigmoid(Function):
     def backward(self, g):
         return g * self.out * (1 - self.out)
 
+    def backward_graph(self, g, x):
+        s = x.sigmoid()
+        return g * s * (1 - s)
+
 
 class Relu(Function):
     """d(max(x,0)) = g where x > 0"""
@@ -322,6 +393,9 @@ class Relu(Function):
     def backward(self, g):
         return g * (self.out > 0)
 
+    def backward_graph(self, g, x):
+        return g * const(self.out > 0)
+
 
 class Abs(Function):
     """d|x| = g*sign(x) (0 at 0)"""
@@ -331,6 +405,9 @@ class Abs(Function):
 
     def backward(self, g):
         return g * np.sign(self.x)
+
+    def backward_graph(self, g, x):
+        return g * const(np.sign(self.x))
 
 
 class Erf(Function):
@@ -343,6 +420,10 @@ class Erf(Function):
     def backward(self, g):
         return g * _erf_grad(self.x)
 
+    def backward_graph(self, g, x):
+        # the engine's own erf has no Tensor form, but its derivative is plain exp
+        return g * ((-(x * x)).exp() * _TWO_OVER_SQRT_PI)
+
 
 class Clamp(Function):
     """g passes where min <= x <= max."""
@@ -350,13 +431,19 @@ class Clamp(Function):
         self.x, self.lo, self.hi = x, min, max
         return np.clip(x, min, max)
 
-    def backward(self, g):
-        keep = np.ones(self.x.shape, dtype=bool)
+    def _keep(self, x):
+        keep = np.ones(x.shape, dtype=bool)
         if self.lo is not None:
-            keep &= self.x >= self.lo
+            keep &= x >= self.lo
         if self.hi is not None:
-            keep &= self.x <= self.hi
-        return g * keep
+            keep &= x <= self.hi
+        return keep
+
+    def backward(self, g):
+        return g * self._keep(self.x)
+
+    def backward_graph(self, g, x):
+        return g * const(self._keep(self.x))
 
 
 class Cast(Function):
@@ -394,6 +481,11 @@ class Where(_Binary):
         gb = np.where(self.cond, zero, g) if self.needs_input_grad[1] else None
         return ga, gb
 
+    def backward_graph(self, g, a, b):
+        ga = Where.apply(g, 0.0, cond=self.cond) if self.needs_input_grad[0] else None
+        gb = Where.apply(0.0, g, cond=self.cond) if self.needs_input_grad[1] else None
+        return ga, gb
+
 
 class MaskedFill(Function):
     """Filled positions are constants: their gradient is zero."""
@@ -415,113 +507,5 @@ class MaskedFill(Function):
     def backward(self, g):
         return np.where(self.mask, np.zeros((), dtype=g.dtype), g)
 
-
-# ------------------------------------------------------------------------------------------
-# matmul and friends
-# ------------------------------------------------------------------------------------------
-
-def _mm(a, b):
-    """np.matmul, but (..., n, k) @ (k, m) runs as ONE 2-D GEMM on a (prod(...)*n, k) view.
-
-    numpy loops over the batch for an N-d @ 2-d product and, when the 2-d operand is a
-    transposed view (x @ W.T), falls back to a non-BLAS loop that is ~50x slower.
-    """
-    if b.ndim == 2 and a.ndim > 2:
-        return (a.reshape(-1, a.shape[-1]) @ b).reshape(a.shape[:-1] + (b.shape[1],))
-    return np.matmul(a, b)
-
-
-class MatMul(Function):
-    """(...,n,k)@(...,k,m): da = g @ b^T, db = a^T @ g; batch dims broadcast; 1-D as numpy."""
-    def forward(self, a, b):
-        self.a, self.b = a, b
-        return _mm(a, b)
-
-    @classmethod
-    def explain(cls, arrays, kwargs, err):
-        a, b = arrays
-        if a.ndim == 0 or b.ndim == 0:
-            return f"{a.shape} @ {b.shape}: both operands need at least 1 dim"
-        ka = a.shape[-1]
-        kb = b.shape[-2] if b.ndim >= 2 else b.shape[0]
-        if ka != kb:
-            return f"{a.shape} @ {b.shape}: inner dimensions {ka} and {kb} differ"
-        return f"{a.shape} @ {b.shape}: batch dims do not broadcast ({err})"
-
-    def backward(self, g):
-        a, b = self.a, self.b
-        a2 = a[None, :] if a.ndim == 1 else a       # numpy's rule: a 1-D left operand is a row
-        b2 = b[:, None] if b.ndim == 1 else b       # and a 1-D right operand a column
-        if b.ndim == 1:                             # (vector @ vector gives a 0-d g: add
-            g = np.expand_dims(g, -1)               # the column axis first, then the row)
-        if a.ndim == 1:
-            g = np.expand_dims(g, -2)
-        ga = gb = None
-        if self.needs_input_grad[0]:
-            ga = _mm(g, np.swapaxes(b2, -1, -2))
-            if a.ndim == 1:
-                ga = ga[..., 0, :]
-        if self.needs_input_grad[1]:
-            if b2.ndim == 2 and a2.ndim > 2:
-                # a shared 2-D weight: fold the batch into one GEMM instead of a batched GEMM
-                # followed by a sum over the batch
-                k = a2.shape[-1]
-                gb = a2.reshape(-1, k).T @ g.reshape(-1, g.shape[-1])
-            else:
-                gb = np.matmul(np.swapaxes(a2, -1, -2), g)
-            if b.ndim == 1:
-                gb = gb[..., 0]
-        return ga, gb
-
-
-class Linear(Function):
-    """y = x W^T + b with W in PyTorch's [out, in] layout: dx = g W, dW = g^T x, db = sum g."""
-    fresh_grads = True
-    op_name = "linear"
-
-    def forward(self, x, w, b=None):
-        if x.shape[-1] != w.shape[-1]:
-            raise OpError(f"input {x.shape} has {x.shape[-1]} features but the weight "
-                          f"{w.shape} expects {w.shape[-1]} (weight is [out, in])")
-        self.x, self.w = x, w
-        y = _mm(x, w.T)
-        if b is not None:
-            y += b
-        return y
-
-    def backward(self, g):
-        x, w = self.x, self.w
-        gx = _mm(g, w) if self.needs_input_grad[0] else None
-        g2 = g.reshape(-1, g.shape[-1])
-        gw = g2.T @ x.reshape(-1, x.shape[-1]) if self.needs_input_grad[1] else None
-        if len(self.needs_input_grad) == 3:
-            return gx, gw, (g2.sum(axis=0) if self.needs_input_grad[2] else None)
-        return gx, gw
-
-
-class Embedding(Function):
-    """out = W[ids]; dW = scatter-add of g into the rows named by ids (repeated ids sum)."""
-    fresh_grads = True
-    def forward(self, w, ids, padding_idx=None):
-        if not np.issubdtype(ids.dtype, np.integer):
-            raise OpError(f"indices must be an integer tensor, got dtype {ids.dtype}")
-        if ids.size and (ids.min() < 0 or ids.max() >= w.shape[0]):
-            bad = ids[(ids < 0) | (ids >= w.shape[0])].ravel()[0]
-            raise OpError(f"index {bad} is out of range for a table of {w.shape[0]} rows "
-                          f"(weight shape {w.shape})")
-        self.ids, self.shape, self.padding_idx = ids, w.shape, padding_idx
-        return w[ids]
-
-    def backward(self, g):
-        ids = self.ids.ravel()
-        g2 = g.reshape(-1, self.shape[1])
-        if self.padding_idx is not None:
-            g2 = g2 * (ids != self.padding_idx)[:, None]
-        if self.shape[0] <= 1024:
-            # a small vocabulary: one dense GEMM with the one-hot matrix beats np.add.at
-            onehot = np.zeros((self.shape[0], ids.size), dtype=g.dtype)
-            onehot[ids, np.arange(ids.size)] = 1
-            return onehot @ g2
-        out = np.zeros(self.shape, dtype=g.dtype)
-        np.add.at(out, ids, g2)
-        return out
+    def backward_graph(self, g, x):
+        return MaskedFill.apply(g, mask=self.mask, value=0)

@@ -4,13 +4,18 @@ As in ops.py: forward takes numpy arrays and returns one array, backward takes d
 and returns one gradient per input; each docstring is the op's vector-Jacobian product. Int and
 bool inputs of the float functions (sin, log2, ...) are float32, as torch's; floor, ceil,
 round, trunc and sign keep an integer dtype and, as in torch, pass a zero gradient.
+Each op's backward_graph (create_graph=True) is its backward in Tensor ops, recomputing from
+the inputs what backward reads from the forward (sigmoid, exp); masks and constants
+(leaky_relu's slope, hardtanh's kept range, softplus' linear part) are read as saved.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from .autograd import Function
-from .ops import as_float
+from .ops import MaskedFill, as_float
 
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
@@ -35,6 +40,9 @@ class Sin(Function):
     def backward(self, g):
         return g * np.cos(self.x)
 
+    def backward_graph(self, g, x):
+        return g * x.cos()
+
 
 class Cos(Function):
     """d(cos x) = -g*sin(x)"""
@@ -44,6 +52,9 @@ class Cos(Function):
 
     def backward(self, g):
         return -g * np.sin(self.x)
+
+    def backward_graph(self, g, x):
+        return -g * x.sin()
 
 
 class Log2(Function):
@@ -55,6 +66,9 @@ class Log2(Function):
     def backward(self, g):
         return g / (self.x * np.log(2.0))
 
+    def backward_graph(self, g, x):
+        return g / (x * math.log(2.0))
+
 
 class Log10(Function):
     """d(log10 x) = g/(x ln 10)"""
@@ -65,6 +79,9 @@ class Log10(Function):
     def backward(self, g):
         return g / (self.x * np.log(10.0))
 
+    def backward_graph(self, g, x):
+        return g / (x * math.log(10.0))
+
 
 class Exp2(Function):
     """d(2^x) = g * 2^x ln 2"""
@@ -74,6 +91,9 @@ class Exp2(Function):
 
     def backward(self, g):
         return g * self.out * np.log(2.0)
+
+    def backward_graph(self, g, x):
+        return g * x.exp2() * math.log(2.0)
 
 
 class LogAddExp(Function):
@@ -88,11 +108,24 @@ class LogAddExp(Function):
         s = _sigmoid(d)
         return g * s, g * (1 - s)
 
+    def backward_graph(self, g, a, b):
+        d = a - b
+        nan = np.isnan(self.d)
+        if nan.any():                      # the 1/2 each of backward, as a constant
+            d = MaskedFill.apply(d, mask=nan, value=0.0)
+        s = d.sigmoid()
+        return g * s, g * (1 - s)
+
 
 class _Step(Function):
     """A piecewise-constant op: its gradient is zero everywhere (as torch's)."""
     def backward(self, g):
         return np.zeros_like(g)
+
+    def backward_graph(self, g, x):
+        # exactly zero, as backward (g * 0 would be NaN where g is inf), yet recorded as a
+        # function of g so the first derivative still depends on it
+        return MaskedFill.apply(g, mask=np.ones((), bool), value=0)
 
 
 class Floor(_Step):
@@ -137,6 +170,11 @@ class Lerp(Function):
         return (g * (1 - self.w) if na else None, g * self.w if nb else None,
                 g * (self.b - self.a) if nw else None)
 
+    def backward_graph(self, g, a, b, w):
+        na, nb, nw = self.needs_input_grad
+        return (g * (1 - w) if na else None, g * w if nb else None,
+                g * (b - a) if nw else None)
+
 
 # ------------------------------------------------------------------------------------------
 # activations
@@ -152,18 +190,28 @@ class Silu(Function):
         s = self.s
         return g * s * (1 + self.x * (1 - s))
 
+    def backward_graph(self, g, x):
+        s = x.sigmoid()
+        return g * s * (1 + x * (1 - s))
+
 
 class Softplus(Function):
     """log(1 + e^(beta x))/beta, x where beta x > threshold: d = g*s(beta x) (1 above)"""
     def forward(self, x, beta=1.0, threshold=20.0):
         bx = x * beta
-        self.lin = bx > threshold
+        self.lin, self.beta = bx > threshold, beta
         self.s = _sigmoid(bx)
         soft = (np.maximum(bx, 0) + np.log1p(np.exp(-np.abs(bx)))) / beta
         return np.where(self.lin, x, soft).astype(x.dtype, copy=False)
 
     def backward(self, g):
         return g * np.where(self.lin, 1, self.s)
+
+    def backward_graph(self, g, x):
+        s = (x * self.beta).sigmoid()
+        if self.lin.any():
+            s = MaskedFill.apply(s, mask=self.lin, value=1)
+        return g * s
 
 
 class LogSigmoid(Function):
@@ -175,6 +223,9 @@ class LogSigmoid(Function):
     def backward(self, g):
         return g * _sigmoid(-self.x)
 
+    def backward_graph(self, g, x):
+        return g * (-x).sigmoid()
+
 
 class LeakyRelu(Function):
     """x where x > 0, else slope*x: d = g where x > 0, g*slope elsewhere"""
@@ -185,17 +236,28 @@ class LeakyRelu(Function):
     def backward(self, g):
         return g * np.where(self.pos, 1, self.slope)
 
+    def backward_graph(self, g, x):
+        # the same constant factor as backward (float64 where slope is a Python float, so a
+        # float32 gradient is rounded once, after the product, in both)
+        return g * np.where(self.pos, 1, self.slope)
+
 
 class Elu(Function):
     """scale*(x where x > 0, else alpha*(e^x - 1)): d = g*scale (x > 0), g*scale*alpha*e^x"""
     def forward(self, x, alpha=1.0, scale=1.0):
-        self.pos, self.scale = x > 0, scale
+        self.pos, self.scale, self.alpha = x > 0, scale, alpha
         self.neg = alpha * np.exp(np.minimum(x, 0))          # alpha e^x on the negative side
         out = scale * np.where(self.pos, x, self.neg - alpha)
         return out.astype(x.dtype, copy=False)
 
     def backward(self, g):
         return g * (self.scale * np.where(self.pos, 1, self.neg))
+
+    def backward_graph(self, g, x):
+        neg = x.clamp(max=0).exp() * self.alpha
+        if self.pos.any():
+            neg = MaskedFill.apply(neg, mask=self.pos, value=1)
+        return g * (neg * self.scale)
 
 
 class Hardtanh(Function):
@@ -205,4 +267,7 @@ class Hardtanh(Function):
         return np.clip(x, min_val, max_val).astype(x.dtype, copy=False)
 
     def backward(self, g):
+        return g * self.keep
+
+    def backward_graph(self, g, x):
         return g * self.keep

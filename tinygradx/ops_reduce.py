@@ -8,7 +8,7 @@ import numpy as np
 
 from .autograd import Function, OpError
 from .dims import normalize_dims
-from .ops import as_float
+from .ops import as_float, const
 
 
 
@@ -19,9 +19,11 @@ def _expand_back(g, shape, axes, keepdim):
     return np.expand_dims(g, axes)
 
 
-def _kept_shape(shape, axes):
-    """The shape of a reduction over `axes` with keepdim=True (for the graph rules)."""
-    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+def _kept(g, shape, axes, keepdim):
+    """_expand_back for the graph rules: the Tensor g with the reduced axes back (size 1)."""
+    if keepdim or not axes:
+        return g
+    return g.reshape(tuple(1 if i in axes else n for i, n in enumerate(shape)))
 
 
 class Sum(Function):
@@ -34,9 +36,7 @@ class Sum(Function):
         return np.broadcast_to(_expand_back(g, self.shape, self.axes, self.keepdim), self.shape)
 
     def backward_graph(self, g, x):
-        if not self.keepdim and self.axes:
-            g = g.reshape(_kept_shape(self.shape, self.axes))
-        return g.expand(self.shape)
+        return _kept(g, x.shape, self.axes, self.keepdim).expand(self.shape)
 
 
 class Mean(Function):
@@ -51,9 +51,7 @@ class Mean(Function):
         return np.broadcast_to(g.astype(g.dtype, copy=False), self.shape)
 
     def backward_graph(self, g, x):
-        if not self.keepdim and self.axes:
-            g = g.reshape(_kept_shape(self.shape, self.axes))
-        return (g * (1.0 / self.n)).expand(self.shape)
+        return (_kept(g, x.shape, self.axes, self.keepdim) * (1.0 / self.n)).expand(self.shape)
 
 
 class Max(Function):
@@ -74,6 +72,12 @@ class Max(Function):
         count = hit.sum(axis=self.axes, keepdims=True)
         g = _expand_back(g, self.x.shape, self.axes, self.keepdim)
         return hit * (g / count).astype(g.dtype, copy=False)
+
+    def backward_graph(self, g, x):
+        # which positions attain the max is a constant of the input (a mask, as in backward)
+        hit = self.x == self.out
+        count = hit.sum(axis=self.axes, keepdims=True).astype(g.dtype)
+        return const(hit) * (_kept(g, x.shape, self.axes, self.keepdim) / const(count))
 
 
 class Var(Function):
@@ -98,6 +102,12 @@ class Var(Function):
         with np.errstate(invalid="ignore"):
             return g * scale * self.xc
 
+    def backward_graph(self, g, x):
+        scale = 2.0 / self.denom if self.denom else math.inf
+        xc = x - Mean.apply(x, dim=self.axes, keepdim=True)
+        with np.errstate(invalid="ignore"):
+            return _kept(g, x.shape, self.axes, self.keepdim) * scale * xc
+
 
 class LogSumExp(Function):
     """d(logsumexp x) = g * softmax(x) over the reduced axes."""
@@ -114,3 +124,8 @@ class LogSumExp(Function):
     def backward(self, g):
         g = _expand_back(g, self.x.shape, self.axes, self.keepdim)
         return g * np.exp(self.x - self.out)
+
+    def backward_graph(self, g, x):
+        out = LogSumExp.apply(x, dim=self.axes, keepdim=True)     # recomputed from x
+        with np.errstate(invalid="ignore"):
+            return _kept(g, x.shape, self.axes, self.keepdim) * (x - out).exp()

@@ -13,7 +13,7 @@ import numbers
 
 import numpy as np
 
-from . import autograd, backprop, fused, movement, ops
+from . import autograd, backprop, fused, movement, ops, ops_linalg
 from .autograd import OpError
 from .dims import check_dim, normalize_dims
 from .dtypes import as_dtype, result_type, to_array
@@ -381,10 +381,10 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMet
         return ops.Neg.apply(self)
 
     def __matmul__(self, other):
-        return ops.MatMul.apply(self, other)
+        return ops_linalg.MatMul.apply(self, other)
 
     def __rmatmul__(self, other):  # other @ self
-        return ops.MatMul.apply(other, self)
+        return ops_linalg.MatMul.apply(other, self)
 
     add, sub, mul, div, matmul = __add__, __sub__, __mul__, __truediv__, __matmul__
     pow = __pow__
