@@ -1646,6 +1646,87 @@ add(
            samples=_rms_family(True)),
 )
 
+# --- einsum ---------------------------------------------------------------------------------
+
+def _einsum_family(draw, dt):
+    """1-3 operands over subscripts a-d: repeated subscripts (diagonals), size-1 dims that
+    broadcast, '...' with right-aligned broadcast dims, implicit or explicit output."""
+    sizes = {c: draw(st.integers(0 if draw(st.integers(0, 7)) == 0 else 1, 3)) for c in "abcd"}
+    n_ops = draw(st.integers(1, 3))
+    ell = draw(st.lists(st.integers(1, 3), max_size=2)) if draw(st.booleans()) else None
+    terms, shapes = [], []
+    for _ in range(n_ops):
+        labels = draw(st.lists(st.sampled_from("abcd"), min_size=min(draw(st.integers(0, 4)), 1),
+                               max_size=3))
+        ones = {c for c in labels if draw(st.integers(0, 5)) == 0}    # broadcast as size 1
+        shp = [1 if c in ones else sizes[c] for c in labels]
+        term = "".join(labels)
+        if ell is not None and draw(st.booleans()):
+            e = ell[len(ell) - draw(st.integers(0, len(ell))):]
+            e = [1 if draw(st.integers(0, 3)) == 0 else n for n in e]
+            at = draw(st.integers(0, len(labels)))
+            term, shp = term[:at] + "..." + term[at:], shp[:at] + e + shp[at:]
+        terms.append(term)
+        shapes.append(tuple(shp))
+    eq = ",".join(terms)
+    if draw(st.booleans()):                 # explicit output: some used subscripts, any order
+        used = sorted({c for t in terms for c in t if c != "."})
+        out = draw(st.permutations(used))[:draw(st.integers(0, len(used)))]
+        out = "".join(out)
+        if "..." in eq and draw(st.booleans()):
+            at = draw(st.integers(0, len(out)))
+            out = out[:at] + "..." + out[at:]
+        eq += "->" + out
+    return Sample(tuple(array(draw, s, dt) for s in shapes), {"equation": eq})
+
+
+def _einsum(*xs, equation):
+    return tgx.einsum(equation, *xs)
+
+
+def _torch_einsum(*xs, equation):
+    return torch.einsum(equation, *xs)
+
+
+def _np_einsum(*xs, equation):
+    """numpy's einsum after PyTorch's size-1 broadcasting of named subscripts (numpy does not
+    broadcast them): each operand broadcast to the size its subscripts have elsewhere."""
+    from tinygradx.ops_einsum import plan
+    p = plan(equation, tuple(x.shape for x in xs))
+    full = [np.squeeze(x, ax) if ax else x for x, ax in zip(xs, p.squeeze, strict=True)]
+    return np.einsum(p.equation, *full)
+
+
+_EIN_A, _EIN_B = _f64(2, 3), _f64(3, 4, seed=1)
+add(OpInfo("tgx.einsum", _einsum, torch_op=_torch_einsum, ref=_np_einsum,
+           samples=family(_einsum_family), atol=1e-8,
+           fixed=(S(_EIN_A, _EIN_B, equation="ij,jk->ik", desc="matmul"),
+                  S(_EIN_A, _EIN_B, equation="ij,jk", desc="implicit"),
+                  S(_f64(2, 3), _f64(4, 3, seed=1), equation="Ba,Ca", desc="implicit_upper"),
+                  S(_f64(2, 3, 4, 5), _f64(2, 3, 6, 5, seed=1), equation="bhqd,bhkd->bhqk",
+                    desc="attention_scores"),
+                  S(_f64(3, 3), equation="ii->i", desc="diagonal"),
+                  S(_f64(3, 3), equation="ii", desc="trace"),
+                  S(_f64(3, 2, 3), _f64(3, seed=1), equation="iji,i->j", desc="diag_two"),
+                  S(_f64(3), _f64(4, seed=1), equation="i,j->ij", desc="outer"),
+                  S(_f64(2, 3), equation="ij->ji", desc="transpose"),
+                  S(_f64(2, 3), equation="ij->", desc="sum_all"),
+                  S(_f64(5, 1, 2, 3), _f64(4, 3, 2, seed=1), equation="...ij,...jk->...ik",
+                    desc="ellipsis_broadcast"),
+                  S(_f64(2, 3), equation="...i->i", desc="ellipsis_summed"),
+                  S(_f64(2, 3), _f64(5, 1, 3, seed=1), equation="...i,...i",
+                    desc="ellipsis_implicit"),
+                  S(_f64(1, 3), _f64(2, 3, seed=1), equation="ij,ij->ij", desc="size1_bcast"),
+                  S(_f64(2, 3), _f64(3, 4, seed=1), _f64(4, 2, seed=2), equation="ij,jk,kl->il",
+                    desc="three_operands"),
+                  S(np.array(2.0), _f64(3), equation=",i->i", desc="0d_operand"),
+                  S(_f64(0, 3), _f64(3, 2, seed=1), equation="ij,jk->ik", desc="size0"),
+                  S(_ints, _ints.T + 1, equation="ij,jk->ik", desc="int64", only=("torch",)),
+                  S(_ints.astype(np.int32), equation="ij->j", desc="int32_sum",
+                    only=("torch",)),
+                  S(_ints.astype(np.int32), _ints.T.astype(np.int32), equation="ij,jk->ik",
+                    desc="int32", only=("torch",)))))
+
 # ------------------------------------------------------------------------------------------
 # names in docs/api.md's op sections that are not ops (the coverage test skips only these)
 # ------------------------------------------------------------------------------------------

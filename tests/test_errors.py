@@ -316,3 +316,39 @@ def test_split_chunk_stack_dims():
     with pytest.raises(OpError) as err:
         t(2, 3).split(0)
     assert_clear_error(err, "split", "positive")
+
+
+# ------------------------------------------------------------------------------------------
+# einsum: a malformed equation or mismatched dims name the subscript and the sizes
+# ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("equation,shapes,expected", [
+    ("ij,jk->ik", [(2, 3), (4, 5)], "subscript 'j' has size 4 in operand 1 but 3 in operand 0"),
+    ("ii->i", [(2, 3)], "subscript 'i' is repeated in operand 0 with different sizes 2 and 3"),
+    ("ij->i", [(3,)], "operand 0 has 1 dims but its term 'ij' names 2"),
+    ("...ij", [(3,)], "operand 0 has 1 dims, fewer than the 2 subscripts"),
+    ("i,j", [(3,)], "2 input terms but 1 operand given"),
+    ("i->ii", [(3,)], "output subscript 'i' appears more than once"),
+    ("i->j", [(3,)], "output subscript 'j' appears in no input term"),
+    ("i1", [(3, 2)], "invalid subscript '1' at index 1"),
+    ("..i", [(3,)], "'.' must come as one '...'"),
+    ("ij-i", [(3, 3)], "'-' and '>' may appear only together"),
+    ("ij->ij->", [(3, 3)], "'->' may appear only once"),
+], ids=["sizes", "diagonal", "dims", "ellipsis_dims", "operands", "out_twice", "out_unknown",
+        "char", "dots", "arrow", "two_arrows"])
+def test_einsum_equation_errors(equation, shapes, expected):
+    with pytest.raises(OpError) as err:
+        tgx.einsum(equation, *[t(*s) for s in shapes])
+    assert_clear_error(err, "einsum: ", expected, repr(equation))
+    assert "\n" not in str(err.value)
+
+
+def test_einsum_operand_errors():
+    for call, expected in [
+            (lambda: tgx.einsum("i,i", t(3), t(3).double()), "share one dtype"),
+            (lambda: tgx.einsum("i", t(3).bool()), "bool operands"),
+            (lambda: tgx.einsum("i", np.zeros(3)), "operand 0 must be a Tensor"),
+            (lambda: tgx.einsum(t(3), [60]), "ints in 0..51")]:
+        with pytest.raises((TypeError, OpError)) as err:
+            call()
+        assert_clear_error(err, "einsum: ", expected)

@@ -16,9 +16,10 @@ from .autograd import (Function, OpError, detect_anomaly, enable_grad,  # noqa: 
                        set_rng_state, unbroadcast)
 from .dtypes import bool_, float16, float32, float64, int32, int64, uint8  # noqa: E402
 from .tensor import Tensor  # noqa: E402
-from .creation import (arange, cat, concatenate, eye, full, full_like,  # noqa: E402
-                       matmul, maximum, minimum, ones, ones_like, rand, rand_like, randint,
-                       randn, randn_like, stack, tensor, where, zeros, zeros_like)
+from .creation import (arange, cat, concatenate, einsum, eye, full,  # noqa: E402
+                       full_like, matmul, maximum, minimum, ones, ones_like, rand,
+                       rand_like, randint, randn, randn_like, stack, tensor, where, zeros,
+                       zeros_like)
 from .tensor_index import (argsort, cumprod, cumsum, diagonal, flip, gather,  # noqa: E402
                            masked_select, repeat_interleave, roll, scatter, scatter_add, sort,
                            topk, unflatten)
@@ -38,7 +39,8 @@ __all__ = [
     "Function", "OpError", "detect_anomaly", "enable_grad", "get_rng_state", "grad",
     "is_grad_enabled", "manual_seed", "no_grad", "set_rng_state", "unbroadcast",
     "Tensor", "bool_", "float16", "float32", "float64", "int32", "int64", "uint8",
-    "arange", "cat", "concatenate", "eye", "full", "full_like", "matmul", "maximum", "minimum",
+    "arange", "cat", "concatenate", "einsum", "eye", "full", "full_like", "matmul", "maximum",
+    "minimum",
     "ones", "ones_like", "rand", "rand_like", "randint", "randn", "randn_like", "stack",
     "tensor", "where", "zeros", "zeros_like",
     "argsort", "cumprod", "cumsum", "diagonal", "flip", "gather", "masked_select",
