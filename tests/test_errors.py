@@ -352,3 +352,19 @@ def test_einsum_operand_errors():
         with pytest.raises((TypeError, OpError)) as err:
             call()
         assert_clear_error(err, "einsum: ", expected)
+
+
+def test_class_weight_and_probability_target_errors():
+    ids = tgx.tensor([0, 1])
+    for call, expected in [
+            (lambda: F.cross_entropy(t(2, 3), ids, weight=t(2)), "one value per class, shape (3,)"),
+            (lambda: F.nll_loss(t(2, 3), ids, weight=t(3).double()), "weight has dtype float64"),
+            (lambda: F.cross_entropy(t(2, 3), ids, weight=tgx.ones(3, requires_grad=True)),
+             "weight is read as a constant"),
+            (lambda: F.cross_entropy(t(2, 3), ids, weight=[1.0, 2.0, 3.0]), "must be a Tensor"),
+            (lambda: F.cross_entropy(t(2, 3), t(2, 3), ignore_index=0),
+             "ignore_index=0 applies to class-index targets"),
+            (lambda: F.cross_entropy(t(2, 3), t(3, 2)), "needs the input's shape (2, 3)")]:
+        with pytest.raises((TypeError, OpError)) as err:
+            call()
+        assert_clear_error(err, expected)

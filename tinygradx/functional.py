@@ -17,11 +17,13 @@ from .creation import where
 from .tensor import Tensor
 
 
-def _loss_args(name, input, target, ignore_index, reduction):
+def _loss_args(name, input, target, ignore_index, reduction, probabilities=False):
     """The checks every loss makes before it computes: reduction, input, target dtype, shape.
 
     Returns the target as an integer array of the expected shape. The layouts are PyTorch's:
     input (N, C) with target (N,), (C,) with a 0-d target, (N, C, d1, ...) with (N, d1, ...).
+    With `probabilities` a float target of the input's shape (class probabilities) is
+    returned as it is.
     """
     check_reduction(name, reduction)          # losses.py's check, shared by every loss
     if isinstance(ignore_index, bool) or not isinstance(ignore_index, (int, np.integer)):
@@ -33,6 +35,12 @@ def _loss_args(name, input, target, ignore_index, reduction):
     if input.dtype.kind != "f":
         raise TypeError(f"{name}{_where()}: input must be floating-point, got {input.dtype}")
     t = target._data if isinstance(target, Tensor) else np.asarray(target)
+    if probabilities and t.dtype.kind == "f":
+        if t.shape != input.shape:
+            raise OpError(f"{name}{_where()}: a float target holds class probabilities and "
+                          f"needs the input's shape {input.shape}, got {t.shape}; class "
+                          f"indices need an integer tensor, got dtype {t.dtype}")
+        return t
     if t.dtype.kind not in "iu":
         raise OpError(f"{name}{_where()}: target must hold class indices (an integer "
                       f"tensor), got dtype {t.dtype}")
@@ -156,17 +164,26 @@ def _where():
     return f" (in {s})" if s else ""
 
 
-def cross_entropy(input, target, ignore_index=-100, reduction="mean", label_smoothing=0.0):
-    """Cross-entropy between logits and class-index targets, as torch.nn.functional.
+def cross_entropy(input, target, weight=None, *, ignore_index=-100, reduction="mean",
+                  label_smoothing=0.0):
+    """Cross-entropy between logits and class-index or class-probability targets, as
+    torch.nn.functional.cross_entropy.
 
     Shapes: input (N, C) with target (N,), or (C,) with a scalar target, or (N, C, d1, ...)
-    with target (N, d1, ...). Targets equal to ignore_index add nothing and are not counted
-    by 'mean'. label_smoothing e mixes the one-hot target with the uniform distribution.
+    with target (N, d1, ...); a float target of the input's shape holds class probabilities.
+    Targets equal to ignore_index add nothing and are not counted by 'mean' (class indices
+    only). label_smoothing e mixes the target with the uniform distribution. weight (C,)
+    rescales each class; with class indices 'mean' then divides by the sum of the targets'
+    weights, with probabilities by the number of rows, as PyTorch. The plain case (class
+    indices, no weight) is one fused node; weights and probabilities run op by op.
     """
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], "
                          f"got {label_smoothing}")
-    t = _loss_args("cross_entropy", input, target, ignore_index, reduction)
+    t = _loss_args("cross_entropy", input, target, ignore_index, reduction, probabilities=True)
+    if t.dtype.kind == "f" or weight is not None:
+        return _cross_entropy_extended(input, target, t, weight, ignore_index, reduction,
+                                       label_smoothing)
     x = input     # the fused op checks the range of the targets
     if x.ndim == 1:
         x, t = x.reshape(1, -1), t.reshape(1)
@@ -186,29 +203,20 @@ def cross_entropy(input, target, ignore_index=-100, reduction="mean", label_smoo
     return out
 
 
-def nll_loss(input, target, ignore_index=-100, reduction="mean"):
+def nll_loss(input, target, weight=None, *, ignore_index=-100, reduction="mean"):
     """Negative log-likelihood of log-probabilities at class-index targets.
 
     Layouts as cross_entropy: (N, C) with (N,), (C,) with a 0-d target, (N, C, d1, ...) with
     (N, d1, ...). Targets equal to ignore_index add nothing and are not counted by 'mean'.
+    weight (C,) rescales each class: -w[y] x[y], and 'mean' divides by the sum of w[y] over
+    the targets that are not ignored, as PyTorch.
     """
     t = _loss_args("nll_loss", input, target, ignore_index, reduction)
-    x = input
-    if x.ndim == 1:
-        x, t = x.reshape(1, -1), t.reshape(1)
-    elif x.ndim > 2:             # (N, C, d1..) -> (N*d1.., C): the class dim last, flattened
-        x = x.permute(0, *range(2, x.ndim), 1).reshape(-1, x.shape[1])
-        t = t.reshape(-1)
+    w = _class_weight("nll_loss", weight, input)
+    x, t = _class_rows(input, t)
     _check_targets("nll_loss", t, x.shape[1], ignore_index, input.shape)
-    keep = t != ignore_index
-    picked = x[np.arange(t.shape[0]), np.where(keep, t, 0)]
-    losses = -picked * Tensor(keep.astype(input.dtype))
-    if reduction == "none":
-        return losses if input.ndim == 2 else losses.reshape(input.shape[:1] + input.shape[2:]
-                                                             if input.ndim > 2 else ())
-    if reduction == "sum":
-        return losses.sum()
-    return losses.sum() / max(int(keep.sum()), 1)
+    losses, wt = _weighted_pick(x, t, w, ignore_index)
+    return _reduce_rows(losses, wt, input, reduction)
 
 
 def dropout(x, p=0.5, training=True):
@@ -467,3 +475,96 @@ from .losses import (binary_cross_entropy, binary_cross_entropy_with_logits,  # 
 # more activations and rms_norm live in activations.py (at the end: no line of this file moves)
 from .activations import (elu, hardtanh, leaky_relu, logsigmoid, mish, relu6,  # noqa: E402
                           rms_norm, selu, silu, softplus)
+
+
+# ------------------------------------------------------------------------------------------
+# cross_entropy / nll_loss with class weights or class-probability targets: op by op (the
+# fused CrossEntropy keeps the plain case), PyTorch's formulas
+# ------------------------------------------------------------------------------------------
+
+def _class_weight(name, weight, input):
+    """weight as a constant (C,) array of the input's dtype, checked."""
+    if weight is None:
+        return None
+    if not isinstance(weight, Tensor):
+        raise TypeError(f"{name}: weight must be a Tensor of shape (C,), got "
+                        f"{type(weight).__name__}")
+    if weight.requires_grad and STATE.grad_enabled:
+        raise OpError(f"{name}{_where()}: weight is read as a constant and gets no gradient "
+                      f"(as in PyTorch); pass weight.detach()")
+    c = input.shape[0] if input.ndim == 1 else input.shape[1]
+    if weight.shape != (c,):
+        raise OpError(f"{name}{_where()}: weight must hold one value per class, shape "
+                      f"({c},) for input {input.shape}, got {weight.shape}")
+    if weight.dtype != input.dtype:
+        raise TypeError(f"{name}: weight has dtype {weight.dtype} but the input "
+                        f"{input.dtype}; they must match (as in PyTorch)")
+    return weight._data
+
+
+def _class_rows(x, t):
+    """(C,), (N, C) or (N, C, d1..) logits and their targets as (M, C) rows and (M,)."""
+    if x.ndim == 1:
+        return x.reshape(1, -1), t.reshape(1)
+    if x.ndim > 2:             # (N, C, d1..) -> (N*d1.., C): the class dim last, flattened
+        return x.permute(0, *range(2, x.ndim), 1).reshape(-1, x.shape[1]), t.reshape(-1)
+    return x, t
+
+
+def _weighted_pick(x, t, w, ignore_index):
+    """-w[t] x[t] per row (0 where t is ignore_index) and the weights w[t] (0 there)."""
+    keep = t != ignore_index
+    safe = np.where(keep, t, 0)
+    wt = keep.astype(x.dtype) if w is None else np.where(keep, w[safe], 0).astype(x.dtype)
+    return -x[np.arange(t.shape[0]), safe] * Tensor(wt), wt
+
+
+def _reduce_rows(losses, wt, input, reduction):
+    """'none': the per-position losses in the target's shape; 'mean': their sum over the
+    sum of the targets' weights (0 when that is 0, as when every target is ignored)."""
+    if reduction == "none":
+        if input.ndim == 2:
+            return losses
+        return losses.reshape(input.shape[:1] + input.shape[2:] if input.ndim > 2 else ())
+    total = losses.sum()
+    if reduction == "sum":
+        return total
+    return total / (float(wt.sum()) or 1.0)
+
+
+def _cross_entropy_extended(input, target, t, weight, ignore_index, reduction, eps):
+    w = _class_weight("cross_entropy", weight, input)
+    if t.dtype.kind == "f":
+        return _cross_entropy_probs(input, target, w, ignore_index, reduction, eps)
+    x, t = _class_rows(input, t)
+    c = x.shape[1]
+    _check_targets("cross_entropy", t, c, ignore_index, input.shape)
+    logp = log_softmax(x, dim=1)
+    losses, wt = _weighted_pick(logp, t, w, ignore_index)
+    if eps:     # PyTorch: (1 - e) * nll + e / C * sum_c w_c (-logp_c), same denominator
+        smooth = -(logp if w is None else logp * Tensor(w)).sum(dim=1)
+        keep = (t != ignore_index).astype(x.dtype)
+        losses = losses * (1 - eps) + smooth * Tensor(keep * (eps / c))
+    return _reduce_rows(losses, wt, input, reduction)
+
+
+def _cross_entropy_probs(input, target, w, ignore_index, reduction, eps):
+    """-sum_c w_c q_c log softmax(x)_c with q = (1 - e) p + e / C; 'mean' divides by the
+    number of rows (N times d1...), not by the weights."""
+    if ignore_index != -100:
+        raise OpError(f"cross_entropy{_where()}: ignore_index={ignore_index} applies to "
+                      f"class-index targets, not to a float target of class probabilities "
+                      f"(as in PyTorch)")
+    dim = 0 if input.ndim == 1 else 1
+    c = input.shape[dim]
+    p = target if isinstance(target, Tensor) else Tensor(np.asarray(target))
+    q = p * (1 - eps) + eps / c if eps else p
+    prod = log_softmax(input, dim=dim) * q
+    if w is not None:
+        prod = prod * Tensor(w.reshape((c,) + (1,) * (input.ndim - dim - 1)))
+    if reduction == "none":
+        return -prod.sum(dim=dim)
+    total = -prod.sum()
+    if reduction == "sum":
+        return total
+    return total / max(input.numel() // max(c, 1), 1)
