@@ -1600,6 +1600,52 @@ add(
 )
 
 
+# --- grouped-query attention (enable_gqa) ---------------------------------------------------
+
+def _gqa_family(draw, dt):
+    """query (..., Hq, n, d) with key / value of Hkv heads dividing Hq (each on its own)."""
+    b = shape(draw, 0, 1, max_side=2, empty=False)
+    hk, hv = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    hq = hk * hv * draw(st.integers(1, 2))
+    n, m, d, dv = (draw(st.integers(1, 3)) for _ in range(4))
+    kw = {"is_causal": draw(st.booleans()), "scale": draw(st.sampled_from((None, 0.5)))}
+    if not kw["is_causal"] and draw(st.booleans()):
+        mask = np.random.default_rng(draw(st.integers(0, 99))).random((hq, n, m)) < 0.7
+        mask[..., 0] = True              # every query sees a key (torch: NaN otherwise)
+        kw["attn_mask"] = mask
+    return Sample((array(draw, b + (hq, n, d), dt), array(draw, b + (hk, m, d), dt),
+                   array(draw, b + (hv, m, dv), dt)), kw)
+
+
+def np_gqa(q, k, v, **kw):
+    hq = q.shape[-3]
+    return np_sdpa(q, np.repeat(k, hq // k.shape[-3], axis=-3),
+                   np.repeat(v, hq // v.shape[-3], axis=-3), **kw)
+
+
+_GQA_FIXED = (S(_f64(1, 4, 3, 2), _f64(1, 2, 5, 2, seed=1), _f64(1, 2, 5, 3, seed=2),
+                desc="groups_of_2"),
+              S(_f64(2, 4, 3, 2), _f64(2, 1, 3, 2, seed=1), _f64(2, 1, 3, 2, seed=2),
+                is_causal=True, desc="multi_query_causal"),
+              S(_f64(1, 4, 3, 2), _f64(1, 2, 5, 2, seed=1), _f64(1, 4, 5, 2, seed=2),
+                desc="value_heads_differ"),
+              S(_f64(6, 2, 2), _f64(3, 4, 2, seed=1), _f64(3, 4, 2, seed=2),
+                desc="3d_heads_first"))
+add(
+    OpInfo("F.scaled_dot_product_attention[gqa]", lambda q, k, v, **kw:
+           F.scaled_dot_product_attention(q, k, v, enable_gqa=True, **kw),
+           torch_op=lambda q, k, v, **kw: TF.scaled_dot_product_attention(q, k, v,
+                                                                          enable_gqa=True, **kw),
+           ref=np_gqa, samples=family(_gqa_family), atol=1e-8,
+           api=("F.scaled_dot_product_attention",), fixed=_GQA_FIXED),
+    OpInfo("F.attention[gqa]", lambda q, k, v, **kw: F.attention(q, k, v, enable_gqa=True, **kw),
+           torch_op=lambda q, k, v, **kw: TF.scaled_dot_product_attention(q, k, v,
+                                                                          enable_gqa=True, **kw),
+           ref=np_gqa, samples=family(_gqa_family), atol=1e-8, api=("F.attention",),
+           fixed=_GQA_FIXED),
+)
+
+
 # --- element-wise math (ops_math.py): Tensor methods and tgx functions ----------------------
 _INTS_GRID = tuple(float(k) for k in range(-3, 4))
 _HALVES = tuple(k + 0.5 for k in range(-3, 3))

@@ -368,3 +368,20 @@ def test_class_weight_and_probability_target_errors():
         with pytest.raises((TypeError, OpError)) as err:
             call()
         assert_clear_error(err, expected)
+
+
+def test_grouped_query_attention_errors():
+    q, k, v = t(1, 4, 3, 2), t(1, 2, 5, 2), t(1, 2, 5, 2)
+    for fn in (F.scaled_dot_product_attention, F.attention):
+        with pytest.raises(OpError) as err:
+            fn(q, k, v)                           # fewer K/V heads without enable_gqa
+        assert_clear_error(err, "query has 4 heads (dim -3) but key 2", "enable_gqa=True")
+        with pytest.raises(OpError) as err:
+            fn(q, t(1, 3, 5, 2), t(1, 3, 5, 2), enable_gqa=True)
+        assert_clear_error(err, "heads of key (3) and value (3) must each divide the "
+                                "query's 4 heads")
+        with pytest.raises(OpError) as err:
+            fn(t(3, 2), t(5, 2), t(5, 2), enable_gqa=True)
+        assert_clear_error(err, "enable_gqa needs the heads at dim -3")
+    # one K/V head broadcasts without enable_gqa, as in PyTorch
+    assert F.scaled_dot_product_attention(q, t(1, 1, 5, 2), t(1, 1, 5, 2)).shape == (1, 4, 3, 2)

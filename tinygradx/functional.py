@@ -184,16 +184,19 @@ def causal_mask(n, m=None, dtype=np.float32):
     return mask
 
 
-def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+              enable_gqa=False):
     """softmax(Q K^T / sqrt(d_k) + M) V as ONE graph node (fused.Attention), the fast path.
 
     The same arguments and numbers as `scaled_dot_product_attention` (tested equal, dropout
     included: the keep-mask is drawn as F.dropout draws it), without the attention weights.
+    With enable_gqa the repeated K/V heads are made before the node.
     is_causal is aligned top-left as in PyTorch (query i sees keys j <= i); for n new queries
     against m cached keys pass `attn_mask=causal_mask(n, m)` (bottom-right). A float
     attn_mask Tensor that requires grad gets its gradient (dL/dM = dL/dScores), so a
     learned attention bias trains.
     """
+    key, value = _heads_for("attention", query, key, value, enable_gqa)
     if query.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]:
         raise OpError(f"attention{_where()}: query {query.shape}, key {key.shape} and value "
                       f"{value.shape}: query and key must share d_k, key and value the number "
@@ -264,7 +267,8 @@ def packed_attention(qkv, n_head, dropout_p=0.0, is_causal=False, scale=None, n_
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
-                                 is_causal=False, scale=None, return_weights=False):
+                                 is_causal=False, scale=None, enable_gqa=False,
+                                 return_weights=False):
     """softmax(Q K^T / sqrt(d_k) + M) V.
 
     Shapes: query (..., n, d_k), key (..., m, d_k), value (..., m, d_v) -> (..., n, d_v).
@@ -272,9 +276,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     function) or a float mask added to the scores (0 to keep, -inf to block); it broadcasts to
     (..., n, m); a float mask Tensor that requires grad gets its gradient. is_causal hides
     keys j > i, aligned top-left as in PyTorch (for n queries that are the last n of m
-    positions, as with a KV cache, pass attn_mask=causal_mask(n, m) instead). With
+    positions, as with a KV cache, pass attn_mask=causal_mask(n, m) instead). enable_gqa:
+    grouped-query attention, key and value with fewer heads (dim -3) than the query, each
+    head repeated (repeat_interleave) for its group of Hq / Hkv query heads, as PyTorch. With
     return_weights the attention weights A (..., n, m) are returned too.
     """
+    key, value = _heads_for("scaled_dot_product_attention", query, key, value, enable_gqa)
     if query.shape[-1] != key.shape[-1]:
         raise OpError(f"scaled_dot_product_attention{_where()}: query {query.shape} and key "
                       f"{key.shape} must share the last dim d_k")
@@ -408,3 +415,31 @@ from .losses import (binary_cross_entropy, binary_cross_entropy_with_logits,  # 
 from .activations import (elu, hardtanh, leaky_relu, logsigmoid, mish, relu6,  # noqa: E402
                           rms_norm, selu, silu, softplus)
 
+
+def _heads_for(name, query, key, value, enable_gqa):
+    """key and value with the query's heads (dim -3): repeated for grouped-query attention
+    when enable_gqa (each K/V head serves Hq / Hkv query heads, as PyTorch); without it a
+    head count that neither matches nor broadcasts is an error that says so."""
+    if not enable_gqa:
+        if query.ndim >= 3:
+            hq = query.shape[-3]
+            for what, t in (("key", key), ("value", value)):
+                if t.ndim >= 3 and t.shape[-3] not in (hq, 1) and hq != 1:
+                    raise OpError(f"{name}{_where()}: query has {hq} heads (dim -3) but "
+                                  f"{what} {t.shape[-3]} (query {query.shape}, {what} "
+                                  f"{t.shape}); for grouped-query attention pass "
+                                  f"enable_gqa=True")
+        return key, value
+    if min(query.ndim, key.ndim, value.ndim) < 3:
+        raise OpError(f"{name}{_where()}: enable_gqa needs the heads at dim -3: query "
+                      f"{query.shape}, key {key.shape} and value {value.shape} need at least "
+                      f"3 dims")
+    hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
+    if hk == 0 or hv == 0 or hq % hk or hq % hv:
+        raise OpError(f"{name}{_where()}: enable_gqa: the heads of key ({hk}) and value ({hv}) "
+                      f"must each divide the query's {hq} heads (dim -3)")
+    if hk != hq:
+        key = key.repeat_interleave(hq // hk, dim=-3)
+    if hv != hq:
+        value = value.repeat_interleave(hq // hv, dim=-3)
+    return key, value
