@@ -265,7 +265,7 @@ def cmd_graph(args):
     depth = None if args.depth == "all" else args.depth
     try:
         build_graph_for_cli(args.model, args.norm, args.layers, depth, args.out,
-                            checkpoint=args.checkpoint, lang=args.lang)
+                            checkpoint=args.checkpoint, lang=args.lang, llama=args.llama)
     except RuntimeError as err:          # no renderer, or the renderer failed
         raise UsageError(f"cannot write {args.out}: {str(err).splitlines()[0]}") from None
     return 0
@@ -284,7 +284,7 @@ def cmd_plot(args):
 def cmd_trace(args):
     from tinygradx.models.apps.inspect_models import trace_cli
     print(trace_cli(args.model, norm=args.norm, layers=args.layers, fmt=args.format,
-                    lang=args.lang))
+                    lang=args.lang, llama=args.llama))
     return 0
 
 
@@ -369,6 +369,8 @@ def _add_model_commands(sub):
 
 
 _NORM_HELP = "LayerNorm placement (default: the model's own, gpt pre, transformer post)"
+_LLAMA_HELP = ("--model gpt: a LLaMA-style GPT (RMSNorm, RoPE, SwiGLU, grouped-query attention, "
+               "no biases) instead of GPT-2's block (default: GPT-2's)")
 
 
 def _add_drawing_commands(sub):
@@ -390,6 +392,7 @@ def _add_drawing_commands(sub):
                     help="draw this checkpoint's model (default: a fresh small model)")
     gr.add_argument("--lang", choices=["en", "zh"], default="en",
                     help="label language (default en)")
+    gr.add_argument("--llama", action="store_true", help=_LLAMA_HELP)
     gr.set_defaults(fn=cmd_graph)
 
     tc = sub.add_parser("trace", help="print the shape trace table of one forward pass")
@@ -403,6 +406,7 @@ def _add_drawing_commands(sub):
                     help="table format; html writes the interactive page to stdout (default text)")
     tc.add_argument("--lang", choices=["en", "zh"], default="en",
                     help="label language (default en)")
+    tc.add_argument("--llama", action="store_true", help=_LLAMA_HELP)
     tc.set_defaults(fn=cmd_trace)
 
     x = sub.add_parser("experiment", help="the LN-placement experiments (Xiong et al. 2020)")
