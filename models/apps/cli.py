@@ -33,6 +33,14 @@ TRAIN_HELP = {
     "dropout": "dropout probability, in [0, 1)",
     "norm_first": "Pre-LN (true) or the original Post-LN (false)",
     "block_size": "GPT context length (chars task)",
+    "norm": "GPT tasks (add, chars): layernorm (GPT-2) or rmsnorm (LLaMA); the placement is "
+            "--norm_first",
+    "pos": "GPT tasks: learned (a position table, GPT-2) or rope (rotary embeddings of Q and "
+           "K, no table)",
+    "mlp": "GPT tasks: gelu (GPT-2) or swiglu ((SiLU(x W1) * x W3) W2, hidden 8/3 d_model)",
+    "n_kv_head": "GPT tasks: K/V heads for grouped-query attention, a divisor of n_head "
+                 "(0: n_head; 1: multi-query)",
+    "bias": "GPT tasks: biases in the Linears and LayerNorms; --no-bias drops them (LLaMA)",
     "optimizer": "adam, adamw or sgd",
     "lr": "peak learning rate",
     "min_lr": "final learning rate of the cosine schedule",
@@ -59,13 +67,23 @@ TRAIN_HELP = {
 }
 
 
+# bool fields that also take a bare --name (true) and --no-name (false)
+NEGATABLE = ("bias",)
+
+
 def _train_config_args(parser):
     """One flag per TrainConfig field, typed, with its meaning and default in --help."""
     from tinygradx.models.training.trainer import TrainConfig
     for f in dataclasses.fields(TrainConfig):
         default = f.default
         text = TRAIN_HELP.get(f.name, f.name.replace("_", " "))
-        if f.type in (bool, "bool"):
+        if f.name in NEGATABLE:        # --bias, --bias false, --no-bias
+            parser.add_argument(f"--{f.name}", type=_bool, nargs="?", const=True, default=None,
+                                metavar="BOOL", help=f"{text} (default {default})")
+            parser.add_argument(f"--no-{f.name}", f"--no_{f.name}", dest=f.name,
+                                action="store_const", const=False, default=None,
+                                help=f"the same as --{f.name} false (default {default})")
+        elif f.type in (bool, "bool"):
             parser.add_argument(f"--{f.name}", type=_bool, default=None, metavar="BOOL",
                                 help=f"{text} (default {default})")
         else:
