@@ -1662,6 +1662,172 @@ add(OpInfo("nn.CrossEntropyLoss", _module_call("CrossEntropyLoss", tgx.nn),
            samples=_ce_family(layout_nd=False, smoothing=False)))
 
 
+# --- cross_entropy / nll_loss with class weights and probability targets ---------------------
+
+def np_class_loss(x, target, weight=None, ignore_index=-100, reduction="mean",
+                  label_smoothing=0.0, log_probs=False):
+    """PyTorch's cross_entropy (nll_loss with log_probs) with a class weight and class-index
+    or class-probability targets, on (N, C) rows: 'mean' of class indices divides by the sum
+    of the targets' weights (0 when it is 0: tinygradx's rule for an all-ignored batch)."""
+    t = np.asarray(target)
+    if x.ndim != 2:                    # (C,) or (N, C, d1, ...): as rows of (N*d1.., C)
+        rows = np.moveaxis(x.reshape((1,) * (x.ndim == 1) + x.shape), 1, -1)
+        c = rows.shape[-1]
+        tr = np.moveaxis(t.reshape((1,) * (x.ndim == 1) + t.shape), 1, -1).reshape(-1, c) \
+            if t.dtype.kind == "f" else t.reshape(-1)
+        out = np_class_loss(rows.reshape(-1, c), tr, weight, ignore_index, reduction,
+                            label_smoothing, log_probs)
+        return out.reshape(x.shape[:1] + x.shape[2:] if x.ndim > 1 else ()) \
+            if reduction == "none" else out
+    n, c = x.shape
+    w = np.ones(c) if weight is None else weight
+    logp = x if log_probs else np_log_softmax(x, 1)
+    if t.dtype.kind == "f":            # probabilities
+        q = t * (1 - label_smoothing) + label_smoothing / c
+        rows = -(logp * q * w).sum(axis=1)
+        if reduction == "none":
+            return rows
+        return rows.sum() if reduction == "sum" else rows.sum() / max(n, 1)
+    keep = t != ignore_index
+    safe = np.where(keep, t, 0)
+    wt = np.where(keep, w[safe], 0)
+    rows = -logp[np.arange(n), safe] * wt
+    if label_smoothing:
+        rows = (1 - label_smoothing) * rows - label_smoothing / c * (logp * w).sum(1) * keep
+    if reduction == "none":
+        return rows
+    return rows.sum() if reduction == "sum" else rows.sum() / (wt.sum() or 1.0)
+
+
+def _class_loss_family(probs=False, weight=True, smoothing=True, layout_nd=True,
+                       target_input=False):
+    """Logits (N, C[, d]) with class-index targets (one ignored at times) or probabilities
+    (rows on the simplex, or any non-negative values), a (C,) weight, a reduction."""
+    def build(draw, dt):
+        n, c = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+        extra = shape(draw, 0, 1 if layout_nd else 0, empty=False)
+        one_d = layout_nd and draw(st.integers(0, 4)) == 0
+        xs = (c,) if one_d else (n, c) + extra
+        rng = np.random.default_rng(draw(st.integers(0, 99)))
+        kw = {"reduction": draw(st.sampled_from(("mean", "sum", "none")))}
+        if probs:
+            p = rng.random(xs)
+            if draw(st.booleans()):
+                p = p / p.sum(axis=0 if one_d else 1, keepdims=True)
+            t = p.astype(dt)
+        else:
+            t = rng.integers(0, c, size=() if one_d else (n,) + extra)
+            if t.size > 1 and draw(st.booleans()):
+                t.reshape(-1)[0] = -100
+        if weight and (draw(st.booleans()) or not probs):
+            kw["weight"] = rng.uniform(0.1, 2.0, size=c).astype(dt)
+        if smoothing:
+            kw["label_smoothing"] = draw(st.sampled_from((0.0, 0.1)))
+        if target_input:
+            return Sample((array(draw, xs, dt), t), kw)
+        kw["target"] = t
+        return Sample((array(draw, xs, dt),), kw)
+    return family(build)
+
+
+_W3 = np.array([0.5, 2.0, 1.0])
+_T_IDS = np.array([0, 2, -100, 1])
+_P43 = np.random.default_rng(5).dirichlet(np.ones(3), size=4)
+add(
+    OpInfo("F.cross_entropy[weight]", lambda x, **kw: F.cross_entropy(x, **kw),
+           torch_op=lambda x, **kw: TF.cross_entropy(x, **kw), ref=np_class_loss,
+           samples=_class_loss_family(), api=("F.cross_entropy",),
+           fixed=(S(_f64(4, 3), target=_T_IDS, weight=_W3, desc="weight_ignore_mean"),
+                  S(_f64(4, 3), target=_T_IDS, weight=_W3, label_smoothing=0.2,
+                    desc="weight_ignore_smoothing"),
+                  S(_f64(4, 3), target=_T_IDS, weight=_W3, label_smoothing=0.2,
+                    reduction="none", desc="weight_smoothing_none"),
+                  S(_f64(2, 3, 2), target=np.array([[0, 2], [1, -100]]), weight=_W3,
+                    label_smoothing=0.1, desc="weight_nd"),
+                  S(_f64(3), target=np.array(1), weight=_W3, desc="weight_1d"),
+                  S(_f64(2, 3), target=np.array([0, 1]), weight=np.zeros(3),
+                    desc="zero_weights_give_0", only=("numpy",)))),
+    OpInfo("F.cross_entropy[probs]", lambda x, **kw: F.cross_entropy(x, **kw),
+           torch_op=lambda x, **kw: TF.cross_entropy(x, **kw), ref=np_class_loss,
+           samples=_class_loss_family(probs=True), api=("F.cross_entropy",),
+           fixed=(S(_f64(4, 3), target=_P43, desc="probs_mean"),
+                  S(_f64(4, 3), target=_P43, weight=_W3, label_smoothing=0.2,
+                    desc="probs_weight_smoothing"),
+                  S(_f64(4, 3), target=_P43, weight=_W3, reduction="none",
+                    desc="probs_weight_none"),
+                  S(_f64(2, 3, 2), target=np.moveaxis(_P43.reshape(2, 2, 3), 2, 1),
+                    weight=_W3, desc="probs_nd"),
+                  S(_f64(3), target=_P43[0], label_smoothing=0.1, desc="probs_1d"),
+                  S(_f64(4, 3).astype(np.float32), target=_P43, desc="float64_target"))),
+    OpInfo("F.cross_entropy[probs_grad]", lambda x, p, **kw: F.cross_entropy(x, p, **kw),
+           torch_op=lambda x, p, **kw: TF.cross_entropy(x, p, **kw),
+           ref=lambda x, p, **kw: np_class_loss(x, p, **kw), api=("F.cross_entropy",),
+           samples=_class_loss_family(probs=True, target_input=True)),
+    OpInfo("F.nll_loss[weight]", lambda x, **kw: F.nll_loss(x, **kw),
+           torch_op=lambda x, **kw: TF.nll_loss(x, **kw),
+           ref=lambda x, **kw: np_class_loss(x, log_probs=True, **kw),
+           samples=_class_loss_family(smoothing=False), api=("F.nll_loss",),
+           fixed=(S(_f64(4, 3, high=0.0), target=_T_IDS, weight=_W3, desc="weight_ignore"),
+                  S(_f64(2, 3, 2, high=0.0), target=np.array([[0, 2], [1, -100]]),
+                    weight=_W3, reduction="none", desc="weight_nd_none"))),
+    OpInfo("nn.CrossEntropyLoss[weight]", _module_call("CrossEntropyLoss", tgx.nn),
+           torch_op=_module_call("CrossEntropyLoss", torch.nn) if torch is not None else None,
+           samples=_class_loss_family(layout_nd=False), api=("nn.CrossEntropyLoss",)),
+    OpInfo("nn.CrossEntropyLoss[probs]", _module_call("CrossEntropyLoss", tgx.nn),
+           torch_op=_module_call("CrossEntropyLoss", torch.nn) if torch is not None else None,
+           samples=_class_loss_family(probs=True), api=("nn.CrossEntropyLoss",)),
+    OpInfo("nn.NLLLoss[weight]", _module_call("NLLLoss", tgx.nn),
+           torch_op=_module_call("NLLLoss", torch.nn) if torch is not None else None,
+           samples=_class_loss_family(smoothing=False, layout_nd=False), api=("nn.NLLLoss",)),
+)
+
+
+# --- grouped-query attention (enable_gqa) ---------------------------------------------------
+
+def _gqa_family(draw, dt):
+    """query (..., Hq, n, d) with key / value of Hkv heads dividing Hq (each on its own)."""
+    b = shape(draw, 0, 1, max_side=2, empty=False)
+    hk, hv = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    hq = hk * hv * draw(st.integers(1, 2))
+    n, m, d, dv = (draw(st.integers(1, 3)) for _ in range(4))
+    kw = {"is_causal": draw(st.booleans()), "scale": draw(st.sampled_from((None, 0.5)))}
+    if not kw["is_causal"] and draw(st.booleans()):
+        mask = np.random.default_rng(draw(st.integers(0, 99))).random((hq, n, m)) < 0.7
+        mask[..., 0] = True              # every query sees a key (torch: NaN otherwise)
+        kw["attn_mask"] = mask
+    return Sample((array(draw, b + (hq, n, d), dt), array(draw, b + (hk, m, d), dt),
+                   array(draw, b + (hv, m, dv), dt)), kw)
+
+
+def np_gqa(q, k, v, **kw):
+    hq = q.shape[-3]
+    return np_sdpa(q, np.repeat(k, hq // k.shape[-3], axis=-3),
+                   np.repeat(v, hq // v.shape[-3], axis=-3), **kw)
+
+
+_GQA_FIXED = (S(_f64(1, 4, 3, 2), _f64(1, 2, 5, 2, seed=1), _f64(1, 2, 5, 3, seed=2),
+                desc="groups_of_2"),
+              S(_f64(2, 4, 3, 2), _f64(2, 1, 3, 2, seed=1), _f64(2, 1, 3, 2, seed=2),
+                is_causal=True, desc="multi_query_causal"),
+              S(_f64(1, 4, 3, 2), _f64(1, 2, 5, 2, seed=1), _f64(1, 4, 5, 2, seed=2),
+                desc="value_heads_differ"),
+              S(_f64(6, 2, 2), _f64(3, 4, 2, seed=1), _f64(3, 4, 2, seed=2),
+                desc="3d_heads_first"))
+add(
+    OpInfo("F.scaled_dot_product_attention[gqa]", lambda q, k, v, **kw:
+           F.scaled_dot_product_attention(q, k, v, enable_gqa=True, **kw),
+           torch_op=lambda q, k, v, **kw: TF.scaled_dot_product_attention(q, k, v,
+                                                                          enable_gqa=True, **kw),
+           ref=np_gqa, samples=family(_gqa_family), atol=1e-8,
+           api=("F.scaled_dot_product_attention",), fixed=_GQA_FIXED),
+    OpInfo("F.attention[gqa]", lambda q, k, v, **kw: F.attention(q, k, v, enable_gqa=True, **kw),
+           torch_op=lambda q, k, v, **kw: TF.scaled_dot_product_attention(q, k, v,
+                                                                          enable_gqa=True, **kw),
+           ref=np_gqa, samples=family(_gqa_family), atol=1e-8, api=("F.attention",),
+           fixed=_GQA_FIXED),
+)
+
+
 # --- element-wise math (ops_math.py): Tensor methods and tgx functions ----------------------
 _INTS_GRID = tuple(float(k) for k in range(-3, 4))
 _HALVES = tuple(k + 0.5 for k in range(-3, 3))
@@ -1827,6 +1993,87 @@ add(
            ref=lambda x, w, normalized_shape, eps: np_rms_norm(x, normalized_shape, w, eps),
            samples=_rms_family(True)),
 )
+
+# --- einsum ---------------------------------------------------------------------------------
+
+def _einsum_family(draw, dt):
+    """1-3 operands over subscripts a-d: repeated subscripts (diagonals), size-1 dims that
+    broadcast, '...' with right-aligned broadcast dims, implicit or explicit output."""
+    sizes = {c: draw(st.integers(0 if draw(st.integers(0, 7)) == 0 else 1, 3)) for c in "abcd"}
+    n_ops = draw(st.integers(1, 3))
+    ell = draw(st.lists(st.integers(1, 3), max_size=2)) if draw(st.booleans()) else None
+    terms, shapes = [], []
+    for _ in range(n_ops):
+        labels = draw(st.lists(st.sampled_from("abcd"), min_size=min(draw(st.integers(0, 4)), 1),
+                               max_size=3))
+        ones = {c for c in labels if draw(st.integers(0, 5)) == 0}    # broadcast as size 1
+        shp = [1 if c in ones else sizes[c] for c in labels]
+        term = "".join(labels)
+        if ell is not None and draw(st.booleans()):
+            e = ell[len(ell) - draw(st.integers(0, len(ell))):]
+            e = [1 if draw(st.integers(0, 3)) == 0 else n for n in e]
+            at = draw(st.integers(0, len(labels)))
+            term, shp = term[:at] + "..." + term[at:], shp[:at] + e + shp[at:]
+        terms.append(term)
+        shapes.append(tuple(shp))
+    eq = ",".join(terms)
+    if draw(st.booleans()):                 # explicit output: some used subscripts, any order
+        used = sorted({c for t in terms for c in t if c != "."})
+        out = draw(st.permutations(used))[:draw(st.integers(0, len(used)))]
+        out = "".join(out)
+        if "..." in eq and draw(st.booleans()):
+            at = draw(st.integers(0, len(out)))
+            out = out[:at] + "..." + out[at:]
+        eq += "->" + out
+    return Sample(tuple(array(draw, s, dt) for s in shapes), {"equation": eq})
+
+
+def _einsum(*xs, equation):
+    return tgx.einsum(equation, *xs)
+
+
+def _torch_einsum(*xs, equation):
+    return torch.einsum(equation, *xs)
+
+
+def _np_einsum(*xs, equation):
+    """numpy's einsum after PyTorch's size-1 broadcasting of named subscripts (numpy does not
+    broadcast them): each operand broadcast to the size its subscripts have elsewhere."""
+    from tinygradx.ops_einsum import plan
+    p = plan(equation, tuple(x.shape for x in xs))
+    full = [np.squeeze(x, ax) if ax else x for x, ax in zip(xs, p.squeeze, strict=True)]
+    return np.einsum(p.equation, *full)
+
+
+_EIN_A, _EIN_B = _f64(2, 3), _f64(3, 4, seed=1)
+add(OpInfo("tgx.einsum", _einsum, torch_op=_torch_einsum, ref=_np_einsum,
+           samples=family(_einsum_family), atol=1e-8,
+           fixed=(S(_EIN_A, _EIN_B, equation="ij,jk->ik", desc="matmul"),
+                  S(_EIN_A, _EIN_B, equation="ij,jk", desc="implicit"),
+                  S(_f64(2, 3), _f64(4, 3, seed=1), equation="Ba,Ca", desc="implicit_upper"),
+                  S(_f64(2, 3, 4, 5), _f64(2, 3, 6, 5, seed=1), equation="bhqd,bhkd->bhqk",
+                    desc="attention_scores"),
+                  S(_f64(3, 3), equation="ii->i", desc="diagonal"),
+                  S(_f64(3, 3), equation="ii", desc="trace"),
+                  S(_f64(3, 2, 3), _f64(3, seed=1), equation="iji,i->j", desc="diag_two"),
+                  S(_f64(3), _f64(4, seed=1), equation="i,j->ij", desc="outer"),
+                  S(_f64(2, 3), equation="ij->ji", desc="transpose"),
+                  S(_f64(2, 3), equation="ij->", desc="sum_all"),
+                  S(_f64(5, 1, 2, 3), _f64(4, 3, 2, seed=1), equation="...ij,...jk->...ik",
+                    desc="ellipsis_broadcast"),
+                  S(_f64(2, 3), equation="...i->i", desc="ellipsis_summed"),
+                  S(_f64(2, 3), _f64(5, 1, 3, seed=1), equation="...i,...i",
+                    desc="ellipsis_implicit"),
+                  S(_f64(1, 3), _f64(2, 3, seed=1), equation="ij,ij->ij", desc="size1_bcast"),
+                  S(_f64(2, 3), _f64(3, 4, seed=1), _f64(4, 2, seed=2), equation="ij,jk,kl->il",
+                    desc="three_operands"),
+                  S(np.array(2.0), _f64(3), equation=",i->i", desc="0d_operand"),
+                  S(_f64(0, 3), _f64(3, 2, seed=1), equation="ij,jk->ik", desc="size0"),
+                  S(_ints, _ints.T + 1, equation="ij,jk->ik", desc="int64", only=("torch",)),
+                  S(_ints.astype(np.int32), equation="ij->j", desc="int32_sum",
+                    only=("torch",)),
+                  S(_ints.astype(np.int32), _ints.T.astype(np.int32), equation="ij,jk->ik",
+                    desc="int32", only=("torch",)))))
 
 # ------------------------------------------------------------------------------------------
 # names in docs/api.md's op sections that are not ops (the coverage test skips only these)

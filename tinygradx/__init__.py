@@ -19,9 +19,9 @@ from .dtypes import (bool_, float16, float32, float64, int8, int16, int32,  # no
                      int64, uint8)
 from .devices import device  # noqa: E402
 from .tensor import Tensor  # noqa: E402
-from .creation import (arange, as_tensor, cat, concatenate, empty, empty_like,  # noqa: E402
-                       eye, from_numpy, full, full_like, matmul, maximum, minimum, ones,
-                       ones_like, rand, rand_like, randint, randn, randn_like, stack, tensor,
+from .creation import (arange, as_tensor, cat, concatenate, einsum, empty,  # noqa: E402
+                       empty_like, eye, from_numpy, full, full_like, matmul, maximum, minimum,
+                       ones, ones_like, rand, rand_like, randint, randn, randn_like, stack, tensor,
                        where, zeros, zeros_like)
 from .tensor_index import (argsort, cumprod, cumsum, diagonal, flip, gather,  # noqa: E402
                            masked_select, repeat_interleave, roll, scatter, scatter_add, sort,
@@ -47,8 +47,8 @@ __all__ = [
     "Function", "OpError", "detect_anomaly", "enable_grad", "get_rng_state", "grad",
     "is_grad_enabled", "manual_seed", "no_grad", "set_rng_state", "unbroadcast",
     "Tensor", "bool_", "float16", "float32", "float64", "int32", "int64", "uint8", "device",
-    "arange", "as_tensor", "cat", "concatenate", "empty", "empty_like", "eye", "from_numpy",
-    "full", "full_like", "matmul", "maximum", "minimum",
+    "arange", "as_tensor", "cat", "concatenate", "einsum", "empty", "empty_like", "eye",
+    "from_numpy", "full", "full_like", "matmul", "maximum", "minimum",
     "ones", "ones_like", "rand", "rand_like", "randint", "randn", "randn_like", "stack",
     "tensor", "where", "zeros", "zeros_like",
     "argsort", "cumprod", "cumsum", "diagonal", "flip", "gather", "masked_select",

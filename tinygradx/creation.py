@@ -1,6 +1,6 @@
 """The free functions of the tensor API: constructors (zeros, ones, randn, arange, eye, full,
 ..., tensor) and the functions of several tensors (cat, stack, where, matmul, maximum,
-minimum). All of them are re-exported by the package: `tgx.zeros(2, 3)`, `tgx.cat([a, b])`.
+minimum, einsum). All of them are re-exported by the package: `tgx.zeros(2, 3)`, `tgx.cat([a, b])`.
 """
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 
-from . import movement, ops, ops_linalg
+from . import movement, ops, ops_einsum, ops_linalg
 from .autograd import STATE, OpError
 from .dims import check_dim
 from .devices import check_device
@@ -258,3 +258,57 @@ def maximum(a, b):
 def minimum(a, b):
     """Element-wise min (broadcasting); on ties each input gets half the gradient."""
     return ops.Minimum.apply(a, b)
+
+
+def einsum(equation, *operands):
+    """Sum of products over the subscripts of an Einstein equation, as torch.einsum.
+
+    `einsum("ij,jk->ik", a, b)` is a @ b; without `->` the output is every subscript used
+    exactly once, in ASCII order (A-Z before a-z); a subscript repeated in one term takes the
+    diagonal (`"ii->i"`); subscripts missing from the output are summed; `...` stands for the
+    leading dims, broadcast across the operands (a dim of size 1 also broadcasts against the
+    same subscript elsewhere). The operands may also come as one list, or in the sublist form
+    `einsum(a, [0, 1], b, [1, 2], [0, 2])` (ints 0..51, `...` as Ellipsis). One graph node;
+    the gradient of each operand is an einsum too. Operands share one dtype (float or int);
+    integers keep it, except that one operand summed over a subscript gives int64 (as
+    torch.sum).
+    """
+    if not isinstance(equation, str):
+        equation, operands = _sublist_equation((equation,) + operands)
+    elif len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    for k, t in enumerate(operands):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"einsum: operand {k} must be a Tensor, got {type(t).__name__}")
+    if operands:
+        dt = operands[0].dtype
+        for k, t in enumerate(operands):
+            if t.dtype != dt:
+                raise TypeError(f"einsum: operands must share one dtype, got {dt} (operand 0) "
+                                f"and {t.dtype} (operand {k}); convert one with .to()")
+        if dt == np.bool_:
+            raise TypeError("einsum: bool operands are not supported (as in PyTorch); "
+                            "convert them to an int or float dtype")
+    plan = ops_einsum.plan(equation, tuple(t.shape for t in operands))
+    return ops_einsum.Einsum.apply(*operands, plan=plan)
+
+
+def _sublist_equation(args):
+    """einsum(op0, sub0, op1, sub1, ..., [out]) -> (equation, operands)."""
+    def term(sub, what):
+        chars = []
+        for s in sub:
+            if s is Ellipsis:
+                chars.append("...")
+            elif isinstance(s, (int, np.integer)) and not isinstance(s, bool) and 0 <= s < 52:
+                chars.append(ops_einsum.LETTERS[s])
+            else:
+                raise OpError(f"einsum: {what} holds {s!r}; sublists hold ints in 0..51 "
+                              f"or Ellipsis")
+        return "".join(chars)
+
+    pairs, out = args[:len(args) // 2 * 2], args[len(args) // 2 * 2:]
+    operands = pairs[0::2]
+    terms = [term(sub, f"the sublist of operand {k}") for k, sub in enumerate(pairs[1::2])]
+    equation = ",".join(terms) + ("->" + term(out[0], "the output sublist") if out else "")
+    return equation, tuple(operands)

@@ -345,27 +345,38 @@ class KLDivLoss(_Loss):
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
 
 
-class CrossEntropyLoss(_Loss):
-    """F.cross_entropy as a module."""
+def _class_weight_buffer(module, weight):
+    """A class weight is state, as in PyTorch: a buffer (in state_dict) when given."""
+    if weight is None:
+        module.weight = None
+    else:
+        module.register_buffer("weight", weight)
 
-    def __init__(self, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+
+class CrossEntropyLoss(_Loss):
+    """F.cross_entropy as a module (weight: a constant (C,) rescaling of the classes)."""
+
+    def __init__(self, weight=None, *, ignore_index=-100, reduction="mean",
+                 label_smoothing=0.0):
         super().__init__(reduction)
+        _class_weight_buffer(self, weight)
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
     def forward(self, input, target):
-        return F.cross_entropy(input, target, ignore_index=self.ignore_index,
+        return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index,
                                reduction=self.reduction, label_smoothing=self.label_smoothing)
 
 
 class NLLLoss(_Loss):
-    """F.nll_loss as a module."""
+    """F.nll_loss as a module (weight: a constant (C,) rescaling of the classes)."""
 
-    def __init__(self, ignore_index=-100, reduction="mean"):
+    def __init__(self, weight=None, *, ignore_index=-100, reduction="mean"):
         super().__init__(reduction)
+        _class_weight_buffer(self, weight)
         self.ignore_index = ignore_index
 
     def forward(self, input, target):
-        return F.nll_loss(input, target, ignore_index=self.ignore_index,
+        return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index,
                           reduction=self.reduction)
 
 

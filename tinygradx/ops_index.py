@@ -256,10 +256,15 @@ class RepeatInterleave(Function):
     """y = x's slices along dim, slice i repeated r_i times; dx_i = the sum of its copies"""
     def forward(self, x, repeats, dim):
         self.dim, self.n = dim, x.shape[dim]
-        self.src = np.repeat(np.arange(self.n), repeats)
+        self.r = int(repeats) if np.ndim(repeats) == 0 else None
+        if self.r is None:
+            self.src = np.repeat(np.arange(self.n), repeats)
         return np.repeat(x, repeats, axis=dim)
 
     def backward(self, g):
+        if self.r is not None:    # one count for all: the copies are an axis to sum (no add.at)
+            d = self.dim
+            return g.reshape(g.shape[:d] + (self.n, self.r) + g.shape[d + 1:]).sum(axis=d + 1)
         gm = np.moveaxis(g, self.dim, 0)
         out = np.zeros((self.n,) + gm.shape[1:], g.dtype)
         np.add.at(out, self.src, gm)

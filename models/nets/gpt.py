@@ -153,13 +153,10 @@ class CausalSelfAttention(nn.Module):
         return q, k, v
 
     def _repeat_kv(self, x):
-        """K or V (B, nkv, t, hs) -> (B, nh, t, hs): query head i reads K/V head i // g."""
-        B, nkv, t, hs = x.shape
-        g = self.n_head // nkv
-        if g == 1:
-            return x
-        x = x.reshape(B, nkv, 1, t, hs).expand(B, nkv, g, t, hs)  # (B, nkv, g, t, hs)
-        return x.reshape(B, nkv * g, t, hs)                      # (B, nh, t, hs)
+        """K or V (B, nkv, t, hs) -> (B, nh, t, hs): query head i reads K/V head i // g (one
+        node, as torch's scaled_dot_product_attention(enable_gqa=True) repeats them)."""
+        g = self.n_head // x.shape[1]
+        return x if g == 1 else x.repeat_interleave(g, dim=1)   # (B, nh, t, hs)
 
     def _scores(self, q, k, v):
         """head_i = Softmax(Q_i K_i^T / sqrt(d_k) + M) V_i for all heads, op by op."""
