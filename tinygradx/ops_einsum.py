@@ -231,3 +231,44 @@ class Einsum(Function):
                 gk = _on_diagonal(gk, spec, xs[k].shape)
             grads.append(gk.reshape(self.shapes[k]))
         return tuple(grads)
+
+    def backward_graph(self, g, *inputs):
+        """backward's formula with Einsum and OnDiagonal nodes, so it can be differentiated."""
+        p = self.plan
+        xs = [x.reshape(a.shape) for x, a in zip(inputs, self.xs, strict=True)]   # squeezed
+        grads = []
+        for k, spec in enumerate(p.specs):
+            if not self.needs_input_grad[k]:
+                grads.append(None)
+                continue
+            others = [j for j in range(len(xs)) if j != k]
+            reach = set(p.out).union(*(p.specs[j] for j in others))
+            uniq = _unique(spec)
+            target = "".join(c for c in uniq if c in reach)
+            eq = ",".join([p.out] + [p.specs[j] for j in others]) + "->" + target
+            operands = [g] + [xs[j] for j in others]
+            gk = Einsum.apply(*operands, plan=plan(eq, tuple(t.shape for t in operands)))
+            if len(target) < len(uniq):        # summed in forward by input k alone
+                gk = gk.reshape([p.sizes[c] if c in target else 1 for c in uniq]).expand(
+                    [p.sizes[c] for c in uniq])
+            if len(uniq) < len(spec):
+                gk = OnDiagonal.apply(gk, spec=spec, shape=self.xs[k].shape)
+            grads.append(gk.reshape(self.shapes[k]))
+        return tuple(grads)
+
+
+class OnDiagonal(Function):
+    """y = zeros with the values written where spec's repeated subscripts are equal (the
+    adjoint of an einsum diagonal such as 'ii->i'); dvalues = that diagonal of g."""
+    op_name = "on_diagonal"
+
+    def forward(self, values, spec, shape):
+        self.spec = spec
+        return _on_diagonal(values, spec, shape)
+
+    def backward(self, g):
+        return contract(f"{self.spec}->{_unique(self.spec)}", [g])
+
+    def backward_graph(self, g, values):
+        eq = f"{self.spec}->{_unique(self.spec)}"
+        return Einsum.apply(g, plan=plan(eq, (g.shape,)))

@@ -271,8 +271,9 @@ class RepeatInterleave(Function):
         return np.moveaxis(out, 0, self.dim)
 
     def backward_graph(self, g, x):
-        return SumRepeats.apply(g, repeats=np.bincount(self.src, minlength=self.n),
-                                dim=self.dim)
+        counts = (np.full(self.n, self.r) if self.r is not None else
+                  np.bincount(self.src, minlength=self.n))
+        return SumRepeats.apply(g, repeats=counts, dim=self.dim)
 
 
 class SumRepeats(Function):
