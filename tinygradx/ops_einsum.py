@@ -260,6 +260,7 @@ class Einsum(Function):
 class OnDiagonal(Function):
     """y = zeros with the values written where spec's repeated subscripts are equal (the
     adjoint of an einsum diagonal such as 'ii->i'); dvalues = that diagonal of g."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     op_name = "on_diagonal"
 
     def forward(self, values, spec, shape):
