@@ -142,7 +142,7 @@ def mlp_step(pairs):
     params = {"w1": l1.weight.numpy(), "b1": l1.bias.numpy(),
               "w2": l2.weight.numpy(), "b2": l2.bias.numpy()}
     ref = NumpyMLP(params)
-    opt = tgx.optim.SGD(l1.parameters() + l2.parameters(), lr=0.1)
+    opt = tgx.optim.SGD(list(l1.parameters()) + list(l2.parameters()), lr=0.1)
     xt = tgx.Tensor(x)
 
     def tgx_step():

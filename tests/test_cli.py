@@ -189,6 +189,15 @@ def _bad_cases(tmp_path):
         "graph format": (["graph", "--out", tmp_path / "g.xyz"], "unknown format .xyz"),
         "demo lm task": (["demo", "--task", "chars", "--out", tmp_path / "demo"],
                          "language-model"),
+        "llama switch on encoder-decoder": (["train", "--task", "dates", "--norm", "rmsnorm"],
+                                            "--norm: the LLaMA-style switches"),
+        "no-bias on encoder-decoder": (["train", "--task", "copy", "--no-bias"],
+                                       "task copy trains an encoder-decoder, got false"),
+        "kv heads": (["train", "--task", "chars", "--n_head", "4", "--n_kv_head", "3"],
+                     "--n_kv_head: must divide --n_head 4"),
+        "rope odd head": (["train", "--task", "chars", "--d_model", "20", "--n_head", "4",
+                           "--pos", "rope"], "head size d_model // n_head must be even"),
+        "bad mlp": (["train", "--task", "chars", "--mlp", "relu"], "one of gelu, swiglu"),
     }
 
 
@@ -197,7 +206,8 @@ BAD_CASES = ["unknown task", "not an int", "dropout range", "bad bool", "unknown
              "resume missing", "eval no checkpoint flag", "not a checkpoint",
              "chars missing text", "chars not utf8", "tsv without path", "tsv missing",
              "out_dir under a file", "graph layers", "graph model", "graph format",
-             "demo lm task"]
+             "demo lm task", "llama switch on encoder-decoder", "no-bias on encoder-decoder",
+             "kv heads", "rope odd head", "bad mlp"]
 
 
 @pytest.mark.parametrize("case", BAD_CASES)
@@ -312,6 +322,54 @@ def test_eval_on_a_chars_checkpoint(chars_run, capsys):
     code, out, err = run(["eval", "--checkpoint", chars_run / "checkpoint.npz"], capsys)
     assert code == 0, err
     assert "split: valid" in out and "loss: " in out and "exact_match" not in out
+
+
+LLAMA = ["--norm", "rmsnorm", "--pos", "rope", "--mlp", "swiglu", "--n_kv_head", "1",
+         "--no-bias"]
+
+
+def test_llama_style_gpt_trains_generates_evaluates_and_resumes(tmp_path, capsys):
+    """The LLaMA switches through the command line: saved in the run's config, honoured by
+    generate, eval and resume (where changing one is a conflict)."""
+    from tinygradx import io
+    from tinygradx.models.training.trainer import Trainer
+    text = tmp_path / "text.txt"
+    text.write_text("the quick brown fox jumps over the lazy dog " * 40, encoding="utf-8")
+    common = ["--task", "chars", "--text", text, *TINY, "--block_size", "16",
+              "--eval_interval", "2", "--out_dir", tmp_path / "run"]
+    code, out, err = run(["train", *common, *LLAMA, "--max_steps", "3"], capsys)
+    assert code == 0, err
+    assert "task chars: GPT with" in out
+    ckpt = tmp_path / "run" / "checkpoint.npz"
+    _, meta = io.load_checkpoint(ckpt)
+    saved = {k: meta["config"][k] for k in ("norm", "pos", "mlp", "n_kv_head", "bias")}
+    assert saved == dict(norm="rmsnorm", pos="rope", mlp="swiglu", n_kv_head=1, bias=False)
+    model = Trainer.from_checkpoint(ckpt, log=lambda *a, **k: None).model
+    c = model.config
+    assert (c.norm, c.pos, c.mlp, c.kv_heads, c.bias) == ("rmsnorm", "rope", "swiglu", 1, False)
+    assert "transformer.wpe.weight" not in model.state_dict()
+    assert not any(k.endswith(".bias") for k in model.state_dict())
+    gen = ["generate", "--checkpoint", ckpt, "--prompt", "the ", "--max_new_tokens", "12",
+           "--seed", "3"]
+    code, out, err = run(gen, capsys)
+    assert code == 0, err
+    assert out.startswith("the ") and len(out) == 17
+    assert set(out[:-1]) <= set("the quick brown fox jumps over the lazy dog ")
+    assert run(gen, capsys)[1] == out                        # seeded: the same text again
+    code, out, err = run(["eval", "--checkpoint", ckpt], capsys)
+    assert code == 0 and "split: valid" in out, err
+    code, out, err = run(["train", "--resume", ckpt, "--max_steps", "4"], capsys)
+    assert code == 0 and "at step 3" in out, err
+    line = assert_one_line_error(*run(["train", "--resume", ckpt, "--max_steps", "5",
+                                       "--mlp", "gelu"], capsys))
+    assert "--mlp gelu (checkpoint: swiglu)" in line
+
+
+def test_bias_flag_forms():
+    parser = cli.build_parser()
+    for argv, want in ((["--bias"], True), (["--bias", "false"], False), (["--no-bias"], False),
+                       (["--no_bias"], False), ([], None)):
+        assert parser.parse_args(["train", *argv]).bias is want, argv
 
 
 def test_resume_continues_the_run(tmp_path, capsys):

@@ -316,3 +316,72 @@ def test_split_chunk_stack_dims():
     with pytest.raises(OpError) as err:
         t(2, 3).split(0)
     assert_clear_error(err, "split", "positive")
+
+
+# ------------------------------------------------------------------------------------------
+# einsum: a malformed equation or mismatched dims name the subscript and the sizes
+# ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("equation,shapes,expected", [
+    ("ij,jk->ik", [(2, 3), (4, 5)], "subscript 'j' has size 4 in operand 1 but 3 in operand 0"),
+    ("ii->i", [(2, 3)], "subscript 'i' is repeated in operand 0 with different sizes 2 and 3"),
+    ("ij->i", [(3,)], "operand 0 has 1 dims but its term 'ij' names 2"),
+    ("...ij", [(3,)], "operand 0 has 1 dims, fewer than the 2 subscripts"),
+    ("i,j", [(3,)], "2 input terms but 1 operand given"),
+    ("i->ii", [(3,)], "output subscript 'i' appears more than once"),
+    ("i->j", [(3,)], "output subscript 'j' appears in no input term"),
+    ("i1", [(3, 2)], "invalid subscript '1' at index 1"),
+    ("..i", [(3,)], "'.' must come as one '...'"),
+    ("ij-i", [(3, 3)], "'-' and '>' may appear only together"),
+    ("ij->ij->", [(3, 3)], "'->' may appear only once"),
+], ids=["sizes", "diagonal", "dims", "ellipsis_dims", "operands", "out_twice", "out_unknown",
+        "char", "dots", "arrow", "two_arrows"])
+def test_einsum_equation_errors(equation, shapes, expected):
+    with pytest.raises(OpError) as err:
+        tgx.einsum(equation, *[t(*s) for s in shapes])
+    assert_clear_error(err, "einsum: ", expected, repr(equation))
+    assert "\n" not in str(err.value)
+
+
+def test_einsum_operand_errors():
+    for call, expected in [
+            (lambda: tgx.einsum("i,i", t(3), t(3).double()), "share one dtype"),
+            (lambda: tgx.einsum("i", t(3).bool()), "bool operands"),
+            (lambda: tgx.einsum("i", np.zeros(3)), "operand 0 must be a Tensor"),
+            (lambda: tgx.einsum(t(3), [60]), "ints in 0..51")]:
+        with pytest.raises((TypeError, OpError)) as err:
+            call()
+        assert_clear_error(err, "einsum: ", expected)
+
+
+def test_class_weight_and_probability_target_errors():
+    ids = tgx.tensor([0, 1])
+    for call, expected in [
+            (lambda: F.cross_entropy(t(2, 3), ids, weight=t(2)), "one value per class, shape (3,)"),
+            (lambda: F.nll_loss(t(2, 3), ids, weight=t(3).double()), "weight has dtype float64"),
+            (lambda: F.cross_entropy(t(2, 3), ids, weight=tgx.ones(3, requires_grad=True)),
+             "weight is read as a constant"),
+            (lambda: F.cross_entropy(t(2, 3), ids, weight=[1.0, 2.0, 3.0]), "must be a Tensor"),
+            (lambda: F.cross_entropy(t(2, 3), t(2, 3), ignore_index=0),
+             "ignore_index=0 applies to class-index targets"),
+            (lambda: F.cross_entropy(t(2, 3), t(3, 2)), "needs the input's shape (2, 3)")]:
+        with pytest.raises((TypeError, OpError)) as err:
+            call()
+        assert_clear_error(err, expected)
+
+
+def test_grouped_query_attention_errors():
+    q, k, v = t(1, 4, 3, 2), t(1, 2, 5, 2), t(1, 2, 5, 2)
+    for fn in (F.scaled_dot_product_attention, F.attention):
+        with pytest.raises(OpError) as err:
+            fn(q, k, v)                           # fewer K/V heads without enable_gqa
+        assert_clear_error(err, "query has 4 heads (dim -3) but key 2", "enable_gqa=True")
+        with pytest.raises(OpError) as err:
+            fn(q, t(1, 3, 5, 2), t(1, 3, 5, 2), enable_gqa=True)
+        assert_clear_error(err, "heads of key (3) and value (3) must each divide the "
+                                "query's 4 heads")
+        with pytest.raises(OpError) as err:
+            fn(t(3, 2), t(5, 2), t(5, 2), enable_gqa=True)
+        assert_clear_error(err, "enable_gqa needs the heads at dim -3")
+    # one K/V head broadcasts without enable_gqa, as in PyTorch
+    assert F.scaled_dot_product_attention(q, t(1, 1, 5, 2), t(1, 1, 5, 2)).shape == (1, 4, 3, 2)

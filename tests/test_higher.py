@@ -80,3 +80,47 @@ def test_gradgradcheck_fails_a_wrong_double_backward():
 
     with pytest.raises(tgx.GradcheckError, match="Jacobian mismatch"):
         tgx.gradgradcheck(lambda a: WrongSecond.apply(a), (_x(2, 3),))
+
+
+def test_graph_reads_inputs_false_is_true_to_the_rule():
+    """An op may say its backward_graph reads no input values (so an input changed in place
+    later is harmless) only if the rule touches its input arguments for shape/dtype alone."""
+    import ast
+    import inspect
+    import textwrap
+
+    from tinygradx import autograd
+
+    def subclasses(c):
+        for s in c.__subclasses__():
+            yield s
+            yield from subclasses(s)
+
+    checked = 0
+    for cls in set(subclasses(autograd.Function)):
+        if cls.graph_reads_inputs or "backward_graph" not in cls.__dict__:
+            continue
+        fn = ast.parse(textwrap.dedent(inspect.getsource(cls.backward_graph))).body[0]
+        args = {a.arg for a in fn.args.args[2:]} | ({fn.args.vararg.arg} if fn.args.vararg
+                                                     else set())
+        names = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id in args]
+        meta = [n for n in ast.walk(fn) if isinstance(n, ast.Attribute)
+                and isinstance(n.value, ast.Name) and n.value.id in args
+                and n.attr in ("shape", "dtype", "ndim")]
+        assert len(names) == len(meta), f"{cls.__name__}.backward_graph reads an input's value"
+        checked += 1
+    assert checked >= 30
+
+
+def test_an_inplace_change_after_use_is_refused_under_create_graph():
+    x = _x(3)
+    y = x * 1
+    z = y.sin()
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match="sin.*modified by an in-place operation"):
+        tgx.grad(z.sum(), x, create_graph=True)
+    w = y + 1                                     # add and sum read no input value:
+    s = y.sum()                                   # a later in-place change is harmless
+    y.add_(1)
+    (g,) = tgx.grad(s + w.sum(), x, create_graph=True)
+    np.testing.assert_allclose(g.numpy(), np.full(3, 4.0))

@@ -228,12 +228,10 @@ def test_recorded_first_derivative_is_backwards_at_edges(name, op, arrays):
         np.testing.assert_array_equal(p.numpy(), r.numpy())
 
 
-@pytest.mark.xfail(strict=True, reason="engine: an in-place op's node has as parent the tensor "
-                   "it overwrote (Tensor._inplace's `old` shares its memory), so a graph rule "
-                   "that reads that input (mul's g * a) sees the new values; the array "
-                   "backward is right because the node saved a copy")
 @pytest.mark.parametrize("op", ["mul_", "div_"])
 def test_create_graph_through_an_inplace_op(op):
+    """The in-place node's own input is overwritten memory: its graph rule gets the old value
+    back (backprop.Restore), so first and second derivatives match torch."""
     a0, b0 = np.array([2.0, -1.0]), np.array([3.0, 0.5])
 
     def run(lib, a, b):

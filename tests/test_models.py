@@ -265,7 +265,7 @@ def check_module_grads(module, fn, inputs):
     """gradcheck of fn(*inputs) w.r.t. the float inputs and all of module's parameters: the
     perturbed copies gradcheck makes are put in place of the parameters for each evaluation."""
     module.double()
-    params = module.parameters()
+    params = list(module.parameters())
     slots = _slots(module)
     k = len(inputs)
 
@@ -621,7 +621,7 @@ def test_crop_block_size_and_configure_optimizers():
     names = {id(p): n for n, p in model.named_parameters()}
     assert {names[i] for i in decay} == {n for n, p in model.named_parameters() if p.ndim == 2}
     assert groups[0]["weight_decay"] == 0.1 and groups[1]["weight_decay"] == 0.0
-    assert len(decay) + len(groups[1]["params"]) == len(model.parameters())
+    assert len(decay) + len(groups[1]["params"]) == len(list(model.parameters()))
 
 
 def test_shared_and_tied_embeddings():

@@ -58,7 +58,7 @@ def test_discovery_and_dotted_names():
     net = Net()
     names = [n for n, _ in net.named_parameters()]
     assert sorted(names) == sorted(EXPECTED_NAMES)
-    assert len(net.parameters()) == len(EXPECTED_NAMES)
+    assert len(list(net.parameters())) == len(EXPECTED_NAMES)
     modules = dict(net.named_modules())
     for path in ["", "emb", "blocks.0", "blocks.1.drop", "heads.b", "ml", "ml.0", "md", "md.x",
                  "seq", "seq.1", "out"]:
@@ -70,7 +70,7 @@ def test_discovery_and_dotted_names():
 
 def test_tied_weights_are_listed_once():
     net = Net()
-    params = net.parameters()
+    params = list(net.parameters())
     assert sum(p is net.emb.weight for p in params) == 1
     assert "out.weight" not in dict(net.named_parameters())
     n = sum(p.numel() for p in params)
@@ -83,7 +83,7 @@ def test_tied_weights_are_listed_once():
 def test_shared_module_is_listed_once():
     lin = nn.Linear(3, 3)
     seq = nn.Sequential(lin, nn.ReLU(), lin)
-    assert len(seq.parameters()) == 2
+    assert len(list(seq.parameters())) == 2
     assert [n for n, _ in seq.named_modules()] == ["", "0", "1"]
 
 
@@ -303,7 +303,7 @@ def test_layer_norm_module():
     y = ln(tgx.randn(2, 3, 4) * 5 + 3)
     assert y.shape == (2, 3, 4)
     np.testing.assert_allclose(y.numpy().mean(axis=(1, 2)), 0, atol=1e-5)
-    assert nn.LayerNorm(4, elementwise_affine=False).parameters() == []
+    assert list(nn.LayerNorm(4, elementwise_affine=False).parameters()) == []
     assert nn.LayerNorm(4, bias=False).bias is None
 
 

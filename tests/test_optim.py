@@ -355,29 +355,30 @@ def test_clip_grad_norm_returns_total_and_clips():
     set_grad(a, [3.0, 4.0])
     set_grad(b, [12.0])            # total 2-norm sqrt(9 + 16 + 144) = 13; c has no grad
     total = clip_grad_norm_([a, b, c], max_norm=1.0)
-    assert isinstance(total, float) and total == pytest.approx(13.0, abs=1e-12)
+    assert isinstance(total, tgx.Tensor) and total.shape == () and total.dtype == np.float64
+    assert total.item() == pytest.approx(13.0, abs=1e-12)
     scale = 1.0 / (13.0 + 1e-6)
     np.testing.assert_allclose(a.grad.numpy(), [3 * scale, 4 * scale], rtol=1e-12)
     np.testing.assert_allclose(b.grad.numpy(), [12 * scale], rtol=1e-12)
     assert c.grad is None
-    assert clip_grad_norm_([a, b], 1.0) == pytest.approx(1.0, abs=1e-6)
+    assert clip_grad_norm_([a, b], 1.0).item() == pytest.approx(1.0, abs=1e-6)
 
 
 def test_clip_grad_norm_below_threshold_leaves_grads_alone():
     a = param([0.0, 0.0])
     set_grad(a, [0.3, 0.4])
-    assert clip_grad_norm_(a, max_norm=1.0) == pytest.approx(0.5)
+    assert clip_grad_norm_(a, max_norm=1.0).item() == pytest.approx(0.5)
     np.testing.assert_array_equal(a.grad.numpy(), [0.3, 0.4])
-    assert clip_grad_norm_([param([1.0])], 1.0) == 0.0  # no grads at all
+    assert clip_grad_norm_([param([1.0])], 1.0).item() == 0.0  # no grads at all
 
 
 def test_clip_grad_norm_other_norms():
     a, b = param([0.0, 0.0]), param([0.0])
     set_grad(a, [1.0, -6.0])
     set_grad(b, [2.0])
-    assert clip_grad_norm_([a, b], 100.0, norm_type=math.inf) == 6.0
-    assert clip_grad_norm_([a, b], 100.0, norm_type=1) == pytest.approx(9.0)
-    assert clip_grad_norm_([a, b], 3.0, norm_type=1) == pytest.approx(9.0)
+    assert clip_grad_norm_([a, b], 100.0, norm_type=math.inf).item() == 6.0
+    assert clip_grad_norm_([a, b], 100.0, norm_type=1).item() == pytest.approx(9.0)
+    assert clip_grad_norm_([a, b], 3.0, norm_type=1).item() == pytest.approx(9.0)
     np.testing.assert_allclose(a.grad.numpy(), np.array([1.0, -6.0]) * 3 / (9 + 1e-6))
 
 

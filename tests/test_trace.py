@@ -142,3 +142,121 @@ def test_cli_helper_traces_a_gpt_block():
     assert cross and "(B, h, T, S)" in cross[0]     # decoder queries over source keys
     assert any("X = E[ids]·√d_model + PE" in ln for ln in lines)
     assert np.sum(["(residual)" in ln for ln in lines]) == 5   # 2 encoder + 3 decoder
+
+
+# The LLaMA-style GPT of `tinygradx trace --model gpt --llama` (B=2, T=5, d_model=24, h=6,
+# d_k=4, h_kv=3 K/V heads, SwiGLU width d_ff=64): its first block, written by hand from the
+# formulas RMSNorm(x) = x/√(mean(x²) + ε)·g, RoPE(q) = q·cos(mθ) + rotate_half(q)·sin(mθ),
+# K/V heads shared by h/h_kv query heads, FFN(X) = (SiLU(X·W_1) ⊙ X·W_3)·W_2
+BTC = "(B, T, d_model)"
+QH, KH = "(B, h, T, d_k)", "(B, h_kv, T, d_k)"
+
+
+def _rms_rows(m):
+    return [
+        (m, "mul", "x²", f"{BTC} → {BTC}"),
+        (m, "mean", "mean(x²)", f"{BTC} → (B, T, 1)"),
+        (m, "add", "mean(x²) + ε", "(B, T, 1) → (B, T, 1)"),
+        (m, "rsqrt", "1/√(mean(x²) + ε)", "(B, T, 1) → (B, T, 1)"),
+        (m, "mul", "x/√(mean(x²) + ε)", f"{BTC}, (B, T, 1) → {BTC}"),
+        (m, "mul", "RMSNorm(x) = x/√(mean(x²) + ε)·g", f"{BTC} → {BTC}"),
+    ]
+
+
+def _rope_rows(x, shape):
+    half = shape.replace("d_k)", "d_k/2)")
+    return [
+        ("attn", "getitem", f"{x}₁ = {x}[..., :d_k/2]  (first of each rotated pair)",
+         f"{shape} → {half}"),
+        ("attn", "getitem", f"{x}₂ = {x}[..., d_k/2:]  (second of each rotated pair)",
+         f"{shape} → {half}"),
+        ("attn", "neg", f"−{x}₂", f"{half} → {half}"),
+        ("attn", "cat", f"rotate_half({x}) = [−{x}₂, {x}₁]  (pairs (x_i, x_{{i+d_k/2}}))",
+         f"{half}, {half} → {shape}"),
+        ("attn", "mul", f"{x}·cos(mθ)", f"{shape}, (T, d_k) → {shape}"),
+        ("attn", "mul", f"rotate_half({x})·sin(mθ)", f"{shape}, (T, d_k) → {shape}"),
+        ("attn", "add", f"RoPE({x}) = {x}·cos(mθ) + rotate_half({x})·sin(mθ)  (rotary position "
+         f"embedding)", f"{shape}, {shape} → {shape}"),
+    ]
+
+
+QKV_W = "d_model+2·h_kv·d_k"
+GQA = "repeated: each of h_kv heads serves h/h_kv query heads  (grouped-query attention)"
+EXPECTED_LLAMA = _rms_rows("ln_1") + [
+    ("attn.c_attn", "linear", "[Q K V] = X·[W^Q W^K W^V]  (K, V: h_kv heads)",
+     f"{BTC}·(d_model, {QKV_W}) → (B, T, {QKV_W})"),
+    ("attn", "getitem", "Q = split([Q K V])", f"(B, T, {QKV_W}) → (B, T, h·d_k)"),
+    ("attn", "getitem", "K = split([Q K V])", f"(B, T, {QKV_W}) → (B, T, h_kv·d_k)"),
+    ("attn", "getitem", "V = split([Q K V])", f"(B, T, {QKV_W}) → (B, T, h_kv·d_v)"),
+    ("attn", "reshape", "split Q into h heads", "(B, T, h·d_k) → (B, T, h, d_k)"),
+    ("attn", "permute", "Q_i per head", f"(B, T, h, d_k) → {QH}"),
+    ("attn", "reshape", "split K into h_kv heads", "(B, T, h_kv·d_k) → (B, T, h_kv, d_k)"),
+    ("attn", "permute", "K_i per head", f"(B, T, h_kv, d_k) → {KH}"),
+    ("attn", "reshape", "split V into h_kv heads", "(B, T, h_kv·d_v) → (B, T, h_kv, d_v)"),
+    ("attn", "permute", "V_i per head", "(B, T, h_kv, d_v) → (B, h_kv, T, d_v)"),
+] + _rope_rows("Q", QH) + _rope_rows("K", KH) + [
+    ("attn", "repeatinterleave", f"K {GQA}", f"{KH} → {QH}"),
+    ("attn", "repeatinterleave", f"V {GQA}", "(B, h_kv, T, d_v) → (B, h, T, d_v)"),
+    ("attn", "mul", "Q/√d_k", f"{QH} → {QH}"),
+    ("attn", "permute", "Kᵀ", f"{QH} → (B, h, d_k, T)"),
+    ("attn", "matmul", "S = QKᵀ/√d_k", f"{QH}·(B, h, d_k, T) → (B, h, T, T)"),
+    ("attn", "add", "QKᵀ/√d_k + M  (mask)", "(B, h, T, T), (T, T) → (B, h, T, T)"),
+    ("attn", "softmax", "A = softmax(QKᵀ/√d_k + M)  (scaled dot-product attention)",
+     "(B, h, T, T) → (B, h, T, T)"),
+    ("attn", "matmul", "head_i = A·V", "(B, h, T, T)·(B, h, T, d_v) → (B, h, T, d_v)"),
+    ("attn", "permute", "heads side by side", "(B, h, T, d_v) → (B, T, h, d_v)"),
+    ("attn", "reshape", "Concat(head_1..head_h)", "(B, T, h, d_v) → (B, T, h·d_v)"),
+    ("attn.c_proj", "linear", "MultiHead = Concat(head_1..head_h)·W^O  (multi-head attention)",
+     f"(B, T, h·d_v)·(h·d_v, d_model) → {BTC}"),
+    ("", "add", "Y_attn = x + MHA(RMSNorm(x))  (residual)", f"{BTC}, {BTC} → {BTC}"),
+] + _rms_rows("ln_2") + [
+    ("mlp.c_fc", "linear", "H_ff = X·W_1", f"{BTC}·(d_model, d_ff) → (B, T, d_ff)"),
+    ("mlp", "sigmoid", "σ(H_ff)", "(B, T, d_ff) → (B, T, d_ff)"),
+    ("mlp", "mul", "SiLU(H_ff) = H_ff·σ(H_ff)", "(B, T, d_ff), (B, T, d_ff) → (B, T, d_ff)"),
+    ("mlp.c_up", "linear", "H_up = X·W_3", f"{BTC}·(d_model, d_ff) → (B, T, d_ff)"),
+    ("mlp", "mul", "SwiGLU(X) = SiLU(X·W_1) ⊙ X·W_3",
+     "(B, T, d_ff), (B, T, d_ff) → (B, T, d_ff)"),
+    ("mlp.c_proj", "linear", "FFN(X) = (SiLU(X·W_1) ⊙ X·W_3)·W_2  (feed-forward network)",
+     f"(B, T, d_ff)·(d_ff, d_model) → {BTC}"),
+    ("", "add", "x_{l+1} = x + FFN(RMSNorm(x))  (residual)  (block output)",
+     f"{BTC}, {BTC} → {BTC}"),
+]
+
+
+def test_llama_style_gpt_block_matches_the_hand_written_table():
+    text = trace_cli("gpt", llama=True, fmt="markdown", scope="transformer.h.0")
+    lines = text.splitlines()
+    assert lines[0].startswith("a Pre-LN LLaMA-style GPT (RMSNorm, RoPE, SwiGLU, 3 K/V heads)")
+    assert lines[1] == "dims: B=2, d_model=24, h=6, d_k=4, T=5, h_kv=3, d_ff=64, V=32"
+    rows = [tuple(c.strip() for c in ln.strip("|").split(" | "))[1:] for ln in lines[5:]]
+    want = [(("transformer.h.0." + m) if m else "transformer.h.0", op, formula, shapes)
+            for m, op, formula, shapes in EXPECTED_LLAMA]
+    assert rows == want
+
+
+def test_llama_style_gpt_names_h_kv_without_dims_and_its_post_ln_rows():
+    from tinygradx.models.apps.inspect_models import small_model, training_loss
+    model, batch = small_model("gpt", "pre", 1, llama=True)
+    with trace() as t:                                  # no dims: every name is guessed
+        training_loss("gpt", model, batch)
+    assert t.dims() == {"B": 2, "n": 5, "d_model": 24, "V": 32, "h": 6, "d_k": 4, "h_kv": 3,
+                        "d_ff": 64}
+    post = trace_cli("gpt", "post", llama=True, fmt="text")
+    assert "Y_attn = RMSNorm(x + MHA(x))  (Add & Norm)" in post
+    assert "x_{l+1} = RMSNorm(x + FFN(x))  (Add & Norm)  (block output)" in post
+    zh = trace_cli("gpt", llama=True, fmt="text", lang="zh")
+    assert "(旋转位置编码)" in zh and "(分组查询注意力)" in zh
+
+
+def test_fused_llama_attention_is_one_row_after_rope_and_the_head_repeat():
+    from tinygradx.models.nets import gpt
+    tgx.manual_seed(0)
+    cfg = gpt.GPTConfig(block_size=8, vocab_size=11, n_layer=1, n_head=4, n_embd=16,
+                        n_kv_head=2, norm="rmsnorm", pos="rope", mlp="swiglu", bias=False)
+    model = gpt.GPT(cfg).eval()
+    with trace(dims=dict(B=1, T=3, d_model=16, h=4, d_k=4, h_kv=2, V=11)) as t:
+        model(np.arange(3).reshape(1, 3))
+    rows = {r.formula: r for r in t.rows if r.scope == "transformer.h.0.attn"}
+    assert "RoPE(K) = K·cos(mθ) + rotate_half(K)·sin(mθ)  (rotary position embedding)" in rows
+    att = rows["head_i = softmax(QKᵀ/√d_k + M)·V"]
+    assert att.op == "attention" and att.in_shapes[1] == (1, 4, 3, 4)

@@ -569,3 +569,21 @@ def test_default_run_directory_is_per_task():
     assert TrainConfig(task="chars").out_dir == os.path.join("runs", "chars")
     assert TrainConfig.for_task("add").out_dir == os.path.join("runs", "add")
     assert TrainConfig(task="add", out_dir="x").out_dir == "x"
+
+
+def test_memory_estimate_is_exact_for_every_gpt_switch(tmp_path):
+    """estimate_parameters counts the GPT the switches build (wpe gone with RoPE, narrower
+    c_attn with fewer K/V heads, SwiGLU's third matrix, no biases), parameter for parameter."""
+    import itertools
+    from tinygradx.models.nets.gpt import GPT, GPTConfig
+    from tinygradx.models.training.config import gpt_switches
+    from tinygradx.models.training.trainer import estimate_parameters
+    for norm, pos, mlp, kv, bias, first in itertools.product(
+            ("layernorm", "rmsnorm"), ("learned", "rope"), ("gelu", "swiglu"), (0, 2),
+            (True, False), (True, False)):
+        cfg = TrainConfig(task="chars", d_model=32, n_head=4, n_layer=2, block_size=16,
+                          norm=norm, pos=pos, mlp=mlp, n_kv_head=kv, bias=bias,
+                          norm_first=first, out_dir=str(tmp_path))
+        model = GPT(GPTConfig(block_size=16, vocab_size=20, n_layer=2, n_head=4, n_embd=32,
+                              norm_first=first, **gpt_switches(cfg)))
+        assert estimate_parameters(cfg, (20,), 16) == model.num_parameters(), cfg

@@ -417,6 +417,26 @@ def test_labels_carry_seed_names_and_named_shapes():
     assert "图例" in zh and "残差路径" not in viz.to_dot_source(loss, params=model)
 
 
+def test_llama_style_gpt_labels_name_rmsnorm_rope_gqa_and_swiglu():
+    from tinygradx.models.apps.inspect_models import named_dims, small_model, training_loss
+    model, batch = small_model("gpt", "pre", 1, llama=True)
+    loss = training_loss("gpt", model, batch)
+    src = viz.to_dot_source(loss, params=model, dims=named_dims("gpt", llama=True),
+                            legend=False)
+    for label in ["RMSNorm(x) (B, T, d_model)\\n(2, 5, 24)\\nmul · transformer.h.0.ln_1",
+                  "[Q K V] (B, T, d_model+2·h_kv·d_k)\\n(2, 5, 48)",
+                  "K (B, T, h_kv·d_k)\\n(2, 5, 12)", "Q₁ (B, h, T, d_k/2)",
+                  "rotate_half(Q) (B, h, T, d_k)", "RoPE(Q) (B, h, T, d_k)\\n(2, 6, 5, 4)",
+                  "RoPE(K) (B, h_kv, T, d_k)\\n(2, 3, 5, 4)",
+                  "K (B, h, T, d_k)\\n(2, 6, 5, 4)\\nrepeatinterleave",
+                  "Y_attn (B, T, d_model)", "SiLU(H_ff) (B, T, d_ff)", "H_up (B, T, d_ff)",
+                  "SwiGLU (B, T, d_ff)\\n(2, 5, 64)", "FFN (B, T, d_model)",
+                  "x_{l+1} (B, T, d_model)", "logits (B, T, V)"]:
+        assert label in src, label
+    assert viz.residual_summary(loss).startswith(
+        "Pre-LN: 1 RMSNorm on the identity path (transformer.ln_f); 2 skip adds")
+
+
 # ------------------------------------------------------------------------------------------
 # a recorded backward pass (create_graph=True): its ops are marked, the forward's are not
 # ------------------------------------------------------------------------------------------

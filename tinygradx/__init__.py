@@ -15,14 +15,22 @@ from .autograd import (Function, OpError, detect_anomaly, enable_grad,  # noqa: 
                        get_rng_state, is_grad_enabled, manual_seed, no_grad,
                        set_rng_state, unbroadcast)
 from .backprop import grad  # noqa: E402
-from .dtypes import bool_, float16, float32, float64, int32, int64, uint8  # noqa: E402
+from .dtypes import (bool_, float16, float32, float64, int8, int16, int32,  # noqa: E402
+                     int64, uint8)
+from .devices import device  # noqa: E402
 from .tensor import Tensor  # noqa: E402
-from .creation import (arange, cat, concatenate, eye, full, full_like,  # noqa: E402
-                       matmul, maximum, minimum, ones, ones_like, rand, rand_like, randint,
-                       randn, randn_like, stack, tensor, where, zeros, zeros_like)
+from .creation import (arange, as_tensor, cat, concatenate, einsum, empty,  # noqa: E402
+                       empty_like, eye, from_numpy, full, full_like, matmul, maximum, minimum,
+                       ones, ones_like, rand, rand_like, randint, randn, randn_like, stack, tensor,
+                       where, zeros, zeros_like)
 from .tensor_index import (argsort, cumprod, cumsum, diagonal, flip, gather,  # noqa: E402
                            masked_select, repeat_interleave, roll, scatter, scatter_add, sort,
                            topk, unflatten)
+from .tensor_functions import (BoolTensor, ByteTensor, DoubleTensor,  # noqa: E402
+                               FloatTensor, IntTensor, LongTensor, abs, argmax, argmin, bmm,
+                               clamp, clip, eq, exp, is_tensor, log, log_softmax, max, mean,
+                               min, multinomial, nonzero, numel, pow, sigmoid, softmax, sqrt,
+                               sum, tanh, tril, triu)
 from .math_methods import (ceil, cos, exp2, floor, isclose, isfinite, isinf,  # noqa: E402
                            isnan, lerp, log2, log10, logaddexp, round, sign, sin, trunc)
 from . import functional, nn, optim  # noqa: E402
@@ -39,13 +47,25 @@ __all__ = [
     "autograd", "fused", "ops", "functional", "func", "nn", "optim", "perf",
     "Function", "OpError", "detect_anomaly", "enable_grad", "get_rng_state", "grad",
     "is_grad_enabled", "manual_seed", "no_grad", "set_rng_state", "unbroadcast",
-    "Tensor", "bool_", "float16", "float32", "float64", "int32", "int64", "uint8",
-    "arange", "cat", "concatenate", "eye", "full", "full_like", "matmul", "maximum", "minimum",
+    "Tensor", "bool_", "float16", "float32", "float64", "int32", "int64", "uint8", "device",
+    "arange", "as_tensor", "cat", "concatenate", "einsum", "empty", "empty_like", "eye",
+    "from_numpy", "full", "full_like", "matmul", "maximum", "minimum",
     "ones", "ones_like", "rand", "rand_like", "randint", "randn", "randn_like", "stack",
     "tensor", "where", "zeros", "zeros_like",
     "argsort", "cumprod", "cumsum", "diagonal", "flip", "gather", "masked_select",
     "repeat_interleave", "roll", "scatter", "scatter_add", "sort", "topk", "unflatten",
     "ceil", "cos", "exp2", "floor", "isclose", "isfinite", "isinf", "isnan", "lerp", "log2",
     "log10", "logaddexp", "round", "sign", "sin", "trunc",
+    "BoolTensor", "ByteTensor", "DoubleTensor", "FloatTensor", "IntTensor", "LongTensor", "abs",
+    "argmax", "argmin", "bmm", "clamp", "clip", "eq", "exp", "is_tensor", "log", "log_softmax",
+    "max", "mean", "min", "multinomial", "nonzero", "numel", "pow", "sigmoid", "softmax",
+    "sqrt", "sum", "tanh", "tril", "triu",
+    "int8", "int16", "long", "double", "half", "short",
     "GradcheckError", "gradcheck", "gradgradcheck", "profile", "trace",
 ]
+
+# torch's dtype names: tgx.long, tgx.float, ... (as torch.long, torch.float). Set last, since
+# float, int and bool shadow the builtins in this module; __all__ leaves those three out, so
+# `from tinygradx import *` never hides a user's builtins.
+long, double, half, short = int64, float64, float16, int16
+float, int, bool = float32, int32, bool_  # noqa: A001

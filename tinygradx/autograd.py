@@ -215,6 +215,10 @@ class Function:
     # and never one array for two inputs: the walk may then add into them in place and hand
     # them to a leaf's .grad without a copy
     fresh_grads = False
+    # False when backward_graph reads only g, shapes and what forward saved, never the input
+    # Tensors' values: an input later changed in place is then harmless to create_graph
+    # (backprop.changed_inputs); True (the safe default) makes that case an error
+    graph_reads_inputs = True
 
     @classmethod
     def explain(cls, arrays, kwargs, err):

@@ -178,6 +178,7 @@ def run_backward_graph(roots, root_grads, retain_graph=True, store=None, inputs=
     for r, g in zip(roots, root_grads, strict=True):
         autograd.check_root(r)
         grads[id(r)] = grads[id(r)] + g if id(r) in grads else g
+    changed = changed_inputs(roots)          # before toposort re-points those edges
     prev, prev_frame = STATE.grad_enabled, STATE.frame
     STATE.grad_enabled, STATE.frame = True, BackwardFrame(None)
     try:
@@ -193,14 +194,75 @@ def run_backward_graph(roots, root_grads, retain_graph=True, store=None, inputs=
                         g = replaced
             store(t, g, False)
             if t._ctx is not None and id(t) not in stop:
-                _node_backward_graph(t._ctx, g, grads)
+                _node_backward_graph(t._ctx, g, grads, changed.get(id(t._ctx), ()))
                 if not retain_graph:
                     t._ctx.free()
     finally:
         STATE.grad_enabled, STATE.frame = prev, prev_frame
 
 
-def _node_backward_graph(ctx, g, grads):
+def changed_inputs(roots):
+    """{id(node): indices of its inputs changed in place since the node used them}.
+
+    The graph rules read their inputs' values, which an in-place change has overwritten (the
+    array walk is safe: a node that saved the memory refuses, one that did not never reads
+    it). Such an input is given back its old value (`Restore`) when the in-place op kept one
+    (`ctx.old_inputs`), or the rule is refused with the in-place error, unless the op's rule
+    reads no input values (`graph_reads_inputs = False`: add, sum, reshape, ...).
+    """
+    changed, seen, stack = {}, set(), list(roots)
+    while stack:
+        t = stack.pop()
+        ctx = t._ctx
+        if ctx is None or id(ctx) in seen or ctx.parents is None:
+            continue
+        seen.add(id(ctx))
+        bad = tuple(i for i, (p, v) in enumerate(zip(ctx.parents, ctx.versions, strict=True))
+                    if p._version[0] != v)
+        if bad:
+            changed[id(ctx)] = bad
+        stack.extend(p for p, need in zip(ctx.parents, ctx.needs_input_grad, strict=True)
+                     if need)
+    return changed
+
+
+class Restore(autograd.Function):
+    """An input's value from before an in-place change, with the input's gradient path:
+    forward gives the kept copy, backward passes g on to the input unchanged."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
+    op_name = "restore"
+
+    def forward(self, x, value):
+        return value
+
+    def backward(self, g):
+        return g
+
+    def backward_graph(self, g, x):
+        return g
+
+
+def _rule_inputs(ctx, changed):
+    """The node's inputs for its graph rule, old values restored where they were kept."""
+    args = list(ctx.parents)
+    gone = set(changed).union(getattr(ctx, "overwritten", ()))   # an in-place node's own input
+    if not gone or not getattr(ctx, "graph_reads_inputs", True):
+        return args
+    kept = getattr(ctx, "old_inputs", {})
+    for i in sorted(gone):
+        if i in kept:
+            args[i] = Restore.apply(args[i], value=kept[i])
+        else:
+            p = args[i]
+            raise RuntimeError(
+                f"{ctx.name()}{' (in ' + ctx.scope + ')' if ctx.scope else ''}: an input of "
+                f"shape {tuple(p.shape)} was modified by an in-place operation after "
+                f"{ctx.name()} used it; create_graph=True recomputes the gradient from the "
+                f"inputs' values, which are gone. Use .clone() before the in-place change.")
+    return args
+
+
+def _node_backward_graph(ctx, g, grads, changed=()):
     rule = getattr(ctx, "backward_graph", None)
     if rule is None:
         raise RuntimeError(
@@ -209,7 +271,7 @@ def _node_backward_graph(ctx, g, grads):
             f"op has no backward_graph rule. Use create_graph=False for first derivatives.")
     prev, STATE.frame = STATE.frame, BackwardFrame(ctx)
     try:
-        in_grads = rule(g, *ctx.parents)
+        in_grads = rule(g, *_rule_inputs(ctx, changed))
     finally:
         STATE.frame = prev
     if not isinstance(in_grads, tuple):

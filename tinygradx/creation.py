@@ -1,6 +1,6 @@
 """The free functions of the tensor API: constructors (zeros, ones, randn, arange, eye, full,
 ..., tensor) and the functions of several tensors (cat, stack, where, matmul, maximum,
-minimum). All of them are re-exported by the package: `tgx.zeros(2, 3)`, `tgx.cat([a, b])`.
+minimum, einsum). All of them are re-exported by the package: `tgx.zeros(2, 3)`, `tgx.cat([a, b])`.
 """
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import numbers
 
 import numpy as np
 
-from . import movement, ops, ops_linalg
+from . import movement, ops, ops_einsum, ops_linalg
 from .autograd import STATE, OpError
 from .dims import check_dim
-from .dtypes import as_dtype, bool_, float32, int64
+from .devices import check_device
+from .dtypes import as_dtype, bool_, float32, int64, to_array
 from .tensor import Tensor
 
 
@@ -50,23 +51,60 @@ def _random_dtype(name, dtype):
     return out
 
 
-def tensor(data, dtype=None, requires_grad=False):
-    """A Tensor from data (numbers, nested lists, an array); Python floats become float32."""
-    return Tensor(data, dtype=dtype, requires_grad=requires_grad)
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """A new Tensor holding a copy of data (numbers, nested lists, an array, a Tensor), as
+    torch.tensor: Python floats become float32, Python ints int64, arrays keep their dtype.
+    `from_numpy` / `as_tensor` share an array's memory instead."""
+    check_device("tensor", device)
+    arr = to_array(data, as_dtype(dtype))
+    if isinstance(data, (np.ndarray, Tensor)) and np.may_share_memory(arr, np.asarray(data)):
+        arr = arr.copy()
+    return Tensor(arr, requires_grad=requires_grad)
 
 
-def zeros(*size, dtype=None, requires_grad=False):
+def from_numpy(ndarray):
+    """A Tensor on the array's memory (no copy), as torch.from_numpy: a change through
+    either shows in the other. The array must have a supported dtype."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(ndarray).__name__}")
+    t = Tensor(ndarray)
+    if t._data is not ndarray:
+        raise TypeError(f"from_numpy: an array of dtype {ndarray.dtype} (byte order "
+                        f"{ndarray.dtype.byteorder!r}) cannot be shared; convert it first")
+    return t
+
+
+def as_tensor(data, dtype=None, device=None):
+    """A Tensor sharing data's memory when it can (an array or Tensor of the same dtype),
+    else a converted copy, as torch.as_tensor."""
+    check_device("as_tensor", device)
+    if isinstance(data, Tensor) and (dtype is None or as_dtype(dtype) == data.dtype):
+        return data
+    return Tensor(data, dtype=dtype)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
     """A tensor of zeros of the given size (float32 unless dtype says otherwise)."""
+    check_device("zeros", device)
     return Tensor(np.zeros(_shape(size, "zeros"), _float_dtype(dtype)), requires_grad=requires_grad)
 
 
-def ones(*size, dtype=None, requires_grad=False):
+def ones(*size, dtype=None, device=None, requires_grad=False):
     """A tensor of ones of the given size (float32 unless dtype says otherwise)."""
+    check_device("ones", device)
     return Tensor(np.ones(_shape(size, "ones"), _float_dtype(dtype)), requires_grad=requires_grad)
 
 
-def full(size, fill_value, dtype=None, requires_grad=False):
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    """An uninitialised tensor of the given size (float32 unless dtype says otherwise): its
+    values are whatever the memory held, as in PyTorch; fill it before reading it."""
+    check_device("empty", device)
+    return Tensor(np.empty(_shape(size, "empty"), _float_dtype(dtype)), requires_grad=requires_grad)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     """A tensor of `size` filled with fill_value (its dtype follows the value unless given)."""
+    check_device("full", device)
     if dtype is None and isinstance(fill_value, (bool, np.bool_)):
         dtype = bool_
     elif dtype is None and isinstance(fill_value, numbers.Integral):
@@ -76,31 +114,41 @@ def full(size, fill_value, dtype=None, requires_grad=False):
                   requires_grad=requires_grad)
 
 
-def randn(*size, dtype=None, requires_grad=False):
+def randn(*size, dtype=None, device=None, requires_grad=False):
     """Standard normal samples from tinygradx's generator (seed it with tgx.manual_seed)."""
+    check_device("randn", device)
     dtype = _random_dtype("randn", dtype)
     data = STATE.rng.standard_normal(_shape(size, "randn"), dtype=np.float64)
     return Tensor(data.astype(dtype), requires_grad=requires_grad)
 
 
-def rand(*size, dtype=None, requires_grad=False):
+def rand(*size, dtype=None, device=None, requires_grad=False):
     """Uniform [0, 1) samples from tinygradx's generator (seed it with tgx.manual_seed)."""
+    check_device("rand", device)
     dtype = _random_dtype("rand", dtype)
     data = STATE.rng.random(_shape(size, "rand"), dtype=np.float64)
     return Tensor(data.astype(dtype), requires_grad=requires_grad)
 
 
-def randint(low, high, size, dtype=None):
-    """Random integers in [low, high) of the given size (int64), from tinygradx's generator."""
+def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=False):
+    """Random integers in [low, high) of the given size (int64), from tinygradx's generator;
+    randint(high, size) draws from [0, high), as in PyTorch."""
+    check_device("randint", device)
+    if size is None:
+        if high is None:
+            raise TypeError("randint: expected randint(low, high, size) or randint(high, size)")
+        low, high, size = 0, low, high
     size = _check_size("randint", (size,) if isinstance(size, (int, np.integer)) else size)
     if not low < high:
         raise ValueError(f"randint: low must be below high (the range is [low, high)), got "
                          f"low={low}, high={high}")
-    return Tensor(STATE.rng.integers(low, high, size=size).astype(as_dtype(dtype) or int64))
+    return Tensor(STATE.rng.integers(low, high, size=size).astype(as_dtype(dtype) or int64),
+                  requires_grad=requires_grad)
 
 
-def arange(start, end=None, step=1, dtype=None, requires_grad=False):
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
     """Evenly spaced values in [start, end); int64 for integer arguments, else float32."""
+    check_device("arange", device)
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -111,36 +159,49 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False):
     return Tensor(data.astype(as_dtype(dtype)), requires_grad=requires_grad)
 
 
-def eye(n, m=None, dtype=None, requires_grad=False):
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     """An n x m identity matrix (m defaults to n)."""
+    check_device("eye", device)
     _check_size("eye", (n,) if m is None else (n, m))
     return Tensor(np.eye(n, m, dtype=_float_dtype(dtype)), requires_grad=requires_grad)
 
 
-def zeros_like(t, dtype=None, requires_grad=False):
+def _like(name, t, make, dtype, device, requires_grad):
+    check_device(name, device)
+    return Tensor(make(t.shape, as_dtype(dtype) or t.dtype), requires_grad=requires_grad)
+
+
+def zeros_like(t, dtype=None, device=None, requires_grad=False):
     """Zeros with t's shape and dtype."""
-    return Tensor(np.zeros(t.shape, as_dtype(dtype) or t.dtype), requires_grad=requires_grad)
+    return _like("zeros_like", t, np.zeros, dtype, device, requires_grad)
 
 
-def ones_like(t, dtype=None, requires_grad=False):
+def ones_like(t, dtype=None, device=None, requires_grad=False):
     """Ones with t's shape and dtype."""
-    return Tensor(np.ones(t.shape, as_dtype(dtype) or t.dtype), requires_grad=requires_grad)
+    return _like("ones_like", t, np.ones, dtype, device, requires_grad)
 
 
-def full_like(t, fill_value, dtype=None, requires_grad=False):
+def empty_like(t, dtype=None, device=None, requires_grad=False):
+    """An uninitialised tensor with t's shape and dtype."""
+    return _like("empty_like", t, np.empty, dtype, device, requires_grad)
+
+
+def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
     """fill_value with t's shape and dtype."""
-    return Tensor(np.full(t.shape, fill_value, as_dtype(dtype) or t.dtype),
-                  requires_grad=requires_grad)
+    return _like("full_like", t, lambda s, d: np.full(s, fill_value, d), dtype, device,
+                 requires_grad)
 
 
-def randn_like(t, dtype=None, requires_grad=False):
+def randn_like(t, dtype=None, device=None, requires_grad=False):
     """Standard normal samples with t's shape and dtype."""
-    return randn(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+    check_device("randn_like", device)
+    return randn(*t.shape, dtype=dtype or t.dtype, device=device, requires_grad=requires_grad)
 
 
-def rand_like(t, dtype=None, requires_grad=False):
+def rand_like(t, dtype=None, device=None, requires_grad=False):
     """Uniform [0, 1) samples with t's shape and dtype."""
-    return rand(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+    check_device("rand_like", device)
+    return rand(*t.shape, dtype=dtype or t.dtype, device=device, requires_grad=requires_grad)
 
 
 # ------------------------------------------------------------------------------------------
@@ -197,3 +258,57 @@ def maximum(a, b):
 def minimum(a, b):
     """Element-wise min (broadcasting); on ties each input gets half the gradient."""
     return ops.Minimum.apply(a, b)
+
+
+def einsum(equation, *operands):
+    """Sum of products over the subscripts of an Einstein equation, as torch.einsum.
+
+    `einsum("ij,jk->ik", a, b)` is a @ b; without `->` the output is every subscript used
+    exactly once, in ASCII order (A-Z before a-z); a subscript repeated in one term takes the
+    diagonal (`"ii->i"`); subscripts missing from the output are summed; `...` stands for the
+    leading dims, broadcast across the operands (a dim of size 1 also broadcasts against the
+    same subscript elsewhere). The operands may also come as one list, or in the sublist form
+    `einsum(a, [0, 1], b, [1, 2], [0, 2])` (ints 0..51, `...` as Ellipsis). One graph node;
+    the gradient of each operand is an einsum too. Operands share one dtype (float or int);
+    integers keep it, except that one operand summed over a subscript gives int64 (as
+    torch.sum).
+    """
+    if not isinstance(equation, str):
+        equation, operands = _sublist_equation((equation,) + operands)
+    elif len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    for k, t in enumerate(operands):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"einsum: operand {k} must be a Tensor, got {type(t).__name__}")
+    if operands:
+        dt = operands[0].dtype
+        for k, t in enumerate(operands):
+            if t.dtype != dt:
+                raise TypeError(f"einsum: operands must share one dtype, got {dt} (operand 0) "
+                                f"and {t.dtype} (operand {k}); convert one with .to()")
+        if dt == np.bool_:
+            raise TypeError("einsum: bool operands are not supported (as in PyTorch); "
+                            "convert them to an int or float dtype")
+    plan = ops_einsum.plan(equation, tuple(t.shape for t in operands))
+    return ops_einsum.Einsum.apply(*operands, plan=plan)
+
+
+def _sublist_equation(args):
+    """einsum(op0, sub0, op1, sub1, ..., [out]) -> (equation, operands)."""
+    def term(sub, what):
+        chars = []
+        for s in sub:
+            if s is Ellipsis:
+                chars.append("...")
+            elif isinstance(s, (int, np.integer)) and not isinstance(s, bool) and 0 <= s < 52:
+                chars.append(ops_einsum.LETTERS[s])
+            else:
+                raise OpError(f"einsum: {what} holds {s!r}; sublists hold ints in 0..51 "
+                              f"or Ellipsis")
+        return "".join(chars)
+
+    pairs, out = args[:len(args) // 2 * 2], args[len(args) // 2 * 2:]
+    operands = pairs[0::2]
+    terms = [term(sub, f"the sublist of operand {k}") for k, sub in enumerate(pairs[1::2])]
+    equation = ",".join(terms) + ("->" + term(out[0], "the output sublist") if out else "")
+    return equation, tuple(operands)

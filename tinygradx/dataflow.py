@@ -16,6 +16,8 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 
+from .dataflow_modern import (SEED, ModernRules, kv_repeat_test, rms_step_test, rope_half_test,
+                              rope_test, square_test, swiglu_test)
 from .graph import backward_frame, leaf_kind, skip_input, sublayer, within
 
 __all__ = ["DataFlow", "Flow", "translate", "STRINGS"]
@@ -27,7 +29,8 @@ __all__ = ["DataFlow", "Flow", "translate", "STRINGS"]
 
 # aliases of one role: a user who says "T" (nanoGPT) gets no guessed "n" as well
 ROLES = {"B": ("B",), "n": ("n", "T"), "m": ("m", "S"), "d_model": ("d_model", "C"),
-         "h": ("h", "nh"), "d_k": ("d_k", "hs", "d_v"), "d_ff": ("d_ff",), "V": ("V",)}
+         "h": ("h", "nh"), "d_k": ("d_k", "hs", "d_v"), "d_ff": ("d_ff",), "V": ("V",),
+         "h_kv": ("h_kv", "nkv", "n_kv_head")}
 
 # linear layers by module name -> (symbol of the output, formula, last-dim hint of the output)
 LINEARS = [
@@ -39,6 +42,8 @@ LINEARS = [
     ("attn.c_proj", "MultiHead", "MultiHead = Concat(head_1..head_h)·W^O", None),
     ("c_fc", "H_ff", "H_ff = X·W_1 + b_1", "d_ff"),
     ("w_1", "H_ff", "H_ff = X·W_1 + b_1", "d_ff"),
+    ("c_up", "H_up", "H_up = X·W_3 + b_3", "d_ff"),          # SwiGLU's second projection
+    ("w_3", "H_up", "H_up = X·W_3 + b_3", "d_ff"),
     ("mlp.c_proj", "FFN", "FFN(X) = H_ff·W_2 + b_2", None),
     ("w_2", "FFN", "FFN(X) = H_ff·W_2 + b_2", None),
     ("lm_head", "logits", "logits = X·W_vocab", None),
@@ -48,7 +53,7 @@ POS_EMBED = ("wpe", "pos*", "*position*")
 
 # the seed name shown for a symbol (the symbols are what the rules pass from op to op)
 _SEED = {"QKᵀ": "S", "QKᵀ/√d_k": "S", "QKᵀ/√d_k + M": "S", "Q/√d_k + M": "S", "QKᵀ + M": "S",
-         "S + M": "S", "MultiHead": "MHA", "QKV": "[Q K V]", "E·√d": "E·√d_model"}
+         "S + M": "S", "MultiHead": "MHA", "QKV": "[Q K V]", "E·√d": "E·√d_model", **SEED}
 
 # One table of the strings the tools print, English -> Chinese. `translate` replaces each
 # English phrase in a formula, a label or a header (longest first), so a formula such as
@@ -75,6 +80,11 @@ STRINGS = {"zh": {
     "(block output)": "(块输出)",
     "(Add & Norm)": "(残差连接 + 层归一化)",
     "log softmax(logits)": "对数 softmax(logits)",
+    "(rotary position embedding)": "(旋转位置编码)",
+    "(grouped-query attention)": "(分组查询注意力)",
+    "(K, V: h_kv heads)": "(K、V 只有 h_kv 个头)",
+    "(first of each rotated pair)": "(每个旋转对的第一个分量)",
+    "(second of each rotated pair)": "(每个旋转对的第二个分量)",
     # headers and labels
     "dims": "维度",
     "module": "模块",
@@ -105,10 +115,6 @@ STRINGS = {"zh": {
     "expand all": "全部展开",
     "the trace": "形状追踪",
     "the graph": "计算图",
-    "recorded backward (create_graph=True)": "记录下的反向传播 (create_graph=True)",
-    "op of a recorded backward": "记录下的反向传播中的算子",
-    "backward (sums of the walk)": "反向传播 (遍历自身的求和)",
-    "backward of ": "反向传播：",
 }}
 
 
@@ -162,6 +168,10 @@ class Flow:
     show: list = field(default_factory=list)   # which inputs appear in the shapes column
     name: str = ""               # the seed name (X, Q, S, A, Z, MHA, Y_attn, x_{l+1}, H, ...)
     base: str = ""               # the formula the rules gave, before name_all refined it
+    syms: list = field(default_factory=list)   # the symbols of the inputs
+    same_inputs: bool = False    # two inputs, one node (x * x)
+    of: int | None = None        # the node an RMSNorm chain normalises
+    seed: str | None = None      # the seed name when it is not the symbol's
     backward: bool = False       # an op a create_graph backward pass recorded (no seed name)
 
 
@@ -182,14 +192,23 @@ def _position_rows(f, x):
 RULES = {
     "linear": [(None, "_linear")],
     "embedding": [(None, "_embedding")],
-    "getitem": [(lambda f, x: x == "QKV", "_split_qkv"), (_position_rows, "_position_table")],
+    "getitem": [(lambda f, x: x == "QKV", "_split_qkv"), (_position_rows, "_position_table"),
+                (rope_half_test, "_rope_half")],
     "reshape": [(None, "_movement")],
     "permute": [(None, "_movement")],
     "matmul": [(None, "_matmul")],
-    "mul": [(_scaled_query, "_scale"), (lambda f, x: x == "E", "_scaled_embedding")],
+    "mul": [(square_test, "_rms_norm"), (rms_step_test, "_rms_norm"), (_scaled_query, "_scale"),
+            (rope_test, "_rope"), (swiglu_test, "_swiglu"),
+            (lambda f, x: x == "E" and "const" in f.kinds, "_scaled_embedding")],
+    "mean": [(rms_step_test, "_rms_norm")],
+    "rsqrt": [(rms_step_test, "_rms_norm")],
+    "neg": [(rope_test, "_rope")],
+    "cat": [(rope_test, "_rope")],
+    "repeatinterleave": [(kv_repeat_test, "_kv_repeat")],
     "div": [(_scaled_query, "_scale")],
     "masked_fill": [(None, "_mask")],
-    "add": [(_mask_add, "_mask"), (None, "_add")],
+    "add": [(rms_step_test, "_rms_norm"), (rope_test, "_rope"), (_mask_add, "_mask"),
+            (None, "_add")],
     "attention": [(None, "_attention")],
 }
 
@@ -201,12 +220,14 @@ SIMPLE = {
     "layer_norm": lambda x: ("LN(x)", "LayerNorm(x)"),
     "gelu": lambda x: (None, f"GELU({x or 'H_ff'})"),
     "relu": lambda x: (None, f"ReLU({x or 'H_ff'})"),
+    "sigmoid": lambda x: (f"σ({x})" if x else None, f"σ({x})" if x else "sigmoid"),
+    "silu": lambda x: (f"SiLU({x})" if x else None, f"SiLU({x or 'x'})"),
     "cross_entropy": lambda x: ("loss", "loss = CE(logits, y)"),
     "log_softmax": lambda x: (None, "log softmax(logits)"),
 }
 
 
-class DataFlow:
+class DataFlow(ModernRules):
     """The data flow of a Graph: a Flow per node, described parents first.
 
         flow = DataFlow(g)           # describes every node of g now
@@ -220,6 +241,7 @@ class DataFlow:
         self.user_dims = dict(dims or {})
         self.flows = []
         self._getitems = {}
+        self._q_heads = {}               # scope -> the query heads of its split (GQA: more)
         self.update()
 
     # -- formulas ----------------------------------------------------------------------------
@@ -251,6 +273,7 @@ class DataFlow:
             return f
         syms = [self.flows[p].symbol for p in ps]
         x = syms[0] if syms else ""
+        f.syms, f.same_inputs = syms, len(ps) == 2 and ps[0] == ps[1]
         f.show = [k for k, kind in enumerate(f.kinds) if kind in ("op", "input")]
         f.symbol = x
         for test, method in RULES.get(f.op, ()):
@@ -271,12 +294,21 @@ class DataFlow:
         for pat, sym, formula, hint in LINEARS:
             if _match(f.scope, pat):
                 f.symbol, f.formula, f.hint = sym, formula, hint
+                if len(f.kinds) < 3:                       # no bias: no "+ b" in the formula
+                    f.formula = f.formula.rsplit(" + b", 1)[0]
+                if sym == "QKV" and f.out_shape and f.in_shapes[0] and \
+                        f.out_shape[-1] != 3 * f.in_shapes[0][-1]:
+                    # grouped-query attention: K and V have h_kv heads, not h
+                    f.hint = "d_model+2·h_kv·d_k"
+                    f.formula += "  (K, V: h_kv heads)"
                 if sym == "MultiHead":
                     f.formula += "  (multi-head attention)"
                 elif sym == "FFN":
+                    if x == "SwiGLU":
+                        f.formula = "FFN(X) = (SiLU(X·W_1) ⊙ X·W_3)·W_2"
                     f.formula += "  (feed-forward network)"
                 return
-        f.symbol, f.formula = "Y", "Y = X·Wᵀ + b"
+        f.symbol, f.formula = "Y", "Y = X·Wᵀ + b" if len(f.kinds) > 2 else "Y = X·Wᵀ"
 
     def _embedding(self, i, f, x, syms):
         f.show = [0]
@@ -292,10 +324,15 @@ class DataFlow:
         index = getattr(self.g.ctxs[i], "index", None) if i < len(self.g.ctxs) else None
         width = f.out_shape[-1] if f.out_shape else 0
         last = index[-1] if isinstance(index, tuple) and index else index
+        total = f.in_shapes[0][-1] if f.in_shapes[0] else 0
         if isinstance(last, slice) and width and len(f.out_shape) == len(f.in_shapes[0]):
-            k = (last.start or 0) // width          # which third of [Q K V] the slice reads
+            # which part of [Q K V] the slice reads: Q first, V last, K between (with
+            # grouped-query attention K and V are narrower than Q)
+            start = last.start or 0
+            k = 0 if start == 0 else 2 if start + width == total else 1
         f.symbol = "QKV"[k] if k < 3 else "QKV"
-        f.hint = "h·d_v" if f.symbol == "V" else "h·d_k"
+        heads = "h_kv" if k in (1, 2) and width * 3 != total else "h"
+        f.hint = f"{heads}·d_v" if f.symbol == "V" else f"{heads}·d_k"
         f.formula = f"{f.symbol} = split([Q K V])"
 
     def _scale(self, i, f, x, syms):
@@ -329,7 +366,11 @@ class DataFlow:
         if x in ("Q", "K", "V"):
             f.hint = "d_v" if x == "V" else "d_k"
         if x in ("Q", "K", "V") and f.op == "reshape" and len(out) == len(inp) + 1:
-            f.formula = f"split {x} into h heads"
+            heads = out[-2] if len(out) >= 2 else None
+            if x == "Q":
+                self._q_heads[f.scope] = heads
+            gqa = x != "Q" and self._q_heads.get(f.scope, heads) != heads
+            f.formula = f"split {x} into {'h_kv' if gqa else 'h'} heads"
         elif x in ("Q", "K", "V") and f.op == "permute" and len(out) == 4 \
                 and out[-2:] == inp[-2:][::-1] and x == "K":
             f.symbol, f.formula, f.hint = "Kᵀ", "Kᵀ", None
@@ -381,7 +422,8 @@ class DataFlow:
         for f in flows:
             f.formula = f.base
             if f.op is not None:
-                f.name = _SEED.get(f.symbol, f.symbol if f.symbol not in ("x", "Y") else "")
+                f.name = f.seed if f.seed is not None else \
+                    _SEED.get(f.symbol, f.symbol if f.symbol not in ("x", "Y") else "")
         for i, f in enumerate(flows):
             if f.op != "add" or not f.formula.startswith("x + Sublayer"):
                 continue
@@ -392,19 +434,20 @@ class DataFlow:
             out = {"attn": "Y_attn", "cross": "Y_cross", "ffn": "x_{l+1}"}.get(kind, "")
             sub = {"attn": "MHA", "cross": "MHA", "ffn": "FFN"}.get(kind, "Sublayer")
             cs = consumers.get(i, [])
-            if len(cs) == 1 and g.ops[cs[0]] == "layer_norm" and \
-                    within(g.scopes[cs[0]], g.scopes[i]) and g.scopes[cs[0]] != g.scopes[i]:
+            post = self._post_norm(i, cs)
+            if post is not None:
                 # Post-LN: LayerNorm(x + Sublayer(x)) is the sublayer's output
+                norm, name = post
                 f.name = f"x + {sub}(x)"
                 f.formula = f"x + {sub}(x)  (residual)"
-                flows[cs[0]].name = out
-                flows[cs[0]].formula = f"{out} = LayerNorm(x + {sub}(x))  (Add & Norm)" \
-                    if out else "LayerNorm(x + Sublayer(x))  (Add & Norm)"
+                flows[norm].name = out
+                flows[norm].formula = f"{out} = {name}(x + {sub}(x))  (Add & Norm)" \
+                    if out else f"{name}(x + Sublayer(x))  (Add & Norm)"
             else:
                 f.name = out
+                norm = self._behind_ln(other, skip) if g.ops[other] is not None else None
                 if out:
-                    f.formula = f"{out} = x + {sub}(LN(x))  (residual)" \
-                        if g.ops[other] is not None and self._behind_ln(other, skip) else \
+                    f.formula = f"{out} = x + {sub}({norm}(x))  (residual)" if norm else \
                         f"{out} = x + {sub}(x)  (residual)"
         for i, f in enumerate(flows):            # the encoder's output, read by the decoder
             if f.op is None or f.backward or g.scopes[i].split(".")[0] != "encoder":
@@ -418,8 +461,24 @@ class DataFlow:
                 f.formula += "  (block output)"
         return flows
 
+    def _post_norm(self, i, cs):
+        """(the norm node, "LayerNorm" or "RMSNorm") when the add i feeds only a norm of a
+        module below its own (Post-LN), else None."""
+        g = self.g
+        if not cs or not all(within(g.scopes[c], g.scopes[i]) and g.scopes[c] != g.scopes[i]
+                             for c in cs):
+            return None
+        if len(cs) == 1 and g.ops[cs[0]] == "layer_norm":
+            return cs[0], "LayerNorm"
+        rms = next((k for k in range(i + 1, len(self.flows)) if self.flows[k].of == i and
+                    self.flows[k].symbol == "RMSNorm(x)"), None)
+        if rms is not None and all(g.scopes[c] == g.scopes[rms] for c in cs):
+            return rms, "RMSNorm"
+        return None
+
     def _behind_ln(self, j, skip):
-        """Whether the sublayer output j reads its input through a LayerNorm of `skip` (Pre-LN)."""
+        """"LN" or "RMSNorm" when the sublayer output j reads its input through a LayerNorm or
+        an RMSNorm of `skip` (Pre-LN), else None."""
         g, stack, seen = self.g, [j], set()
         while stack:
             k = stack.pop()
@@ -427,11 +486,13 @@ class DataFlow:
                 if p == skip:
                     continue
                 if g.ops[p] == "layer_norm" and skip in g.parents(p):
-                    return True
+                    return "LN"
+                if self.flows[p].symbol == "RMSNorm(x)" and self.flows[p].of == skip:
+                    return "RMSNorm"
                 if p > skip and p not in seen and g.ops[p] is not None:
                     seen.add(p)
                     stack.append(p)
-        return False
+        return None
 
     # -- dimension names ---------------------------------------------------------------------
     def dims(self):
@@ -443,9 +504,7 @@ class DataFlow:
                 return
             dims[role] = int(size)
 
-        for f in self.flows:
-            if f.backward:
-                continue
+        for f in (f for f in self.flows if not f.backward):    # a gradient's ops name no dim
             if f.op == "embedding" and len(f.out_shape) == 3 and not f.formula.startswith("P"):
                 guess("B", f.out_shape[0])
                 guess("n", f.out_shape[1])
@@ -456,7 +515,7 @@ class DataFlow:
                 guess("n", f.in_shapes[0][1])
                 guess("d_model", f.in_shapes[0][2])
             elif f.op == "reshape" and f.formula.startswith("split") and len(f.out_shape) == 4:
-                guess("h", f.out_shape[2])
+                guess("h_kv" if f.formula.endswith("h_kv heads") else "h", f.out_shape[2])
                 guess("d_k", f.out_shape[3])
             elif f.op == "linear" and f.symbol == "H_ff":
                 guess("d_ff", f.out_shape[-1])
@@ -478,17 +537,27 @@ class DataFlow:
         unique = {s: names[0] for s, names in by_size.items() if len(names) == 1}
 
         def value(name):
-            """Size of a (product) name such as 'h·d_k' or '3·d_model', or None."""
+            """Size of a name such as 'h·d_k', '3·d_model', 'd_k/2' or 'd_model+2·h_kv·d_k',
+            or None."""
+            if "+" in name:
+                terms = [value(t) for t in name.split("+")]
+                return None if None in terms else sum(terms)
             total = 1
             for part in name.split("·"):
+                part, _, div = part.partition("/")
                 if part.isdigit():
-                    total *= int(part)
+                    size = int(part)
                 elif part in dims:
-                    total *= int(dims[part])
+                    size = int(dims[part])
                 elif part == "d_v" and "d_k" in dims:
-                    total *= int(dims["d_k"])
+                    size = int(dims["d_k"])
                 else:
                     return None
+                if div:
+                    size, rest = divmod(size, int(div))
+                    if rest:
+                        return None
+                total *= size
             return total
 
         def name_shape(shape, last=None, first=None):

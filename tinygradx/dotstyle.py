@@ -32,6 +32,22 @@ EDGE = "#555555"
 BACKWARD = "#a83279"
 
 
+# the words of the recorded-backward frames in other languages (the rest is dataflow.STRINGS)
+BACKWARD_STRINGS = {"zh": {
+    "recorded backward (create_graph=True)": "记录下的反向传播 (create_graph=True)",
+    "op of a recorded backward": "记录下的反向传播中的算子",
+    "backward (sums of the walk)": "反向传播 (遍历自身的求和)",
+    "backward of ": "反向传播：",
+}}
+
+
+def tr(text, lang="en"):
+    """`dataflow.translate`, after the phrases of BACKWARD_STRINGS."""
+    for en, local in BACKWARD_STRINGS.get(lang, {}).items():
+        text = text.replace(en, local)
+    return translate(text, lang)
+
+
 def parts(scope):
     return scope.split(".") if scope else []
 
@@ -113,7 +129,7 @@ class Clusters:
 
     def _emit_backward(self, dot, lang):
         with dot.subgraph(name="cluster_backward") as outer:
-            outer.attr(label=translate("recorded backward (create_graph=True)", lang),
+            outer.attr(label=tr("recorded backward (create_graph=True)", lang),
                        style="rounded,dashed", color=BACKWARD, fontcolor=BACKWARD,
                        fontsize="11", penwidth="1.5")
             frames = 0
@@ -123,7 +139,7 @@ class Clusters:
                         outer.node(node_id, **a)
                     continue
                 with outer.subgraph(name=f"cluster_backward_{frames}") as sub:
-                    sub.attr(label=translate(self.titles[key], lang), style="dashed",
+                    sub.attr(label=tr(self.titles[key], lang), style="dashed",
                              color="#d9a0bd", fontsize="10", fontcolor=BACKWARD)
                     for node_id, a in items:
                         sub.node(node_id, **a)
@@ -131,16 +147,16 @@ class Clusters:
 
 
 def legend(dot, kinds, lang="en"):
-    def tr(text):
-        return translate(text, lang)
+    def tr_(text):
+        return tr(text, lang)
 
     with dot.subgraph(name="cluster_legend") as lg:
-        lg.attr(label=tr("legend"), style="solid", color="#bbbbbb", fontsize="10")
-        samples = [("op", "name (named shape)\n(shape)\nop · module"), ("add", tr("add")),
-                   ("layer_norm", tr("layer_norm")), ("param", tr("parameter")),
-                   ("input", tr("input")), ("const", tr("constant")),
-                   ("saved", tr("saved for backward")), ("module", tr("module (collapsed)")),
-                   ("backward", tr("op of a recorded backward"))]
+        lg.attr(label=tr_("legend"), style="solid", color="#bbbbbb", fontsize="10")
+        samples = [("op", "name (named shape)\n(shape)\nop · module"), ("add", tr_("add")),
+                   ("layer_norm", tr_("layer_norm")), ("param", tr_("parameter")),
+                   ("input", tr_("input")), ("const", tr_("constant")),
+                   ("saved", tr_("saved for backward")), ("module", tr_("module (collapsed)")),
+                   ("backward", tr_("op of a recorded backward"))]
         prev = None
         for kind, text in samples:
             if kind not in kinds:
@@ -151,13 +167,13 @@ def legend(dot, kinds, lang="en"):
                 lg.edge(prev, name, style="invis")     # stack the samples in one column
             prev = name
         if "residual" in kinds:
-            lg.node("legend_residual", tr("residual path"), shape="box", style="rounded,bold",
+            lg.node("legend_residual", tr_("residual path"), shape="box", style="rounded,bold",
                     color=RESIDUAL, fontcolor=RESIDUAL, penwidth="3")
             if prev is not None:
                 lg.edge(prev, "legend_residual", style="invis")
             prev = "legend_residual"
         if "grads" in kinds:
-            lg.node("legend_grads", tr("edge width ~ log10 ||grad||"), shape="plaintext",
+            lg.node("legend_grads", tr_("edge width ~ log10 ||grad||"), shape="plaintext",
                     fontsize="9")
             if prev is not None:
                 lg.edge(prev, "legend_grads", style="invis")

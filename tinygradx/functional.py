@@ -17,52 +17,6 @@ from .creation import where
 from .tensor import Tensor
 
 
-def _loss_args(name, input, target, ignore_index, reduction):
-    """The checks every loss makes before it computes: reduction, input, target dtype, shape.
-
-    Returns the target as an integer array of the expected shape. The layouts are PyTorch's:
-    input (N, C) with target (N,), (C,) with a 0-d target, (N, C, d1, ...) with (N, d1, ...).
-    """
-    check_reduction(name, reduction)          # losses.py's check, shared by every loss
-    if isinstance(ignore_index, bool) or not isinstance(ignore_index, (int, np.integer)):
-        raise TypeError(f"{name}: ignore_index must be an int, got {ignore_index!r}")
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{name}: input must be a Tensor, got {type(input).__name__}")
-    if input.ndim == 0:
-        raise OpError(f"{name}{_where()}: input must have a class dim, got a 0-d tensor")
-    if input.dtype.kind != "f":
-        raise TypeError(f"{name}{_where()}: input must be floating-point, got {input.dtype}")
-    t = target._data if isinstance(target, Tensor) else np.asarray(target)
-    if t.dtype.kind not in "iu":
-        raise OpError(f"{name}{_where()}: target must hold class indices (an integer "
-                      f"tensor), got dtype {t.dtype}")
-    if input.ndim == 1:
-        if t.ndim != 0:
-            raise OpError(f"{name}{_where()}: logits {input.shape} need a scalar target, "
-                          f"got {t.shape}")
-        return t
-    expected = (input.shape[0],) + input.shape[2:]
-    if t.shape != expected:
-        raise OpError(f"{name}{_where()}: logits of shape {input.shape} need targets of "
-                      f"shape {expected}, got {t.shape} (the class dim of the logits is dim 1; "
-                      f"flatten (B, T, V) logits to (B*T, V))")
-    return t
-
-
-def _check_targets(name, t, n_classes, ignore_index, shape):
-    """Every target is a class 0..C-1 or ignore_index (a wrong one would pick another row)."""
-    if not t.size:
-        return
-    lo, hi = t.min(), t.max()
-    if lo >= 0 and hi < n_classes:
-        return
-    bad = t[((t < 0) | (t >= n_classes)) & (t != ignore_index)]
-    if bad.size:
-        raise OpError(f"{name}{_where()}: target {bad.ravel()[0]} is out of range for "
-                      f"{n_classes} classes (input {shape}); valid targets are "
-                      f"0..{n_classes - 1} or ignore_index={ignore_index}")
-
-
 # ------------------------------------------------------------------------------------------
 # activations
 # ------------------------------------------------------------------------------------------
@@ -156,17 +110,26 @@ def _where():
     return f" (in {s})" if s else ""
 
 
-def cross_entropy(input, target, ignore_index=-100, reduction="mean", label_smoothing=0.0):
-    """Cross-entropy between logits and class-index targets, as torch.nn.functional.
+def cross_entropy(input, target, weight=None, *, ignore_index=-100, reduction="mean",
+                  label_smoothing=0.0):
+    """Cross-entropy between logits and class-index or class-probability targets, as
+    torch.nn.functional.cross_entropy.
 
     Shapes: input (N, C) with target (N,), or (C,) with a scalar target, or (N, C, d1, ...)
-    with target (N, d1, ...). Targets equal to ignore_index add nothing and are not counted
-    by 'mean'. label_smoothing e mixes the one-hot target with the uniform distribution.
+    with target (N, d1, ...); a float target of the input's shape holds class probabilities.
+    Targets equal to ignore_index add nothing and are not counted by 'mean' (class indices
+    only). label_smoothing e mixes the target with the uniform distribution. weight (C,)
+    rescales each class; with class indices 'mean' then divides by the sum of the targets'
+    weights, with probabilities by the number of rows, as PyTorch. The plain case (class
+    indices, no weight) is one fused node; weights and probabilities run op by op.
     """
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], "
                          f"got {label_smoothing}")
-    t = _loss_args("cross_entropy", input, target, ignore_index, reduction)
+    t = class_target("cross_entropy", input, target, ignore_index, reduction, probabilities=True)
+    if t.dtype.kind == "f" or weight is not None:
+        return cross_entropy_extended(input, target, t, weight, ignore_index, reduction,
+                                       label_smoothing)
     x = input     # the fused op checks the range of the targets
     if x.ndim == 1:
         x, t = x.reshape(1, -1), t.reshape(1)
@@ -184,31 +147,6 @@ def cross_entropy(input, target, ignore_index=-100, reduction="mean", label_smoo
     if reduction == "none" and rest:
         out = out.reshape((input.shape[0],) + rest)
     return out
-
-
-def nll_loss(input, target, ignore_index=-100, reduction="mean"):
-    """Negative log-likelihood of log-probabilities at class-index targets.
-
-    Layouts as cross_entropy: (N, C) with (N,), (C,) with a 0-d target, (N, C, d1, ...) with
-    (N, d1, ...). Targets equal to ignore_index add nothing and are not counted by 'mean'.
-    """
-    t = _loss_args("nll_loss", input, target, ignore_index, reduction)
-    x = input
-    if x.ndim == 1:
-        x, t = x.reshape(1, -1), t.reshape(1)
-    elif x.ndim > 2:             # (N, C, d1..) -> (N*d1.., C): the class dim last, flattened
-        x = x.permute(0, *range(2, x.ndim), 1).reshape(-1, x.shape[1])
-        t = t.reshape(-1)
-    _check_targets("nll_loss", t, x.shape[1], ignore_index, input.shape)
-    keep = t != ignore_index
-    picked = x[np.arange(t.shape[0]), np.where(keep, t, 0)]
-    losses = -picked * Tensor(keep.astype(input.dtype))
-    if reduction == "none":
-        return losses if input.ndim == 2 else losses.reshape(input.shape[:1] + input.shape[2:]
-                                                             if input.ndim > 2 else ())
-    if reduction == "sum":
-        return losses.sum()
-    return losses.sum() / max(int(keep.sum()), 1)
 
 
 def dropout(x, p=0.5, training=True):
@@ -246,16 +184,19 @@ def causal_mask(n, m=None, dtype=np.float32):
     return mask
 
 
-def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+              enable_gqa=False):
     """softmax(Q K^T / sqrt(d_k) + M) V as ONE graph node (fused.Attention), the fast path.
 
     The same arguments and numbers as `scaled_dot_product_attention` (tested equal, dropout
     included: the keep-mask is drawn as F.dropout draws it), without the attention weights.
+    With enable_gqa the repeated K/V heads are made before the node.
     is_causal is aligned top-left as in PyTorch (query i sees keys j <= i); for n new queries
     against m cached keys pass `attn_mask=causal_mask(n, m)` (bottom-right). A float
     attn_mask Tensor that requires grad gets its gradient (dL/dM = dL/dScores), so a
     learned attention bias trains.
     """
+    key, value = _heads_for("attention", query, key, value, enable_gqa)
     if query.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]:
         raise OpError(f"attention{_where()}: query {query.shape}, key {key.shape} and value "
                       f"{value.shape}: query and key must share d_k, key and value the number "
@@ -326,7 +267,8 @@ def packed_attention(qkv, n_head, dropout_p=0.0, is_causal=False, scale=None, n_
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
-                                 is_causal=False, scale=None, return_weights=False):
+                                 is_causal=False, scale=None, enable_gqa=False,
+                                 return_weights=False):
     """softmax(Q K^T / sqrt(d_k) + M) V.
 
     Shapes: query (..., n, d_k), key (..., m, d_k), value (..., m, d_v) -> (..., n, d_v).
@@ -334,9 +276,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     function) or a float mask added to the scores (0 to keep, -inf to block); it broadcasts to
     (..., n, m); a float mask Tensor that requires grad gets its gradient. is_causal hides
     keys j > i, aligned top-left as in PyTorch (for n queries that are the last n of m
-    positions, as with a KV cache, pass attn_mask=causal_mask(n, m) instead). With
+    positions, as with a KV cache, pass attn_mask=causal_mask(n, m) instead). enable_gqa:
+    grouped-query attention, key and value with fewer heads (dim -3) than the query, each
+    head repeated (repeat_interleave) for its group of Hq / Hkv query heads, as PyTorch. With
     return_weights the attention weights A (..., n, m) are returned too.
     """
+    key, value = _heads_for("scaled_dot_product_attention", query, key, value, enable_gqa)
     if query.shape[-1] != key.shape[-1]:
         raise OpError(f"scaled_dot_product_attention{_where()}: query {query.shape} and key "
                       f"{key.shape} must share the last dim d_k")
@@ -402,10 +347,10 @@ def layer_norm_composite(x, normalized_shape, weight=None, bias=None, eps=1e-5):
 def cross_entropy_composite(input, target, ignore_index=-100, reduction="mean",
                             label_smoothing=0.0):
     """Only the (N, C) layout: log_softmax, pick the target column, smooth, mask, reduce."""
-    t = _loss_args("cross_entropy_composite", input, target, ignore_index, reduction)
+    t = class_target("cross_entropy_composite", input, target, ignore_index, reduction)
     if input.ndim != 2:
         raise OpError(f"cross_entropy_composite: only (N, C) logits, got {input.shape}")
-    _check_targets("cross_entropy_composite", t, input.shape[1], ignore_index, input.shape)
+    check_targets("cross_entropy_composite", t, input.shape[1], ignore_index, input.shape)
     logp = log_softmax_composite(input, dim=1)
     keep = t != ignore_index
     nll = -logp[np.arange(t.shape[0]), np.where(keep, t, 0)]
@@ -460,10 +405,41 @@ def one_hot(tensor, num_classes=-1):
     return Tensor(np.eye(num_classes, dtype=np.int64)[t])
 
 
-# the element-wise losses live in losses.py (same floor); F.mse_loss etc. are the public path
+# the element-wise losses, nll_loss and the target checks live in losses.py (same floor);
+# F.mse_loss, F.nll_loss etc. are the public path
 from .losses import (binary_cross_entropy, binary_cross_entropy_with_logits,  # noqa: E402
-                     check_reduction, huber_loss, kl_div, l1_loss, mse_loss, smooth_l1_loss)
+                     check_targets, class_target, cross_entropy_extended, huber_loss, kl_div,
+                     l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 
 # more activations and rms_norm live in activations.py (at the end: no line of this file moves)
 from .activations import (elu, hardtanh, leaky_relu, logsigmoid, mish, relu6,  # noqa: E402
                           rms_norm, selu, silu, softplus)
+
+
+def _heads_for(name, query, key, value, enable_gqa):
+    """key and value with the query's heads (dim -3): repeated for grouped-query attention
+    when enable_gqa (each K/V head serves Hq / Hkv query heads, as PyTorch); without it a
+    head count that neither matches nor broadcasts is an error that says so."""
+    if not enable_gqa:
+        if query.ndim >= 3:
+            hq = query.shape[-3]
+            for what, t in (("key", key), ("value", value)):
+                if t.ndim >= 3 and t.shape[-3] not in (hq, 1) and hq != 1:
+                    raise OpError(f"{name}{_where()}: query has {hq} heads (dim -3) but "
+                                  f"{what} {t.shape[-3]} (query {query.shape}, {what} "
+                                  f"{t.shape}); for grouped-query attention pass "
+                                  f"enable_gqa=True")
+        return key, value
+    if min(query.ndim, key.ndim, value.ndim) < 3:
+        raise OpError(f"{name}{_where()}: enable_gqa needs the heads at dim -3: query "
+                      f"{query.shape}, key {key.shape} and value {value.shape} need at least "
+                      f"3 dims")
+    hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
+    if hk == 0 or hv == 0 or hq % hk or hq % hv:
+        raise OpError(f"{name}{_where()}: enable_gqa: the heads of key ({hk}) and value ({hv}) "
+                      f"must each divide the query's {hq} heads (dim -3)")
+    if hk != hq:
+        key = key.repeat_interleave(hq // hk, dim=-3)
+    if hv != hq:
+        value = value.repeat_interleave(hq // hv, dim=-3)
+    return key, value

@@ -507,6 +507,7 @@ class Dropout(Function):
 
     Composite twin: `F.dropout_composite` (given the same mask).
     """
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, p=0.5, rng=None):
         keep = rng.random(x.shape, dtype=np.float32) >= p
         self.scale = keep * np.asarray(1.0 / (1.0 - p), dtype=x.dtype)

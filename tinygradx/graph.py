@@ -264,6 +264,15 @@ def _short_list(items, n=4):
     return ", ".join(items[:2]) + ", ..., " + items[-1]
 
 
+def _norm_kind(g, i):
+    """"LayerNorm" for a layer_norm node, "RMSNorm" for an op run by an RMSNorm module (its
+    few ops: x², mean, rsqrt, products), else None."""
+    if g.ops[i] == "layer_norm":
+        return "LayerNorm"
+    module = getattr(getattr(g.ctxs[i], "frame", None), "module", None)
+    return "RMSNorm" if g.ops[i] and type(module).__name__.endswith("RMSNorm") else None
+
+
 def residual_summary(root):
     """One line: where the LayerNorms sit on the identity path from `root` to the embeddings.
 
@@ -272,20 +281,24 @@ def residual_summary(root):
     """
     g = walk(root)
     idx = residual_indices(g)
-    lns, skips, ln_after_skip = [], 0, False
+    lns, skips, ln_after_skip, kinds, prev = [], 0, False, set(), None
     for i in idx:
-        if g.ops[i] == "layer_norm":
+        norm = _norm_kind(g, i)
+        if norm and prev != g.scopes[i]:           # an RMSNorm is several ops: count it once
             lns.append(g.scopes[i] or "<top>")
+            kinds.add(norm)
             ln_after_skip = ln_after_skip or skips > 0
-        elif skip_input(g, i) is not None:
+        elif not norm and skip_input(g, i) is not None:
             skips += 1
+        prev = g.scopes[i] if norm else None
     end = idx[-1]
     end_name = f"{g.ops[end]} ({g.scopes[end] or '<top>'})" if g.ops[end] else "a leaf"
+    word = kinds.pop() if len(kinds) == 1 else "LayerNorm"
     if skips == 0:
         return (f"no residual connection found: the path from the output to {end_name} "
-                f"crosses {len(lns)} LayerNorm(s)")
+                f"crosses {len(lns)} {word}(s)")
     kind = "Post-LN" if ln_after_skip else "Pre-LN"
-    ln_word = "LayerNorm" if len(lns) == 1 else "LayerNorms"
+    ln_word = word if len(lns) == 1 else word + "s"
     where = f" ({_short_list(lns)})" if lns else ""
     return (f"{kind}: {len(lns)} {ln_word} on the identity path{where}; {skips} skip adds "
             f"between the output and {end_name}")

@@ -16,6 +16,7 @@ import numpy as np
 
 from .autograd import ROOT, STATE, Frame
 from .tensor import Tensor
+from .tensor_convert import parse_to
 
 
 class StateDictError(KeyError):
@@ -127,30 +128,68 @@ class Module:
     def modules(self):
         return (m for _, m in self.named_modules())
 
-    def named_parameters(self, prefix=""):
+    def named_parameters(self, prefix="", recurse=True):
         """(dotted name, Parameter) for every parameter, each once (tied weights: first name)."""
         seen = set()
-        for mname, m in self.named_modules(prefix):
+        for mname, m in (self.named_modules(prefix) if recurse else [(prefix, self)]):
             for name, obj in m._members():
                 if isinstance(obj, Parameter) and id(obj) not in seen:
                     seen.add(id(obj))
                     yield (f"{mname}.{name}" if mname else name), obj
 
-    def parameters(self):
-        return [p for _, p in self.named_parameters()]
+    def parameters(self, recurse=True):
+        """A generator of the parameters, each once, as PyTorch's (`next(m.parameters())`
+        works; take `list(...)` to count or index them)."""
+        return (p for _, p in self.named_parameters(recurse=recurse))
 
-    def named_buffers(self):
-        """Tensors that are state but not parameters (e.g. a positional-encoding table)."""
-        for mname, m in self.named_modules():
+    def named_buffers(self, prefix="", recurse=True):
+        """(dotted name, Tensor) for every buffer registered with register_buffer, persistent
+        or not (as PyTorch's); buffers set to None are skipped."""
+        return self._named_buffers(prefix, recurse, persistent_only=False)
+
+    def _named_buffers(self, prefix, recurse, persistent_only):
+        modules = self.named_modules(prefix) if recurse else [(prefix, self)]
+        for mname, m in modules:
+            skip = getattr(m, "_nonpersistent_names", ()) if persistent_only else ()
             for name in getattr(m, "_buffer_names", ()):
-                yield (f"{mname}.{name}" if mname else name), getattr(m, name)
+                value = getattr(m, name, None)
+                if value is not None and name not in skip:
+                    yield (f"{mname}.{name}" if mname else name), value
+
+    def buffers(self):
+        """A generator of the buffers (persistent or not)."""
+        return (b for _, b in self.named_buffers())
 
     def register_buffer(self, name, tensor, persistent=True):
+        """Keep tensor as state that is not a parameter: in state_dict() unless persistent is
+        False, converted by to() either way (a positional-encoding table, a mask)."""
+        if not isinstance(name, str) or not name or "." in name:
+            raise KeyError(f"register_buffer: the name must be a non-empty string without "
+                           f"'.', got {name!r}")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"register_buffer: {name!r} must be a Tensor or None, got "
+                            f"{type(tensor).__name__}")
         setattr(self, name, tensor)
-        if persistent:
+        if name not in getattr(self, "_buffer_names", ()):
             self._buffer_names = getattr(self, "_buffer_names", ()) + (name,)
-        else:  # not in state_dict, but still converted by to()/double()
-            self._nonpersistent_names = getattr(self, "_nonpersistent_names", ()) + (name,)
+        others = tuple(n for n in getattr(self, "_nonpersistent_names", ()) if n != name)
+        self._nonpersistent_names = others if persistent else others + (name,)
+
+    def register_parameter(self, name, param):
+        """self.name = param (a Parameter, or None for an absent one such as a bias)."""
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"register_parameter: {name!r} must be a Parameter or None, got "
+                            f"{type(param).__name__}")
+        setattr(self, name, param)
+
+    def add_module(self, name, module):
+        """self.name = module (a Module or None), as PyTorch's add_module."""
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"add_module: {name!r} must be a Module or None, got "
+                            f"{type(module).__name__}")
+        setattr(self, name, module)
+
+    register_module = add_module
 
     def num_parameters(self, trainable_only=False):
         return sum(p._data.size for p in self.parameters() if p.requires_grad or not trainable_only)
@@ -176,17 +215,30 @@ class Module:
             p.requires_grad = flag
         return self
 
-    def to(self, dtype):
-        """Convert every parameter and buffer (persistent or not) to a float dtype, in place."""
-        buffers = [b for _, b in self.named_buffers()]
-        for m in self.modules():
-            buffers += [getattr(m, n) for n in getattr(m, "_nonpersistent_names", ())]
-        for p in list(self.parameters()) + buffers:
+    def to(self, *args, dtype=None, device=None, non_blocking=False):
+        """torch's Module.to: to(dtype), to(device), to(device, dtype), to(tensor). The
+        device must be the CPU (tinygradx's only one); a float dtype converts every float
+        parameter and buffer (persistent or not) in place. Returns the module."""
+        dtype = parse_to(args, dtype, device)
+        if dtype is None:
+            return self
+        if dtype.kind != "f":
+            raise TypeError(f"Module.to: only floating-point dtypes convert a module (its "
+                            f"integer buffers keep their dtype), got {dtype}")
+        for p in list(self.parameters()) + list(self.buffers()):
             if p._data.dtype.kind == "f":
                 p._data = p._data.astype(dtype)
                 if p.grad is not None:
                     p.grad = None
         return self
+
+    def cpu(self):
+        """The module itself: its tensors already are on the CPU."""
+        return self
+
+    def cuda(self, device=None):
+        raise RuntimeError("Module.cuda: tinygradx runs on the CPU only; use .cpu() or "
+                           ".to('cpu') (torch.cuda.is_available() is False here)")
 
     def double(self):
         return self.to(np.float64)
@@ -195,8 +247,14 @@ class Module:
         return self.to(np.float32)
 
     def apply(self, fn):
-        for m in self.modules():
-            fn(m)
+        """fn(module) for every submodule, children before their parent (as PyTorch), then
+        self; returns self. The usual initialiser hook: model.apply(init_weights)."""
+        seen = set()
+        for child in self.children():
+            if id(child) not in seen:
+                seen.add(id(child))
+                child.apply(fn)
+        fn(self)
         return self
 
     # -- state -----------------------------------------------------------------------------
@@ -205,7 +263,7 @@ class Module:
         out = OrderedDict()
         for name, p in self.named_parameters():
             out[name] = p.detach()
-        for name, b in self.named_buffers():
+        for name, b in self._named_buffers("", True, persistent_only=True):
             out[name] = b.detach()
         return out
 
@@ -222,7 +280,7 @@ class Module:
             raise TypeError(f"load_state_dict for {type(self).__name__}: expected a mapping of "
                             f"names to arrays, got {type(state_dict).__name__}")
         own = OrderedDict(self.named_parameters())
-        own.update(self.named_buffers())
+        own.update(self._named_buffers("", True, persistent_only=True))
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         problems, staged = [], []
@@ -310,9 +368,19 @@ class ModuleList(Module):
     def __iter__(self):
         return iter(self._list)
 
+    def __setitem__(self, i, m):
+        self._list[i] = m
+
     def append(self, m):
         self._list.append(m)
         return self
+
+    def extend(self, modules):
+        self._list.extend(modules)
+        return self
+
+    def insert(self, index, m):
+        self._list.insert(index, m)
 
 
 class ModuleDict(Module):
@@ -334,14 +402,105 @@ class ModuleDict(Module):
             return d[k]
         raise AttributeError(k)
 
+    def __setitem__(self, k, m):
+        self._dict[k] = m
+
     def __contains__(self, k):
         return k in self._dict
+
+    def __len__(self):
+        return len(self._dict)
+
+    def __iter__(self):
+        return iter(self._dict)
 
     def keys(self):
         return self._dict.keys()
 
     def items(self):
         return self._dict.items()
+
+    def values(self):
+        return self._dict.values()
+
+    def update(self, modules):
+        self._dict.update(modules)
+
+
+class ParameterList(Module):
+    """A list of Parameters named by their indices (`0`, `1`, ...); tensors given to it
+    become Parameters, as in PyTorch."""
+
+    def __init__(self, values=None):
+        self._list = [_as_parameter(v) for v in (values or ())]
+
+    def _members(self):
+        for i, p in enumerate(self._list):
+            yield str(i), p
+
+    def __getitem__(self, i):
+        return self._list[i]
+
+    def __setitem__(self, i, value):
+        self._list[i] = _as_parameter(value)
+
+    def __len__(self):
+        return len(self._list)
+
+    def __iter__(self):
+        return iter(self._list)
+
+    def append(self, value):
+        self._list.append(_as_parameter(value))
+        return self
+
+    def extend(self, values):
+        for v in values:
+            self.append(v)
+        return self
+
+
+class ParameterDict(Module):
+    """A dict of Parameters named by their keys; tensors given to it become Parameters."""
+
+    def __init__(self, parameters=None):
+        self._dict = {k: _as_parameter(v) for k, v in dict(parameters or {}).items()}
+
+    def _members(self):
+        yield from self._dict.items()
+
+    def __getitem__(self, k):
+        return self._dict[k]
+
+    def __setitem__(self, k, value):
+        self._dict[k] = _as_parameter(value)
+
+    def __contains__(self, k):
+        return k in self._dict
+
+    def __len__(self):
+        return len(self._dict)
+
+    def __iter__(self):
+        return iter(self._dict)
+
+    def keys(self):
+        return self._dict.keys()
+
+    def items(self):
+        return self._dict.items()
+
+    def values(self):
+        return self._dict.values()
+
+
+def _as_parameter(value):
+    if isinstance(value, Parameter):
+        return value
+    if isinstance(value, Tensor):
+        return Parameter(value, requires_grad=value.dtype.kind == "f")
+    raise TypeError(f"a parameter container holds Parameters or Tensors, got "
+                    f"{type(value).__name__}")
 
 
 class Identity(Module):

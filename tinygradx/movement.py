@@ -22,6 +22,7 @@ from .dims import check_dim
 
 class Reshape(Function):
     """d(reshape x) = reshape(g, x.shape)"""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, shape):
         self.shape = x.shape
         return x.reshape(shape)
@@ -40,6 +41,7 @@ class Reshape(Function):
 
 class Permute(Function):
     """d(permute x) = permute(g, inverse order)"""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, dims):
         n = x.ndim
         given, dims = dims, tuple(d if type(d) is int and 0 <= d < n else check_dim(None, d, n)
@@ -63,6 +65,7 @@ class Permute(Function):
 
 class Expand(Function):
     """d(broadcast_to x) = g; the engine's unbroadcast sums it back."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, shape):
         lead = len(shape) - x.ndim                 # new leading dims may not be -1
         if lead < 0 or -1 in shape[:lead]:
@@ -89,6 +92,7 @@ def _is_advanced(index):
 
 class Getitem(Function):
     """Basic indexing scatters g into zeros; integer-array gathers scatter-add (repeats sum)."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     op_name = "getitem"
 
     def forward(self, x, index):
@@ -135,6 +139,7 @@ class IndexPut(Function):
     The graph walk records it as the gradient of x[index], so that gradient can be
     differentiated again (its backward is a Getitem).
     """
+    graph_reads_inputs = False     # its backward_graph reads no input values
     op_name = "index_put"
 
     def forward(self, g, index, shape):
@@ -150,6 +155,7 @@ class IndexPut(Function):
 
 class Cat(Function):
     """d(cat xs) = the slices of g that each input filled."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, *xs, dim=0):
         self.dim = dim
         self.sizes = [x.shape[dim] for x in xs]
@@ -192,6 +198,7 @@ class Stack(Function):
 
 class Tri(Function):
     """triu/tril keep a triangle; g passes only through the kept entries."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, diagonal=0, upper=True):
         if x.ndim < 2:
             raise OpError(f"needs a tensor with at least 2 dims, got shape {x.shape}")
@@ -211,6 +218,7 @@ class Tri(Function):
 
 class Fill(Function):
     """Every element becomes value (broadcast, cast to x's dtype): dx = 0, dvalue = sum g."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     op_name = "fill"
 
     def forward(self, x, value):
@@ -237,6 +245,7 @@ class Copy(Fill):
 
 class Setitem(Function):
     """x[index] = v out of place: v gets g[index], x gets g with zeros at index."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     op_name = "setitem"
 
     def forward(self, x, v, index):
@@ -262,3 +271,16 @@ class Setitem(Function):
         need_x, need_v = self.needs_input_grad
         return (Setitem.apply(g, 0, index=self.index) if need_x else None,
                 Getitem.apply(g, index=self.index) if need_v else None)
+
+
+class Contiguous(Function):
+    """A C-ordered copy of x (Tensor.contiguous of a transposed or strided tensor): dx = g."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
+    def forward(self, x):
+        return np.ascontiguousarray(x)
+
+    def backward(self, g):
+        return g
+
+    def backward_graph(self, g, x):
+        return g

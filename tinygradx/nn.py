@@ -345,27 +345,38 @@ class KLDivLoss(_Loss):
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
 
 
-class CrossEntropyLoss(_Loss):
-    """F.cross_entropy as a module."""
+def _class_weight_buffer(module, weight):
+    """A class weight is state, as in PyTorch: a buffer (in state_dict) when given."""
+    if weight is None:
+        module.weight = None
+    else:
+        module.register_buffer("weight", weight)
 
-    def __init__(self, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+
+class CrossEntropyLoss(_Loss):
+    """F.cross_entropy as a module (weight: a constant (C,) rescaling of the classes)."""
+
+    def __init__(self, weight=None, *, ignore_index=-100, reduction="mean",
+                 label_smoothing=0.0):
         super().__init__(reduction)
+        _class_weight_buffer(self, weight)
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
     def forward(self, input, target):
-        return F.cross_entropy(input, target, ignore_index=self.ignore_index,
+        return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index,
                                reduction=self.reduction, label_smoothing=self.label_smoothing)
 
 
 class NLLLoss(_Loss):
-    """F.nll_loss as a module."""
+    """F.nll_loss as a module (weight: a constant (C,) rescaling of the classes)."""
 
-    def __init__(self, ignore_index=-100, reduction="mean"):
+    def __init__(self, weight=None, *, ignore_index=-100, reduction="mean"):
         super().__init__(reduction)
+        _class_weight_buffer(self, weight)
         self.ignore_index = ignore_index
 
     def forward(self, input, target):
-        return F.nll_loss(input, target, ignore_index=self.ignore_index,
+        return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index,
                           reduction=self.reduction)
 
 
@@ -501,3 +512,80 @@ class RMSNorm(Module):
     def extra_repr(self):
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}")
+
+# PyTorch's initialisers, as tgx.nn.init (tinygradx/init.py); imported last so the line
+# numbers the docs quote above stay put
+from . import init  # noqa: E402, F401  (re-exported: tgx.nn.init)
+
+
+# -- more activations and reshaping layers as modules (torch's names) ------------------------
+
+class Softmax(Module):
+    """F.softmax along dim. dim=None picks torch's legacy implicit dim (0 for 0-, 1- and 3-d
+    inputs, else 1); give dim explicitly."""
+
+    def __init__(self, dim=None):
+        self.dim = dim
+
+    def forward(self, x):
+        return F.softmax(x, _implicit_dim(self.dim, x))
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Softmax):
+    """F.log_softmax along dim (dim=None as Softmax)."""
+
+    def forward(self, x):
+        return F.log_softmax(x, _implicit_dim(self.dim, x))
+
+
+def _implicit_dim(dim, x):
+    return dim if dim is not None else (0 if x.ndim in (0, 1, 3) else 1)
+
+
+class Tanh(Module):
+    """tanh(x)."""
+
+    def forward(self, x):
+        return x.tanh()
+
+
+class Sigmoid(Module):
+    """1 / (1 + e^-x)."""
+
+    def forward(self, x):
+        return x.sigmoid()
+
+
+class Flatten(Module):
+    """x.flatten(start_dim, end_dim); by default every dim but the batch (start_dim=1)."""
+
+    def __init__(self, start_dim=1, end_dim=-1):
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x):
+        return x.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self):
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """x.unflatten(dim, unflattened_size): one dim becomes several."""
+
+    def __init__(self, dim, unflattened_size):
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, x):
+        return x.unflatten(self.dim, self.unflattened_size)
+
+    def extra_repr(self):
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+from .module import ParameterDict, ParameterList  # noqa: E402  (containers, as Module's)
+
+__all__ += ["Softmax", "LogSoftmax", "Tanh", "Sigmoid", "Flatten", "Unflatten", "ParameterList",
+            "ParameterDict"]

@@ -109,6 +109,7 @@ class _Binary(Function):
 
 class Add(_Binary):
     """d(a+b) = (g, g)"""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, a, b):
         return a + b
 
@@ -121,6 +122,7 @@ class Add(_Binary):
 
 class Sub(_Binary):
     """d(a-b) = (g, -g)"""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, a, b):
         return a - b
 
@@ -244,6 +246,7 @@ class PowScalar(Function):
 
 class Maximum(_Binary):
     """The larger input gets g; on ties each gets g/2 (as PyTorch)."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, a, b):
         self.a, self.b = a, b
         return np.maximum(a, b)
@@ -260,6 +263,7 @@ class Maximum(_Binary):
 
 class Minimum(_Binary):
     """The smaller input gets g; on ties each gets g/2."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, a, b):
         self.a, self.b = a, b
         return np.minimum(a, b)
@@ -286,6 +290,7 @@ def as_float(x):
 
 class Neg(Function):
     """d(-x) = -g"""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x):
         return -x
 
@@ -386,6 +391,7 @@ class Sigmoid(Function):
 
 class Relu(Function):
     """d(max(x,0)) = g where x > 0"""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x):
         self.out = np.maximum(x, 0)
         return self.out
@@ -399,6 +405,7 @@ class Relu(Function):
 
 class Abs(Function):
     """d|x| = g*sign(x) (0 at 0)"""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x):
         self.x = x
         return np.abs(x)
@@ -427,6 +434,7 @@ class Erf(Function):
 
 class Clamp(Function):
     """g passes where min <= x <= max."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, min=None, max=None):
         self.x, self.lo, self.hi = x, min, max
         return np.clip(x, min, max)
@@ -448,6 +456,7 @@ class Clamp(Function):
 
 class Cast(Function):
     """Change the float dtype; the gradient is cast back."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     op_name = "cast"
 
     def forward(self, x, dtype):
@@ -467,6 +476,7 @@ class Cast(Function):
 
 class Where(_Binary):
     """where(c, a, b): a gets g where c, b gets g elsewhere; c gets none."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, a, b, cond):
         self.cond = cond
         return np.where(cond, a, b)
@@ -489,6 +499,7 @@ class Where(_Binary):
 
 class MaskedFill(Function):
     """Filled positions are constants: their gradient is zero."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     op_name = "masked_fill"
 
     def forward(self, x, mask, value):

@@ -60,6 +60,7 @@ def _scan(b, a, axis, reverse, shifted):
 class Shift(Function):
     """y_i = x_{i-by} along dim, zeros shifted in: dx = shift(g, -by). A helper of the graph
     rules of cumprod and prod."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, dim, by):
         self.dim, self.by = dim, by
         return _shift(x, by, dim)
@@ -125,6 +126,7 @@ def _exclusive_products_graph(x, dim, reverse=False):
 
 class CumSum(Function):
     """y_i = sum_{j<=i} x_j; dx_i = sum_{j>=i} g_j (a reverse cumsum of g)"""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, dim):
         self.dim = dim
         return np.cumsum(x.reshape(x.shape or (1,)), axis=dim,
@@ -208,6 +210,7 @@ class Prod(Function):
 
 class Flip(Function):
     """d(flip x) = flip(g) over the same dims"""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, dims):
         self.dims = dims
         return np.flip(x, dims).copy()
@@ -221,6 +224,7 @@ class Flip(Function):
 
 class Roll(Function):
     """d(roll x by s) = roll(g by -s)"""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, shifts, dims):
         self.shifts, self.dims = shifts, dims
         return np.roll(x, shifts, dims)
@@ -236,6 +240,7 @@ class Roll(Function):
 
 class Repeat(Function):
     """y = tile(x, sizes); dx = g viewed as (s0, d0, s1, d1, ...) summed over each s"""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, sizes):
         lead = len(sizes) - x.ndim
         self.shape = x.shape
@@ -254,25 +259,33 @@ class Repeat(Function):
 
 class RepeatInterleave(Function):
     """y = x's slices along dim, slice i repeated r_i times; dx_i = the sum of its copies"""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, repeats, dim):
         self.dim, self.n = dim, x.shape[dim]
-        self.src = np.repeat(np.arange(self.n), repeats)
+        self.r = int(repeats) if np.ndim(repeats) == 0 else None
+        if self.r is None:
+            self.src = np.repeat(np.arange(self.n), repeats)
         return np.repeat(x, repeats, axis=dim)
 
     def backward(self, g):
+        if self.r is not None:    # one count for all: the copies are an axis to sum (no add.at)
+            d = self.dim
+            return g.reshape(g.shape[:d] + (self.n, self.r) + g.shape[d + 1:]).sum(axis=d + 1)
         gm = np.moveaxis(g, self.dim, 0)
         out = np.zeros((self.n,) + gm.shape[1:], g.dtype)
         np.add.at(out, self.src, gm)
         return np.moveaxis(out, 0, self.dim)
 
     def backward_graph(self, g, x):
-        return SumRepeats.apply(g, repeats=np.bincount(self.src, minlength=self.n),
-                                dim=self.dim)
+        counts = (np.full(self.n, self.r) if self.r is not None else
+                  np.bincount(self.src, minlength=self.n))
+        return SumRepeats.apply(g, repeats=counts, dim=self.dim)
 
 
 class SumRepeats(Function):
     """The adjoint of repeat_interleave: y_k = the sum of g's slices along dim that are
     copies of slice k (repeats[k] of them, in order); dg = repeat_interleave(u, repeats)."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     op_name = "sum_repeats"
 
     def forward(self, g, repeats, dim):
@@ -301,6 +314,7 @@ def _diag_view(a, offset, dim1, dim2):
 class Diagonal(Function):
     """y = the (dim1, dim2) diagonal at offset, as the last dim; dx = g written on that
     diagonal of zeros"""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, offset, dim1, dim2):
         if dim1 == dim2:
             raise OpError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
@@ -321,6 +335,7 @@ class Diagonal(Function):
 class DiagonalAdjoint(Function):
     """The adjoint of diagonal: zeros of `shape` with g written on the (offset, dim1, dim2)
     diagonal; du = the diagonal of u."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     op_name = "diagonal_adjoint"
 
     def forward(self, g, shape, args):
@@ -374,6 +389,7 @@ def _check_index(name, x_shape, index, dim, src_shape=None):
 
 class Gather(Function):
     """y[p] = x[p with p[dim] = index[p]]; dx = zeros with g added at those positions"""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, dim, index):
         _check_index("gather", x.shape, index, dim)
         self.shape, self.grid, self.dim = x.shape, _grid(index, dim), dim
@@ -393,6 +409,7 @@ class Gather(Function):
 class Scatter(Function):
     """y = x with x[p with p[dim] = index[p]] = src[p] (add: +=), for p over index's shape;
     dx = g (zero where overwritten), dsrc = g at those positions (zero where index has none)"""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, src, dim, index, add=False):
         _check_index("scatter_add" if add else "scatter", x.shape, index, dim, src.shape)
         self.add, self.src_shape, self.dim = add, src.shape, dim

@@ -121,6 +121,7 @@ class Linear(Function):
 
 class Embedding(Function):
     """out = W[ids]; dW = scatter-add of g into the rows named by ids (repeated ids sum)."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     fresh_grads = True
     def forward(self, w, ids, padding_idx=None):
         if not np.issubdtype(ids.dtype, np.integer):
@@ -161,6 +162,7 @@ class EmbeddingBackward(Function):
     """The embedding's weight gradient as an op: g (..., C) scatter-added into a (V, C) table
     at the rows ids (the padding row gets nothing). It is linear in g, and its own gradient
     gathers the rows back: d = h[ids], 0 where ids == padding_idx."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     fresh_grads = True
     op_name = "embedding_backward"
 

@@ -119,6 +119,7 @@ class LogAddExp(Function):
 
 class _Step(Function):
     """A piecewise-constant op: its gradient is zero everywhere (as torch's)."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def backward(self, g):
         return np.zeros_like(g)
 
@@ -229,6 +230,7 @@ class LogSigmoid(Function):
 
 class LeakyRelu(Function):
     """x where x > 0, else slope*x: d = g where x > 0, g*slope elsewhere"""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, negative_slope=0.01):
         self.pos, self.slope = x > 0, negative_slope
         return np.where(self.pos, x, x * negative_slope).astype(x.dtype, copy=False)
@@ -262,6 +264,7 @@ class Elu(Function):
 
 class Hardtanh(Function):
     """clip(x, min_val, max_val): d = g where min_val < x < max_val (as torch)"""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, min_val=-1.0, max_val=1.0):
         self.keep = (x > min_val) & (x < max_val)
         return np.clip(x, min_val, max_val).astype(x.dtype, copy=False)

@@ -28,6 +28,7 @@ def _kept(g, shape, axes, keepdim):
 
 class Sum(Function):
     """d(sum x) = g broadcast over the reduced axes."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, dim=None, keepdim=False):
         self.shape, self.axes, self.keepdim = x.shape, normalize_dims(dim, x.ndim), keepdim
         return np.sum(x, axis=self.axes, keepdims=keepdim)
@@ -41,6 +42,7 @@ class Sum(Function):
 
 class Mean(Function):
     """d(mean x) = g/N broadcast over the reduced axes."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, dim=None, keepdim=False):
         self.shape, self.axes, self.keepdim = x.shape, normalize_dims(dim, x.ndim), keepdim
         self.n = max(1, math.prod(x.shape[a] for a in self.axes))
@@ -56,6 +58,7 @@ class Mean(Function):
 
 class Max(Function):
     """d(max x) = g split evenly among the positions that attain the max."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, dim=None, keepdim=False, minimum=False):
         self.x, self.axes, self.keepdim = x, normalize_dims(dim, x.ndim), keepdim
         if x.size == 0 and (not self.axes or any(x.shape[a] == 0 for a in self.axes)):

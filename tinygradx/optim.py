@@ -25,13 +25,11 @@ AdamW (Loshchilov & Hutter; decoupled weight decay, applied before the Adam step
     p <- p - lr * wd * p
     then Adam's m, v and p updates with wd = 0
 
-Gradient clipping (`clip_grad_norm_`)::
-
-    total = ||(||g_1||_q, ..., ||g_n||_q)||_q        (q = norm_type; inf = max |g|)
-    g_i <- g_i * max_norm / (total + 1e-6)          only if that factor is < 1
-
+Gradient clipping (`clip_grad_norm_`, `clip_grad_value_`) is in clip_grad.py, re-exported here.
 The learning-rate schedules (`noam`, `warmup_cosine`, `constant`) are plain functions of the step
-in schedules.py, re-exported here; `LRScheduler` writes one into every group's 'lr'.
+in schedules.py, re-exported here; `LRScheduler` writes one into every group's 'lr'. PyTorch's
+schedulers (LambdaLR, StepLR, CosineAnnealingLR, OneCycleLR, ...) are `optim.lr_scheduler`
+(lr_scheduler.py), whose base class `LRScheduler` subclasses.
 
 Parameter groups work as in PyTorch: pass a list of dicts, each with 'params' and any
 hyperparameters that differ from the defaults, e.g. to keep biases, LayerNorm and embeddings out
@@ -54,12 +52,13 @@ import numbers
 
 import numpy as np
 
-from . import parallel
+from . import lr_scheduler, parallel
+from .clip_grad import clip_grad_norm_, clip_grad_value_
 from .schedules import constant, noam, warmup_cosine
 from .tensor import Tensor
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "clip_grad_norm_", "noam", "warmup_cosine",
-           "constant", "LRScheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "clip_grad_norm_", "clip_grad_value_", "noam",
+           "warmup_cosine", "constant", "LRScheduler", "lr_scheduler"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -375,7 +374,7 @@ class SGD(Optimizer):
     _state_keys = ("momentum_buffer",)
     _array_keys = ("momentum_buffer",)
 
-    def __init__(self, params, lr, momentum=0.0, dampening=0.0, weight_decay=0.0,
+    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0,
                  nesterov=False):
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov))
@@ -503,51 +502,12 @@ class AdamW(Adam):
 
 
 # --------------------------------------------------------------------------------------------
-# gradient clipping
-# --------------------------------------------------------------------------------------------
-
-def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
-    """Scale all gradients together so their joint norm is at most max_norm; return the norm.
-
-    The total norm is the norm_type-norm of the per-parameter norms (2.0 by default, inf for the
-    largest |g|), computed before clipping and returned as a float. If it exceeds max_norm, every
-    gradient is multiplied in place by max_norm / (total + 1e-6). Parameters without a gradient
-    are skipped.
-    """
-    if isinstance(parameters, Tensor):
-        parameters = [parameters]
-    grads = [p.grad._data for p in parameters if p.grad is not None]
-    max_norm, norm_type = float(max_norm), float(norm_type)
-    if max_norm < 0:
-        raise ValueError(f"clip_grad_norm_: max_norm must be >= 0, got {max_norm}")
-    if not grads:
-        return 0.0
-    if norm_type == math.inf:
-        total = max(float(np.max(np.abs(g))) if g.size else 0.0 for g in grads)
-    elif norm_type == 2.0:
-        # dot of the flat view: one BLAS pass, no |g|^2 temporary; summed in float64
-        total = math.sqrt(sum(float(np.dot(g.ravel(), g.ravel())) for g in grads))
-    elif norm_type > 0:
-        total = sum(float(np.sum(np.abs(g, dtype=np.float64) ** norm_type)) for g in grads)
-        total = total ** (1.0 / norm_type)
-    else:
-        raise ValueError(f"clip_grad_norm_: norm_type must be > 0 or inf, got {norm_type}")
-    if error_if_nonfinite and not math.isfinite(total):
-        raise RuntimeError(f"clip_grad_norm_: the total {norm_type}-norm of the gradients is "
-                           f"{total}; pass error_if_nonfinite=False to clip anyway")
-    coef = max_norm / (total + 1e-6)
-    if coef < 1:
-        for g in grads:
-            g *= coef
-    return total
-
-
-# --------------------------------------------------------------------------------------------
 # learning-rate scheduler (the schedules themselves are in schedules.py)
 # --------------------------------------------------------------------------------------------
 
-class LRScheduler:
-    """Writes schedule(i) into every parameter group's 'lr', i = 0, 1, 2, ...
+class LRScheduler(lr_scheduler.LRScheduler):
+    """tinygradx's schedule writer: schedule(i) is the learning rate itself, written into
+    every parameter group's 'lr', i = 0, 1, 2, ...
 
     i is the index of the optimizer update about to run (nanoGPT's iter_num): the constructor
     sets schedule(0), and each `step()` (call it after ``optimizer.step()``, as in PyTorch)
@@ -556,44 +516,43 @@ class LRScheduler:
         sched = LRScheduler(opt, lambda i: noam(i + 1, d_model=512, warmup=4000))
         sched = LRScheduler(opt, lambda i: warmup_cosine(i, 6e-4, 2000, 600000, 6e-5))
 
+    It is a scheduler of `lr_scheduler` (PyTorch's base class, so `get_last_lr()`,
+    `last_epoch` (= `last_step`) and the groups' 'initial_lr' are there), and differs from
+    `lr_scheduler.LambdaLR` only in giving the rate, not a factor on initial_lr.
     `state_dict()` holds only the step count (the schedule is code, rebuilt by the caller).
     """
 
-    def __init__(self, optimizer, schedule, last_step=0):
+    def __init__(self, optimizer, schedule=None, last_step=0):
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"LRScheduler: expected an Optimizer, got "
                             f"{type(optimizer).__name__}")
         if not callable(schedule):
-            raise TypeError(f"LRScheduler: schedule must be a callable step -> lr, got "
-                            f"{type(schedule).__name__}")
-        self.optimizer = optimizer
+            raise TypeError(f"LRScheduler(optimizer, schedule): schedule must be a callable "
+                            f"step -> lr, got {type(schedule).__name__}. (This is tinygradx's "
+                            f"schedule writer; PyTorch's base class torch.optim.lr_scheduler."
+                            f"LRScheduler is tgx.optim.lr_scheduler.LRScheduler)")
         self.schedule = schedule
-        self.last_step = int(last_step)
-        self._apply()
+        for g in optimizer.param_groups:        # resuming at last_step > 0 needs no history
+            g.setdefault("initial_lr", g["lr"])
+        super().__init__(optimizer, last_epoch=int(last_step) - 1)
 
-    def _apply(self):
-        lr = float(self.schedule(self.last_step))
+    @property
+    def last_step(self):
+        return self.last_epoch
+
+    def get_lr(self):
+        lr = float(self.schedule(self.last_epoch))
         if not lr >= 0:
-            raise ValueError(f"LRScheduler: the schedule gave lr={lr} at step {self.last_step}; "
-                             f"a learning rate must be >= 0")
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
-        self._last_lr = [lr] * len(self.optimizer.param_groups)
-
-    def step(self):
-        self.last_step += 1
-        self._apply()
-
-    def get_last_lr(self):
-        """The rate last written into each group (a list, one per group, as in PyTorch)."""
-        return list(self._last_lr)
+            raise ValueError(f"LRScheduler: the schedule gave lr={lr} at step {self.last_epoch}"
+                             f"; a learning rate must be >= 0")
+        return [lr] * len(self.optimizer.param_groups)
 
     def state_dict(self):
-        return {"last_step": self.last_step}
+        return {"last_step": self.last_epoch}
 
     def load_state_dict(self, state_dict):
         if "last_step" not in state_dict:
             raise ValueError(f"LRScheduler.load_state_dict: missing 'last_step'; got keys "
                              f"{sorted(state_dict)}")
-        self.last_step = int(_as_scalar(state_dict["last_step"]))
-        self._apply()
+        self.last_epoch = int(_as_scalar(state_dict["last_step"])) - 1
+        self.step()

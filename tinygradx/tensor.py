@@ -16,14 +16,15 @@ import numpy as np
 from . import autograd, backprop, fused, movement, ops, ops_linalg
 from .autograd import OpError
 from .dims import check_dim, normalize_dims
-from .dtypes import (as_dtype, bool_, float16, float32, float64, int32, int64, result_type,
-                     to_array)
+from .dtypes import as_dtype, result_type, to_array
 from .math_methods import MathMethods
+from .tensor_convert import ConvertMethods
 from .tensor_index import IndexMethods
+from .tensor_inplace import InplaceMethods
 from .tensor_methods import ShapeMethods
 
 
-class Tensor(ShapeMethods, IndexMethods, MathMethods):
+class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMethods):
     """An n-d array that can record the graph of ops applied to it.
 
     >>> x = Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
@@ -253,11 +254,24 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods):
         if ctx is not None:
             for k, v in list(ctx.__dict__.items()):   # what the new node saved of the old value:
                 if isinstance(v, np.ndarray) and np.may_share_memory(v, self._data):
-                    ctx.__dict__[k] = v.copy()        # its own copy (PyTorch saves a clone)
+                    ctx.__dict__[k] = v = v.copy()    # its own copy (PyTorch saves a clone)
+                    if v.shape == self.shape:
+                        # the whole old value: create_graph's rules read it (backprop.Restore)
+                        ctx.old_inputs = {i: v for i, p in enumerate(ctx.parents)
+                                          if p is old}
+        # the old value, for create_graph's rules (backprop.Restore): shared with what the
+        # node saved when it saved all of it, else a copy only if its rule reads inputs
+        before = next(iter(getattr(ctx, "old_inputs", {}).values()), None)
+        if before is None and ctx is not None and ctx.graph_reads_inputs:
+            before = self._data.copy()
         self._data[...] = out._data
         cell[0] += 1
         cell[1:] = [f"{name} at {autograd.user_line()}"]
         if ctx is not None:
+            # which inputs are the memory just overwritten (create_graph must not read them)
+            ctx.overwritten = tuple(i for i, p in enumerate(ctx.parents) if p is old)
+            if ctx.graph_reads_inputs and not hasattr(ctx, "old_inputs") and ctx.overwritten:
+                ctx.old_inputs = dict.fromkeys(ctx.overwritten, before)
             for k, v in ctx.__dict__.items():         # a saved output is self's memory now
                 if v is out._data:
                     ctx.__dict__[k] = self._data
@@ -307,35 +321,6 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods):
     def copy_(self, src):
         """Copy src (broadcast to self's shape, cast to its dtype) into self, in place."""
         return self._inplace("copy_", lambda t, s: movement.Copy.apply(t, s), src)
-
-    # -- dtype conversion -----------------------------------------------------------------
-    def to(self, dtype):
-        dtype = as_dtype(dtype)
-        if dtype == self.dtype:
-            return self
-        if dtype.kind != "f" or self.dtype.kind != "f":
-            return Tensor._from_op(self._data.astype(dtype), None)
-        return ops.Cast.apply(self, dtype=dtype)
-
-    def double(self):
-        return self.to(float64)
-
-    def float(self):
-        return self.to(float32)
-
-    def half(self):
-        return self.to(float16)
-
-    def long(self):
-        return self.to(int64)
-
-    def int(self):
-        return self.to(int32)
-
-    def bool(self):
-        return self.to(bool_)
-
-    type = to
 
     # -- repr -----------------------------------------------------------------------------
     def __repr__(self):

@@ -162,6 +162,25 @@ class IndexMethods:
         idx = autograd.Tensor._from_op(np.ascontiguousarray(idx._data), None)
         return TopkResult(self.gather(d, idx), idx)
 
+    def nonzero(self, *, as_tuple=False):
+        """The indices of the non-zero elements, in row-major order: an int64 (n, ndim)
+        tensor, or with as_tuple=True one int64 (n,) tensor per dim (a 0-d input counts
+        as 1-d there, as in PyTorch)."""
+        if as_tuple:
+            data = self._data.reshape(1) if self.ndim == 0 else self._data
+            return tuple(autograd.Tensor._from_op(i.astype(np.int64), None)
+                         for i in np.nonzero(data))
+        idx = np.argwhere(self._data).astype(np.int64)
+        return autograd.Tensor._from_op(idx, None)
+
+    def multinomial(self, num_samples, replacement=False):
+        """num_samples category ids per row, drawn from tinygradx's generator with
+        probabilities proportional to the row's non-negative weights (1-d or 2-d input;
+        rows need not sum to 1). Without replacement a row needs at least num_samples
+        non-zero weights (PyTorch leaves that case undefined; here it raises)."""
+        return autograd.Tensor._from_op(_multinomial(self._data, num_samples, replacement),
+                                        None)
+
 
 # -- torch's function forms (tgx.cumsum(x, 1) = x.cumsum(1)), re-exported by tinygradx ----
 
@@ -233,3 +252,40 @@ def argsort(input, dim=-1, descending=False):
 def topk(input, k, dim=-1, largest=True, sorted=True):
     """tgx.topk(input, k, dim, largest, sorted) = input.topk(k, dim, largest, sorted)"""
     return input.topk(k, dim, largest, sorted)
+
+
+def _multinomial(w, k, replacement):
+    """The draw of Tensor.multinomial on a (n,) or (rows, n) weight array."""
+    if w.ndim not in (1, 2) or w.dtype.kind != "f":
+        raise OpError(f"multinomial: expects a 1-d or 2-d float tensor of weights, got shape "
+                      f"{w.shape} and dtype {w.dtype}")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
+        raise OpError(f"multinomial: num_samples must be a positive int, got {k!r}")
+    rows = w.reshape(-1, w.shape[-1]).astype(np.float64)
+    n = rows.shape[1]
+    if not np.all(np.isfinite(rows)) or np.any(rows < 0):
+        raise OpError("multinomial: the weights contain inf, nan or a negative value")
+    total = rows.sum(axis=1)
+    if n == 0 or np.any(total <= 0):
+        raise OpError("multinomial: a row of weights sums to 0 (nothing to draw)")
+    rng = autograd.default_rng()
+    if replacement:
+        cdf = np.cumsum(rows, axis=1)
+        cdf /= cdf[:, -1:]                       # the last entry exactly 1: u < 1 always lands
+        u = rng.random((rows.shape[0], k))
+        out = np.stack([np.searchsorted(c, r, side="right") for c, r in zip(cdf, u,
+                                                                             strict=True)])
+    else:
+        if k > n:
+            raise OpError(f"multinomial: cannot draw {k} samples without replacement from "
+                          f"{n} categories")
+        nonzero = (rows > 0).sum(axis=1).min()
+        if k > nonzero:
+            raise OpError(f"multinomial: cannot draw {k} samples without replacement from a "
+                          f"row with only {nonzero} non-zero weights")
+        # exponential race: the k smallest E_i / w_i are a draw without replacement in
+        # proportion to w (zero weights get +inf keys and are never reached)
+        with np.errstate(divide="ignore"):
+            keys = rng.exponential(size=rows.shape) / rows
+        out = np.argsort(keys, axis=1, kind="stable")[:, :k]
+    return out.astype(np.int64).reshape(w.shape[:-1] + (k,))

@@ -33,6 +33,14 @@ TRAIN_HELP = {
     "dropout": "dropout probability, in [0, 1)",
     "norm_first": "Pre-LN (true) or the original Post-LN (false)",
     "block_size": "GPT context length (chars task)",
+    "norm": "GPT tasks (add, chars): layernorm (GPT-2) or rmsnorm (LLaMA); the placement is "
+            "--norm_first",
+    "pos": "GPT tasks: learned (a position table, GPT-2) or rope (rotary embeddings of Q and "
+           "K, no table)",
+    "mlp": "GPT tasks: gelu (GPT-2) or swiglu ((SiLU(x W1) * x W3) W2, hidden 8/3 d_model)",
+    "n_kv_head": "GPT tasks: K/V heads for grouped-query attention, a divisor of n_head "
+                 "(0: n_head; 1: multi-query)",
+    "bias": "GPT tasks: biases in the Linears and LayerNorms; --no-bias drops them (LLaMA)",
     "optimizer": "adam, adamw or sgd",
     "lr": "peak learning rate",
     "min_lr": "final learning rate of the cosine schedule",
@@ -59,13 +67,23 @@ TRAIN_HELP = {
 }
 
 
+# bool fields that also take a bare --name (true) and --no-name (false)
+NEGATABLE = ("bias",)
+
+
 def _train_config_args(parser):
     """One flag per TrainConfig field, typed, with its meaning and default in --help."""
     from tinygradx.models.training.trainer import TrainConfig
     for f in dataclasses.fields(TrainConfig):
         default = f.default
         text = TRAIN_HELP.get(f.name, f.name.replace("_", " "))
-        if f.type in (bool, "bool"):
+        if f.name in NEGATABLE:        # --bias, --bias false, --no-bias
+            parser.add_argument(f"--{f.name}", type=_bool, nargs="?", const=True, default=None,
+                                metavar="BOOL", help=f"{text} (default {default})")
+            parser.add_argument(f"--no-{f.name}", f"--no_{f.name}", dest=f.name,
+                                action="store_const", const=False, default=None,
+                                help=f"the same as --{f.name} false (default {default})")
+        elif f.type in (bool, "bool"):
             parser.add_argument(f"--{f.name}", type=_bool, default=None, metavar="BOOL",
                                 help=f"{text} (default {default})")
         else:
@@ -265,7 +283,7 @@ def cmd_graph(args):
     depth = None if args.depth == "all" else args.depth
     try:
         build_graph_for_cli(args.model, args.norm, args.layers, depth, args.out,
-                            checkpoint=args.checkpoint, lang=args.lang)
+                            checkpoint=args.checkpoint, lang=args.lang, llama=args.llama)
     except RuntimeError as err:          # no renderer, or the renderer failed
         raise UsageError(f"cannot write {args.out}: {str(err).splitlines()[0]}") from None
     return 0
@@ -284,7 +302,7 @@ def cmd_plot(args):
 def cmd_trace(args):
     from tinygradx.models.apps.inspect_models import trace_cli
     print(trace_cli(args.model, norm=args.norm, layers=args.layers, fmt=args.format,
-                    lang=args.lang))
+                    lang=args.lang, llama=args.llama))
     return 0
 
 
@@ -369,6 +387,8 @@ def _add_model_commands(sub):
 
 
 _NORM_HELP = "LayerNorm placement (default: the model's own, gpt pre, transformer post)"
+_LLAMA_HELP = ("--model gpt: a LLaMA-style GPT (RMSNorm, RoPE, SwiGLU, grouped-query attention, "
+               "no biases) instead of GPT-2's block (default: GPT-2's)")
 
 
 def _add_drawing_commands(sub):
@@ -390,6 +410,7 @@ def _add_drawing_commands(sub):
                     help="draw this checkpoint's model (default: a fresh small model)")
     gr.add_argument("--lang", choices=["en", "zh"], default="en",
                     help="label language (default en)")
+    gr.add_argument("--llama", action="store_true", help=_LLAMA_HELP)
     gr.set_defaults(fn=cmd_graph)
 
     tc = sub.add_parser("trace", help="print the shape trace table of one forward pass")
@@ -403,6 +424,7 @@ def _add_drawing_commands(sub):
                     help="table format; html writes the interactive page to stdout (default text)")
     tc.add_argument("--lang", choices=["en", "zh"], default="en",
                     help="label language (default en)")
+    tc.add_argument("--llama", action="store_true", help=_LLAMA_HELP)
     tc.set_defaults(fn=cmd_trace)
 
     x = sub.add_parser("experiment", help="the LN-placement experiments (Xiong et al. 2020)")

@@ -113,7 +113,6 @@ def _gpt_grads(norm_first, n_layers, d_model, n_head, batch, seq_len, vocab, dat
     Xavier-uniform like the encoder-decoder (GPT-2's N(0, 0.02) with scaled residual
     projections is a different experiment): each of W^Q, W^K, W^V, a (C, C) slice of c_attn,
     gets its own fan-in/fan-out."""
-    from tinygradx.models.nets.layers import xavier_uniform_
     from tinygradx.models.nets.gpt import GPT, GPTConfig
     model = GPT(GPTConfig(block_size=seq_len, vocab_size=vocab, n_layer=n_layers,
                           n_head=n_head, n_embd=d_model, dropout=0.0, norm_first=norm_first))
@@ -121,9 +120,9 @@ def _gpt_grads(norm_first, n_layers, d_model, n_head, batch, seq_len, vocab, dat
     a = math.sqrt(6.0 / (2 * C))
     for name, p in model.named_parameters():
         if name.endswith("c_attn.weight"):
-            p._data[...] = tgx.autograd.default_rng().uniform(-a, a, size=p.shape)
+            tgx.nn.init.uniform_(p, -a, a)
         elif p.ndim == 2:
-            xavier_uniform_(p)
+            tgx.nn.init.xavier_uniform_(p)
     rng = np.random.default_rng(data_seed)
     ids = rng.integers(0, vocab, size=(batch, seq_len + 1))         # (B, T + 1)
     idx = tgx.tensor(ids[:, :-1])                                   # (B, T)

@@ -17,6 +17,10 @@ from tinygradx.trace import Trace
 
 # Sizes of the CLI's small models, all different so the trace can name every dimension.
 SIZES = dict(B=2, T=5, S=7, d_model=24, h=3, d_ff=48, V=32)
+# The LLaMA-style GPT (`--llama`): 6 query heads of d_k 4 sharing 3 K/V heads (h_kv), so no
+# two sizes are equal either; its SwiGLU hidden size is 8/3 d_model = 64
+LLAMA = dict(h=6, h_kv=3, d_ff=64)
+LLAMA_SWITCHES = dict(norm="rmsnorm", pos="rope", mlp="swiglu", bias=False)
 
 # Each model's LayerNorm placement when none is asked for: GPT-2 is Pre-LN, the Transformer of
 # "Attention Is All You Need" is Post-LN.
@@ -27,47 +31,65 @@ DEFAULT_NORM = {"gpt": "pre", "transformer": "post", "attention": "post"}
 DEFAULT_DEPTH = 4
 
 
-def describe(model_name, norm, layers):
-    """"a Pre-LN GPT, 2 layers" / "a Post-LN encoder-decoder Transformer, 2+2 layers"."""
+def describe(model_name, norm, layers, llama=False):
+    """"a Pre-LN GPT, 2 layers" / "a Post-LN encoder-decoder Transformer, 2+2 layers" / "a
+    Pre-LN LLaMA-style GPT (RMSNorm, RoPE, SwiGLU, 3 K/V heads), 1 layer"."""
     ln = {"pre": "Pre-LN", "post": "Post-LN"}[norm]
     if model_name == "gpt":
-        return f"a {ln} GPT, {layers} layer{'s' if layers != 1 else ''}"
+        kind = (f"LLaMA-style GPT (RMSNorm, RoPE, SwiGLU, {LLAMA['h_kv']} K/V heads)"
+                if llama else "GPT")
+        return f"a {ln} {kind}, {layers} layer{'s' if layers != 1 else ''}"
     return f"a {ln} encoder-decoder Transformer, {layers}+{layers} layers"
 
 
-def _norm_note(model_name, norm):
+def _norm_note(model_name, norm, llama=False):
+    if llama and norm == "pre":
+        return "RMSNorm inside each sublayer, x + Sublayer(RMSNorm(x)) (ln_1 before attention)"
+    if llama:
+        return "RMSNorm after each residual add, RMSNorm(x + Sublayer(x))"
     if norm == "pre":
         where = "ln_1 before attention" if model_name == "gpt" else "norm1 before self-attention"
         return f"LayerNorm inside each sublayer, x + Sublayer(LN(x)) ({where})"
     return "LayerNorm after each residual add, LN(x + Sublayer(x)) (Add & Norm)"
 
 
-def named_dims(model_name):
-    """The trace's names for the sizes of the small model `model_name` ("gpt"/"transformer")."""
+def named_dims(model_name, llama=False):
+    """The trace's names for the sizes of the small model `model_name` ("gpt"/"transformer");
+    with `llama` those of the LLaMA-style GPT (h_kv, the K/V heads, too)."""
     c = SIZES
     dims = dict(B=c["B"], d_model=c["d_model"], h=c["h"], d_k=c["d_model"] // c["h"])
-    if model_name == "gpt":
+    if model_name == "gpt" and llama:
+        dims.update(T=c["T"], h=LLAMA["h"], d_k=c["d_model"] // LLAMA["h"],
+                    h_kv=LLAMA["h_kv"], d_ff=LLAMA["d_ff"], V=c["V"])
+    elif model_name == "gpt":
         dims.update(T=c["T"], d_ff=4 * c["d_model"], V=c["V"])
     else:
         dims.update(S=c["S"], T=c["T"], d_ff=c["d_ff"], V=c["V"])
     return dims
 
 
-def small_model(model_name, norm, layers, checkpoint=None, seed=0):
-    """A small model of the requested kind and LayerNorm placement, and a batch for it."""
+def small_model(model_name, norm, layers, checkpoint=None, seed=0, llama=False):
+    """A small model of the requested kind and LayerNorm placement, and a batch for it; with
+    `llama` the GPT has RMSNorm, RoPE, SwiGLU, grouped-query attention and no biases."""
     if norm not in ("pre", "post"):
         raise ValueError(f"norm must be 'pre' or 'post', got {norm!r}")
     if model_name not in ("gpt", "transformer"):
         raise ValueError(f"model must be 'gpt' or 'transformer', got {model_name!r}")
+    if llama and (model_name != "gpt" or checkpoint):
+        raise ValueError("--llama builds a small LLaMA-style GPT: it needs --model gpt and "
+                         "no --checkpoint (a checkpoint brings its own config)")
     tgx.manual_seed(seed)
     rng = np.random.default_rng(seed)
     c = SIZES
     if checkpoint:
         return _checkpoint_model(checkpoint, rng)
     if model_name == "gpt":
-        cfg = gpt.GPTConfig(block_size=16, vocab_size=c["V"], n_layer=layers, n_head=c["h"],
+        extra = dict(LLAMA_SWITCHES, n_head=LLAMA["h"], n_kv_head=LLAMA["h_kv"]) if llama \
+            else dict(n_head=c["h"])
+        cfg = gpt.GPTConfig(block_size=16, vocab_size=c["V"], n_layer=layers,
                             n_embd=c["d_model"], dropout=0.0, norm_first=(norm == "pre"),
-                            fused_attention=False)   # one node per formula, not one for all
+                            fused_attention=False,   # one node per formula, not one for all
+                            **extra)
         model = gpt.GPT(cfg)
         idx = rng.integers(0, c["V"], size=(c["B"], c["T"] + 1))
         batch = (idx[:, :-1], idx[:, 1:])
@@ -115,19 +137,20 @@ def training_loss(model_name, model, batch):
 
 
 def build_graph_for_cli(model_name, norm, layers, depth, out, checkpoint=None,
-                        renderer="auto", log=print, lang="en"):
+                        renderer="auto", log=print, lang="en", llama=False):
     """`tinygradx graph ...`: build the model, draw one loss's graph with its residual path.
 
     Writes `out` (.svg/.png/.pdf, .dot/.gv for the DOT text, or .html for the page with the
     trace beside the graph, `tinygradx.page`), passes what it drew ("drew a Pre-LN GPT, ...")
     and the one-line residual summary to `log` (print by default) and returns the path written.
     `norm` None takes the model's own (GPT: pre, Transformer: post); `depth` None draws every op.
+    `llama` draws the LLaMA-style GPT instead of GPT-2's block.
     """
     norm = norm or DEFAULT_NORM[model_name]
-    model, batch = small_model(model_name, norm, layers, checkpoint)
+    model, batch = small_model(model_name, norm, layers, checkpoint, llama=llama)
     model_name = model_kind(model)
-    dims = None if checkpoint else named_dims(model_name)
-    what = describe(model_name, norm, layers)
+    dims = None if checkpoint else named_dims(model_name, llama)
+    what = describe(model_name, norm, layers, llama)
     title = checkpoint or what[2:]
     depth_text = "every op" if depth is None else f"depth {depth}"
     if out.lower().endswith((".html", ".htm")):
@@ -152,24 +175,28 @@ def build_graph_for_cli(model_name, norm, layers, depth, out, checkpoint=None,
 
 
 def trace_cli(model_name, norm=None, layers=1, fmt="text", scope=None, checkpoint=None,
-              lang="en"):
+              lang="en", llama=False):
     """`tinygradx trace --model gpt|transformer|attention ...`: one forward pass, traced.
 
     "attention" is a single self-attention sublayer LayerNorm(x + MHA(x, x, x)) (B=2, n=5,
     d_model=12, h=3); "gpt" and "transformer" are small models of the given LayerNorm placement
     (None: the model's own, GPT pre, Transformer post), and their table starts with a line that
     says which. Returns the text (the CLI prints it); fmt="html" gives the page of the graph and
-    the table.
+    the table. `llama` traces the LLaMA-style GPT (RMSNorm, RoPE, SwiGLU, grouped-query
+    attention) instead of GPT-2's block.
     """
     if model_name == "attention":
+        if llama:
+            raise ValueError("--llama builds a small LLaMA-style GPT: it needs --model gpt")
         return attention_trace().table(fmt=fmt, scope=scope, lang=lang)
     norm = norm or DEFAULT_NORM[model_name]
-    model, batch = small_model(model_name, norm, layers, checkpoint)
+    model, batch = small_model(model_name, norm, layers, checkpoint, llama=llama)
     model_name = model_kind(model)
-    dims = None if checkpoint else named_dims(model_name)   # a checkpoint's sizes are guessed
+    # a checkpoint's sizes are guessed
+    dims = None if checkpoint else named_dims(model_name, llama)
     with tgx.trace(dims=dims, lang=lang, graph=(fmt == "html")) as t:
         training_loss(model_name, model, batch)
-    what = f"{describe(model_name, norm, layers)}: {_norm_note(model_name, norm)}"
+    what = f"{describe(model_name, norm, layers, llama)}: {_norm_note(model_name, norm, llama)}"
     if fmt == "html":
         from tinygradx import page
         return page.trace_page(t, scope=scope, params=model, depth=None, title=what[2:])

@@ -29,8 +29,9 @@ import numpy as np
 import tinygradx as tgx
 import tinygradx.functional as F
 from tinygradx import Tensor, nn
+from tinygradx.nn import init
 
-from .layers import KVCache, as_ids, normal_, sample_next, zeros_
+from .layers import KVCache, as_ids, sample_next
 
 
 class RMSNorm(nn.Module):
@@ -152,13 +153,10 @@ class CausalSelfAttention(nn.Module):
         return q, k, v
 
     def _repeat_kv(self, x):
-        """K or V (B, nkv, t, hs) -> (B, nh, t, hs): query head i reads K/V head i // g."""
-        B, nkv, t, hs = x.shape
-        g = self.n_head // nkv
-        if g == 1:
-            return x
-        x = x.reshape(B, nkv, 1, t, hs).expand(B, nkv, g, t, hs)  # (B, nkv, g, t, hs)
-        return x.reshape(B, nkv * g, t, hs)                      # (B, nh, t, hs)
+        """K or V (B, nkv, t, hs) -> (B, nh, t, hs): query head i reads K/V head i // g (one
+        node, as torch's scaled_dot_product_attention(enable_gqa=True) repeats them)."""
+        g = self.n_head // x.shape[1]
+        return x if g == 1 else x.repeat_interleave(g, dim=1)   # (B, nh, t, hs)
 
     def _scores(self, q, k, v):
         """head_i = Softmax(Q_i K_i^T / sqrt(d_k) + M) V_i for all heads, op by op."""
@@ -378,11 +376,11 @@ class GPT(nn.Module):
         std_proj = 0.02 / math.sqrt(2 * self.config.n_layer)
         for name, p in self.named_parameters():
             if name.endswith("c_proj.weight"):
-                normal_(p, std_proj)
+                init.normal_(p, mean=0.0, std=std_proj)
             elif p.ndim == 2:
-                normal_(p, 0.02)
+                init.normal_(p, mean=0.0, std=0.02)
             elif name.endswith(".bias"):
-                zeros_(p)
+                init.zeros_(p)
 
     def num_parameters(self, non_embedding=False, trainable_only=False):
         """Number of parameters (the tied lm_head counted once). non_embedding=True leaves out
@@ -449,7 +447,7 @@ class GPT(nn.Module):
         """nanoGPT's rule: decay every parameter with 2 or more dims (matmul weights and
         embeddings), not biases and LayerNorm gains. Returns tinygradx.optim.AdamW over the two
         groups, or just the groups (list of dicts) if tinygradx.optim is not available."""
-        params = self.parameters()
+        params = list(self.parameters())
         groups = [{"params": [p for p in params if p.ndim >= 2], "weight_decay": weight_decay},
                   {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}]
         try:

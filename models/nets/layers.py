@@ -1,13 +1,12 @@
-"""Pieces both Transformers share: the KV cache, next-token sampling, initialisers, masks.
+"""Pieces both Transformers share: the KV cache, next-token sampling, masks. (The
+initialisers are PyTorch's, in tinygradx.nn.init.)
 
 References: top-k sampling (Fan et al. 2018, "Hierarchical Neural Story Generation"), nucleus
-(top-p) sampling (Holtzman et al. 2020, "The Curious Case of Neural Text Degeneration"), Xavier
-initialisation (Glorot & Bengio 2010). Only tinygradx's public API is used, as a user's model
-code would.
+(top-p) sampling (Holtzman et al. 2020, "The Curious Case of Neural Text Degeneration"). Only
+tinygradx's public API is used, as a user's model code would.
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
@@ -140,31 +139,6 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, rng=None):
     u = rng.random((p.shape[0], 1))                           # (B, 1)
     ids = (np.cumsum(p, axis=-1) <= u).sum(axis=-1)
     return np.minimum(ids, p.shape[-1] - 1).astype(np.int64)
-
-
-# ------------------------------------------------------------------------------------------
-# initialisers (in place, drawn from tinygradx's global generator)
-# ------------------------------------------------------------------------------------------
-
-def normal_(p, std, mean=0.0):
-    """N(mean, std^2), drawn straight into p's buffer (no float64 copy of a 38M-row table)."""
-    tgx.autograd.default_rng().standard_normal(out=p._data, dtype=p._data.dtype)
-    p._data *= std
-    p._data += mean
-    return p
-
-
-def xavier_uniform_(p, gain=1.0):
-    """U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio 2010)."""
-    fan_out, fan_in = p.shape[0], p.shape[1]
-    a = gain * math.sqrt(6.0 / (fan_in + fan_out))
-    p._data[...] = tgx.autograd.default_rng().uniform(-a, a, size=p.shape)
-    return p
-
-
-def zeros_(p):
-    p._data[...] = 0
-    return p
 
 
 # ------------------------------------------------------------------------------------------

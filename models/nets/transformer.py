@@ -31,8 +31,9 @@ import numpy as np
 
 import tinygradx.functional as F
 from tinygradx import Tensor, nn
+from tinygradx.nn import init
 
-from .layers import KVCache, as_ids, xavier_uniform_, zeros_
+from .layers import KVCache, as_ids
 
 
 class Embeddings(nn.Embedding):
@@ -359,9 +360,9 @@ class EncoderDecoder(nn.Module):
             self.generator.weight = self.tgt_embed.weight     # (Vt, d) both ways round
         for name, p in self.named_parameters():
             if p.ndim == 2:
-                xavier_uniform_(p)
+                init.xavier_uniform_(p)
             elif name.endswith(".bias"):
-                zeros_(p)
+                init.zeros_(p)
 
     def encode(self, src, src_key_padding_mask=None):
         """src ids (B, S) -> H (B, S, d)."""

@@ -59,6 +59,12 @@ class TrainConfig:
     dropout: float = 0.1
     norm_first: bool = False       # Pre-LN (True) or the original Post-LN (False)
     block_size: int = 64           # GPT context length (chars task)
+    # the LLaMA-style switches of the GPT tasks (add, chars), named as in GPTConfig
+    norm: str = "layernorm"        # layernorm (GPT-2) | rmsnorm
+    pos: str = "learned"           # learned position table (GPT-2) | rope (rotary, no table)
+    mlp: str = "gelu"              # gelu (GPT-2) | swiglu
+    n_kv_head: int = 0             # K/V heads: grouped-query attention (0: n_head)
+    bias: bool = True              # biases in Linears and LayerNorms (false: none, as LLaMA)
     # optimisation
     optimizer: str = "adamw"       # adam | adamw | sgd
     lr: float = 1e-3
@@ -100,6 +106,17 @@ def default_out_dir(task: str) -> str:
     return os.path.join("runs", task)
 
 
+# the GPT switches of TrainConfig and their GPT-2 values: any other value needs a GPT task
+GPT_SWITCHES = {"norm": "layernorm", "pos": "learned", "mlp": "gelu", "n_kv_head": 0,
+                "bias": True}
+
+
+def gpt_switches(cfg: "TrainConfig") -> dict:
+    """The GPTConfig keyword arguments of cfg's LLaMA-style switches."""
+    return dict(norm=cfg.norm, pos=cfg.pos, mlp=cfg.mlp, n_kv_head=cfg.n_kv_head or None,
+                bias=cfg.bias)
+
+
 # flags that may differ from the checkpoint's config on --resume
 RESUMABLE = ("out_dir", "max_steps", "lr", "min_lr", "eval_interval", "eval_batches",
              "eval_examples", "save_interval", "health_interval", "progress", "text", "path",
@@ -135,6 +152,10 @@ _RULES = {
     "d_ff": (lambda v: v >= 0, "an integer >= 0 (0: 4 * d_model)"),
     "dropout": (lambda v: is_finite(v) and 0 <= v < 1, "a finite number in [0, 1)"),
     "block_size": (lambda v: v >= 1, "an integer >= 1"),
+    "norm": (lambda v: v in ("layernorm", "rmsnorm"), "one of layernorm, rmsnorm"),
+    "pos": (lambda v: v in ("learned", "rope"), "one of learned, rope"),
+    "mlp": (lambda v: v in ("gelu", "swiglu"), "one of gelu, swiglu"),
+    "n_kv_head": (lambda v: v >= 0, "an integer >= 0 (0: n_head)"),
     "optimizer": (lambda v: v in ("adam", "adamw", "sgd"), "one of adam, adamw, sgd"),
     "lr": (lambda v: is_finite(v) and v > 0, "a finite number > 0"),
     "min_lr": (lambda v: is_finite(v) and v >= 0, "a finite number >= 0"),
@@ -199,17 +220,54 @@ def validate_config(values: dict, where: str = "") -> None:
     if values.get("schedule") == "noam" and "warmup" in values and values["warmup"] < 1:
         fail("warmup", "must be >= 1 with --schedule noam (its peak is at step warmup), got "
                        f"{values['warmup']}")
+    _check_gpt_switches(values, fail)
+
+
+def _check_gpt_switches(values, fail):
+    """The LLaMA-style switches: only for a GPT task, K/V heads dividing the heads, RoPE's
+    pairs fitting a head."""
+    if "task" in values:
+        from tinygradx.models.tasks import is_lm_task
+        for name, plain in GPT_SWITCHES.items():
+            if name in values and values[name] != plain and not is_lm_task(values["task"]):
+                fail(name, f"the LLaMA-style switches (--norm, --pos, --mlp, --n_kv_head, "
+                           f"--bias) build the GPT of the tasks add and chars; task "
+                           f"{values['task']} trains an encoder-decoder, got "
+                           f"{str(values[name]).lower() if name == 'bias' else repr(values[name])}")
+    kv, heads = values.get("n_kv_head", 0), values.get("n_head")
+    if kv and heads and heads % kv:
+        fail("n_kv_head", f"must divide --n_head {heads} (each K/V head serves n_head // "
+                          f"n_kv_head query heads), got {kv}")
+    d, heads = values.get("d_model"), values.get("n_head")
+    if values.get("pos") == "rope" and d and heads and not d % heads and (d // heads) % 2:
+        fail("pos", f"rope rotates pairs of a head's dims: the head size d_model // n_head "
+                    f"must be even, got {d} // {heads} = {d // heads}")
 
 
 def estimate_parameters(cfg: "TrainConfig", vocab_sizes, max_len: int) -> int:
     """Parameter count of the model cfg would build, from the sizes alone (nothing allocated)."""
     d, ff, L = cfg.d_model, cfg.d_ff or 4 * cfg.d_model, cfg.n_layer
-    if len(vocab_sizes) == 1:                       # GPT: attention 4d^2, MLP 8d^2, 2 norms
+    if len(vocab_sizes) == 1:
         (v,) = vocab_sizes
-        return L * (12 * d * d + 13 * d) + v * d + max_len * d + 2 * d   # wte tied to the head
+        return _gpt_parameters(cfg, v, max_len)
     vs, vt = vocab_sizes                            # encoder 4d^2 + 2d*ff, decoder 8d^2 + 2d*ff
     per = 4 * d * d + 2 * d * ff + ff + 9 * d
     return L * (per + per + 4 * d * d + 6 * d) + (vs + 2 * vt) * d + max_len * d + 4 * d
+
+
+def _gpt_parameters(cfg, v, max_len):
+    """GPT: per block 2 norms, attention (c_attn d -> d + 2 kv, c_proj), the MLP (2 matrices
+    of d x H, or 3 for SwiGLU); wte (tied to the head), wpe unless RoPE, ln_f if Pre-LN."""
+    from tinygradx.models.nets.gpt import GPTConfig
+    d, b = cfg.d_model, int(cfg.bias)
+    g = GPTConfig(n_embd=d, n_head=cfg.n_head, **gpt_switches(cfg))
+    kv, hidden = 2 * g.kv_heads * (d // cfg.n_head), g.hidden_size
+    norm = d * (1 + b) if cfg.norm == "layernorm" else d
+    mats = 3 if cfg.mlp == "swiglu" else 2
+    attn = d * (d + kv) + d * d + b * (2 * d + kv)
+    mlp = mats * d * hidden + b * ((mats - 1) * hidden + d)
+    pos = max_len * d if cfg.pos == "learned" else 0
+    return cfg.n_layer * (2 * norm + attn + mlp) + v * d + pos + norm * cfg.norm_first
 
 
 def check_memory(cfg: "TrainConfig", vocab_sizes, max_len: int, where: str = "") -> int:

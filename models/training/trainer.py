@@ -46,7 +46,8 @@ from tinygradx.models.training.checkpoints import (CheckpointSaveError, flatten,
 from tinygradx.models.training.config import (BYTES_PER_PARAMETER, MEMORY_LIMIT, RESUMABLE,
                                               TASK_DEFAULTS, ConfigError, TrainConfig,
                                               check_memory, config_from_args, default_out_dir,
-                                              estimate_parameters, is_finite, validate_config)
+                                              estimate_parameters, gpt_switches, is_finite,
+                                              validate_config)
 from tinygradx.models.training.health import grad_sq_per_layer, layer_health, layer_of
 from tinygradx.models.training.rundir import (RunDirError, check_run_dir, claim_run_dir,
                                               read_metrics, remove_stale_temp_files,
@@ -131,7 +132,8 @@ class Trainer:
             block = self.task.block_size if cfg.task == "add" else cfg.block_size
             gcfg = GPTConfig(block_size=block, vocab_size=self.task.vocab_size,
                              n_layer=cfg.n_layer, n_head=cfg.n_head, n_embd=cfg.d_model,
-                             dropout=cfg.dropout, norm_first=cfg.norm_first)
+                             dropout=cfg.dropout, norm_first=cfg.norm_first,
+                             **gpt_switches(cfg))
             return GPT(gcfg)
         src_len, tgt_len = self.task.max_lengths()
         return make_model(len(self.task.src_vocab), len(self.task.tgt_vocab), N=cfg.n_layer,
@@ -256,7 +258,7 @@ class Trainer:
             named = list(self.model.named_parameters())
             grad_sq = grad_sq_per_layer(named)
             before = [p._data.copy() for _, p in named]
-        norm = optim.clip_grad_norm_(self.model.parameters(), cfg.grad_clip) \
+        norm = float(optim.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)) \
             if cfg.grad_clip > 0 else float("nan")
         lr = self.scheduler.get_last_lr()[0]
         self.optimizer.step()

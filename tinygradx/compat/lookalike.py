@@ -1,0 +1,68 @@
+"""The look-alike `torch` itself: which PyTorch module name shows which tinygradx module.
+
+    torch                      tinygradx (its public names) + the dtype names below
+    torch.nn                   tinygradx.nn
+    torch.nn.functional        tinygradx.functional
+    torch.nn.init              tinygradx.nn.init (tinygradx/init.py)
+    torch.nn.utils             tinygradx.clip_grad: clip_grad_norm_, clip_grad_value_
+    torch.optim                tinygradx.optim
+    torch.optim.lr_scheduler   tinygradx.optim.lr_scheduler (tinygradx/lr_scheduler.py)
+    torch.autograd             grad, no_grad, enable_grad, detect_anomaly
+    torch.cuda                 is_available() is False, device_count() is 0, manual_seed is a
+                               no-op (what PyTorch answers on a machine without a GPU)
+    torch.utils                nothing (torch.utils.data is refused with a hint)
+
+Every other name is refused with an error naming it (facade.py). `MODULES` maps each PyTorch
+module name to its facade: what `installed()` puts into sys.modules.
+"""
+from __future__ import annotations
+
+import tinygradx
+from tinygradx import clip_grad, dtypes, functional, init, lr_scheduler, nn, optim
+
+from .facade import Facade
+
+# torch's dtype names: the numpy scalar types tinygradx's dtype arguments take
+DTYPES = {
+    "float32": dtypes.float32, "float": dtypes.float32, "float64": dtypes.float64,
+    "double": dtypes.float64, "float16": dtypes.float16, "half": dtypes.float16,
+    "int64": dtypes.int64, "long": dtypes.int64, "int32": dtypes.int32, "int": dtypes.int32,
+    "int16": dtypes.int16, "short": dtypes.int16, "int8": dtypes.int8, "uint8": dtypes.uint8,
+    "bool": dtypes.bool_,
+}
+
+
+def _no_gpu_seed(seed):
+    """torch.cuda.manual_seed(_all) without a GPU: PyTorch ignores the call, and so do we."""
+
+
+def _cuda_is_available():
+    """False: tinygradx computes on the CPU, with numpy."""
+    return False
+
+
+def _cuda_device_count():
+    """0: tinygradx sees no GPU."""
+    return 0
+
+
+functional_ = Facade("torch.nn.functional", functional)
+init_ = Facade("torch.nn.init", init)
+utils_nn = Facade("torch.nn.utils", clip_grad)
+nn_ = Facade("torch.nn", nn, {"functional": functional_, "init": init_, "utils": utils_nn})
+lr_scheduler_ = Facade("torch.optim.lr_scheduler", lr_scheduler)
+optim_ = Facade("torch.optim", optim, {"lr_scheduler": lr_scheduler_})
+autograd = Facade("torch.autograd", None, {
+    "grad": tinygradx.grad, "no_grad": tinygradx.no_grad, "enable_grad": tinygradx.enable_grad,
+    "detect_anomaly": tinygradx.detect_anomaly})
+cuda = Facade("torch.cuda", None, {
+    "is_available": _cuda_is_available, "device_count": _cuda_device_count,
+    "manual_seed": _no_gpu_seed, "manual_seed_all": _no_gpu_seed})
+utils = Facade("torch.utils")
+
+torch = Facade("torch", tinygradx, dict(DTYPES, nn=nn_, optim=optim_, autograd=autograd,
+                                        cuda=cuda, utils=utils),
+               doc="tinygradx under PyTorch's names (tinygradx.compat); not PyTorch.")
+
+MODULES = {m.__name__: m for m in (torch, nn_, functional_, init_, utils_nn, optim_,
+                                   lr_scheduler_, autograd, cuda, utils)}

@@ -1,0 +1,208 @@
+"""torch's function forms of Tensor methods (`tgx.exp(x)` is `x.exp()`, `tgx.max(x, 1)` is
+`x.max(1)`), the functions that have no method twin here (`bmm`, `is_tensor`,
+`multinomial`'s function form) and the legacy typed constructors (`tgx.LongTensor([1, 2])`).
+All are re-exported by the package: `tgx.softmax(x, dim=-1)`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .autograd import OpError
+from .devices import check_device
+from .dtypes import as_dtype, bool_, float32, float64, int32, int64, uint8
+from .tensor import Tensor
+
+
+def _tensor(name, x):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}: expected a Tensor, got {type(x).__name__} (make one with "
+                        f"tgx.tensor(...))")
+    return x
+
+
+def _cast(x, dtype):
+    return x if dtype is None else x.to(dtype)
+
+
+# -- element-wise ----------------------------------------------------------------------------
+
+def exp(input):
+    """e^x element-wise (int and bool inputs give float32)."""
+    return _tensor("exp", input).exp()
+
+
+def log(input):
+    """The natural log element-wise (int and bool inputs give float32)."""
+    return _tensor("log", input).log()
+
+
+def sqrt(input):
+    """The square root element-wise (int and bool inputs give float32)."""
+    return _tensor("sqrt", input).sqrt()
+
+
+def tanh(input):
+    """tanh(x) element-wise (int and bool inputs give float32)."""
+    return _tensor("tanh", input).tanh()
+
+
+def sigmoid(input):
+    """1 / (1 + e^-x) element-wise (int and bool inputs give float32)."""
+    return _tensor("sigmoid", input).sigmoid()
+
+
+def abs(input):
+    """|x| element-wise."""
+    return _tensor("abs", input).abs()
+
+
+def pow(input, exponent):
+    """input ** exponent; either may be a number (torch.pow(2, x) is 2 ** x)."""
+    if not isinstance(input, Tensor):
+        return _tensor("pow", exponent).__rpow__(input)
+    return input ** exponent
+
+
+def clamp(input, min=None, max=None):
+    """input clamped into [min, max] (either bound may be None)."""
+    return _tensor("clamp", input).clamp(min, max)
+
+
+clip = clamp
+
+
+def eq(input, other):
+    """input == other element-wise (bool, broadcasting)."""
+    return _tensor("eq", input) == other
+
+
+def tril(input, diagonal=0):
+    """The lower triangle (j <= i + diagonal) of the last two dims; the rest 0."""
+    return _tensor("tril", input).tril(diagonal)
+
+
+def triu(input, diagonal=0):
+    """The upper triangle (j >= i + diagonal) of the last two dims; the rest 0."""
+    return _tensor("triu", input).triu(diagonal)
+
+
+# -- reductions ------------------------------------------------------------------------------
+
+def _max_min(name, input, dim, keepdim, other):
+    x = _tensor(name, input)
+    if isinstance(dim, Tensor) and other is None:     # torch.max(input, other): element-wise
+        dim, other = None, dim
+    if other is not None:
+        if dim is not None or keepdim:
+            raise TypeError(f"{name}(input, other) takes no dim or keepdim")
+        return x.maximum(other) if name == "max" else x.minimum(other)
+    return getattr(x, name)(dim, keepdim) if dim is not None else getattr(x, name)()
+
+
+def max(input, dim=None, keepdim=False, *, other=None):
+    """max(input) -> the largest value; max(input, dim, keepdim=False) -> (values, indices)
+    as a named tuple; max(input, other) -> the element-wise maximum (as torch.max)."""
+    return _max_min("max", input, dim, keepdim, other)
+
+
+def min(input, dim=None, keepdim=False, *, other=None):
+    """min(input) -> the smallest value; min(input, dim, keepdim=False) -> (values,
+    indices); min(input, other) -> the element-wise minimum (as torch.min)."""
+    return _max_min("min", input, dim, keepdim, other)
+
+
+def argmax(input, dim=None, keepdim=False):
+    """The index of the largest value (of the flattened input when dim is None), int64."""
+    return _tensor("argmax", input).argmax(dim, keepdim)
+
+
+def argmin(input, dim=None, keepdim=False):
+    """The index of the smallest value (of the flattened input when dim is None), int64."""
+    return _tensor("argmin", input).argmin(dim, keepdim)
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None):
+    """The sum (over dim: an int or a tuple); dtype= casts the input first, as torch."""
+    return _cast(_tensor("sum", input), dtype).sum(dim, keepdim)
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    """The mean (over dim: an int or a tuple) of a float tensor; dtype= casts first."""
+    return _cast(_tensor("mean", input), dtype).mean(dim, keepdim)
+
+
+def softmax(input, dim, dtype=None):
+    """e^x / sum e^x along dim; dtype= casts the input first, as torch."""
+    return _cast(_tensor("softmax", input), dtype).softmax(dim)
+
+
+def log_softmax(input, dim, dtype=None):
+    """x - logsumexp(x) along dim; dtype= casts the input first, as torch."""
+    return _cast(_tensor("log_softmax", input), dtype).log_softmax(dim)
+
+
+def numel(input):
+    """The number of elements of input (a Python int)."""
+    return _tensor("numel", input).numel()
+
+
+def nonzero(input, *, as_tuple=False):
+    """The indices of the non-zero elements: an int64 (n, input.ndim) tensor, or with
+    as_tuple=True one 1-d tensor per dim (what x[...] = v takes)."""
+    return _tensor("nonzero", input).nonzero(as_tuple=as_tuple)
+
+
+def multinomial(input, num_samples, replacement=False):
+    """num_samples category ids per row drawn with probabilities proportional to input's
+    non-negative weights (1-d or 2-d); int64 (num_samples,) or (rows, num_samples)."""
+    return _tensor("multinomial", input).multinomial(num_samples, replacement)
+
+
+# -- several tensors -------------------------------------------------------------------------
+
+def bmm(input, mat2):
+    """Batched matrix product of (b, n, m) and (b, m, p) -> (b, n, p); no broadcasting."""
+    a, b = _tensor("bmm", input), _tensor("bmm", mat2)
+    if a.ndim != 3 or b.ndim != 3:
+        raise OpError(f"bmm: expects two 3-d tensors, got shapes {a.shape} and {b.shape}")
+    if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
+        raise OpError(f"bmm: shapes {a.shape} and {b.shape} do not chain: expected "
+                      f"(b, n, m) and (b, m, p)")
+    return a @ b
+
+
+def is_tensor(obj):
+    """True if obj is a tinygradx Tensor (Parameters included)."""
+    return isinstance(obj, Tensor)
+
+
+# -- typed constructors (torch.LongTensor([1, 2]), torch.FloatTensor(2, 3)) -------------------
+
+def _typed(name, dtype):
+    def make(*args, device=None):
+        check_device(name, device)
+        if not args:
+            return Tensor(np.empty((0,), dtype))
+        if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args):
+            return Tensor(np.zeros(args, dtype))         # sizes (torch leaves it uninitialised)
+        if len(args) != 1:
+            raise TypeError(f"{name}: expected sizes (ints) or one sequence of data, got "
+                            f"{len(args)} arguments")
+        data = args[0]
+        if isinstance(data, Tensor):
+            return data.to(dtype)
+        return Tensor(np.array(data, dtype=dtype))
+    make.__name__ = make.__qualname__ = name
+    make.__doc__ = (f"{name}(data) or {name}(*sizes): a {np.dtype(dtype).name} tensor from "
+                    f"data (copied), or of zeros of the given sizes (torch's legacy "
+                    f"constructor; x.type(tgx.{name}) converts)")
+    make.dtype = as_dtype(dtype)
+    return make
+
+
+FloatTensor = _typed("FloatTensor", float32)
+DoubleTensor = _typed("DoubleTensor", float64)
+LongTensor = _typed("LongTensor", int64)
+IntTensor = _typed("IntTensor", int32)
+BoolTensor = _typed("BoolTensor", bool_)
+ByteTensor = _typed("ByteTensor", uint8)
