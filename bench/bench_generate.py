@@ -76,6 +76,8 @@ def main(argv=None):
     ap.add_argument("--tokens", type=int, default=200)
     ap.add_argument("--pairs", type=int, default=10)
     ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--torch-threads", type=int, default=None,
+                    help="torch.set_num_threads (default: torch's own, one per core)")
     args = ap.parse_args(argv)
     cfg = GPTConfig(block_size=256, vocab_size=65, n_layer=4, n_head=4, n_embd=128)
     tgx.manual_seed(0)
@@ -89,6 +91,12 @@ def main(argv=None):
             return model.generate(tgx.tensor(prompt), n, temperature=0.0).numpy()
 
     fns = {"tinygradx": run_tgx}
+    if args.torch_threads:
+        try:
+            import torch
+            torch.set_num_threads(args.torch_threads)
+        except ImportError:
+            pass
     print("# bench_generate\n")
     print(machine_facts())
     try:

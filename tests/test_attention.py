@@ -261,6 +261,21 @@ def test_cache_rows_grow_and_reorder_and_refuse_mixing():
         c.update(tgx.zeros(2, 1, 1, 6), tgx.zeros(2, 1, 1, 6))
 
 
+def test_cache_head_buffers_grow_and_reorder_and_refuse_mixing():
+    from tinygradx.models.nets.layers import LayerCache
+    c = LayerCache()
+    for t in range(40):                                  # past the first capacity (16)
+        k, v = c.append_heads(np.full((2, 3, 1, 4), float(t)), np.full((2, 3, 1, 5), -t))
+    assert c.length == 40 and k.shape == (2, 3, 40, 4) and v.shape == (2, 3, 40, 5)
+    assert k.numpy()[1, 2, :, 0].tolist() == [float(t) for t in range(40)]
+    assert k.numpy().strides[-1] == k.numpy().itemsize   # each (t, d_k) block is contiguous
+    c.reorder(np.array([1, 1, 0]))
+    k, v = c.append_heads(np.zeros((3, 3, 2, 4)), np.zeros((3, 3, 2, 5)))
+    assert k.shape == (3, 3, 42, 4) and k.numpy()[0, 0, 39, 0] == 39.0
+    with pytest.raises(RuntimeError, match="K, V buffers"):
+        c.append_rows(np.zeros((3, 1, 6)))
+
+
 def test_gpt_cache_with_grad_enabled_takes_the_differentiable_path():
     fused, _ = _gpt_pair()
     from tinygradx.models.nets.layers import KVCache

@@ -243,3 +243,40 @@ def test_sample_is_seeded_and_stops_at_eos():
     first = int(decoding.sample(model, prompt, 1, temperature=0)[0, -1])
     out = decoding.sample(model, prompt, 8, temperature=0, eos_id=first)
     assert out.shape == (1, 3) and out[0, -1] == first
+
+
+# ------------------------------------------------------------------------------------------
+# sources encoded in groups of similar length
+# ------------------------------------------------------------------------------------------
+
+def test_length_groups_cover_every_row_once_in_length_order():
+    lengths = np.random.default_rng(1).integers(1, 30, size=500)
+    groups = decoding._length_groups(lengths)
+    rows = np.concatenate(groups)
+    assert sorted(rows.tolist()) == list(range(500))
+    assert np.all(np.diff(lengths[rows]) >= 0)
+    assert len(groups) > 1                               # 500 rows of 1..29: worth splitting
+
+
+def test_grouped_encoding_equals_one_encode_and_decodes_the_same(monkeypatch):
+    """Encoding by length groups gives H of the one padded encode at every real position
+    (float64), and greedy / beam search over it pick the same tokens, cached or not."""
+    tgx.manual_seed(3)
+    model = make_model(9, 9, N=2, d_model=16, d_ff=32, h=2, dropout=0.0).double().eval()
+    rng = np.random.default_rng(2)
+    lengths = rng.integers(1, 9, size=12)
+    src = rng.integers(3, 9, size=(12, 8))
+    pad = np.arange(8) >= lengths[:, None]
+    monkeypatch.setattr(decoding, "_GROUP_COST", 0)      # a group per distinct length
+    with tgx.no_grad():
+        want = model.encode(tgx.tensor(src), pad).numpy()
+        got = decoding._encode_by_length(model, src, pad).numpy()
+    np.testing.assert_allclose(got[~pad], want[~pad], atol=1e-12)
+    assert np.all(got[pad] == 0)
+    args = (model, src, pad, 6, BOS, EOS)
+    greedy = decoding.greedy_decode(*args)
+    assert greedy == decoding.greedy_decode(*args, cached=False)
+    assert decoding.beam_search(*args, beam_size=3) == decoding.beam_search(*args, beam_size=3,
+                                                                             cached=False)
+    monkeypatch.setattr(decoding, "_GROUP_COST", 10 ** 9)  # one group: the plain encode
+    assert decoding.greedy_decode(*args) == greedy

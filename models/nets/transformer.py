@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import tinygradx as tgx
 import tinygradx.functional as F
 from tinygradx import Tensor, nn
 
@@ -111,13 +112,13 @@ def incremental_attention(mha, query, key_value, cache, static=False, key_paddin
     """
     B, n, d = query.shape
     h = mha.num_heads
+    if not static and _packed_ok(mha, query, key_value, cache, key_padding_mask, need_weights):
+        return _fast_self_attention(mha, query, cache), None
     q = _split_heads(mha.w_q(query), h)                           # Q = X W^Q: (B, h, n, d_k)
     if static:
         if cache.static is None:
-            cache.static = (_split_heads(mha.w_k(key_value), h),  # K = H W^K: (B, h, S, d_k)
-                            _split_heads(mha.w_v(key_value), h),  # V = H W^V: (B, h, S, d_v)
-                            _padding_mask(key_padding_mask, query.dtype))   # M: (B, 1, 1, S)
-        k, v, mask = cache.static
+            cache.static = _static_kv(mha, key_value, key_padding_mask, query.dtype)
+        k, v, mask = cache.static                                 # 2 x (B, h, S, d_k), M
     else:
         k, v = cache.update(_split_heads(mha.w_k(key_value), h),  # (B, h, t, d_k)
                             _split_heads(mha.w_v(key_value), h))  # (B, h, t, d_v)
@@ -133,6 +134,59 @@ def incremental_attention(mha, query, key_value, cache, static=False, key_paddin
         z, a = F.attention(q, k, v, attn_mask=mask), None        # (B, h, n, d_v)
     z = z.transpose(1, 2).reshape(B, n, d)                        # Concat(heads): (B, n, d)
     return mha.w_o(z), a                                          # (B, n, d)
+
+
+def _packed_ok(mha, query, key_value, cache, key_padding_mask, need_weights):
+    """Whether a self-attention step may take the inference path of `_fast_self_attention`:
+    no graph, no weights asked for, no target padding, and a cache that holds K, V buffers."""
+    return (query is key_value and not need_weights and key_padding_mask is None
+            and not tgx.is_grad_enabled() and cache.k is None
+            and mha.w_q.bias is not None and mha.w_k.bias is not None
+            and mha.w_v.bias is not None)
+
+
+def _fast_self_attention(mha, x, cache):
+    """Inference only: [Q K V] = X [W^Q W^K W^V]^T + b as one GEMM (the three weights stacked
+    once per cache), K and V written into the cache's buffers (LayerCache.append_heads), the
+    n new queries against every position as one node (F.attention; causal mask aligned
+    bottom-right). No graph is recorded, so the head split is a numpy view, not three nodes.
+    The same numbers as the per-head path (tested)."""
+    if cache.proj is None:
+        cache.proj = tuple(Tensor(np.concatenate([p._data for p in parts]))
+                           for parts in ((mha.w_q.weight, mha.w_k.weight, mha.w_v.weight),
+                                         (mha.w_q.bias, mha.w_k.bias, mha.w_v.bias)))
+    B, n, d = x.shape
+    h = mha.num_heads
+    qkv = F.linear(x, *cache.proj)._data.reshape(B, n, 3, h, d // h)  # (B, n, 3, h, d_k)
+    q, k, v = (qkv[:, :, j].transpose(0, 2, 1, 3) for j in range(3))  # (B, h, n, d_k) views
+    k, v = cache.append_heads(k, v)                               # (B, h, t, d_k)
+    mask = F.causal_mask(n, k.shape[2], x.dtype) if n > 1 else None
+    z = F.attention(Tensor(q), k, v, attn_mask=mask)              # (B, h, n, d_k)
+    return mha.w_o(z.transpose(1, 2).reshape(B, n, d))            # (B, n, d)
+
+
+def _static_kv(mha, memory, key_padding_mask, dtype):
+    """The cross-attention constants of one layer: K = H W^K, V = H W^V as (B, h, S, d_k) and
+    the additive padding mask M (B, 1, 1, S) or None. Without a graph they are made once as
+    contiguous arrays (every step's batched matmul then runs on BLAS), and with padding the
+    projections run on the real positions only; the padded ones are zeros, which M hides."""
+    h = mha.num_heads
+    mask = _padding_mask(key_padding_mask, dtype)
+    if tgx.is_grad_enabled():
+        return (_split_heads(mha.w_k(memory), h), _split_heads(mha.w_v(memory), h), mask)
+    B, S, d = memory.shape
+    real = None if mask is None else mask[:, 0, 0, :] == 0       # (B, S) True at real keys
+    rows = memory if real is None else Tensor(memory._data[real])  # (N, d): real positions
+    out = []
+    for lin in (mha.w_k, mha.w_v):
+        kv = lin(rows)._data                                      # (B, S, d) or (N, d)
+        if real is not None:
+            full = np.zeros((B, S, kv.shape[-1]), dtype=kv.dtype)
+            full[real] = kv                                       # zeros at the padding
+            kv = full
+        kv = kv.reshape(B, S, h, kv.shape[-1] // h).transpose(0, 2, 1, 3)
+        out.append(Tensor(np.ascontiguousarray(kv)))              # (B, h, S, d_k)
+    return out[0], out[1], mask
 
 
 def _padding_mask(key_padding_mask, dtype):
