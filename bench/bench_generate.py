@@ -1,11 +1,14 @@
 """KV-cached generation speed: tinygradx GPT.generate against the same loop in PyTorch eager.
 
     python bench/bench_generate.py [--tokens 200] [--pairs 10] [--batch 1]
+    python bench/bench_generate.py --rev main --no-torch   # this checkout against another
 
 Both start from the same weights and one prompt token and decode greedily with a per-layer
 cache of K and V (B, nh, t, hs), so each new token costs one position of attention, not a full
 recompute. The generated tokens must agree before the timings are printed. Reports tokens/s
 (median [min, max] over interleaved pairs) and the ratio. Timings are never asserted.
+With --rev, another git revision's GPT.generate (exported as bench_versions.py does) runs
+the same weights as a third arm, so one change of the engine is an A/B in one process.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import argparse
 import math
 import os
 import sys
+import tempfile
 
 
 import _blas_env  # noqa: F401,E402  (before numpy: see bench/_blas_env.py)
@@ -78,7 +82,31 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--torch-threads", type=int, default=None,
                     help="torch.set_num_threads (default: torch's own, one per core)")
+    ap.add_argument("--rev", help="also time this git revision's GPT.generate")
+    ap.add_argument("--no-torch", action="store_true", help="leave torch out")
     args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        run(args, tmp)
+
+
+def rev_arm(rev, tmp, params, prompt, n):
+    """GPT.generate of git revision `rev` on the same weights (a zero-argument callable)."""
+    import importlib
+    from bench_versions import PKG, export_revision
+    commit = export_revision(rev, tmp)
+    tgx_rev = importlib.import_module(PKG)
+    gpt = importlib.import_module(f"{PKG}.models.nets.gpt")
+    cfg = gpt.GPTConfig(block_size=256, vocab_size=65, n_layer=4, n_head=4, n_embd=128)
+    model = gpt.GPT(cfg).eval()
+    model.load_state_dict(params)
+
+    def fn():
+        with tgx_rev.no_grad():
+            return model.generate(tgx_rev.tensor(prompt), n, temperature=0.0).numpy()
+    return f"rev {commit}", fn
+
+
+def run(args, tmp):
     cfg = GPTConfig(block_size=256, vocab_size=65, n_layer=4, n_head=4, n_embd=128)
     tgx.manual_seed(0)
     model = GPT(cfg).eval()
@@ -98,8 +126,13 @@ def main(argv=None):
         except ImportError:
             pass
     print("# bench_generate\n")
-    print(machine_facts())
+    print(machine_facts(torch_info=not args.no_torch))
+    if args.rev:
+        label, fns[label] = rev_arm(args.rev, tmp, params, prompt, n)
+        print(f"\nsame tokens as {label}: {np.array_equal(fns[label](), run_tgx())}")
     try:
+        if args.no_torch:
+            raise ImportError
         import torch
         import torch.nn.functional as F
         tp = torch.from_numpy(prompt)
@@ -107,7 +140,7 @@ def main(argv=None):
         same = np.array_equal(fns["torch"](), run_tgx())
         print(f"\nsame tokens as torch: {same}")
     except ImportError:
-        print("\ntorch not installed: tinygradx only")
+        print("\ntorch left out or not installed")
     res = ab_compare(fns, pairs=args.pairs, warmup=2, baseline="tinygradx")
     print(f"\n## KV-cached greedy generation, GPT 4x128 (CPU config), batch {args.batch}, "
           f"{n} new tokens\n")

@@ -280,3 +280,19 @@ def test_grouped_encoding_equals_one_encode_and_decodes_the_same(monkeypatch):
                                                                              cached=False)
     monkeypatch.setattr(decoding, "_GROUP_COST", 10 ** 9)  # one group: the plain encode
     assert decoding.greedy_decode(*args) == greedy
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_inference_encoder_attention_equals_the_module_path(norm_first):
+    """Under no_grad the encoder's self-attention runs as one QKV GEMM and one attention
+    node; it gives nn.MultiHeadAttention's H (float64, padded sources)."""
+    tgx.manual_seed(4)
+    model = make_model(9, 9, N=2, d_model=16, d_ff=32, h=4, dropout=0.0,
+                       norm_first=norm_first).double().eval()
+    src = np.random.default_rng(3).integers(3, 9, size=(5, 7))
+    pad = np.arange(7) >= np.array([7, 3, 5, 1, 6])[:, None]
+    want = model.encode(tgx.tensor(src), pad)                # graph on: the module path
+    assert want.requires_grad
+    with tgx.no_grad():
+        got = model.encode(tgx.tensor(src), pad)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=1e-12)

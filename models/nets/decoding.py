@@ -159,7 +159,7 @@ def greedy_decode(model, src, src_pad, max_len, bos_id, eos_id, cached=True):
 
 
 def _strip(ids, eos_id):
-    ids = list(int(i) for i in ids)
+    ids = np.asarray(ids, dtype=np.int64).tolist()                      # Python ints, in C
     return ids[:ids.index(eos_id)] if eos_id in ids else ids
 
 

@@ -136,13 +136,38 @@ def incremental_attention(mha, query, key_value, cache, static=False, key_paddin
     return mha.w_o(z), a                                          # (B, n, d)
 
 
+def _inference(mha):
+    """No graph and no attention dropout: the inference paths below may run."""
+    return (not tgx.is_grad_enabled() and (not mha.training or mha.dropout == 0.0)
+            and all(lin.bias is not None for lin in (mha.w_q, mha.w_k, mha.w_v)))
+
+
+def _stacked_qkv(mha):
+    """[W^Q W^K W^V] (3d, d) and their biases (3d,) as constants: one GEMM for Q, K, V."""
+    return tuple(Tensor(np.concatenate([p._data for p in parts]))
+                 for parts in ((mha.w_q.weight, mha.w_k.weight, mha.w_v.weight),
+                               (mha.w_q.bias, mha.w_k.bias, mha.w_v.bias)))
+
+
+def _fast_encoder_attention(mha, x, key_padding_mask):
+    """Inference only: mha(x, x, x) with Q, K, V from one GEMM, laid out per head as one
+    contiguous copy (a batched matmul over strided heads misses BLAS) and attention as one
+    node (F.attention), instead of three GEMMs and the op-by-op attention of
+    nn.MultiHeadAttention. The same numbers (tested)."""
+    B, n, d = x.shape
+    h = mha.num_heads
+    qkv = F.linear(x, *_stacked_qkv(mha))._data.reshape(B, n, 3, h, d // h)
+    q, k, v = np.ascontiguousarray(qkv.transpose(2, 0, 3, 1, 4))  # 3 x (B, h, n, d_k)
+    z = F.attention(Tensor(q), Tensor(k), Tensor(v),
+                    attn_mask=_padding_mask(key_padding_mask, x.dtype))  # (B, h, n, d_k)
+    return mha.w_o(z.transpose(1, 2).reshape(B, n, d))            # (B, n, d)
+
+
 def _packed_ok(mha, query, key_value, cache, key_padding_mask, need_weights):
     """Whether a self-attention step may take the inference path of `_fast_self_attention`:
     no graph, no weights asked for, no target padding, and a cache that holds K, V buffers."""
     return (query is key_value and not need_weights and key_padding_mask is None
-            and not tgx.is_grad_enabled() and cache.k is None
-            and mha.w_q.bias is not None and mha.w_k.bias is not None
-            and mha.w_v.bias is not None)
+            and cache.k is None and _inference(mha))
 
 
 def _fast_self_attention(mha, x, cache):
@@ -152,9 +177,7 @@ def _fast_self_attention(mha, x, cache):
     bottom-right). No graph is recorded, so the head split is a numpy view, not three nodes.
     The same numbers as the per-head path (tested)."""
     if cache.proj is None:
-        cache.proj = tuple(Tensor(np.concatenate([p._data for p in parts]))
-                           for parts in ((mha.w_q.weight, mha.w_k.weight, mha.w_v.weight),
-                                         (mha.w_q.bias, mha.w_k.bias, mha.w_v.bias)))
+        cache.proj = _stacked_qkv(mha)
     B, n, d = x.shape
     h = mha.num_heads
     qkv = F.linear(x, *cache.proj)._data.reshape(B, n, 3, h, d // h)  # (B, n, 3, h, d_k)
@@ -217,6 +240,8 @@ class EncoderLayer(nn.Module):
         self.attn_weights = None
 
     def _sa(self, x, src_key_padding_mask):
+        if not self.record_attn and _inference(self.self_attn):
+            return _fast_encoder_attention(self.self_attn, x, src_key_padding_mask)
         out, a = self.self_attn(x, x, x, key_padding_mask=src_key_padding_mask,
                                 need_weights=self.record_attn, average_attn_weights=False)
         if self.record_attn:
