@@ -10,6 +10,10 @@ revision's Trainer.translate uses (1,024 sentences here, 256 before this change;
 overrides this checkout's); the tokens of all arms are compared, and the times printed (never
 asserted). With --rounds N the arms run N times each, interleaved (bench/harness.py's
 ab_compare), and the speed-up is the median [min, max] of the per-round ratios.
+With --base REV a fourth arm runs all of revision REV (engine, model and decoding, exported
+as bench_versions.py does) on the same checkpoint: a before/after of the whole path.
+
+    python bench/bench_decode.py --rev 5e09b39 --base main --checkpoint ... --rounds 7
 """
 from __future__ import annotations
 
@@ -73,6 +77,7 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=1, help="interleaved timed rounds (greedy)")
     ap.add_argument("--beam-rounds", type=int, default=1, help="interleaved timed rounds (beam)")
     ap.add_argument("--save", help="keep the trained checkpoint at this path (with --steps)")
+    ap.add_argument("--base", help="also run all of this revision, on the same weights")
     args = ap.parse_args(argv)
     print(machine_facts(torch_info=False))
     if args.checkpoint:
@@ -84,6 +89,29 @@ def main(argv=None):
             trainer = Trainer(cfg, log=lambda *a, **k: None)
             trainer.train()
     old = revision_decoding(args.rev)
+    with tempfile.TemporaryDirectory() as tmp:
+        base = load_base(args.base, trainer, tmp) if args.base else None
+        compare(args, trainer, old, base)
+    return 0
+
+
+def load_base(rev, trainer, tmp):
+    """(label, trainer-like object, decoding module) of revision `rev`: its own engine and
+    models, holding this trainer's weights (its checkpoint marker names its renamed package,
+    so the weights are copied rather than read from the file)."""
+    import dataclasses
+    import importlib
+    import types as pytypes
+    from bench_versions import PKG, export_revision
+    commit = export_revision(rev, tmp)
+    net = importlib.import_module(f"{PKG}.models.nets.transformer")
+    model = net.EncoderDecoder(net.TransformerConfig(**dataclasses.asdict(trainer.model.config)))
+    model.load_state_dict({k: v.numpy() for k, v in trainer.model.state_dict().items()})
+    holder = pytypes.SimpleNamespace(task=trainer.task, model=model)
+    return f"base {commit}", holder, importlib.import_module(f"{PKG}.models.nets.decoding")
+
+
+def compare(args, trainer, old, base):
     print(f"\n{trainer.cfg.task}: {trainer.step} training steps; decoding {args.n} held-out "
           f"sentences greedily and {args.beam_n} with beam 4")
     for name, n, kw, rounds in (("greedy", args.n, {}, args.rounds),
@@ -97,6 +125,12 @@ def main(argv=None):
         arms = {"this": functools.partial(timed, fn, bs, trainer, **kw),
                 "reference": functools.partial(timed, fn, bs, trainer, cached=False, **kw),
                 f"rev {args.rev}": functools.partial(timed, old_fn, old_bs, trainer, **kw)}
+        if base is not None:
+            label, base_trainer, base_dec = base
+            base_fn = getattr(base_dec, fn.__name__)
+            _, got = timed(base_fn, bs, base_trainer, **kw)
+            print(f"  {name}: same tokens as {label}: {got == new}")
+            arms[label] = functools.partial(timed, base_fn, bs, base_trainer, **kw)
         res = ab_compare(arms, pairs=rounds, warmup=0, baseline="this")
         st, ratio = res["stats"], res["ratios"][f"rev {args.rev}"]
         times = ", ".join(f"{arm} {st[arm]['median']:.3f} s [{st[arm]['min']:.3f}, "
@@ -104,7 +138,10 @@ def main(argv=None):
         print(f"  {name}: {times} -> {ratio['median']:.2f}x faster than rev {args.rev} "
               f"[{ratio['min']:.2f}, {ratio['max']:.2f}] ({rounds} rounds); same tokens "
               f"as the reference: {new == ref}, as rev {args.rev}: {new == was}")
-    return 0
+        if base is not None:
+            r = res["ratios"][base[0]]
+            print(f"  {name}: {base[0]} / this per round: {r['median']:.2f} [{r['min']:.2f}, "
+                  f"{r['max']:.2f}]")
 
 
 if __name__ == "__main__":
