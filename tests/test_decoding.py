@@ -296,3 +296,19 @@ def test_inference_encoder_attention_equals_the_module_path(norm_first):
     with tgx.no_grad():
         got = model.encode(tgx.tensor(src), pad)
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=1e-12)
+
+
+def test_decode_state_reorders_memory_lazily():
+    """reorder composes the row index; H is gathered when read, as memory[index1][index2]."""
+    tgx.manual_seed(6)
+    model = make_model(9, 9, N=1, d_model=8, d_ff=16, h=2, dropout=0.0).eval()
+    src = np.random.default_rng(4).integers(3, 9, size=(3, 4))
+    with tgx.no_grad():
+        memory = model.encode(tgx.tensor(src))
+        state = model.init_decode_state(memory)
+        model.decode_step(np.full((3, 1), BOS), state)       # K, V of H kept: H not read again
+        state.reorder([2, 0, 0, 1])
+        state.reorder([3, 1])
+        assert state._index.tolist() == [1, 0]
+        np.testing.assert_array_equal(state.memory.numpy(), memory.numpy()[[1, 0]])
+        assert state._index is None

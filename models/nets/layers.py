@@ -105,10 +105,18 @@ class LayerCache:
             self.k, self.v = self.k[index], self.v[index]    # (B', h, t, d_k)
         if self.rows is not None:
             self.rows = self.rows[index]                     # (B', capacity, 3C)
-        if self.heads is not None:
-            self.heads = tuple(x[index] for x in self.heads)  # (B', h, capacity, d_k)
+        if self.heads is not None:                            # (B', h, capacity, d_k)
+            self.heads = tuple(_take_rows(x, index, self.t) for x in self.heads)
         if self.static is not None:
             self.static = tuple(None if s is None else s[index] for s in self.static)
+
+
+def _take_rows(buf, index, t):
+    """buf[index] for a (B, h, capacity, d) buffer whose first t positions are in use: only
+    those are copied (x[index, :, :t] is one gather), into a buffer of the same capacity."""
+    out = np.empty((len(index),) + buf.shape[1:], dtype=buf.dtype)
+    out[:, :, :t] = buf[index, :, :t]
+    return out
 
 
 class KVCache:

@@ -366,7 +366,7 @@ class DecodeState:
     cross-attention K, V of H ("cross")."""
 
     def __init__(self, memory, src_key_padding_mask, n_layer):
-        self.memory = memory
+        self._memory, self._index = memory, None
         self.src_key_padding_mask = None if src_key_padding_mask is None else np.asarray(
             src_key_padding_mask._data if isinstance(src_key_padding_mask, Tensor)
             else src_key_padding_mask, dtype=bool)
@@ -380,11 +380,28 @@ class DecodeState:
         """Target positions decoded so far (the position of the next token)."""
         return self.self_cache.length
 
+    @property
+    def memory(self):
+        """H (B, S, d) of the rows kept. Reordering only composes the row index; the rows are
+        gathered when H is read, which decode_step does only while a layer still has to
+        project its cross-attention K, V from it (the first step): beam search reorders
+        every step."""
+        if self._index is not None:
+            self._memory, self._index = self._memory[self._index], None   # (B', S, d)
+        return self._memory
+
+    @memory.setter
+    def memory(self, value):
+        self._memory, self._index = value, None
+
+    def memory_needed(self):
+        return any(layer.static is None for layer in self.cross_cache.layers)
+
     def reorder(self, index):
         """Keep batch rows `index` (B',) in that order, e.g. the parents of the surviving beams;
         rows may repeat (expanding one sentence into k beams is reorder([0]*k))."""
         index = np.asarray(index._data if isinstance(index, Tensor) else index, dtype=np.int64)
-        self.memory = self.memory[index]                          # (B', S, d)
+        self._index = index if self._index is None else self._index[index]
         if self.src_key_padding_mask is not None:
             self.src_key_padding_mask = self.src_key_padding_mask[index]   # (B', S)
         self.self_cache.reorder(index)
@@ -472,7 +489,8 @@ class EncoderDecoder(nn.Module):
         tgt = as_ids(tgt)
         start = state.length
         y = self.pos_encoding(self.tgt_embed(tgt), start=start)  # (B, n, d) at start..start+n-1
-        y = self.decoder(y, state.memory, state.src_key_padding_mask, None, cache=state)
+        memory = state.memory if state.memory_needed() else None  # K, V of H already kept
+        y = self.decoder(y, memory, state.src_key_padding_mask, None, cache=state)
         return self.generator(y[:, -1, :])                       # (B, Vt)
 
 
