@@ -9,6 +9,8 @@ recompute. The generated tokens must agree before the timings are printed. Repor
 (median [min, max] over interleaved pairs) and the ratio. Timings are never asserted.
 With --rev, another git revision's GPT.generate (exported as bench_versions.py does) runs
 the same weights as a third arm, so one change of the engine is an A/B in one process.
+With --floor, the same loop written directly in numpy (`numpy_generate`: per-head K, V
+buffers, about 15 numpy calls per layer) runs too: the floor of any engine on numpy.
 """
 from __future__ import annotations
 
@@ -75,6 +77,53 @@ def torch_generate(torch, F, params, cfg, idx, n_new):
     return out.numpy()
 
 
+def numpy_generate(params, cfg, idx, n_new):
+    """The greedy cached loop in plain numpy on the same weights: the numpy floor."""
+    C, nh, L = cfg.n_embd, cfg.n_head, cfg.n_layer
+    hs = C // nh
+    p = {k: np.ascontiguousarray(v) for k, v in params.items()}
+    B = idx.shape[0]
+    cache = [(np.empty((B, nh, n_new, hs), np.float32), np.empty((B, nh, n_new, hs), np.float32))
+             for _ in range(L)]
+    out, tok = [], idx[:, 0]
+
+    def ln(x, pre):
+        xc = x - np.add.reduce(x, axis=-1, keepdims=True) / C
+        var = np.einsum("ij,ij->i", xc, xc)[:, None] / C
+        xc *= 1.0 / np.sqrt(var + 1e-5)
+        xc *= p[pre + ".weight"]
+        xc += p[pre + ".bias"]
+        return xc
+
+    for t in range(n_new):
+        x = p["transformer.wte.weight"][tok] + p["transformer.wpe.weight"][t]      # (B, C)
+        for i in range(L):
+            pre = f"transformer.h.{i}."
+            qkv = ln(x, pre + "ln_1") @ p[pre + "attn.c_attn.weight"].T
+            qkv += p[pre + "attn.c_attn.bias"]
+            q, k, v = qkv.reshape(B, 3, nh, 1, hs).transpose(1, 0, 2, 3, 4)      # (B, nh, 1, hs)
+            kc, vc = cache[i]
+            kc[:, :, t:t + 1], vc[:, :, t:t + 1] = k, v
+            s = (q * (1.0 / math.sqrt(hs))) @ kc[:, :, :t + 1].swapaxes(-1, -2)  # (B, nh, 1, t)
+            s -= np.maximum.reduce(s, axis=-1, keepdims=True)
+            np.exp(s, out=s)
+            s /= np.add.reduce(s, axis=-1, keepdims=True)
+            y = (s @ vc[:, :, :t + 1]).reshape(B, C)                           # (B, C)
+            y = y @ p[pre + "attn.c_proj.weight"].T
+            y += p[pre + "attn.c_proj.bias"]
+            x = x + y
+            h = ln(x, pre + "ln_2") @ p[pre + "mlp.c_fc.weight"].T
+            h += p[pre + "mlp.c_fc.bias"]
+            h = 0.5 * h * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (h + 0.044715 * h ** 3)))
+            h = h @ p[pre + "mlp.c_proj.weight"].T
+            h += p[pre + "mlp.c_proj.bias"]
+            x = x + h
+        logits = ln(x, "transformer.ln_f") @ p["transformer.wte.weight"].T           # (B, V)
+        tok = logits.argmax(-1)
+        out.append(tok)
+    return np.concatenate([idx, np.stack(out, axis=1)], axis=1)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokens", type=int, default=200)
@@ -84,6 +133,7 @@ def main(argv=None):
                     help="torch.set_num_threads (default: torch's own, one per core)")
     ap.add_argument("--rev", help="also time this git revision's GPT.generate")
     ap.add_argument("--no-torch", action="store_true", help="leave torch out")
+    ap.add_argument("--floor", action="store_true", help="also time the plain numpy loop")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         run(args, tmp)
@@ -127,6 +177,10 @@ def run(args, tmp):
             pass
     print("# bench_generate\n")
     print(machine_facts(torch_info=not args.no_torch))
+    if args.floor:
+        fns["numpy floor"] = lambda: numpy_generate(params, cfg, prompt, n)
+        print(f"\nsame tokens as the numpy floor: "
+              f"{np.array_equal(fns['numpy floor'](), run_tgx())}")
     if args.rev:
         label, fns[label] = rev_arm(args.rev, tmp, params, prompt, n)
         print(f"\nsame tokens as {label}: {np.array_equal(fns[label](), run_tgx())}")
