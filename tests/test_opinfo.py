@@ -178,8 +178,7 @@ def _needs_torch(check):
 # ------------------------------------------------------------------------------------------
 
 def _entries(check):
-    return [pytest.param(e, id=e.name, ) for e in OPS
-            if applies(e, check)]
+    return [pytest.param(e, id=e.name) for e in OPS if applies(e, check)]
 
 
 def _random_test(check):
