@@ -2078,6 +2078,48 @@ add(OpInfo("tgx.einsum", _einsum, torch_op=_torch_einsum, ref=_np_einsum,
                   S(_ints.astype(np.int32), _ints.T.astype(np.int32), equation="ij,jk->ik",
                     desc="int32", only=("torch",)))))
 
+# --- more of torch's names: log1p, expm1, neg, reciprocal and the function forms -----------
+add(
+    OpInfo("Tensor.log1p", lambda x: x.log1p(), ref=np.log1p, samples=unary(low=-0.9, high=3.0),
+           fixed=(_int_float(), S([1e-12, -3e-10, 2e-8], desc="tiny"))),
+    OpInfo("Tensor.expm1", lambda x: x.expm1(), ref=np.expm1, samples=unary(),
+           fixed=(_int_float(), S([1e-12, -3e-10, 2e-8], desc="tiny"))),
+    OpInfo("Tensor.neg[method]", lambda x: x.neg(), ref=np.negative, samples=unary(),
+           dtypes=NUMERIC, api=("Tensor.neg",)),
+    OpInfo("Tensor.negative", lambda x: x.negative(), ref=np.negative, samples=unary(),
+           dtypes=NUMERIC),
+    OpInfo("Tensor.reciprocal", lambda x: x.reciprocal(), ref=lambda x: 1 / x,
+           samples=unary(avoid=(0,)), dtypes=NUMERIC,
+           fixed=(S([True, False], desc="bool", only=("torch",)),)),
+    OpInfo("Tensor.addmm", lambda x, a, b, **kw: x.addmm(a, b, **kw),
+           torch_op=lambda x, a, b, **kw: x.addmm(a, b, **kw), ref=lambda x, a, b, **kw:
+           _np_addmm(x, a, b, **kw), samples=family(lambda d, dt: _addmm_sample(d, dt))),
+)
+
+
+def _addmm_sample(draw, dt):
+    n, m, p = (draw(st.integers(0 if i == 1 else 1, 3)) for i in range(3))
+    inp = draw(st.sampled_from(((n, p), (p,), (1, p), (n, 1), (), (1, 1))))
+    beta, alpha = draw(st.sampled_from(((1, 1), (0.5, -2.0), (0, 1), (0, 1.5))))
+    return Sample((array(draw, inp, dt), array(draw, (n, m), dt), array(draw, (m, p), dt)),
+                  {"beta": beta, "alpha": alpha})
+
+
+def _np_addmm(x, a, b, beta=1, alpha=1):
+    out = alpha * (a @ b)
+    return out if beta == 0 else out + beta * x
+
+
+def _call_dims(f, x, d0, d1):
+    return f(x, d0, d1)
+
+
+add(*(_twin(n, f"Tensor.{n}") for n in ("log1p", "expm1", "reciprocal", "square")),
+    _twin("rsqrt", "Tensor.rsqrt"), _twin("neg", "Tensor.neg[method]"),
+    _twin("negative", "Tensor.negative"),
+    _twin("addmm", "Tensor.addmm", lambda f, x, a, b, **kw: f(x, a, b, **kw)))
+
+
 # ------------------------------------------------------------------------------------------
 # names in docs/api.md's op sections that are not ops (the coverage test skips only these)
 # ------------------------------------------------------------------------------------------

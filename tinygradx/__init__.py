@@ -33,6 +33,9 @@ from .tensor_functions import (BoolTensor, ByteTensor, DoubleTensor,  # noqa: E4
                                sum, tanh, tril, triu)
 from .math_methods import (ceil, cos, exp2, floor, isclose, isfinite, isinf,  # noqa: E402
                            isnan, lerp, log2, log10, logaddexp, round, sign, sin, trunc)
+from .tensor_functions import addmm  # noqa: E402
+from .math_methods import (expm1, log1p, neg, negative, reciprocal, rsqrt,  # noqa: E402
+                           square)
 from . import functional, nn, optim  # noqa: E402
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
 from . import perf  # noqa: E402
@@ -61,6 +64,9 @@ __all__ = [
     "sqrt", "sum", "tanh", "tril", "triu",
     "int8", "int16", "long", "double", "half", "short",
     "GradcheckError", "gradcheck", "gradgradcheck", "profile", "trace",
+    # more of torch's names
+    "addmm",
+    "expm1", "log1p", "neg", "negative", "reciprocal", "rsqrt", "square",
 ]
 
 # torch's dtype names: tgx.long, tgx.float, ... (as torch.long, torch.float). Set last, since

@@ -176,6 +176,11 @@ def is_tensor(obj):
     return isinstance(obj, Tensor)
 
 
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """beta * input + alpha * (mat1 @ mat2) (input.addmm(mat1, mat2, beta=, alpha=))."""
+    return _tensor("addmm", input).addmm(mat1, mat2, beta=beta, alpha=alpha)
+
+
 # -- typed constructors (torch.LongTensor([1, 2]), torch.FloatTensor(2, 3)) -------------------
 
 def _typed(name, dtype):
