@@ -2120,6 +2120,90 @@ add(*(_twin(n, f"Tensor.{n}") for n in ("log1p", "expm1", "reciprocal", "square"
     _twin("addmm", "Tensor.addmm", lambda f, x, a, b, **kw: f(x, a, b, **kw)))
 
 
+# --- movement: t, swapdims, movedim, select, narrow, unbind, index_select, function forms ---
+
+def _movedim_kw(draw, s):
+    nd = len(s)
+    k = draw(st.integers(0, nd))
+    src = draw(st.permutations(range(nd)))[:k]
+    dst = draw(st.permutations(range(nd)))[:k]
+    neg = draw(st.booleans())
+    src = [d - nd if neg else d for d in src]
+    if k == 1 and draw(st.booleans()):
+        return {"source": src[0], "destination": dst[0]}
+    return {"source": tuple(src), "destination": list(dst)}
+
+
+def _select_kw(draw, s):
+    dim = draw(st.integers(-len(s), len(s) - 1))
+    n = s[dim]
+    return {"dim": dim, "index": draw(st.integers(-n, n - 1))}
+
+
+def _narrow_kw(draw, s):
+    dim = draw(st.integers(-len(s), len(s) - 1))
+    n = s[dim]
+    start = draw(st.integers(0, n))
+    length = draw(st.integers(0, n - start))
+    return {"dim": dim, "start": start - n if start < n and draw(st.booleans()) else start,
+            "length": length}
+
+
+def _index_select_kw(draw, s):
+    dim = draw(st.integers(-len(s), len(s) - 1))
+    n = s[dim]
+    idx = draw(st.lists(st.integers(0, n - 1), max_size=5)) if n else []
+    return {"dim": dim, "index": np.asarray(idx, dtype=draw(st.sampled_from((I64, I32))))}
+
+
+def _np_narrow(x, dim, start, length):
+    start = start % x.shape[dim] if start < 0 else start
+    return np.take(x, np.arange(start, start + length), axis=dim)
+
+
+add(
+    OpInfo("Tensor.t", lambda x: x.t(), ref=lambda x: x.T, samples=unary(max_dims=2), dtypes=ALL),
+    OpInfo("Tensor.swapdims", lambda x, d0, d1: x.swapdims(d0, d1),
+           ref=lambda x, d0, d1: np.swapaxes(x, d0, d1), samples=unary(kw=_pair_kw, min_dims=1),
+           dtypes=ALL),
+    OpInfo("Tensor.movedim", lambda x, source, destination: x.movedim(source, destination),
+           ref=lambda x, source, destination: np.moveaxis(x, source, destination),
+           samples=unary(kw=_movedim_kw, min_dims=1), dtypes=ALL),
+    OpInfo("Tensor.moveaxis", lambda x, source, destination: x.moveaxis(source, destination),
+           ref=lambda x, source, destination: np.moveaxis(x, source, destination),
+           samples=unary(kw=_movedim_kw, min_dims=1)),
+    OpInfo("Tensor.select", lambda x, dim, index: x.select(dim, index),
+           ref=lambda x, dim, index: np.take(x, index, axis=dim),
+           samples=unary(kw=_select_kw, min_dims=1, empty=False), dtypes=ALL),
+    OpInfo("Tensor.narrow", lambda x, dim, start, length: x.narrow(dim, start, length),
+           ref=_np_narrow, samples=unary(kw=_narrow_kw, min_dims=1), dtypes=ALL),
+    OpInfo("Tensor.unbind", lambda x, dim: x.unbind(dim),
+           ref=lambda x, dim: tuple(np.moveaxis(x, dim, 0)),
+           samples=unary(kw=_dim_kw, min_dims=1, empty=False), dtypes=ALL),
+    OpInfo("Tensor.index_select", lambda x, dim, index: x.index_select(dim, index),
+           ref=lambda x, dim, index: np.take(x, np.atleast_1d(index), axis=dim),
+           samples=unary(kw=_index_select_kw, min_dims=1), dtypes=ALL,
+           fixed=(S(_f64(2, 3), dim=0, index=np.array(1), desc="0d_index"),
+                  S(np.array(1.5), dim=0, index=np.array([0]), desc="0d_input",
+                    only=("torch", "gradcheck")))),
+)
+add(_twin("t", "Tensor.t"),
+    _twin("transpose", "Tensor.transpose", _call_dims),
+    _twin("swapaxes", "Tensor.swapaxes", _call_dims),
+    _twin("swapdims", "Tensor.swapdims", _call_dims),
+    _twin("movedim", "Tensor.movedim"), _twin("moveaxis", "Tensor.moveaxis"),
+    _twin("select", "Tensor.select"), _twin("narrow", "Tensor.narrow"),
+    _twin("unbind", "Tensor.unbind"), _twin("index_select", "Tensor.index_select"),
+    _twin("reshape", "Tensor.reshape", lambda f, x, shape: f(x, shape)),
+    _twin("permute", "Tensor.permute", lambda f, x, dims: f(x, dims)),
+    _twin("flatten", "Tensor.flatten", lambda f, x, start, end: f(x, start, end)),
+    _twin("squeeze", "Tensor.squeeze"),
+    _twin("squeeze", "Tensor.squeeze[dim]", lambda f, x, dim: f(x, dim), "[dim]"),
+    _twin("unsqueeze", "Tensor.unsqueeze", lambda f, x, dim: f(x, dim)),
+    _twin("split", "Tensor.split", lambda f, x, size, dim: f(x, size, dim)),
+    _twin("chunk", "Tensor.chunk", lambda f, x, chunks, dim: f(x, chunks, dim)))
+
+
 # ------------------------------------------------------------------------------------------
 # names in docs/api.md's op sections that are not ops (the coverage test skips only these)
 # ------------------------------------------------------------------------------------------

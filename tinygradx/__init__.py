@@ -33,7 +33,10 @@ from .tensor_functions import (BoolTensor, ByteTensor, DoubleTensor,  # noqa: E4
                                sum, tanh, tril, triu)
 from .math_methods import (ceil, cos, exp2, floor, isclose, isfinite, isinf,  # noqa: E402
                            isnan, lerp, log2, log10, logaddexp, round, sign, sin, trunc)
-from .tensor_functions import addmm  # noqa: E402
+from .tensor_functions import (addmm, chunk, flatten, moveaxis, movedim,  # noqa: E402
+                               narrow, permute, reshape, select, split, squeeze, swapaxes,
+                               swapdims, t, transpose, unbind, unsqueeze)
+from .tensor_index import index_select  # noqa: E402
 from .math_methods import (expm1, log1p, neg, negative, reciprocal, rsqrt,  # noqa: E402
                            square)
 from . import functional, nn, optim  # noqa: E402
@@ -65,7 +68,9 @@ __all__ = [
     "int8", "int16", "long", "double", "half", "short",
     "GradcheckError", "gradcheck", "gradgradcheck", "profile", "trace",
     # more of torch's names
-    "addmm",
+    "addmm", "chunk", "flatten", "moveaxis", "movedim", "narrow", "permute", "reshape", "select",
+    "split", "squeeze", "swapaxes", "swapdims", "t", "transpose", "unbind", "unsqueeze",
+    "index_select",
     "expm1", "log1p", "neg", "negative", "reciprocal", "rsqrt", "square",
 ]
 

@@ -1,7 +1,8 @@
 """torch's function forms of Tensor methods (`tgx.exp(x)` is `x.exp()`, `tgx.max(x, 1)` is
 `x.max(1)`), the functions that have no method twin here (`bmm`, `is_tensor`,
-`multinomial`'s function form) and the legacy typed constructors (`tgx.LongTensor([1, 2])`).
-All are re-exported by the package: `tgx.softmax(x, dim=-1)`.
+`multinomial`'s function form, `addmm`) and the legacy typed constructors
+(`tgx.LongTensor([1, 2])`). All are re-exported by the package: `tgx.softmax(x, dim=-1)`,
+`tgx.reshape(x, (2, 3))`.
 """
 from __future__ import annotations
 
@@ -156,6 +157,84 @@ def multinomial(input, num_samples, replacement=False):
     """num_samples category ids per row drawn with probabilities proportional to input's
     non-negative weights (1-d or 2-d); int64 (num_samples,) or (rows, num_samples)."""
     return _tensor("multinomial", input).multinomial(num_samples, replacement)
+
+
+# -- movement --------------------------------------------------------------------------------
+
+def reshape(input, shape):
+    """input.reshape(shape) (a view when the memory allows)."""
+    return _tensor("reshape", input).reshape(shape)
+
+
+def transpose(input, dim0, dim1):
+    """input with dims dim0 and dim1 swapped (a view)."""
+    return _tensor("transpose", input).transpose(dim0, dim1)
+
+
+swapdims = transpose
+
+
+def swapaxes(input, axis0, axis1):
+    """input with axes axis0 and axis1 swapped (a view), numpy's name for transpose."""
+    return _tensor("swapaxes", input).transpose(axis0, axis1)
+
+
+def t(input):
+    """The transpose of a 2-d tensor; a 0-d or 1-d one as it is."""
+    return _tensor("t", input).t()
+
+
+def permute(input, dims):
+    """input with its dims in the order `dims` (a view)."""
+    return _tensor("permute", input).permute(dims)
+
+
+def movedim(input, source, destination):
+    """input with the dims `source` moved to `destination` (ints or sequences)."""
+    return _tensor("movedim", input).movedim(source, destination)
+
+
+moveaxis = movedim
+
+
+def squeeze(input, dim=None):
+    """input without its size-1 dims (only those in dim, when given)."""
+    return _tensor("squeeze", input).squeeze(dim)
+
+
+def unsqueeze(input, dim):
+    """input with a new size-1 dim at dim."""
+    return _tensor("unsqueeze", input).unsqueeze(dim)
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    """input with the dims start_dim..end_dim merged into one."""
+    return _tensor("flatten", input).flatten(start_dim, end_dim)
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    """Pieces of split_size (the last may be smaller), or of the given section sizes."""
+    return _tensor("split", tensor).split(split_size_or_sections, dim)
+
+
+def chunk(input, chunks, dim=0):
+    """At most `chunks` pieces of equal size (the last may be smaller) along dim."""
+    return _tensor("chunk", input).chunk(chunks, dim)
+
+
+def unbind(input, dim=0):
+    """The slices along dim, that dim removed, as a tuple."""
+    return _tensor("unbind", input).unbind(dim)
+
+
+def select(input, dim, index):
+    """The slice at index along dim, that dim removed."""
+    return _tensor("select", input).select(dim, index)
+
+
+def narrow(input, dim, start, length):
+    """The `length` elements from `start` along dim (a view)."""
+    return _tensor("narrow", input).narrow(dim, start, length)
 
 
 # -- several tensors -------------------------------------------------------------------------

@@ -236,6 +236,86 @@ class ShapeMethods:
     def tril(self, diagonal=0):
         return movement.Tri.apply(self, diagonal=diagonal, upper=False)
 
+    # -- more of torch's movement (views through getitem and permute) ---------------------
+    def t(self):
+        """The transpose of a 2-d tensor; a 0-d or 1-d tensor as it is (a view), as torch."""
+        if self.ndim > 2:
+            raise OpError(f"t: expects a tensor with at most 2 dims, got shape {self.shape}; "
+                          f"use transpose(dim0, dim1) or mT")
+        return self.T
+
+    swapdims = transpose
+
+    def movedim(self, source, destination):
+        """Move the dims `source` (an int or a sequence) to the places `destination`; the
+        other dims keep their order (a permute, as torch.movedim)."""
+        src, dst = _dim_list(source), _dim_list(destination)
+        if len(src) != len(dst):
+            raise OpError(f"movedim: source {source!r} has {len(src)} dims but destination "
+                          f"{destination!r} has {len(dst)}")
+        nd = self.ndim
+        src = [check_dim("movedim", d, nd) for d in src]
+        dst = [check_dim("movedim", d, nd) for d in dst]
+        for name, dims, given in (("source", src, source), ("destination", dst, destination)):
+            if len(set(dims)) != len(dims):
+                raise OpError(f"movedim: repeated dim in {name} {given!r}")
+        if nd == 0:
+            return self.T
+        order = [None] * nd
+        for s, d in zip(src, dst, strict=True):
+            order[d] = s
+        rest = iter([i for i in range(nd) if i not in src])
+        return self.permute([o if o is not None else next(rest) for o in order])
+
+    moveaxis = movedim
+
+    def select(self, dim, index):
+        """The slice at `index` along dim, that dim removed (x.select(1, i) is x[:, i])."""
+        d, n = self._dim_size("select", dim)
+        i = _int_arg("select", "index", index)
+        if not -n <= i < n:
+            raise OpError(f"select: index {i} is out of range for dim {dim} of size {n} "
+                          f"(shape {self.shape})")
+        return self[(slice(None),) * d + (i,)]
+
+    def narrow(self, dim, start, length):
+        """The `length` elements from `start` along dim (a view; start may be negative)."""
+        d, n = self._dim_size("narrow", dim)
+        s, ln = _int_arg("narrow", "start", start), _int_arg("narrow", "length", length)
+        if not -n <= s <= n:
+            raise OpError(f"narrow: start {s} is out of range for dim {dim} of size {n} "
+                          f"(expected {-n}..{n})")
+        s = s + n if s < 0 else s
+        if ln < 0 or s + ln > n:
+            raise OpError(f"narrow: start {s} and length {ln} do not fit in dim {dim} of size "
+                          f"{n} (shape {self.shape})")
+        return self[(slice(None),) * d + (slice(s, s + ln),)]
+
+    def unbind(self, dim=0):
+        """The slices along dim, that dim removed, as a tuple (views sharing one gradient)."""
+        d, n = self._dim_size("unbind", dim)
+        return tuple(self[(slice(None),) * d + (i,)] for i in range(n))
+
+    def _dim_size(self, name, dim):
+        """(dim as a non-negative int, its size); a 0-d tensor has no dim to take."""
+        if self.ndim == 0:
+            raise OpError(f"{name}: needs a tensor with at least 1 dim, got a 0-d tensor")
+        d = check_dim(name, dim, self.ndim)
+        return d, self.shape[d]
+
+
+def _int_arg(name, arg, value):
+    """An int argument (a 0-d integer tensor too, as torch); bools and floats refused."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) and not (
+            isinstance(value, autograd.Tensor) and value.ndim == 0 and value.dtype.kind in "iu"):
+        raise OpError(f"{name}: {arg} must be an int, got {value!r}")
+    return int(value)
+
+
+def _dim_list(dims):
+    """movedim's source/destination: one int or a sequence of ints."""
+    return list(dims) if isinstance(dims, (tuple, list)) else [dims]
+
 
 def _zero_index():
     return autograd.Tensor._from_op(np.zeros((), dtype=np.int64), None)
