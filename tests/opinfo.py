@@ -2204,6 +2204,98 @@ add(_twin("t", "Tensor.t"),
     _twin("chunk", "Tensor.chunk", lambda f, x, chunks, dim: f(x, chunks, dim)))
 
 
+# --- reductions: norm, std/var with correction, prod, all, any as functions ----------------
+_INF = math.inf
+
+
+def _norm_kw(draw, s):
+    p = draw(st.sampled_from((2, 1, 3, 2.5, _INF, -_INF, "fro")))
+    dim = dims(draw, len(s))
+    if p == "fro" and isinstance(dim, tuple) and len(dim) > 2:
+        dim = dim[:2]
+    return {"p": p, "dim": dim, "keepdim": draw(st.booleans())}
+
+
+def np_norm(x, p="fro", dim=None, keepdim=False):
+    ax, a = _ax(dim, x), np.abs(x)
+    if p in ("fro", 2):
+        return np.sqrt((a * a).sum(axis=ax, keepdims=keepdim))
+    if abs(p) == _INF:
+        return (np.max if p > 0 else np.min)(a, axis=ax, keepdims=keepdim)
+    return ((a ** p).sum(axis=ax, keepdims=keepdim)) ** (1 / p)
+
+
+_ZERO_ROW = np.array([[0.0, 0.0, 0.0], [1.0, -2.0, 0.5]])
+add(
+    OpInfo("Tensor.norm", lambda x, p, dim, keepdim: x.norm(p, dim, keepdim), ref=np_norm,
+           samples=unary(kw=_norm_kw, avoid=(0,), empty=False),
+           # a zero vector: the gradient is 0, as torch's (finite differences see a kink)
+           fixed=tuple(S(_ZERO_ROW, p=p, dim=1, keepdim=False, desc=f"zero_row_p{p}",
+                         only=("numpy", "torch")) for p in (2, 1, 3, _INF, "fro")) +
+           (S(np.zeros((0, 3)), p=2, dim=None, keepdim=False, desc="size0",
+              only=("numpy", "torch")),)),
+    OpInfo("Tensor.norm[dtype]", lambda x: x.norm(dtype=tgx.float64),
+           torch_op=lambda x: x.norm(dtype=torch.float64),
+           ref=lambda x: np.sqrt((x.astype(np.float64) ** 2).sum()), samples=unary(),
+           dtypes=(F32,), api=("Tensor.norm",)),
+    OpInfo("Tensor.std[correction]", lambda x, dim=None, correction=1, keepdim=False:
+           x.std(dim, correction=correction, keepdim=keepdim),
+           ref=lambda x, dim=None, correction=1, keepdim=False: np.std(
+               x, axis=_ax(dim, x), ddof=correction, keepdims=keepdim),
+           samples=unary(min_side=3, min_dims=1, empty=False, kw=lambda d, s: dict(
+               _red_kw()(d, s), correction=d(st.sampled_from((0, 1, 2))))),
+           api=("Tensor.std",)),
+)
+add(_twin("norm", "Tensor.norm", lambda f, x, p, dim, keepdim: f(x, p, dim, keepdim)),
+    _twin("std", "Tensor.std"), _twin("var", "Tensor.var"),
+    _twin("std", "Tensor.std[correction]", suffix="[correction]"),
+    _twin("var", "Tensor.var[correction]", suffix="[correction]"),
+    _twin("prod", "Tensor.prod", lambda f, x, dim=None, keepdim=False: f(x) if dim is None
+          else f(x, dim, keepdim)),
+    _twin("all", "Tensor.all"), _twin("any", "Tensor.any"),
+    _twin("all", "Tensor.all[dim]", suffix="[dim]"),
+    _twin("any", "Tensor.any[dim]", suffix="[dim]"))
+
+
+# --- outer, linspace, logspace ------------------------------------------------------------
+def _outer_sample(draw, dt):
+    return Sample((array(draw, (draw(st.integers(0, 4)),), dt),
+                   array(draw, (draw(st.integers(0, 4)),), dt)))
+
+
+_SPACE = st.fixed_dictionaries({"start": st.sampled_from((0, -3, 2.5, 1)),
+                                "end": st.sampled_from((1, 10, -1.25, 2.5)),
+                                "steps": st.integers(0, 9)})
+add(
+    OpInfo("tgx.outer", tgx.outer, torch_op=lambda a, b: torch.outer(a, b), ref=np.outer,
+           samples=family(_outer_sample), dtypes=NUMERIC,
+           fixed=(S(_ints[0], _f64(3).astype(np.float32), desc="int64_float32"),)),
+    OpInfo("tgx.linspace", lambda start, end, steps: tgx.linspace(start, end, steps),
+           torch_op=lambda start, end, steps: torch.linspace(start, end, steps),
+           ref=lambda start, end, steps: np.linspace(start, end, steps).astype(np.float32),
+           samples=none(_SPACE), grad=False, grad_reason=_CONST),
+    OpInfo("tgx.linspace[dtype]", lambda start, end, steps, dtype: tgx.linspace(
+        start, end, steps, dtype=dtype),
+           torch_op=lambda start, end, steps, dtype: torch.linspace(start, end, steps,
+                                                                    dtype=tdtype(dtype)),
+           # integer dtypes: exact values here, torch's floating-point ones may be one less
+           # where a value is an integer (tests/test_more_torch.py), so fixed cases only
+           samples=lambda dtypes: st.sampled_from([
+               S(start=0, end=10, steps=5, dtype=I64, desc="int64"),
+               S(start=-3, end=2.5, steps=7, dtype=I64, desc="int64_float_end"),
+               S(start=5, end=-5, steps=9, dtype=I32, desc="int32_down"),
+               S(start=0, end=1, steps=5, dtype=F64, desc="float64")]),
+           grad=False, grad_reason=_CONST, api=("tgx.linspace",)),
+    OpInfo("tgx.logspace", lambda start, end, steps, base: tgx.logspace(start, end, steps, base),
+           torch_op=lambda start, end, steps, base: torch.logspace(start, end, steps, base),
+           ref=lambda start, end, steps, base: np.logspace(start, end, steps, base=base).astype(
+               np.float32),
+           samples=none(_SPACE.map(lambda kw: dict(kw, end=min(kw["end"], 3))).flatmap(
+               lambda kw: st.sampled_from((10.0, 2.0, 0.5)).map(lambda b: dict(kw, base=b)))),
+           rtol32=1e-5, grad=False, grad_reason=_CONST),
+)
+
+
 # ------------------------------------------------------------------------------------------
 # names in docs/api.md's op sections that are not ops (the coverage test skips only these)
 # ------------------------------------------------------------------------------------------
@@ -2227,6 +2319,8 @@ NOT_OPS = {
     "tgx.device", "Tensor.device", "Tensor.is_cuda", "Tensor.is_contiguous", "tgx.is_tensor",
     "tgx.numel", "tgx.int8", "tgx.int16", "tgx.long", "tgx.float", "tgx.double", "tgx.half",
     "tgx.int", "tgx.short", "tgx.bool",
+    # predicates with a Python bool result (tests/test_more_torch.py, against torch)
+    "tgx.allclose", "tgx.equal",
 }
 
 

@@ -1,10 +1,12 @@
 """torch's function forms of Tensor methods (`tgx.exp(x)` is `x.exp()`, `tgx.max(x, 1)` is
 `x.max(1)`), the functions that have no method twin here (`bmm`, `is_tensor`,
-`multinomial`'s function form, `addmm`) and the legacy typed constructors
-(`tgx.LongTensor([1, 2])`). All are re-exported by the package: `tgx.softmax(x, dim=-1)`,
-`tgx.reshape(x, (2, 3))`.
+`multinomial`'s function form, `outer`, `addmm`, `allclose`, `equal`) and the legacy typed
+constructors (`tgx.LongTensor([1, 2])`). All are re-exported by the package:
+`tgx.softmax(x, dim=-1)`, `tgx.reshape(x, (2, 3))`.
 """
 from __future__ import annotations
+
+import builtins
 
 import numpy as np
 
@@ -159,6 +161,37 @@ def multinomial(input, num_samples, replacement=False):
     return _tensor("multinomial", input).multinomial(num_samples, replacement)
 
 
+def std(input, dim=None, unbiased=True, keepdim=False, *, correction=None):
+    """The standard deviation (over dim); unbiased=True or correction=1 divides by N-1;
+    std(input, False) is unbiased=False, as torch."""
+    return _tensor("std", input).std(dim, unbiased, keepdim, correction=correction)
+
+
+def var(input, dim=None, unbiased=True, keepdim=False, *, correction=None):
+    """The variance (over dim); unbiased=True or correction=1 divides by N-1."""
+    return _tensor("var", input).var(dim, unbiased, keepdim, correction=correction)
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    """The product of all elements, or along one dim; dtype= casts the input first."""
+    return _cast(_tensor("prod", input), dtype).prod(dim, keepdim)
+
+
+def all(input, dim=None, keepdim=False):
+    """True where every element (along dim: an int or a tuple) is non-zero; bool."""
+    return _tensor("all", input).all(dim, keepdim)
+
+
+def any(input, dim=None, keepdim=False):
+    """True where any element (along dim: an int or a tuple) is non-zero; bool."""
+    return _tensor("any", input).any(dim, keepdim)
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """The vector p-norm (p = 'fro', 2, 1, inf, -inf or a number >= 1) over dim."""
+    return _tensor("norm", input).norm(p, dim, keepdim, dtype)
+
+
 # -- movement --------------------------------------------------------------------------------
 
 def reshape(input, shape):
@@ -255,9 +288,31 @@ def is_tensor(obj):
     return isinstance(obj, Tensor)
 
 
+def outer(input, vec2):
+    """The outer product of two 1-d tensors: (n,), (m,) -> (n, m), promoted as `*`."""
+    a, b = _tensor("outer", input), _tensor("outer", vec2)
+    if a.ndim != 1 or b.ndim != 1:
+        raise OpError(f"outer: expects two 1-d tensors, got shapes {a.shape} and {b.shape}")
+    return a.unsqueeze(1) * b.unsqueeze(0)
+
+
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """beta * input + alpha * (mat1 @ mat2) (input.addmm(mat1, mat2, beta=, alpha=))."""
     return _tensor("addmm", input).addmm(mat1, mat2, beta=beta, alpha=alpha)
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """True if every |input - other| <= atol + rtol * |other| (broadcasting): a Python bool,
+    as torch.allclose."""
+    return bool(_tensor("allclose", input).isclose(_tensor("allclose", other), rtol=rtol,
+                                                    atol=atol, equal_nan=equal_nan).all())
+
+
+def equal(input, other):
+    """True if the two tensors have the same shape and the same values (compared in the
+    promoted dtype; NaN is unequal to itself): a Python bool, as torch.equal."""
+    a, b = _tensor("equal", input), _tensor("equal", other)
+    return a.shape == b.shape and bool((a == b).all())
 
 
 # -- typed constructors (torch.LongTensor([1, 2]), torch.FloatTensor(2, 3)) -------------------
@@ -267,7 +322,8 @@ def _typed(name, dtype):
         check_device(name, device)
         if not args:
             return Tensor(np.empty((0,), dtype))
-        if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args):
+        if builtins.all(isinstance(a, (int, np.integer)) and not isinstance(a, bool)
+                        for a in args):
             return Tensor(np.zeros(args, dtype))         # sizes (torch leaves it uninitialised)
         if len(args) != 1:
             raise TypeError(f"{name}: expected sizes (ints) or one sequence of data, got "

@@ -84,13 +84,17 @@ class ShapeMethods:
             return _zero_index()
         return autograd.Tensor._from_op(np.argmin(self._data, axis=dim, keepdims=keepdim), None)
 
-    def var(self, dim=None, unbiased=True, keepdim=False, correction=None):
-        """Variance; unbiased=True divides by N-1 (PyTorch's default), or give correction."""
+    def var(self, dim=None, unbiased=True, keepdim=False, *, correction=None):
+        """Variance; unbiased=True divides by N-1 (PyTorch's default), or give correction.
+        As torch, a bool first argument is `unbiased` (x.var(False))."""
+        if isinstance(dim, bool):
+            dim, unbiased = None, dim
         corr = (1 if unbiased else 0) if correction is None else correction
         return ops_reduce.Var.apply(self, dim=dim, correction=corr, keepdim=keepdim)
 
-    def std(self, dim=None, unbiased=True, keepdim=False):
-        return self.var(dim, unbiased, keepdim).sqrt()
+    def std(self, dim=None, unbiased=True, keepdim=False, *, correction=None):
+        """The square root of var(...) (the same arguments)."""
+        return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
 
     def logsumexp(self, dim, keepdim=False):
         return ops_reduce.LogSumExp.apply(self, dim=dim, keepdim=keepdim)
@@ -236,7 +240,7 @@ class ShapeMethods:
     def tril(self, diagonal=0):
         return movement.Tri.apply(self, diagonal=diagonal, upper=False)
 
-    # -- more of torch's movement (views through getitem and permute) ---------------------
+    # -- more of torch's movement and norms (views through getitem and permute) -----------
     def t(self):
         """The transpose of a 2-d tensor; a 0-d or 1-d tensor as it is (a view), as torch."""
         if self.ndim > 2:
@@ -302,6 +306,43 @@ class ShapeMethods:
             raise OpError(f"{name}: needs a tensor with at least 1 dim, got a 0-d tensor")
         d = check_dim(name, dim, self.ndim)
         return d, self.shape[d]
+
+    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+        """The vector p-norm over dim (every element when dim is None), as torch.norm: p is
+        'fro' or 2 (Euclidean), 1, inf (the largest |x|), -inf (the smallest) or any number
+        >= 1. dtype= casts first. The gradient at a zero vector is 0, as torch's."""
+        x = self if dtype is None else self.to(dtype)
+        if x.dtype.kind != "f":
+            raise TypeError(f"norm: needs a floating-point tensor, got {x.dtype} (convert it "
+                            f"with .float(), or pass dtype=)")
+        if isinstance(dim, (tuple, list)):
+            dim = tuple(dim) or None                 # torch: dim=() is every dim
+        if dim is not None:
+            _named_axes("norm", dim, x.ndim)
+        if isinstance(p, str) and p == "fro":
+            if isinstance(dim, tuple) and len(dim) > 2:
+                raise OpError(f"norm: p='fro' takes one dim or two (a matrix), got dim {dim}")
+            p = 2
+        if isinstance(p, (bool, str)) or not isinstance(p, (int, float, np.integer,
+                                                             np.floating)) or not (
+                abs(p) == math.inf or p >= 1):
+            hint = " (the nuclear norm needs singular values, which tinygradx does not " \
+                   "compute)" if p == "nuc" else ""
+            raise ValueError(f"norm: p must be 'fro', inf, -inf or a number >= 1, got "
+                             f"{p!r}{hint}")
+        if abs(p) == math.inf:
+            a = x.abs()
+            return a.amax(dim, keepdim) if p > 0 else a.amin(dim, keepdim)
+        if p == 1:
+            return x.abs().sum(dim, keepdim)
+        s = (x * x if p == 2 else x.abs() ** p).sum(dim, keepdim)
+        zero = s._data == 0
+        if not zero.any():
+            return s.sqrt() if p == 2 else s ** (1 / p)
+        # the root's slope is infinite at 0: take it at 1 there and put the 0 back, so a zero
+        # vector gets the zero gradient torch gives it (and a graph that differentiates again)
+        s = s.masked_fill(zero, 1.0)
+        return (s.sqrt() if p == 2 else s ** (1 / p)).masked_fill(zero, 0.0)
 
 
 def _int_arg(name, arg, value):
