@@ -2319,6 +2319,9 @@ NOT_OPS = {
     "tgx.device", "Tensor.device", "Tensor.is_cuda", "Tensor.is_contiguous", "tgx.is_tensor",
     "tgx.numel", "tgx.int8", "tgx.int16", "tgx.long", "tgx.float", "tgx.double", "tgx.half",
     "tgx.int", "tgx.short", "tgx.bool",
+    # switches, dtype limits and the default dtype, Size (tests/test_more_torch.py)
+    "tgx.set_grad_enabled", "tgx.inference_mode", "tgx.finfo", "tgx.iinfo",
+    "tgx.get_default_dtype", "tgx.set_default_dtype", "tgx.Size",
     # predicates with a Python bool result (tests/test_more_torch.py, against torch)
     "tgx.allclose", "tgx.equal",
 }

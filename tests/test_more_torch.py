@@ -1,4 +1,5 @@
 """More of PyTorch's names, beyond the op-info table (tests/opinfo.py holds every op): the
+switches set_grad_enabled and inference_mode, finfo/iinfo and the default dtype, Size, the
 predicates allclose and equal, the argument forms torch's functions take and the one-line
 errors of the new ops, checked against torch where it is installed."""
 import numpy as np
@@ -12,6 +13,195 @@ except ImportError:
     torch = None
 
 needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
+
+
+# -- set_grad_enabled, inference_mode --------------------------------------------------------
+
+def _records():
+    return (tgx.ones(2, requires_grad=True) * 2).requires_grad
+
+
+def test_set_grad_enabled_as_a_call_takes_effect_and_stays():
+    assert tgx.is_grad_enabled()
+    try:
+        tgx.set_grad_enabled(False)
+        assert not tgx.is_grad_enabled() and not _records()
+        tgx.set_grad_enabled(True)
+        assert tgx.is_grad_enabled() and _records()
+    finally:
+        tgx.set_grad_enabled(True)
+
+
+def test_set_grad_enabled_as_a_block_puts_the_mode_back():
+    with tgx.set_grad_enabled(False):
+        assert not _records()
+        with tgx.set_grad_enabled(True):
+            assert _records()
+        assert not _records()
+    assert _records()
+    with tgx.no_grad():
+        with tgx.set_grad_enabled(True):
+            assert _records()
+        assert not _records()
+    with pytest.raises(ValueError):
+        with tgx.set_grad_enabled(False):
+            raise ValueError("inside")
+    assert tgx.is_grad_enabled()
+
+
+def test_set_grad_enabled_as_a_decorator_changes_nothing_until_called():
+    @tgx.set_grad_enabled(False)
+    def f():
+        return tgx.is_grad_enabled()
+
+    assert tgx.is_grad_enabled()
+    assert f() is False and tgx.is_grad_enabled()
+    with tgx.no_grad():
+        assert tgx.set_grad_enabled(True)(tgx.is_grad_enabled)() is True
+        assert not tgx.is_grad_enabled()
+
+
+def test_set_grad_enabled_refuses_a_mode_that_is_not_a_bool():
+    with pytest.raises(TypeError, match="set_grad_enabled: mode must be True or False"):
+        tgx.set_grad_enabled("no")
+    assert tgx.is_grad_enabled()
+
+
+@needs_torch
+def test_set_grad_enabled_follows_torch_step_by_step():
+    def run(lib):
+        seen = [lib.is_grad_enabled()]
+        with lib.set_grad_enabled(False):
+            seen.append(lib.is_grad_enabled())
+        seen.append(lib.is_grad_enabled())
+        deco = lib.set_grad_enabled(False)
+        seen.append(lib.is_grad_enabled())           # a call: off at once
+        lib.set_grad_enabled(True)
+        g = deco(lib.is_grad_enabled)
+        seen += [g(), lib.is_grad_enabled()]
+        return seen
+    assert run(tgx) == run(torch)
+
+
+def test_inference_mode_is_no_grad():
+    with tgx.inference_mode():
+        assert not _records()
+    with tgx.inference_mode(False):
+        assert _records()
+    with tgx.no_grad(), tgx.inference_mode(False):
+        assert not _records()                         # mode=False changes nothing
+
+    @tgx.inference_mode()
+    def called():
+        return tgx.is_grad_enabled()
+
+    @tgx.inference_mode
+    def bare():
+        return tgx.is_grad_enabled()
+
+    assert called() is False and bare() is False and tgx.is_grad_enabled()
+    assert bare.__name__ == "bare"
+    mode = tgx.inference_mode()
+    with mode:
+        with mode:                                    # the same object, nested
+            assert not tgx.is_grad_enabled()
+        assert not tgx.is_grad_enabled()
+    assert tgx.is_grad_enabled()
+    with pytest.raises(TypeError, match="inference_mode: mode must be True or False"):
+        tgx.inference_mode(1)
+
+
+# -- finfo, iinfo, the default dtype ---------------------------------------------------------
+
+FLOAT_DTYPES = ["float16", "float32", "float64"]
+INT_DTYPES = ["uint8", "int8", "int16", "int32", "int64"]
+
+
+@needs_torch
+@pytest.mark.parametrize("name", FLOAT_DTYPES)
+def test_finfo_as_torch(name):
+    mine, theirs = tgx.finfo(getattr(tgx, name)), torch.finfo(getattr(torch, name))
+    for attr in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype"):
+        assert getattr(mine, attr) == getattr(theirs, attr), attr
+        assert type(getattr(mine, attr)) is type(getattr(theirs, attr)), attr
+    assert tgx.finfo(name) == mine and tgx.finfo(np.dtype(name)) == mine
+
+
+@needs_torch
+def test_finfo_default_is_float32_and_repr_as_torch():
+    assert tgx.finfo() == tgx.finfo(tgx.float32)
+    assert repr(tgx.finfo()) == repr(torch.finfo())
+    assert tgx.finfo(tgx.float32).eps == 2.0 ** -23
+
+
+@needs_torch
+@pytest.mark.parametrize("name", INT_DTYPES)
+def test_iinfo_as_torch(name):
+    mine, theirs = tgx.iinfo(getattr(tgx, name)), torch.iinfo(getattr(torch, name))
+    for attr in ("bits", "min", "max", "dtype"):
+        assert getattr(mine, attr) == getattr(theirs, attr), attr
+        assert type(getattr(mine, attr)) is type(getattr(theirs, attr)), attr
+
+
+def test_finfo_and_iinfo_refuse_the_other_kind():
+    with pytest.raises(TypeError, match="finfo: needs a floating-point dtype, got int64"):
+        tgx.finfo(tgx.int64)
+    with pytest.raises(TypeError, match="iinfo: needs an integer dtype, got float32"):
+        tgx.iinfo(tgx.float32)
+    with pytest.raises(TypeError, match="iinfo: needs an integer dtype, got bool"):
+        tgx.iinfo(tgx.bool)
+    with pytest.raises(TypeError, match="unknown dtype"):
+        tgx.finfo("float128")
+
+
+def test_default_dtype_is_float32_and_fixed():
+    assert tgx.get_default_dtype() is tgx.float32
+    assert tgx.tensor(1.5).dtype == tgx.get_default_dtype()
+    tgx.set_default_dtype(tgx.float32)                # the default itself: accepted
+    tgx.set_default_dtype("float32")
+    with pytest.raises(NotImplementedError, match=r"set_default_dtype\(float64\): tinygradx's "
+                                                  r"default dtype is always float32.*dtype="):
+        tgx.set_default_dtype(tgx.float64)
+    with pytest.raises(NotImplementedError, match="float16"):
+        tgx.set_default_dtype(tgx.float16)
+    with pytest.raises(TypeError, match="only a floating-point dtype can be the default"):
+        tgx.set_default_dtype(tgx.int64)
+    assert tgx.tensor(1.5).dtype == np.float32
+
+
+@needs_torch
+def test_default_dtype_compares_as_torch():
+    assert (tgx.get_default_dtype() == tgx.float32) == (torch.get_default_dtype() ==
+                                                        torch.float32)
+
+
+# -- Size ------------------------------------------------------------------------------------
+
+def test_size_is_a_tuple_of_ints():
+    s = tgx.Size([2, 3, 4])
+    assert isinstance(s, tuple) and s == (2, 3, 4) and s.numel() == 24
+    assert tgx.Size().numel() == 1 and tgx.Size() == ()
+    assert type(s[1:]) is tgx.Size and s[1:] == (3, 4) and s[-1] == 4
+    assert type(s + (5,)) is tgx.Size and type((1,) + s) is tgx.Size and (1,) + s == (1, 2, 3, 4)
+    assert repr(s) == "Size([2, 3, 4])"
+    assert tgx.Size([np.int64(2), tgx.tensor(3)]) == (2, 3)
+    x = tgx.zeros(2, 3)
+    assert x.shape == tgx.Size([2, 3]) and x.size() == tgx.Size([2, 3])
+    assert x.view(tgx.Size([3, 2])).shape == (3, 2)
+    assert tgx.zeros(tgx.Size([2, 3])).shape == (2, 3)
+    assert type(x.shape) is tuple                     # shapes stay plain tuples (design.md)
+    with pytest.raises(TypeError, match=r"Size: takes ints, got 2\.5"):
+        tgx.Size([2.5])
+    with pytest.raises(TypeError, match="Size: takes ints, got True"):
+        tgx.Size([True])
+
+
+@needs_torch
+def test_size_as_torch():
+    for sizes in ([2, 3], [], [0, 4]):
+        mine, theirs = tgx.Size(sizes), torch.Size(sizes)
+        assert mine == theirs and mine.numel() == theirs.numel()
+        assert tuple(mine[1:]) == tuple(theirs[1:]) and tuple(mine + (7,)) == tuple(theirs + (7,))
 
 
 # -- allclose, equal -------------------------------------------------------------------------

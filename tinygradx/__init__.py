@@ -41,6 +41,9 @@ from .tensor_index import index_select  # noqa: E402
 from .math_methods import (expm1, log1p, neg, negative, reciprocal, rsqrt,  # noqa: E402
                            square)
 from .creation import linspace, logspace  # noqa: E402
+from .grad_mode import inference_mode, set_grad_enabled  # noqa: E402
+from .dtypes import finfo, get_default_dtype, iinfo, set_default_dtype  # noqa: E402
+from .dims import Size  # noqa: E402
 from . import functional, nn, optim  # noqa: E402
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
 from . import perf  # noqa: E402
@@ -74,7 +77,8 @@ __all__ = [
     "narrow", "norm", "outer", "permute", "prod", "reshape", "select", "split", "squeeze", "std",
     "swapaxes", "swapdims", "t", "transpose", "unbind", "unsqueeze", "var", "index_select",
     "expm1", "log1p", "neg", "negative", "reciprocal", "rsqrt", "square", "linspace",
-    "logspace",
+    "logspace", "inference_mode", "set_grad_enabled", "finfo", "get_default_dtype", "iinfo",
+    "set_default_dtype", "Size",
 ]
 
 # torch's dtype names: tgx.long, tgx.float, ... (as torch.long, torch.float). Set last, since
