@@ -2296,6 +2296,92 @@ add(
 )
 
 
+# --- F.pad, F.normalize, F.cosine_similarity -------------------------------------------------
+_NP_PAD = {"constant": "constant", "reflect": "reflect", "replicate": "edge",
+           "circular": "wrap"}
+
+
+def np_pad(x, pad, mode="constant", value=None):
+    for i in range(len(pad) // 2):               # crop first (negative amounts)
+        d = x.ndim - 1 - i
+        lo, hi = max(-pad[2 * i], 0), x.shape[d] - max(-pad[2 * i + 1], 0)
+        x = np.take(x, np.arange(lo, hi), axis=d)
+    width = [(0, 0)] * x.ndim
+    for i in range(len(pad) // 2):
+        width[x.ndim - 1 - i] = (max(pad[2 * i], 0), max(pad[2 * i + 1], 0))
+    if mode == "constant":
+        return np.pad(x, width, constant_values=np.asarray(value or 0).astype(x.dtype))
+    return np.pad(x, width, mode=_NP_PAD[mode])
+
+
+def _pad_family(mode):
+    def build(draw, dt):
+        if mode == "constant":
+            s = shape(draw, 1, 4)
+            k = draw(st.integers(1, len(s)))
+            amounts = []
+            for i in range(k):
+                n = s[len(s) - 1 - i]
+                left = draw(st.integers(-n, 3))
+                amounts += [left, draw(st.integers(-(n - max(-left, 0)), 3))]
+            kw = {"pad": tuple(amounts), "mode": mode}
+            if draw(st.booleans()):
+                kw["value"] = draw(st.sampled_from((1.5, -2.0, 0.0)))
+            return Sample((array(draw, s, dt),), kw)
+        k = draw(st.integers(1, 3))
+        s = shape(draw, k + 1, k + 2, min_side=2, empty=False)
+        amounts = []
+        for i in range(k):
+            n = s[len(s) - 1 - i]
+            top = n - 1 if mode == "reflect" else n if mode == "circular" else 3
+            amounts += [draw(st.integers(0, top)), draw(st.integers(0, top))]
+        return Sample((array(draw, s, dt),), {"pad": tuple(amounts), "mode": mode})
+    return family(build)
+
+
+def _normalize_kw(draw, s):
+    return {"p": draw(st.sampled_from((2.0, 1, 3, _INF))),
+            "dim": draw(st.integers(-len(s), len(s) - 1))}
+
+
+def np_normalize(x, p=2.0, dim=1, eps=1e-12):
+    return x / np.maximum(np_norm(x, p, dim, keepdim=True), eps)
+
+
+def _cos_sample(draw, dt):
+    sa, sb = broadcast_shapes(draw, 2, empty=False)
+    nd = max(len(sa), len(sb), 1)
+    return Sample((array(draw, sa, dt), array(draw, sb, dt)),
+                  {"dim": draw(st.integers(-nd, nd - 1))})
+
+
+def np_cosine_similarity(a, b, dim=1, eps=1e-8):
+    a, b = np.broadcast_arrays(a, b)
+    if a.ndim == 0:
+        a, b = a.reshape(1), b.reshape(1)
+    na = np.maximum(np_norm(a, 2, dim, keepdim=True), eps)
+    nb = np.maximum(np_norm(b, 2, dim, keepdim=True), eps)
+    return (a / na * (b / nb)).sum(axis=dim).reshape(np.broadcast_shapes(a.shape, b.shape)[
+        :dim % a.ndim] + np.broadcast_shapes(a.shape, b.shape)[dim % a.ndim + 1:])
+
+
+add(*(OpInfo(f"F.pad[{m}]" if m != "constant" else "F.pad",
+             lambda x, **kw: F.pad(x, **kw), torch_op=lambda x, **kw: TF.pad(x, **kw),
+             ref=np_pad, samples=_pad_family(m), dtypes=NUMERIC if m == "constant" else FLOATS,
+             api=("F.pad",)) for m in ("constant", "reflect", "replicate", "circular")),
+    OpInfo("F.normalize", lambda x, **kw: F.normalize(x, **kw),
+           torch_op=lambda x, **kw: TF.normalize(x, **kw), ref=np_normalize,
+           samples=unary(kw=_normalize_kw, min_dims=1, avoid=(0,), empty=False),
+           fixed=(S(_ZERO_ROW, p=2.0, dim=1, desc="zero_row", only=("numpy", "torch")),)),
+    OpInfo("F.cosine_similarity", lambda a, b, **kw: F.cosine_similarity(a, b, **kw),
+           torch_op=lambda a, b, **kw: TF.cosine_similarity(a, b, **kw),
+           ref=np_cosine_similarity, samples=family(_cos_sample),
+           fixed=(S(_ZERO_ROW, _f64(2, 3), dim=1, desc="zero_row", only=("numpy", "torch")),
+                  S(_ZERO_ROW * 1e-9, _f64(2, 3), dim=1, eps=1e-6, desc="below_eps",
+                    only=("numpy", "torch")),
+                  S(_f64(2, 3).astype(np.float32), _f64(3), dim=-1, desc="f32_f64"))),
+)
+
 # ------------------------------------------------------------------------------------------
 # names in docs/api.md's op sections that are not ops (the coverage test skips only these)
 # ------------------------------------------------------------------------------------------

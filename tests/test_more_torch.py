@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import tinygradx as tgx
+import tinygradx.functional as F
 
 try:
     import torch
@@ -355,3 +356,37 @@ def test_errors_name_the_op(call, kind, pattern):
     with pytest.raises(kind, match=pattern) as e:
         call()
     assert "\n" not in str(e.value)
+
+
+F_ERRORS = [
+    (lambda: F.pad(tgx.zeros(2, 3), (1,)), ValueError, r"pad: needs two amounts"),
+    (lambda: F.pad(tgx.zeros(2, 3), (1, 1, 1, 1, 1, 1)), ValueError,
+     r"pad: 6 amounts pad 3 dims, but the input has only 2"),
+    (lambda: F.pad(tgx.zeros(2, 3), (1.0, 1)), TypeError, r"pad: pad must be a sequence of ints"),
+    (lambda: F.pad(tgx.zeros(2, 3), (1, 1), mode="wrap"), ValueError,
+     r"pad: mode must be one of 'constant', 'reflect', 'replicate', 'circular'"),
+    (lambda: F.pad(tgx.zeros(2, 3), (-2, -2)), tgx.OpError,
+     r"pad: cropping \(-2, -2\) from dim 1 of size 3"),
+    (lambda: F.pad(tgx.zeros(1, 2, 3), (3, 0), mode="reflect"), tgx.OpError,
+     r"pad: reflect amounts must be smaller than the dim"),
+    (lambda: F.pad(tgx.zeros(1, 2, 3), (4, 0), mode="circular"), tgx.OpError,
+     r"pad: circular amounts must be at most the size"),
+    (lambda: F.pad(tgx.zeros(1, 2, 3), (1, 1), mode="reflect", value=1.0), ValueError,
+     r"pad: mode 'reflect' takes no value"),
+    (lambda: F.pad(tgx.zeros(1, 2, 3), (-1, 1), mode="replicate"), tgx.OpError,
+     r"pad: negative amounts \(cropping\) are supported in constant mode only"),
+    (lambda: F.pad(tgx.zeros(6), (1, 1), mode="replicate"), tgx.OpError,
+     r"pad: mode 'replicate' pads the last 1, 2 or 3 dims"),
+    (lambda: F.pad(tgx.zeros(1, 2, 3), (1, 1, 1, 1, 1, 1), mode="circular"), tgx.OpError,
+     r"pad: mode 'circular' pads the last 1, 2 or 3 dims"),
+    (lambda: F.cosine_similarity(tgx.tensor([1, 2]), tgx.tensor([1, 2]), dim=0), TypeError,
+     r"cosine_similarity: needs floating-point tensors"),
+    (lambda: F.cosine_similarity(tgx.zeros(2, 3), tgx.zeros(2, 4)), tgx.OpError,
+     r"cosine_similarity: shapes \(2, 3\) and \(2, 4\) do not broadcast"),
+    (lambda: F.normalize(tgx.zeros(3)), tgx.OpError, r"norm: dim 1 is out of range"),
+]
+
+
+@pytest.mark.parametrize("call,kind,pattern", F_ERRORS, ids=[p[:40] for _, _, p in F_ERRORS])
+def test_functional_errors_name_the_op(call, kind, pattern):
+    test_errors_name_the_op(call, kind, pattern)
