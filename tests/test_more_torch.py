@@ -1,11 +1,13 @@
 """More of PyTorch's names, beyond the op-info table (tests/opinfo.py holds every op): the
 switches set_grad_enabled and inference_mode, finfo/iinfo and the default dtype, Size, the
-predicates allclose and equal, the argument forms torch's functions take and the one-line
-errors of the new ops, checked against torch where it is installed."""
+predicates allclose and equal, the one-line errors of the new ops, and every name through the
+compat layer (`import torch` giving the look-alike), checked against torch where it is
+installed."""
 import numpy as np
 import pytest
 
 import tinygradx as tgx
+import tinygradx.compat as compat
 import tinygradx.functional as F
 
 try:
@@ -390,3 +392,90 @@ F_ERRORS = [
 @pytest.mark.parametrize("call,kind,pattern", F_ERRORS, ids=[p[:40] for _, _, p in F_ERRORS])
 def test_functional_errors_name_the_op(call, kind, pattern):
     test_errors_name_the_op(call, kind, pattern)
+
+
+# -- through the compat layer: `import torch` gives the look-alike --------------------------
+
+TORCH_NAMES = [
+    "set_grad_enabled", "inference_mode", "finfo", "iinfo", "outer", "linspace", "logspace",
+    "rsqrt", "allclose", "equal", "get_default_dtype", "set_default_dtype", "Size", "std", "var",
+    "prod", "all", "any", "reshape", "transpose", "squeeze", "unsqueeze", "flatten", "permute",
+    "chunk", "split", "norm", "neg", "negative", "reciprocal", "log1p", "expm1", "index_select",
+    "unbind", "t", "einsum", "square", "narrow", "select", "movedim", "moveaxis", "swapaxes",
+    "swapdims", "addmm",
+]
+F_NAMES = ["pad", "normalize", "cosine_similarity", "one_hot", "gelu"]
+METHODS = ["t", "unbind", "index_select", "neg", "negative", "reciprocal", "log1p", "expm1",
+           "norm", "square", "narrow", "select", "movedim", "moveaxis", "swapaxes", "swapdims",
+           "addmm", "std", "var"]
+
+
+@pytest.mark.parametrize("name", TORCH_NAMES)
+def test_torch_names_through_the_lookalike(name):
+    with compat.installed():
+        import torch as lookalike
+        assert getattr(lookalike, name) is getattr(tgx, name)
+        assert name in dir(lookalike)
+
+
+@pytest.mark.parametrize("name", F_NAMES)
+def test_functional_names_through_the_lookalike(name):
+    with compat.installed():
+        import torch.nn.functional as lookalike_F
+        assert getattr(lookalike_F, name) is getattr(F, name)
+
+
+def test_autograd_switches_and_tensor_methods_through_the_lookalike():
+    with compat.installed():
+        import torch as lookalike
+        assert lookalike.autograd.set_grad_enabled is tgx.set_grad_enabled
+        assert lookalike.autograd.inference_mode is tgx.inference_mode
+        from torch.autograd import inference_mode, set_grad_enabled  # noqa: F401
+        x = lookalike.zeros(2, 3)
+        for m in METHODS:
+            assert callable(getattr(x, m)), m
+
+
+PROGRAM = '''
+import torch
+import torch.nn.functional as F
+
+def run(x, w, ids):
+    torch.manual_seed(0)
+    h = F.pad(x, (1, 1), value=0.5).narrow(-1, 0, 4)             # (2, 3, 4)
+    h = F.normalize(h, dim=-1) + h.square().log1p() - h.reciprocal().neg() * 0.1
+    a, b = h.unbind(0)
+    y = torch.addmm(torch.zeros(4, dtype=w.dtype), a.t().t(), w) + b.index_select(0, ids) @ w
+    z = torch.movedim(y.unsqueeze(0), 0, -1).squeeze(-1)
+    c = F.cosine_similarity(z, torch.outer(torch.linspace(0, 1, 3), torch.ones(4)), dim=-1)
+    loss = c.sum() + z.norm(dim=1).sum() + z.std(0, correction=0).sum()
+    loss = loss + z.select(1, 0).expm1().sum() + torch.norm(z, float("inf"))
+    with torch.set_grad_enabled(False):
+        frozen = (loss * 2).requires_grad
+    with torch.inference_mode():
+        also = (loss * 2).requires_grad
+    return loss, frozen, also, torch.finfo(x.dtype).eps, torch.Size(z.shape).numel()
+'''
+
+
+def _run_program(lib_module_path, pytorch):
+    mod = compat.load_module(lib_module_path, pytorch=pytorch)
+    t = mod.torch
+    x = t.tensor(np.linspace(0.5, 2.0, 12).reshape(2, 3, 2), requires_grad=True)
+    w = t.tensor(np.linspace(-1.0, 1.0, 16).reshape(4, 4), requires_grad=True)
+    ids = t.tensor([2, 0, 1])
+    loss, frozen, also, eps, n = mod.run(x, w, ids)
+    loss.backward()
+    return (loss.item(), frozen, also, eps, n, x.grad.detach().numpy().copy(),
+            w.grad.detach().numpy().copy())
+
+
+@needs_torch
+def test_a_pytorch_program_of_these_names_gives_torch_numbers(tmp_path):
+    path = tmp_path / "prog.py"
+    path.write_text(PROGRAM)
+    mine, theirs = _run_program(path, False), _run_program(path, True)
+    np.testing.assert_allclose(mine[0], theirs[0], rtol=1e-12)
+    assert mine[1:5] == theirs[1:5] == (False, False, 2.0 ** -52, 12)
+    for g, h in zip(mine[5:], theirs[5:], strict=True):
+        np.testing.assert_allclose(g, h, rtol=1e-10, atol=1e-12)
