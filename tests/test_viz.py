@@ -435,3 +435,127 @@ def test_llama_style_gpt_labels_name_rmsnorm_rope_gqa_and_swiglu():
         assert label in src, label
     assert viz.residual_summary(loss).startswith(
         "Pre-LN: 1 RMSNorm on the identity path (transformer.ln_f); 2 skip adds")
+
+
+# ------------------------------------------------------------------------------------------
+# a recorded backward pass (create_graph=True): its ops are marked, the forward's are not
+# ------------------------------------------------------------------------------------------
+
+class _Scale(nn.Module):
+    def __init__(self, w):
+        self.w = nn.Parameter(np.array(w))
+
+    def forward(self, x):
+        return (x * self.w).exp()
+
+
+class _ExpCritic(nn.Module):
+    """A critic of element-wise ops only (their graph rules came with create_graph itself)."""
+
+    def __init__(self):
+        self.a, self.b = _Scale([0.5, -1.0, 2.0]), _Scale([1.0, 0.5, -0.5])
+
+    def forward(self, x):
+        return self.b(self.a(x)).sum(dim=1)
+
+
+def _penalty(critic, x):
+    """mean(||dD/dx||^2 - 1): a gradient penalty, recorded with create_graph=True."""
+    (g,) = tgx.grad(critic(x).sum(), x, create_graph=True)
+    return ((g * g).sum(dim=1) - 1).mean()
+
+
+def _small_penalty():
+    x = tgx.Tensor(np.array([[0.1, 0.2, 0.3], [0.3, -0.1, 0.2]]), requires_grad=True,
+                   name="x_hat")
+    critic = _ExpCritic()
+    return _penalty(critic, x), critic
+
+
+def _nodes(src):
+    """[(DOT id, attribute text, the cluster names it sits in)] of every node statement."""
+    out, frames = [], []
+    for line in src.splitlines():
+        s = line.strip()
+        if s.startswith("subgraph "):
+            frames.append(s.split()[1])
+        elif s == "}":
+            frames = frames[:-1]
+        elif re.match(r"n\d+ \[", s):
+            out.append((s.split()[0], s, tuple(frames)))
+    return out
+
+
+def test_golden_gradient_penalty():
+    loss, critic = _small_penalty()
+    check_golden("gradient_penalty.dot", viz.to_dot_source(loss, params=critic))
+
+
+def _check_marked(src):
+    """Every op node a backward pass recorded is pink and inside the recorded-backward frame;
+    every other op node is neither. Returns the two counts."""
+    backward = forward = 0
+    for _, text, frames in _nodes(src):
+        if "shape=box " not in text:           # leaves: a constant the backward made sits there
+            continue
+        # the scope line of an op a backward pass made: "backward(tanh)" at the top,
+        # "fc1/backward(linear)" inside a module
+        if "backward(" in text:
+            assert 'fillcolor="#f9dcea"' in text and "cluster_backward" in frames, text
+            backward += 1
+        else:
+            assert "#f9dcea" not in text and "cluster_backward" not in frames, text
+            forward += 1
+    return backward, forward
+
+
+def test_backward_ops_are_marked_and_the_forward_is_not():
+    loss, critic = _small_penalty()
+    src = viz.to_dot_source(loss, params=critic)
+    backward, forward = _check_marked(src)
+    assert (backward, forward) == (6, 7)
+    assert 'label="backward of exp · b"' in src and 'label="backward of exp · a"' in src
+    assert "legend_backward" in src
+    # the forward alone is drawn exactly as before: no trace of the backward style
+    plain = viz.to_dot_source(critic(tgx.Tensor(np.ones((2, 3)), requires_grad=True)).sum(),
+                              params=critic)
+    assert "backward" not in plain and "#f9dcea" not in plain
+
+
+def test_gradient_penalty_of_an_mlp_critic_is_marked():
+    from helpers import graph_rules_pending
+
+    class Critic(nn.Module):
+        def __init__(self):
+            self.fc1, self.fc2 = nn.Linear(3, 8), nn.Linear(8, 1)
+
+        def forward(self, x):
+            return self.fc2(F.tanh(self.fc1(x)))
+
+    tgx.manual_seed(0)
+    critic = Critic()
+    x = tgx.Tensor(np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32),
+                   requires_grad=True, name="x_hat")
+    with graph_rules_pending():
+        loss = critic(x).mean() + 10 * _penalty(critic, x)
+    src = viz.to_dot_source(loss, params=critic)
+    backward, forward = _check_marked(src)
+    assert backward > 0 and forward > 0
+    assert 'label="backward of linear · fc2"' in src   # a frame per node's backward
+    assert "cluster_fc1" in src                    # the forward keeps its module frames
+
+
+def test_backward_ops_collapse_apart_from_their_module():
+    loss, critic = _small_penalty()
+    src = viz.to_dot_source(loss, params=critic, depth=1, legend=False)
+    boxes = {text.split('"')[1].split("\\n")[0]: (text, frames) for _, text, frames in
+             _nodes(src) if "box3d" in text}
+    assert set(boxes) == {"a", "b", "a/backward", "b/backward"}
+    assert "#f9dcea" in boxes["a/backward"][0] and "cluster_backward" in boxes["a/backward"][1]
+    assert "#e8dcf5" in boxes["a"][0] and not boxes["a"][1]
+
+
+def test_backward_frames_speak_chinese():
+    loss, critic = _small_penalty()
+    src = viz.to_dot_source(loss, params=critic, lang="zh")
+    assert "记录下的反向传播 (create_graph=True)" in src and "反向传播：exp · b" in src

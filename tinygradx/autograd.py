@@ -305,6 +305,11 @@ def _as_tensors(inputs):
 
     A Python scalar takes the dtype of the first Tensor input, so `x * 0.5` stays float32.
     """
+    for x in inputs:
+        if not isinstance(x, Tensor):
+            break
+    else:
+        return inputs              # all Tensors already (the common case): nothing to convert
     ref = None
     for x in inputs:
         if isinstance(x, Tensor):
@@ -385,8 +390,24 @@ def toposort(roots):
     return order
 
 
-def run_backward(roots, root_grads, retain_graph=False, store=None):
-    """Propagate gradients from `roots` to every tensor behind them that needs one.
+def toposort_to(roots, inputs):
+    """(the tensors of toposort(roots) on a path to one of `inputs`, ids of the inputs whose own
+    producer must not run): what `tgx.grad` walks. As in PyTorch, nothing behind an input is
+    computed or freed unless another input lies behind it."""
+    want = {id(x) for x in inputs}
+    order, reach = toposort(roots), set()      # reach: an input lies strictly behind
+    for t in reversed(order):                  # parents before their consumers
+        ctx = t._ctx
+        if ctx is not None and any(need and (id(p) in want or id(p) in reach) for p, need in
+                                   zip(ctx.parents, ctx.needs_input_grad, strict=True)):
+            reach.add(id(t))
+    kept = [t for t in order if id(t) in reach or id(t) in want]
+    return kept, {id(t) for t in kept if id(t) not in reach}
+
+
+def run_backward(roots, root_grads, retain_graph=False, store=None, inputs=None):
+    """Propagate gradients from `roots` to every tensor behind them that needs one (with
+    `inputs`, only along the paths to them: `toposort_to`).
 
     Each tensor's complete gradient goes to `store(t, g, owned)`: by default leaves (and
     retain_grad tensors) accumulate it into `.grad`; `tgx.grad` passes its own to capture it.
@@ -397,14 +418,15 @@ def run_backward(roots, root_grads, retain_graph=False, store=None):
     for r, g in zip(roots, root_grads, strict=True):
         check_root(r)
         grads.add(r, g)
-    for t in toposort(roots):
+    order, stop = (toposort(roots), ()) if inputs is None else toposort_to(roots, inputs)
+    for t in order:
         g, owned = grads.pop(t)
         if g is None:
             continue  # no gradient reached this tensor (e.g. every path returned None)
         if t._hooks:
             g, owned = _run_hooks(t, g), False    # a hook may keep the array it was shown
         store(t, g, owned)
-        if t._ctx is not None:
+        if t._ctx is not None and id(t) not in stop:
             node_backward(t._ctx, g, grads)
             if not retain_graph:
                 t._ctx.free()

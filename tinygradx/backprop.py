@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import autograd
-from .autograd import STATE, Frame, OpError, run_backward, toposort
+from .autograd import STATE, Frame, OpError, run_backward, toposort, toposort_to
 
 
 class BackwardFrame(Frame):
@@ -74,12 +74,16 @@ def backward(tensor, gradient=None, retain_graph=None, create_graph=False):
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=False):
+         allow_unused=None, materialize_grads=False):
     """Return d(outputs)/d(inputs) as a tuple of Tensors, without touching any `.grad`.
 
     Like torch.autograd.grad: `outputs` and `inputs` are Tensors or sequences of them;
-    `grad_outputs` gives the seed gradient for non-scalar outputs. With create_graph=True the
-    results carry a graph (differentiate them again); otherwise they are plain constants.
+    `grad_outputs` gives the seed gradient for non-scalar outputs (a seed that requires grad
+    is part of the recorded graph under create_graph=True). With create_graph=True the results
+    carry a graph (differentiate them again); otherwise they are plain constants. Only the
+    nodes between the outputs and the inputs run (and are freed without retain_graph). An input
+    the outputs do not depend on is an error, or None with allow_unused=True, or zeros with
+    materialize_grads=True.
     """
     Tensor = autograd.Tensor
     outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
@@ -95,6 +99,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             raise TypeError(f"grad: input {i} is a {type(x).__name__}, expected a Tensor")
         if not x.requires_grad:
             raise RuntimeError(f"grad: input {i} (shape {x.shape}) does not require grad")
+    if allow_unused is False and materialize_grads:
+        raise ValueError("grad: allow_unused=False contradicts materialize_grads=True (which "
+                         "returns zeros for unused inputs)")
+    allow_unused = materialize_grads if allow_unused is None else allow_unused
     retain_graph = create_graph if retain_graph is None else retain_graph
     capture = {id(x): None for x in inputs}
 
@@ -105,10 +113,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if create_graph:
         seeds = [_seed(o, g, g if isinstance(g, Tensor) else None)
                  for o, g in zip(outputs, grad_outputs, strict=True)]
-        run_backward_graph(outputs, seeds, retain_graph, store)
+        run_backward_graph(outputs, seeds, retain_graph, store, inputs)
     else:
         seeds = [_initial_grad(o, g) for o, g in zip(outputs, grad_outputs, strict=True)]
-        run_backward(outputs, seeds, retain_graph, store)
+        run_backward(outputs, seeds, retain_graph, store, inputs)
     result = []
     for i, x in enumerate(inputs):
         g = capture[id(x)]
@@ -116,7 +124,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             if not allow_unused:
                 raise RuntimeError(f"grad: input {i} (shape {x.shape}) was not used to compute "
                                    f"the outputs; pass allow_unused=True to get None for it")
-            result.append(None)
+            result.append(autograd.Tensor._from_op(np.zeros_like(x._data), None)
+                          if materialize_grads else None)
         elif isinstance(g, Tensor):
             result.append(g)
         else:
@@ -157,11 +166,12 @@ def unbroadcast_graph(g, shape):
     return g.sum(dim=tuple(axes), keepdim=True).reshape(shape)
 
 
-def run_backward_graph(roots, root_grads, retain_graph=True, store=None):
+def run_backward_graph(roots, root_grads, retain_graph=True, store=None, inputs=None):
     """`autograd.run_backward` with Tensor gradients: every step is an op, so it is recorded.
 
-    Same order, same hooks, same leaf accumulation as the array walk; only each node's
-    `backward_graph` replaces its `backward`, and sums, casts and unbroadcasts are Tensor ops.
+    Same order, same hooks, same leaf accumulation as the array walk (and with `inputs`, the
+    same pruning: `autograd.toposort_to`); only each node's `backward_graph` replaces its
+    `backward`, and sums, casts and unbroadcasts are Tensor ops.
     """
     store = store or _store_grad_graph
     grads = {}
@@ -172,7 +182,8 @@ def run_backward_graph(roots, root_grads, retain_graph=True, store=None):
     prev, prev_frame = STATE.grad_enabled, STATE.frame
     STATE.grad_enabled, STATE.frame = True, BackwardFrame(None)
     try:
-        for t in toposort(roots):
+        order, stop = (toposort(roots), ()) if inputs is None else toposort_to(roots, inputs)
+        for t in order:
             g = grads.pop(id(t), None)
             if g is None:
                 continue
@@ -182,7 +193,7 @@ def run_backward_graph(roots, root_grads, retain_graph=True, store=None):
                     if replaced is not None:
                         g = replaced
             store(t, g, False)
-            if t._ctx is not None:
+            if t._ctx is not None and id(t) not in stop:
                 _node_backward_graph(t._ctx, g, grads, changed.get(id(t._ctx), ()))
                 if not retain_graph:
                     t._ctx.free()

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from .dataflow_modern import (SEED, ModernRules, kv_repeat_test, rms_step_test, rope_half_test,
                               rope_test, square_test, swiglu_test)
-from .graph import leaf_kind, skip_input, sublayer, within
+from .graph import backward_frame, leaf_kind, skip_input, sublayer, within
 
 __all__ = ["DataFlow", "Flow", "translate", "STRINGS"]
 
@@ -172,6 +172,7 @@ class Flow:
     same_inputs: bool = False    # two inputs, one node (x * x)
     of: int | None = None        # the node an RMSNorm chain normalises
     seed: str | None = None      # the seed name when it is not the symbol's
+    backward: bool = False       # an op a create_graph backward pass recorded (no seed name)
 
 
 def _scaled_query(f, x):
@@ -265,6 +266,10 @@ class DataFlow(ModernRules):
         f = Flow(g.ops[i], g.scopes[i], [tuple(g.nodes[p].shape) for p in ps],
                  tuple(g.nodes[i].shape), [self._kind(p) for p in ps])
         if f.op is None:
+            return f
+        if backward_frame(g.ctxs[i]) is not None:   # computes a gradient: its op, plainly
+            f.backward, f.formula = True, f.op
+            f.show = [k for k, kind in enumerate(f.kinds) if kind in ("op", "input")]
             return f
         syms = [self.flows[p].symbol for p in ps]
         x = syms[0] if syms else ""
@@ -445,7 +450,7 @@ class DataFlow(ModernRules):
                     f.formula = f"{out} = x + {sub}({norm}(x))  (residual)" if norm else \
                         f"{out} = x + {sub}(x)  (residual)"
         for i, f in enumerate(flows):            # the encoder's output, read by the decoder
-            if f.op is None or g.scopes[i].split(".")[0] != "encoder":
+            if f.op is None or f.backward or g.scopes[i].split(".")[0] != "encoder":
                 continue
             if any(g.scopes[c].split(".")[0] != "encoder" for c in consumers.get(i, [])):
                 f.name = "H"
@@ -499,7 +504,7 @@ class DataFlow(ModernRules):
                 return
             dims[role] = int(size)
 
-        for f in self.flows:
+        for f in (f for f in self.flows if not f.backward):    # a gradient's ops name no dim
             if f.op == "embedding" and len(f.out_shape) == 3 and not f.formula.startswith("P"):
                 guess("B", f.out_shape[0])
                 guess("n", f.out_shape[1])

@@ -17,10 +17,11 @@ from __future__ import annotations
 import numpy as np
 
 from . import autograd
+from .backprop import BackwardFrame
 
 __all__ = ["Graph", "walk", "leaf_kind", "within", "sublayer", "is_ancestor", "skip_input",
            "main_parent", "residual_indices", "residual_path", "residual_summary",
-           "edge_grads", "has_grads"]
+           "edge_grads", "has_grads", "backward_frame", "forward_path", "backward_title"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -132,6 +133,34 @@ def leaf_kind(t, names=()):
 
 
 # --------------------------------------------------------------------------------------------
+# ops of a recorded backward pass (create_graph=True)
+# --------------------------------------------------------------------------------------------
+
+def backward_frame(ctx):
+    """The BackwardFrame an op node was recorded in when a create_graph pass computed a
+    gradient with it (backprop.py), or None for an op of a forward pass (or a leaf)."""
+    frame = getattr(ctx, "frame", None)
+    return frame if isinstance(frame, BackwardFrame) else None
+
+
+def forward_path(frame):
+    """The module path of the forward op whose backward `frame` holds (below nested
+    backward frames: a third derivative's ops belong to the same module)."""
+    while isinstance(frame, BackwardFrame):
+        frame = frame.parent
+    return frame.path if frame is not None else ""
+
+
+def backward_title(frame):
+    """A backward frame's label: "backward of linear · fc3" (the op, its node's module path),
+    or "backward (sums of the walk)" for the sums and casts the walk adds itself."""
+    if frame.of is None:
+        return "backward (sums of the walk)"
+    where = frame.parent.path if frame.parent is not None else ""
+    return f"backward of {frame.of.name()}" + (f" · {where}" if where else "")
+
+
+# --------------------------------------------------------------------------------------------
 # residual paths
 # --------------------------------------------------------------------------------------------
 
@@ -180,8 +209,8 @@ def skip_input(g, i):
     below the add's common scope with q), and x comes from outside that sublayer yet feeds it
     (x is behind q). Found from scopes and edges alone, so models need no annotations.
     """
-    if g.ops[i] != "add":
-        return None
+    if g.ops[i] != "add" or backward_frame(g.ctxs[i]) is not None:
+        return None                      # a sum a backward pass recorded is no skip add
     ps = g.parents(i)
     if len(ps) != 2 or ps[0] == ps[1]:
         return None

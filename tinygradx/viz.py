@@ -24,6 +24,10 @@ Legend (the picture carries a small copy of it; see docs/graphs.md):
     edge width         after backward(retain_graph=True): grows with log10 of the norm of the
                        gradient that flows back along that edge
     cluster            a dashed frame per module path (transformer > transformer.h.0 > ...)
+    backward op        pink box in a magenta frame "recorded backward": an op that a
+                       create_graph=True pass recorded while computing a gradient (a gradient
+                       penalty, a Hessian-vector product), framed by the node whose gradient
+                       it computes ("backward of linear · fc3"); the forward is drawn as ever
 
 Node ids are a counter in traversal order (n0, n1, ...), never `id()`, so the DOT text of the same
 graph is the same on every run and can be compared with a golden file.
@@ -37,36 +41,19 @@ import os
 import numpy as np
 
 from .dataflow import DataFlow, translate
-from .graph import (Graph as _G, edge_grads, has_grads, leaf_kind, residual_indices,
-                    residual_path, residual_summary, walk, within)
+from .dotstyle import EDGE, HIGHLIGHT, RESIDUAL, Clusters, attrs, label, parts
+from .dotstyle import legend as draw_legend
+from .graph import (Graph as _G, backward_frame, backward_title, edge_grads, forward_path,
+                    has_grads, leaf_kind, residual_indices, residual_path, residual_summary,
+                    walk)
 from .renderer import RendererNotFound, find_renderer, renderer_for, run_renderer
 from .tensor import Tensor
 
 __all__ = ["to_dot", "to_dot_source", "residual_path", "residual_summary", "render",
            "find_renderer", "RendererNotFound"]
 
-# node styles, one place (the docstring above is their legend)
-_STYLE = {
-    "op": dict(shape="box", style="rounded,filled", fillcolor="#eeeeee"),
-    "add": dict(shape="box", style="rounded,filled", fillcolor="#d4efd4"),
-    "layer_norm": dict(shape="box", style="rounded,filled", fillcolor="#fff2a8"),
-    "param": dict(shape="ellipse", style="filled", fillcolor="#cfe2ff"),
-    "input": dict(shape="ellipse", style="filled", fillcolor="#ffffff"),
-    "const": dict(shape="plaintext", fontcolor="#777777", fontsize="9"),
-    "saved": dict(shape="box", style="dashed,filled", fillcolor="#fde0c2", fontsize="9"),
-    "module": dict(shape="box3d", style="filled", fillcolor="#e8dcf5"),
-}
-_RESIDUAL = "#d62728"
-_HIGHLIGHT = dict(color=_RESIDUAL, penwidth="3", fontcolor=_RESIDUAL)
-_EDGE = "#555555"
-
-
 def _fmt_shape(shape):
     return "scalar" if len(shape) == 0 else "(" + ", ".join(str(s) for s in shape) + ")"
-
-
-def _parts(scope):
-    return scope.split(".") if scope else []
 
 
 # --------------------------------------------------------------------------------------------
@@ -152,98 +139,6 @@ def _graph_class():
     return _GRAPH_CLASS
 
 
-def _label(lines):
-    # DOT's own \n escape (a centred line break) keeps each node on one line of the source
-    return "\\n".join(lines)
-
-
-def _attrs(kind, **extra):
-    a = dict(_STYLE[kind])
-    a.update(extra)
-    return a
-
-
-class _Clusters:
-    """Nested `cluster_*` subgraphs by module path; a node goes into the deepest frame of its
-    path. Frames holding a single node are dropped (its label already names the module)."""
-
-    def __init__(self):
-        self.members = {}            # module path -> [(node id, attrs)]
-
-    def add(self, scope, node_id, attrs):
-        self.members.setdefault(scope, []).append((node_id, attrs))
-
-    def emit(self, dot):
-        count = {}
-        for scope, items in self.members.items():
-            for k in range(len(_parts(scope)) + 1):
-                prefix = ".".join(_parts(scope)[:k])
-                count[prefix] = count.get(prefix, 0) + len(items)
-        kept = {s for s, n in count.items() if s and n > 1}
-
-        def frame_of(scope):
-            parts = _parts(scope)
-            for k in range(len(parts), 0, -1):
-                if ".".join(parts[:k]) in kept:
-                    return ".".join(parts[:k])
-            return ""
-
-        placed = {}
-        for scope, items in self.members.items():
-            placed.setdefault(frame_of(scope), []).extend(items)
-        children = {}
-        for s in sorted(kept, key=lambda s: (len(_parts(s)), s)):
-            parent = frame_of(".".join(_parts(s)[:-1]))
-            children.setdefault(parent, []).append(s)
-        order = {s: k for k, s in enumerate(self.members)}
-
-        def first_seen(s):
-            return min(order[m] for m in self.members if within(m, s))
-
-        def fill(graph, frame):
-            for node_id, attrs in placed.get(frame, []):
-                graph.node(node_id, **attrs)
-            for child in sorted(children.get(frame, []), key=first_seen):
-                with graph.subgraph(name="cluster_" + child) as sub:
-                    sub.attr(label=child, style="dashed", color="#999999", fontsize="10",
-                             fontcolor="#555555")
-                    fill(sub, child)
-
-        fill(dot, "")
-
-
-def _legend(dot, kinds, lang="en"):
-    def tr(text):
-        return translate(text, lang)
-
-    with dot.subgraph(name="cluster_legend") as lg:
-        lg.attr(label=tr("legend"), style="solid", color="#bbbbbb", fontsize="10")
-        samples = [("op", "name (named shape)\n(shape)\nop · module"), ("add", tr("add")),
-                   ("layer_norm", tr("layer_norm")), ("param", tr("parameter")),
-                   ("input", tr("input")), ("const", tr("constant")),
-                   ("saved", tr("saved for backward")), ("module", tr("module (collapsed)"))]
-        prev = None
-        for kind, text in samples:
-            if kind not in kinds:
-                continue
-            name = "legend_" + kind
-            lg.node(name, _label(text.split("\n")), **_STYLE[kind])
-            if prev is not None:
-                lg.edge(prev, name, style="invis")     # stack the samples in one column
-            prev = name
-        if "residual" in kinds:
-            lg.node("legend_residual", tr("residual path"), shape="box", style="rounded,bold",
-                    color=_RESIDUAL, fontcolor=_RESIDUAL, penwidth="3")
-            if prev is not None:
-                lg.edge(prev, "legend_residual", style="invis")
-            prev = "legend_residual"
-        if "grads" in kinds:
-            lg.node("legend_grads", tr("edge width ~ log10 ||grad||"), shape="plaintext",
-                    fontsize="9")
-            if prev is not None:
-                lg.edge(prev, "legend_grads", style="invis")
-
-
 def to_dot(tensor, params=None, show_saved=False, grads="auto", depth=None, highlight=None,
            rankdir="TB", legend=True, title=None, dims=None, lang="en", ids=False):
     """The graph behind `tensor` as a graphviz.Digraph (see the module docstring for the legend).
@@ -305,13 +200,13 @@ def to_dot(tensor, params=None, show_saved=False, grads="auto", depth=None, high
     dot = _graph_class()(name=title or "tinygradx")
     dot.attr(rankdir=rankdir, fontname="Helvetica", newrank="true")
     dot.attr("node", fontname="Helvetica", fontsize="10")
-    dot.attr("edge", color=_EDGE, arrowsize="0.6")
+    dot.attr("edge", color=EDGE, arrowsize="0.6")
     drawing.emit_nodes(dot, show_saved)
     drawing.emit_modules()
-    drawing.clusters.emit(dot)
+    drawing.clusters.emit(dot, lang)
     drawing.emit_edges(dot, _widths(edge_norm))
     if legend:
-        _legend(dot, drawing.kinds_used, lang)
+        draw_legend(dot, drawing.kinds_used, lang)
     dot.nodes_info = drawing.info
     return dot
 
@@ -334,12 +229,15 @@ def _collapse_plan(g, depth, names, consumers):
     """{node index: the collapsed module it is drawn inside, or None when drawn on its own}.
 
     An op goes into the module made of the first `depth` parts of its module path (when the
-    path is that long); a parameter or constant used only inside one collapsed module too."""
+    path is that long); a parameter or constant used only inside one collapsed module too. The
+    ops a backward pass recorded for that module go into "<module>/backward", kept apart."""
     owner = {}
     for i, scope in enumerate(g.scopes):
-        parts = _parts(scope)
-        deep = depth is not None and g.ops[i] is not None and len(parts) >= depth
-        owner[i] = ".".join(parts[:depth]) if deep else None
+        frame = backward_frame(g.ctxs[i]) if g.ops[i] is not None else None
+        ps = parts(forward_path(frame) if frame is not None else scope)
+        deep = depth is not None and g.ops[i] is not None and len(ps) >= depth
+        suffix = "/backward" if frame is not None else ""
+        owner[i] = ".".join(ps[:depth]) + suffix if deep else None
     if depth is None:
         return owner
     root = len(g.nodes) - 1
@@ -349,6 +247,23 @@ def _collapse_plan(g, depth, names, consumers):
             if len(mods) == 1 and None not in mods and leaf_kind(t, names) in ("const", "param"):
                 owner[i] = mods.pop()
     return owner
+
+
+def _backward_places(g, consumers):
+    """{node index: (frame key, frame title)} for the ops a backward pass recorded (one frame
+    per node whose gradient they compute) and the leaves only they use (key None: the outer
+    frame, when they serve several). Every other node is drawn with the forward."""
+    places = {}
+    for i, ctx in enumerate(g.ctxs):
+        frame = backward_frame(ctx) if g.ops[i] is not None else None
+        if frame is not None:
+            places[i] = (id(frame), backward_title(frame))
+    for i in range(len(g.nodes)):
+        users = consumers.get(i)
+        if g.ops[i] is None and users and all(c in places for c in users):
+            keys = {places[c] for c in users}
+            places[i] = keys.pop() if len(keys) == 1 else (None, "")
+    return places
 
 
 class _Drawing:
@@ -366,7 +281,8 @@ class _Drawing:
         self.root = len(g.nodes) - 1
         self.consumers = g.consumers()
         self.owner = _collapse_plan(g, depth, self.names, self.consumers)
-        self.clusters = _Clusters()
+        self.backward = _backward_places(g, self.consumers)
+        self.clusters = Clusters()
         self.draw_id = {}                # node index -> DOT id
         self.module_id, self.module_nodes = {}, {}
         self.kinds_used = set()
@@ -395,23 +311,31 @@ class _Drawing:
             if i == self.root:
                 extra["peripheries"] = "2"
             if i in self.hl_nodes:
-                extra.update(_HIGHLIGHT)
+                extra.update(HIGHLIGHT)
                 self.kinds_used.add("residual")
             self.kinds_used.add(kind)
-            self.clusters.add(scope, self.draw_id[i], _attrs(kind, label=_label(lines), **extra))
+            self._place(i, scope, self.draw_id[i], attrs(kind, label=label(lines), **extra))
             if show_saved and t._ctx is not None:
-                for node_id, attrs in _saved_nodes(t, self.new_id):
-                    self.clusters.add(scope, node_id, attrs)
+                for node_id, a in _saved_nodes(t, self.new_id):
+                    self._place(i, scope, node_id, a)
                     self.kinds_used.add("saved")
                     dot.edge(node_id, self.draw_id[i], style="dashed", color="#e08a3c",
                              arrowhead="none")
+
+    def _place(self, i, scope, node_id, a):
+        """Into the frame of its module path, or into the recorded backward's frame."""
+        if i in self.backward:
+            self.clusters.add_backward(*self.backward[i], node_id, a)
+        else:
+            self.clusters.add(scope, node_id, a)
 
     def _describe(self, i):
         """(style kind, label lines, cluster scope) of node i drawn on its own."""
         t, g = self.g.nodes[i], self.g
         if g.ops[i] is not None:
             op, scope = g.ops[i], g.scopes[i]
-            kind = op if op in ("add", "layer_norm") else "op"
+            kind = "backward" if i in self.backward else op if op in ("add", "layer_norm") \
+                else "op"
             name = self.flow.flows[i].name
             named = self.flow.named_shape(i, self.name_shape) if t.shape else "scalar"
             shape = _fmt_shape(t.shape)
@@ -428,7 +352,10 @@ class _Drawing:
             value = np.format_float_positional(float(t._data.reshape(-1)[0]), precision=4,
                                                trim="-") if t._data.size else "const"
             return kind, [value], _consumer_scope(g, self.consumers, i)
-        lines = [self.names.get(id(t)) or t.name or "input", _fmt_shape(t.shape)]
+        # an unnamed array a backward pass made without a graph (a gradient that depends on
+        # nothing that requires grad) is a constant there, not an input of the model
+        word = "constant" if i in self.backward and not t.requires_grad else "input"
+        lines = [self.names.get(id(t)) or t.name or word, _fmt_shape(t.shape)]
         if t.requires_grad:
             lines.append("requires grad")
         return kind, lines, ""
@@ -478,15 +405,20 @@ class _Drawing:
                 info["grad"] = f"{max(norms):.3e}"
             self.info[self.module_id[mod]] = info
             if any(i in self.hl_nodes for i in members):
-                extra.update(_HIGHLIGHT)
+                extra.update(HIGHLIGHT)
                 self.kinds_used.add("residual")
             if self.root in members:
                 extra["peripheries"] = "2"
             if norms:
                 lines.append(f"{translate('max grad', self.lang)} {max(norms):.2e}")
+            if mod.endswith("/backward"):            # the ops a backward pass recorded
+                self.kinds_used.add("backward")
+                self.clusters.add_backward(None, "", self.module_id[mod],
+                                           attrs("backward_module", label=label(lines), **extra))
+                continue
             self.kinds_used.add("module")
-            self.clusters.add(".".join(_parts(mod)[:-1]), self.module_id[mod],
-                              _attrs("module", label=_label(lines), **extra))
+            self.clusters.add(".".join(parts(mod)[:-1]), self.module_id[mod],
+                              attrs("module", label=label(lines), **extra))
 
     def emit_edges(self, dot, widths):
         """The edges between drawn nodes; those that join the same pair are merged into one."""
@@ -509,7 +441,7 @@ class _Drawing:
             if e["count"] > 1 and self.depth is None:
                 attrs["label"] = f"x{e['count']}"      # the same tensor used twice, as in x * x
             if e["hl"]:
-                attrs.update(color=_RESIDUAL, penwidth=f"{max(e['width'] or 0, 3):g}")
+                attrs.update(color=RESIDUAL, penwidth=f"{max(e['width'] or 0, 3):g}")
             dot.edge(a, b, **attrs)
         if widths:
             self.kinds_used.add("grads")
@@ -536,7 +468,7 @@ def _saved_nodes(t, new_id):
             same = [j for j, x in enumerate(inputs) if x is arr]
             if same:
                 lines.append(f"= input {same[0]}")
-            out.append((new_id("s"), _attrs("saved", label=_label(lines))))
+            out.append((new_id("s"), attrs("saved", label=label(lines))))
     return out
 
 
