@@ -11,10 +11,8 @@
 """
 from __future__ import annotations
 
-import contextlib
 
 import numpy as np
-import pytest
 
 import tinygradx as tgx
 from tinygradx import Tensor
@@ -170,14 +168,3 @@ def small_gpt_step(fused=True):
     idx, tgt = (Tensor(rng.integers(0, 65, (3, 16))) for _ in range(2))
     return model, idx, tgt, tgx.optim.AdamW(model.parameters(), lr=1e-2)
 
-
-@contextlib.contextmanager
-def graph_rules_pending():
-    """A second-order test whose function uses an op still without a backward_graph rule
-    xfails (naming the op) instead of failing; any other error, or a wrong number, fails."""
-    try:
-        yield
-    except RuntimeError as err:
-        if "has no backward_graph rule" in str(err):
-            pytest.xfail(f"an op has no graph rule yet: {err}")
-        raise

@@ -2078,6 +2078,310 @@ add(OpInfo("tgx.einsum", _einsum, torch_op=_torch_einsum, ref=_np_einsum,
                   S(_ints.astype(np.int32), _ints.T.astype(np.int32), equation="ij,jk->ik",
                     desc="int32", only=("torch",)))))
 
+# --- more of torch's names: log1p, expm1, neg, reciprocal and the function forms -----------
+add(
+    OpInfo("Tensor.log1p", lambda x: x.log1p(), ref=np.log1p, samples=unary(low=-0.9, high=3.0),
+           fixed=(_int_float(), S([1e-12, -3e-10, 2e-8], desc="tiny"))),
+    OpInfo("Tensor.expm1", lambda x: x.expm1(), ref=np.expm1, samples=unary(),
+           fixed=(_int_float(), S([1e-12, -3e-10, 2e-8], desc="tiny"))),
+    OpInfo("Tensor.neg[method]", lambda x: x.neg(), ref=np.negative, samples=unary(),
+           dtypes=NUMERIC, api=("Tensor.neg",)),
+    OpInfo("Tensor.negative", lambda x: x.negative(), ref=np.negative, samples=unary(),
+           dtypes=NUMERIC),
+    OpInfo("Tensor.reciprocal", lambda x: x.reciprocal(), ref=lambda x: 1 / x,
+           samples=unary(avoid=(0,)), dtypes=NUMERIC,
+           fixed=(S([True, False], desc="bool", only=("torch",)),)),
+    OpInfo("Tensor.addmm", lambda x, a, b, **kw: x.addmm(a, b, **kw),
+           torch_op=lambda x, a, b, **kw: x.addmm(a, b, **kw), ref=lambda x, a, b, **kw:
+           _np_addmm(x, a, b, **kw), samples=family(lambda d, dt: _addmm_sample(d, dt))),
+)
+
+
+def _addmm_sample(draw, dt):
+    n, m, p = (draw(st.integers(0 if i == 1 else 1, 3)) for i in range(3))
+    inp = draw(st.sampled_from(((n, p), (p,), (1, p), (n, 1), (), (1, 1))))
+    beta, alpha = draw(st.sampled_from(((1, 1), (0.5, -2.0), (0, 1), (0, 1.5))))
+    return Sample((array(draw, inp, dt), array(draw, (n, m), dt), array(draw, (m, p), dt)),
+                  {"beta": beta, "alpha": alpha})
+
+
+def _np_addmm(x, a, b, beta=1, alpha=1):
+    out = alpha * (a @ b)
+    return out if beta == 0 else out + beta * x
+
+
+def _call_dims(f, x, d0, d1):
+    return f(x, d0, d1)
+
+
+add(*(_twin(n, f"Tensor.{n}") for n in ("log1p", "expm1", "reciprocal", "square")),
+    _twin("rsqrt", "Tensor.rsqrt"), _twin("neg", "Tensor.neg[method]"),
+    _twin("negative", "Tensor.negative"),
+    _twin("addmm", "Tensor.addmm", lambda f, x, a, b, **kw: f(x, a, b, **kw)))
+
+
+# --- movement: t, swapdims, movedim, select, narrow, unbind, index_select, function forms ---
+
+def _movedim_kw(draw, s):
+    nd = len(s)
+    k = draw(st.integers(0, nd))
+    src = draw(st.permutations(range(nd)))[:k]
+    dst = draw(st.permutations(range(nd)))[:k]
+    neg = draw(st.booleans())
+    src = [d - nd if neg else d for d in src]
+    if k == 1 and draw(st.booleans()):
+        return {"source": src[0], "destination": dst[0]}
+    return {"source": tuple(src), "destination": list(dst)}
+
+
+def _select_kw(draw, s):
+    dim = draw(st.integers(-len(s), len(s) - 1))
+    n = s[dim]
+    return {"dim": dim, "index": draw(st.integers(-n, n - 1))}
+
+
+def _narrow_kw(draw, s):
+    dim = draw(st.integers(-len(s), len(s) - 1))
+    n = s[dim]
+    start = draw(st.integers(0, n))
+    length = draw(st.integers(0, n - start))
+    return {"dim": dim, "start": start - n if start < n and draw(st.booleans()) else start,
+            "length": length}
+
+
+def _index_select_kw(draw, s):
+    dim = draw(st.integers(-len(s), len(s) - 1))
+    n = s[dim]
+    idx = draw(st.lists(st.integers(0, n - 1), max_size=5)) if n else []
+    return {"dim": dim, "index": np.asarray(idx, dtype=draw(st.sampled_from((I64, I32))))}
+
+
+def _np_narrow(x, dim, start, length):
+    start = start % x.shape[dim] if start < 0 else start
+    return np.take(x, np.arange(start, start + length), axis=dim)
+
+
+add(
+    OpInfo("Tensor.t", lambda x: x.t(), ref=lambda x: x.T, samples=unary(max_dims=2), dtypes=ALL),
+    OpInfo("Tensor.swapdims", lambda x, d0, d1: x.swapdims(d0, d1),
+           ref=lambda x, d0, d1: np.swapaxes(x, d0, d1), samples=unary(kw=_pair_kw, min_dims=1),
+           dtypes=ALL),
+    OpInfo("Tensor.movedim", lambda x, source, destination: x.movedim(source, destination),
+           ref=lambda x, source, destination: np.moveaxis(x, source, destination),
+           samples=unary(kw=_movedim_kw, min_dims=1), dtypes=ALL),
+    OpInfo("Tensor.moveaxis", lambda x, source, destination: x.moveaxis(source, destination),
+           ref=lambda x, source, destination: np.moveaxis(x, source, destination),
+           samples=unary(kw=_movedim_kw, min_dims=1)),
+    OpInfo("Tensor.select", lambda x, dim, index: x.select(dim, index),
+           ref=lambda x, dim, index: np.take(x, index, axis=dim),
+           samples=unary(kw=_select_kw, min_dims=1, empty=False), dtypes=ALL),
+    OpInfo("Tensor.narrow", lambda x, dim, start, length: x.narrow(dim, start, length),
+           ref=_np_narrow, samples=unary(kw=_narrow_kw, min_dims=1), dtypes=ALL),
+    OpInfo("Tensor.unbind", lambda x, dim: x.unbind(dim),
+           ref=lambda x, dim: tuple(np.moveaxis(x, dim, 0)),
+           samples=unary(kw=_dim_kw, min_dims=1, empty=False), dtypes=ALL),
+    OpInfo("Tensor.index_select", lambda x, dim, index: x.index_select(dim, index),
+           ref=lambda x, dim, index: np.take(x, np.atleast_1d(index), axis=dim),
+           samples=unary(kw=_index_select_kw, min_dims=1), dtypes=ALL,
+           fixed=(S(_f64(2, 3), dim=0, index=np.array(1), desc="0d_index"),
+                  S(np.array(1.5), dim=0, index=np.array([0]), desc="0d_input",
+                    only=("torch", "gradcheck")))),
+)
+add(_twin("t", "Tensor.t"),
+    _twin("transpose", "Tensor.transpose", _call_dims),
+    _twin("swapaxes", "Tensor.swapaxes", _call_dims),
+    _twin("swapdims", "Tensor.swapdims", _call_dims),
+    _twin("movedim", "Tensor.movedim"), _twin("moveaxis", "Tensor.moveaxis"),
+    _twin("select", "Tensor.select"), _twin("narrow", "Tensor.narrow"),
+    _twin("unbind", "Tensor.unbind"), _twin("index_select", "Tensor.index_select"),
+    _twin("reshape", "Tensor.reshape", lambda f, x, shape: f(x, shape)),
+    _twin("permute", "Tensor.permute", lambda f, x, dims: f(x, dims)),
+    _twin("flatten", "Tensor.flatten", lambda f, x, start, end: f(x, start, end)),
+    _twin("squeeze", "Tensor.squeeze"),
+    _twin("squeeze", "Tensor.squeeze[dim]", lambda f, x, dim: f(x, dim), "[dim]"),
+    _twin("unsqueeze", "Tensor.unsqueeze", lambda f, x, dim: f(x, dim)),
+    _twin("split", "Tensor.split", lambda f, x, size, dim: f(x, size, dim)),
+    _twin("chunk", "Tensor.chunk", lambda f, x, chunks, dim: f(x, chunks, dim)))
+
+
+# --- reductions: norm, std/var with correction, prod, all, any as functions ----------------
+_INF = math.inf
+
+
+def _norm_kw(draw, s):
+    p = draw(st.sampled_from((2, 1, 3, 2.5, _INF, -_INF, "fro")))
+    dim = dims(draw, len(s))
+    if p == "fro" and isinstance(dim, tuple) and len(dim) > 2:
+        dim = dim[:2]
+    return {"p": p, "dim": dim, "keepdim": draw(st.booleans())}
+
+
+def np_norm(x, p="fro", dim=None, keepdim=False):
+    ax, a = _ax(dim, x), np.abs(x)
+    if p in ("fro", 2):
+        return np.sqrt((a * a).sum(axis=ax, keepdims=keepdim))
+    if abs(p) == _INF:
+        return (np.max if p > 0 else np.min)(a, axis=ax, keepdims=keepdim)
+    return ((a ** p).sum(axis=ax, keepdims=keepdim)) ** (1 / p)
+
+
+_ZERO_ROW = np.array([[0.0, 0.0, 0.0], [1.0, -2.0, 0.5]])
+add(
+    OpInfo("Tensor.norm", lambda x, p, dim, keepdim: x.norm(p, dim, keepdim), ref=np_norm,
+           samples=unary(kw=_norm_kw, avoid=(0,), empty=False),
+           # a zero vector: the gradient is 0, as torch's (finite differences see a kink)
+           fixed=tuple(S(_ZERO_ROW, p=p, dim=1, keepdim=False, desc=f"zero_row_p{p}",
+                         only=("numpy", "torch")) for p in (2, 1, 3, _INF, "fro")) +
+           (S(np.zeros((0, 3)), p=2, dim=None, keepdim=False, desc="size0",
+              only=("numpy", "torch")),)),
+    OpInfo("Tensor.norm[dtype]", lambda x: x.norm(dtype=tgx.float64),
+           torch_op=lambda x: x.norm(dtype=torch.float64),
+           ref=lambda x: np.sqrt((x.astype(np.float64) ** 2).sum()), samples=unary(),
+           dtypes=(F32,), api=("Tensor.norm",)),
+    OpInfo("Tensor.std[correction]", lambda x, dim=None, correction=1, keepdim=False:
+           x.std(dim, correction=correction, keepdim=keepdim),
+           ref=lambda x, dim=None, correction=1, keepdim=False: np.std(
+               x, axis=_ax(dim, x), ddof=correction, keepdims=keepdim),
+           samples=unary(min_side=3, min_dims=1, empty=False, kw=lambda d, s: dict(
+               _red_kw()(d, s), correction=d(st.sampled_from((0, 1, 2))))),
+           api=("Tensor.std",)),
+)
+add(_twin("norm", "Tensor.norm", lambda f, x, p, dim, keepdim: f(x, p, dim, keepdim)),
+    _twin("std", "Tensor.std"), _twin("var", "Tensor.var"),
+    _twin("std", "Tensor.std[correction]", suffix="[correction]"),
+    _twin("var", "Tensor.var[correction]", suffix="[correction]"),
+    _twin("prod", "Tensor.prod", lambda f, x, dim=None, keepdim=False: f(x) if dim is None
+          else f(x, dim, keepdim)),
+    _twin("all", "Tensor.all"), _twin("any", "Tensor.any"),
+    _twin("all", "Tensor.all[dim]", suffix="[dim]"),
+    _twin("any", "Tensor.any[dim]", suffix="[dim]"))
+
+
+# --- outer, linspace, logspace ------------------------------------------------------------
+def _outer_sample(draw, dt):
+    return Sample((array(draw, (draw(st.integers(0, 4)),), dt),
+                   array(draw, (draw(st.integers(0, 4)),), dt)))
+
+
+_SPACE = st.fixed_dictionaries({"start": st.sampled_from((0, -3, 2.5, 1)),
+                                "end": st.sampled_from((1, 10, -1.25, 2.5)),
+                                "steps": st.integers(0, 9)})
+add(
+    OpInfo("tgx.outer", tgx.outer, torch_op=lambda a, b: torch.outer(a, b), ref=np.outer,
+           samples=family(_outer_sample), dtypes=NUMERIC,
+           fixed=(S(_ints[0], _f64(3).astype(np.float32), desc="int64_float32"),)),
+    OpInfo("tgx.linspace", lambda start, end, steps: tgx.linspace(start, end, steps),
+           torch_op=lambda start, end, steps: torch.linspace(start, end, steps),
+           ref=lambda start, end, steps: np.linspace(start, end, steps).astype(np.float32),
+           samples=none(_SPACE), grad=False, grad_reason=_CONST),
+    OpInfo("tgx.linspace[dtype]", lambda start, end, steps, dtype: tgx.linspace(
+        start, end, steps, dtype=dtype),
+           torch_op=lambda start, end, steps, dtype: torch.linspace(start, end, steps,
+                                                                    dtype=tdtype(dtype)),
+           # integer dtypes: exact values here, torch's floating-point ones may be one less
+           # where a value is an integer (tests/test_more_torch.py), so fixed cases only
+           samples=lambda dtypes: st.sampled_from([
+               S(start=0, end=10, steps=5, dtype=I64, desc="int64"),
+               S(start=-3, end=2.5, steps=7, dtype=I64, desc="int64_float_end"),
+               S(start=5, end=-5, steps=9, dtype=I32, desc="int32_down"),
+               S(start=0, end=1, steps=5, dtype=F64, desc="float64")]),
+           grad=False, grad_reason=_CONST, api=("tgx.linspace",)),
+    OpInfo("tgx.logspace", lambda start, end, steps, base: tgx.logspace(start, end, steps, base),
+           torch_op=lambda start, end, steps, base: torch.logspace(start, end, steps, base),
+           ref=lambda start, end, steps, base: np.logspace(start, end, steps, base=base).astype(
+               np.float32),
+           samples=none(_SPACE.map(lambda kw: dict(kw, end=min(kw["end"], 3))).flatmap(
+               lambda kw: st.sampled_from((10.0, 2.0, 0.5)).map(lambda b: dict(kw, base=b)))),
+           rtol32=1e-5, grad=False, grad_reason=_CONST),
+)
+
+
+# --- F.pad, F.normalize, F.cosine_similarity -------------------------------------------------
+_NP_PAD = {"constant": "constant", "reflect": "reflect", "replicate": "edge",
+           "circular": "wrap"}
+
+
+def np_pad(x, pad, mode="constant", value=None):
+    for i in range(len(pad) // 2):               # crop first (negative amounts)
+        d = x.ndim - 1 - i
+        lo, hi = max(-pad[2 * i], 0), x.shape[d] - max(-pad[2 * i + 1], 0)
+        x = np.take(x, np.arange(lo, hi), axis=d)
+    width = [(0, 0)] * x.ndim
+    for i in range(len(pad) // 2):
+        width[x.ndim - 1 - i] = (max(pad[2 * i], 0), max(pad[2 * i + 1], 0))
+    if mode == "constant":
+        return np.pad(x, width, constant_values=np.asarray(value or 0).astype(x.dtype))
+    return np.pad(x, width, mode=_NP_PAD[mode])
+
+
+def _pad_family(mode):
+    def build(draw, dt):
+        if mode == "constant":
+            s = shape(draw, 1, 4)
+            k = draw(st.integers(1, len(s)))
+            amounts = []
+            for i in range(k):
+                n = s[len(s) - 1 - i]
+                left = draw(st.integers(-n, 3))
+                amounts += [left, draw(st.integers(-(n - max(-left, 0)), 3))]
+            kw = {"pad": tuple(amounts), "mode": mode}
+            if draw(st.booleans()):
+                kw["value"] = draw(st.sampled_from((1.5, -2.0, 0.0)))
+            return Sample((array(draw, s, dt),), kw)
+        k = draw(st.integers(1, 3))
+        s = shape(draw, k + 1, k + 2, min_side=2, empty=False)
+        amounts = []
+        for i in range(k):
+            n = s[len(s) - 1 - i]
+            top = n - 1 if mode == "reflect" else n if mode == "circular" else 3
+            amounts += [draw(st.integers(0, top)), draw(st.integers(0, top))]
+        return Sample((array(draw, s, dt),), {"pad": tuple(amounts), "mode": mode})
+    return family(build)
+
+
+def _normalize_kw(draw, s):
+    return {"p": draw(st.sampled_from((2.0, 1, 3, _INF))),
+            "dim": draw(st.integers(-len(s), len(s) - 1))}
+
+
+def np_normalize(x, p=2.0, dim=1, eps=1e-12):
+    return x / np.maximum(np_norm(x, p, dim, keepdim=True), eps)
+
+
+def _cos_sample(draw, dt):
+    sa, sb = broadcast_shapes(draw, 2, empty=False)
+    nd = max(len(sa), len(sb), 1)
+    return Sample((array(draw, sa, dt), array(draw, sb, dt)),
+                  {"dim": draw(st.integers(-nd, nd - 1))})
+
+
+def np_cosine_similarity(a, b, dim=1, eps=1e-8):
+    a, b = np.broadcast_arrays(a, b)
+    if a.ndim == 0:
+        a, b = a.reshape(1), b.reshape(1)
+    na = np.maximum(np_norm(a, 2, dim, keepdim=True), eps)
+    nb = np.maximum(np_norm(b, 2, dim, keepdim=True), eps)
+    return (a / na * (b / nb)).sum(axis=dim).reshape(np.broadcast_shapes(a.shape, b.shape)[
+        :dim % a.ndim] + np.broadcast_shapes(a.shape, b.shape)[dim % a.ndim + 1:])
+
+
+add(*(OpInfo(f"F.pad[{m}]" if m != "constant" else "F.pad",
+             lambda x, **kw: F.pad(x, **kw), torch_op=lambda x, **kw: TF.pad(x, **kw),
+             ref=np_pad, samples=_pad_family(m), dtypes=NUMERIC if m == "constant" else FLOATS,
+             api=("F.pad",)) for m in ("constant", "reflect", "replicate", "circular")),
+    OpInfo("F.normalize", lambda x, **kw: F.normalize(x, **kw),
+           torch_op=lambda x, **kw: TF.normalize(x, **kw), ref=np_normalize,
+           samples=unary(kw=_normalize_kw, min_dims=1, avoid=(0,), empty=False),
+           fixed=(S(_ZERO_ROW, p=2.0, dim=1, desc="zero_row", only=("numpy", "torch")),)),
+    OpInfo("F.cosine_similarity", lambda a, b, **kw: F.cosine_similarity(a, b, **kw),
+           torch_op=lambda a, b, **kw: TF.cosine_similarity(a, b, **kw),
+           ref=np_cosine_similarity, samples=family(_cos_sample),
+           fixed=(S(_ZERO_ROW, _f64(2, 3), dim=1, desc="zero_row", only=("numpy", "torch")),
+                  S(_ZERO_ROW * 1e-9, _f64(2, 3), dim=1, eps=1e-6, desc="below_eps",
+                    only=("numpy", "torch")),
+                  S(_f64(2, 3).astype(np.float32), _f64(3), dim=-1, desc="f32_f64"))),
+)
+
 # ------------------------------------------------------------------------------------------
 # names in docs/api.md's op sections that are not ops (the coverage test skips only these)
 # ------------------------------------------------------------------------------------------
@@ -2101,6 +2405,11 @@ NOT_OPS = {
     "tgx.device", "Tensor.device", "Tensor.is_cuda", "Tensor.is_contiguous", "tgx.is_tensor",
     "tgx.numel", "tgx.int8", "tgx.int16", "tgx.long", "tgx.float", "tgx.double", "tgx.half",
     "tgx.int", "tgx.short", "tgx.bool",
+    # switches, dtype limits and the default dtype, Size (tests/test_more_torch.py)
+    "tgx.set_grad_enabled", "tgx.inference_mode", "tgx.finfo", "tgx.iinfo",
+    "tgx.get_default_dtype", "tgx.set_default_dtype", "tgx.Size",
+    # predicates with a Python bool result (tests/test_more_torch.py, against torch)
+    "tgx.allclose", "tgx.equal",
 }
 
 

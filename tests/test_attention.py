@@ -261,6 +261,21 @@ def test_cache_rows_grow_and_reorder_and_refuse_mixing():
         c.update(tgx.zeros(2, 1, 1, 6), tgx.zeros(2, 1, 1, 6))
 
 
+def test_cache_head_buffers_grow_and_reorder_and_refuse_mixing():
+    from tinygradx.models.nets.layers import LayerCache
+    c = LayerCache()
+    for t in range(40):                                  # past the first capacity (16)
+        k, v = c.append_heads(np.full((2, 3, 1, 4), float(t)), np.full((2, 3, 1, 5), -t))
+    assert c.length == 40 and k.shape == (2, 3, 40, 4) and v.shape == (2, 3, 40, 5)
+    assert k.numpy()[1, 2, :, 0].tolist() == [float(t) for t in range(40)]
+    assert k.numpy().strides[-1] == k.numpy().itemsize   # each (t, d_k) block is contiguous
+    c.reorder(np.array([1, 1, 0]))
+    k, v = c.append_heads(np.zeros((3, 3, 2, 4)), np.zeros((3, 3, 2, 5)))
+    assert k.shape == (3, 3, 42, 4) and k.numpy()[0, 0, 39, 0] == 39.0
+    with pytest.raises(RuntimeError, match="K, V buffers"):
+        c.append_rows(np.zeros((3, 1, 6)))
+
+
 def test_gpt_cache_with_grad_enabled_takes_the_differentiable_path():
     fused, _ = _gpt_pair()
     from tinygradx.models.nets.layers import KVCache
@@ -324,3 +339,27 @@ def test_gpt_cached_path_applies_attention_dropout_in_training_mode():
             tgx.manual_seed(1)
             b, _ = m(idx, kv_cache=KVCache(1))
         np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-6, err_msg=str(fused))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_short_row_reductions_are_numpys_bit_for_bit(dtype):
+    """Rows of <= 32 values in bulk are reduced column by column (fused._row_max/_row_sum):
+    the same bits as np.maximum.reduce and np.add.reduce (numpy's pairwise order), and the
+    same softmax, -inf entries and fully masked rows included."""
+    from tinygradx import fused
+    rng = np.random.default_rng(0)
+    for n in range(1, 40):
+        x = (rng.standard_normal((3, 100, n)) * 50).astype(dtype)
+        x[0, :, n // 2] = -np.inf
+        x[1, 7] = -np.inf                                  # a fully masked row
+        assert np.array_equal(fused._row_sum(x, -1), np.add.reduce(x, axis=-1, keepdims=True))
+        assert np.array_equal(fused._row_max(x, -1),
+                              np.maximum.reduce(x, axis=-1, keepdims=True))
+        got = fused._softmax(x, np.empty_like(x))
+        old = fused._SHORT_ROW
+        try:
+            fused._SHORT_ROW = 0                           # numpy's row-by-row reductions
+            want = fused._softmax(x, np.empty_like(x))
+        finally:
+            fused._SHORT_ROW = old
+        assert np.array_equal(got, want) and not np.isnan(got).any()

@@ -243,3 +243,72 @@ def test_sample_is_seeded_and_stops_at_eos():
     first = int(decoding.sample(model, prompt, 1, temperature=0)[0, -1])
     out = decoding.sample(model, prompt, 8, temperature=0, eos_id=first)
     assert out.shape == (1, 3) and out[0, -1] == first
+
+
+# ------------------------------------------------------------------------------------------
+# sources encoded in groups of similar length
+# ------------------------------------------------------------------------------------------
+
+def test_length_groups_cover_every_row_once_in_length_order():
+    lengths = np.random.default_rng(1).integers(1, 30, size=500)
+    groups = decoding._length_groups(lengths)
+    rows = np.concatenate(groups)
+    assert sorted(rows.tolist()) == list(range(500))
+    assert np.all(np.diff(lengths[rows]) >= 0)
+    assert len(groups) > 1                               # 500 rows of 1..29: worth splitting
+
+
+def test_grouped_encoding_equals_one_encode_and_decodes_the_same(monkeypatch):
+    """Encoding by length groups gives H of the one padded encode at every real position
+    (float64), and greedy / beam search over it pick the same tokens, cached or not."""
+    tgx.manual_seed(3)
+    model = make_model(9, 9, N=2, d_model=16, d_ff=32, h=2, dropout=0.0).double().eval()
+    rng = np.random.default_rng(2)
+    lengths = rng.integers(1, 9, size=12)
+    src = rng.integers(3, 9, size=(12, 8))
+    pad = np.arange(8) >= lengths[:, None]
+    monkeypatch.setattr(decoding, "_GROUP_COST", 0)      # a group per distinct length
+    with tgx.no_grad():
+        want = model.encode(tgx.tensor(src), pad).numpy()
+        got = decoding._encode_by_length(model, src, pad).numpy()
+    np.testing.assert_allclose(got[~pad], want[~pad], atol=1e-12)
+    assert np.all(got[pad] == 0)
+    args = (model, src, pad, 6, BOS, EOS)
+    greedy = decoding.greedy_decode(*args)
+    assert greedy == decoding.greedy_decode(*args, cached=False)
+    assert decoding.beam_search(*args, beam_size=3) == decoding.beam_search(*args, beam_size=3,
+                                                                             cached=False)
+    monkeypatch.setattr(decoding, "_GROUP_COST", 10 ** 9)  # one group: the plain encode
+    assert decoding.greedy_decode(*args) == greedy
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_inference_encoder_attention_equals_the_module_path(norm_first):
+    """Under no_grad the encoder's self-attention runs as one QKV GEMM and one attention
+    node; it gives nn.MultiHeadAttention's H (float64, padded sources)."""
+    tgx.manual_seed(4)
+    model = make_model(9, 9, N=2, d_model=16, d_ff=32, h=4, dropout=0.0,
+                       norm_first=norm_first).double().eval()
+    src = np.random.default_rng(3).integers(3, 9, size=(5, 7))
+    pad = np.arange(7) >= np.array([7, 3, 5, 1, 6])[:, None]
+    want = model.encode(tgx.tensor(src), pad)                # graph on: the module path
+    assert want.requires_grad
+    with tgx.no_grad():
+        got = model.encode(tgx.tensor(src), pad)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=1e-12)
+
+
+def test_decode_state_reorders_memory_lazily():
+    """reorder composes the row index; H is gathered when read, as memory[index1][index2]."""
+    tgx.manual_seed(6)
+    model = make_model(9, 9, N=1, d_model=8, d_ff=16, h=2, dropout=0.0).eval()
+    src = np.random.default_rng(4).integers(3, 9, size=(3, 4))
+    with tgx.no_grad():
+        memory = model.encode(tgx.tensor(src))
+        state = model.init_decode_state(memory)
+        model.decode_step(np.full((3, 1), BOS), state)       # K, V of H kept: H not read again
+        state.reorder([2, 0, 0, 1])
+        state.reorder([3, 1])
+        assert state._index.tolist() == [1, 0]
+        np.testing.assert_array_equal(state.memory.numpy(), memory.numpy()[[1, 0]])
+        assert state._index is None

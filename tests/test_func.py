@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import graph_rules_pending
 
 import tinygradx as tgx
 import tinygradx.functional as F
@@ -345,8 +344,7 @@ def test_functional_call_hessian_of_a_module_matches_torch():
 
     def theirs(w):
         return tcf.functional_call(ref, {"weight": w}, (_t(xa),)).exp().sum()
-    with graph_rules_pending():
-        h = tf.hessian(ours, _x(lin.weight.numpy()))
+    h = tf.hessian(ours, _x(lin.weight.numpy()))
     assert_close(h, taf.hessian(theirs, ref.weight.detach()), tol=1e-10)
 
 
@@ -466,8 +464,7 @@ def _op_problem(name):
 @pytest.mark.parametrize("name", sorted(OP_CASES))
 def test_op_hvp_matches_finite_differences(name):
     ours, _, xs, vs = _op_problem(name)
-    with graph_rules_pending():
-        out, hv = tf.hvp(ours, tuple(_x(x) for x in xs), tuple(_x(v) for v in vs))
+    out, hv = tf.hvp(ours, tuple(_x(x) for x in xs), tuple(_x(v) for v in vs))
     for got, want in zip(hv, fd_hvp(ours, xs, vs), strict=True):
         np.testing.assert_allclose(got.numpy(), want, atol=1e-6, rtol=1e-6)
 
@@ -476,8 +473,7 @@ def test_op_hvp_matches_finite_differences(name):
 @pytest.mark.parametrize("name", sorted(OP_CASES))
 def test_op_hvp_matches_torch(name):
     ours, theirs, xs, vs = _op_problem(name)
-    with graph_rules_pending():
-        out, hv = tf.hvp(ours, tuple(_x(x) for x in xs), tuple(_x(v) for v in vs))
+    out, hv = tf.hvp(ours, tuple(_x(x) for x in xs), tuple(_x(v) for v in vs))
     ref_out, ref_hv = taf.hvp(theirs, tuple(_t(x) for x in xs), tuple(_t(v) for v in vs))
     assert_close((out,) + hv, (ref_out,) + ref_hv, tol=1e-6)
 
@@ -524,8 +520,7 @@ def _block_problem():
 def test_block_hvp_matches_finite_differences():
     params, vs = _block_problem()
     loss = _block_loss("tgx", Tensor(IDS), Tensor(NEXT))
-    with graph_rules_pending():
-        _, hv = tf.hvp(loss, tuple(_x(p) for p in params), tuple(_x(v) for v in vs))
+    _, hv = tf.hvp(loss, tuple(_x(p) for p in params), tuple(_x(v) for v in vs))
     for got, want in zip(hv, fd_hvp(loss, params, vs), strict=True):
         np.testing.assert_allclose(got.numpy(), want, atol=1e-6, rtol=1e-6)
 
@@ -535,9 +530,8 @@ def test_block_hvp_matches_torch():
     params, vs = _block_problem()
     loss = _block_loss("tgx", Tensor(IDS), Tensor(NEXT))
     ref_loss = _block_loss("torch", torch.tensor(IDS), torch.tensor(NEXT))
-    with graph_rules_pending():
-        out, hv = tf.hvp(loss, tuple(_x(p) for p in params), tuple(_x(v) for v in vs))
-        vh = tf.vhp(loss, tuple(_x(p) for p in params), tuple(_x(v) for v in vs))[1]
+    out, hv = tf.hvp(loss, tuple(_x(p) for p in params), tuple(_x(v) for v in vs))
+    vh = tf.vhp(loss, tuple(_x(p) for p in params), tuple(_x(v) for v in vs))[1]
     ref_out, ref_hv = taf.hvp(ref_loss, tuple(_t(p) for p in params),
                               tuple(_t(v) for v in vs))
     assert_close((out,) + hv, (ref_out,) + ref_hv, tol=1e-6)

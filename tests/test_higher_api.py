@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import graph_rules_pending
 
 import tinygradx as tgx
 import tinygradx.functional as F
@@ -259,9 +258,8 @@ def test_gradient_penalty_matches_torch(act, use_func):
     rng = np.random.default_rng(5)
     real, z, eps = rng.standard_normal((6, 3)), rng.standard_normal((6, 2)), rng.uniform(
         size=(6, 1))
-    with graph_rules_pending():
-        loss = _wgan_gp_loss(D, G, Tensor(real), Tensor(z), Tensor(eps), use_func=use_func)
-        loss.backward()
+    loss = _wgan_gp_loss(D, G, Tensor(real), Tensor(z), Tensor(eps), use_func=use_func)
+    loss.backward()
     critic, ps = _torch_twin(D)
     gw = torch.tensor(G.weight.numpy().copy(), requires_grad=True)
     gb = torch.tensor(G.bias.numpy().copy(), requires_grad=True)
@@ -285,8 +283,7 @@ def test_gradient_penalty_matches_finite_differences():
     rng = np.random.default_rng(5)
     data = [Tensor(a) for a in (rng.standard_normal((6, 3)), rng.standard_normal((6, 2)),
                                 rng.uniform(size=(6, 1)))]
-    with graph_rules_pending():
-        _wgan_gp_loss(D, G, *data).backward()
+    _wgan_gp_loss(D, G, *data).backward()
     w, d = D.fc1.weight, rng.standard_normal(D.fc1.weight.shape)
     saved = w.numpy().copy()
 
@@ -329,9 +326,8 @@ def test_meta_learning_step_matches_torch():
     ws, data = _maml_problem()
     ours = [Tensor(w, requires_grad=True) for w in ws]
     ref = [torch.tensor(w, requires_grad=True) for w in ws]
-    with graph_rules_pending():
-        loss = _maml_outer(ours, [Tensor(d) for d in data], "tgx")
-        loss.backward()
+    loss = _maml_outer(ours, [Tensor(d) for d in data], "tgx")
+    loss.backward()
     ref_loss = _maml_outer(ref, [torch.tensor(d) for d in data], "torch")
     ref_loss.backward()
     _same(loss, ref_loss)
@@ -343,8 +339,7 @@ def test_meta_learning_step_matches_finite_differences():
     ws, data = _maml_problem()
     ours = [Tensor(w, requires_grad=True) for w in ws]
     data = [Tensor(d) for d in data]
-    with graph_rules_pending():
-        _maml_outer(ours, data, "tgx").backward()
+    _maml_outer(ours, data, "tgx").backward()
     rng = np.random.default_rng(0)
     dirs = [rng.standard_normal(w.shape) for w in ws]
 

@@ -153,10 +153,12 @@ def test_create_graph_gives_the_plain_first_derivative(name, f, dtype):
             (plain,) = tgx.grad(f("tgx", x), x, v)
             (recorded,) = tgx.grad(f("tgx", x), x, v, create_graph=True)
         assert recorded.dtype == plain.dtype
-        if dtype == np.float32 and name in ("log2", "log10", "exp2"):
+        if name in ("log2", "log10", "exp2"):
             # backward multiplies by the float64 scalar log(2) (in float64, then rounded);
-            # the recorded rule stays in float32: one rounding apart
-            np.testing.assert_allclose(recorded.numpy(), plain.numpy(), rtol=1e-6)
+            # the recorded rule stays in the input's dtype, and numpy versions order the
+            # constant's product differently: one rounding apart
+            np.testing.assert_allclose(recorded.numpy(), plain.numpy(),
+                                       rtol=1e-6 if dtype == np.float32 else 1e-14)
         else:
             np.testing.assert_array_equal(recorded.numpy(), plain.numpy())
 

@@ -158,13 +158,6 @@ def check_gradgradcheck(entry, sample):
                                  atol=entry.grad_atol, rtol=entry.grad_rtol, fast_mode=n > 400)
 
 
-# Entries whose op (or an op it is made of) has no backward_graph rule yet: their
-# gradgradcheck is a strict xfail, so adding a rule turns the test red until the name leaves
-# this set. The set shrinks to empty; nothing new may be added to it.
-GRADGRAD_PENDING = {
-}
-
-
 RUN = {"numpy": check_numpy, "torch": check_torch, "gradcheck": check_gradcheck,
        "gradgradcheck": check_gradgradcheck}
 
@@ -184,15 +177,8 @@ def _needs_torch(check):
 # the tests
 # ------------------------------------------------------------------------------------------
 
-def _pending(entry, check, strict):
-    if check == "gradgradcheck" and entry.name in GRADGRAD_PENDING:
-        return [pytest.mark.xfail(strict=strict, reason="no backward_graph rule yet")]
-    return []
-
-
 def _entries(check):
-    return [pytest.param(e, id=e.name, marks=_pending(e, check, True)) for e in OPS
-            if applies(e, check)]
+    return [pytest.param(e, id=e.name) for e in OPS if applies(e, check)]
 
 
 def _random_test(check):
@@ -224,7 +210,7 @@ def _fixed_params():
                 if not applies(e, check) or (s.only and check not in s.only):
                     continue
                 marks = ([pytest.mark.xfail(strict=True, reason=s.xfail[check])]
-                         if check in s.xfail else _pending(e, check, False))
+                         if check in s.xfail else [])
                 params.append(pytest.param(e, s, check, id=f"{e.name}-{s.desc}-{check}",
                                            marks=marks))
     return params

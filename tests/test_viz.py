@@ -523,7 +523,6 @@ def test_backward_ops_are_marked_and_the_forward_is_not():
 
 
 def test_gradient_penalty_of_an_mlp_critic_is_marked():
-    from helpers import graph_rules_pending
 
     class Critic(nn.Module):
         def __init__(self):
@@ -536,8 +535,7 @@ def test_gradient_penalty_of_an_mlp_critic_is_marked():
     critic = Critic()
     x = tgx.Tensor(np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32),
                    requires_grad=True, name="x_hat")
-    with graph_rules_pending():
-        loss = critic(x).mean() + 10 * _penalty(critic, x)
+    loss = critic(x).mean() + 10 * _penalty(critic, x)
     src = viz.to_dot_source(loss, params=critic)
     backward, forward = _check_marked(src)
     assert backward > 0 and forward > 0

@@ -33,6 +33,17 @@ from .tensor_functions import (BoolTensor, ByteTensor, DoubleTensor,  # noqa: E4
                                sum, tanh, tril, triu)
 from .math_methods import (ceil, cos, exp2, floor, isclose, isfinite, isinf,  # noqa: E402
                            isnan, lerp, log2, log10, logaddexp, round, sign, sin, trunc)
+from .tensor_functions import (addmm, all, allclose, any, chunk, equal,  # noqa: E402
+                               flatten, moveaxis, movedim, narrow, norm, outer, permute, prod,
+                               reshape, select, split, squeeze, std, swapaxes, swapdims, t,
+                               transpose, unbind, unsqueeze, var)
+from .tensor_index import index_select  # noqa: E402
+from .math_methods import (expm1, log1p, neg, negative, reciprocal, rsqrt,  # noqa: E402
+                           square)
+from .creation import linspace, logspace  # noqa: E402
+from .grad_mode import inference_mode, set_grad_enabled  # noqa: E402
+from .dtypes import finfo, get_default_dtype, iinfo, set_default_dtype  # noqa: E402
+from .dims import Size  # noqa: E402
 from . import functional, nn, optim  # noqa: E402
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
 from . import func  # noqa: E402
@@ -62,6 +73,13 @@ __all__ = [
     "sqrt", "sum", "tanh", "tril", "triu",
     "int8", "int16", "long", "double", "half", "short",
     "GradcheckError", "gradcheck", "gradgradcheck", "profile", "trace",
+    # more of torch's names
+    "addmm", "all", "allclose", "any", "chunk", "equal", "flatten", "moveaxis", "movedim",
+    "narrow", "norm", "outer", "permute", "prod", "reshape", "select", "split", "squeeze", "std",
+    "swapaxes", "swapdims", "t", "transpose", "unbind", "unsqueeze", "var", "index_select",
+    "expm1", "log1p", "neg", "negative", "reciprocal", "rsqrt", "square", "linspace",
+    "logspace", "inference_mode", "set_grad_enabled", "finfo", "get_default_dtype", "iinfo",
+    "set_default_dtype", "Size",
 ]
 
 # torch's dtype names: tgx.long, tgx.float, ... (as torch.long, torch.float). Set last, since

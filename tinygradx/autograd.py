@@ -305,6 +305,11 @@ def _as_tensors(inputs):
 
     A Python scalar takes the dtype of the first Tensor input, so `x * 0.5` stays float32.
     """
+    for x in inputs:
+        if not isinstance(x, Tensor):
+            break
+    else:
+        return inputs              # all Tensors already (the common case): nothing to convert
     ref = None
     for x in inputs:
         if isinstance(x, Tensor):

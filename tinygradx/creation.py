@@ -4,6 +4,7 @@ minimum, einsum). All of them are re-exported by the package: `tgx.zeros(2, 3)`,
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -312,3 +313,52 @@ def _sublist_equation(args):
     terms = [term(sub, f"the sublist of operand {k}") for k, sub in enumerate(pairs[1::2])]
     equation = ",".join(terms) + ("->" + term(out[0], "the output sublist") if out else "")
     return equation, tuple(operands)
+
+
+def _steps(name, start, end, steps):
+    """linspace's and logspace's arguments as floats and a non-negative int."""
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+        raise ValueError(f"{name}: steps must be a non-negative int, got {steps!r}")
+    for what, v in (("start", start), ("end", end)):
+        if isinstance(v, Tensor) and v.ndim != 0:
+            raise ValueError(f"{name}: {what} must be a number or a 0-d tensor, got shape "
+                             f"{v.shape}")
+    return float(start), float(end), int(steps)
+
+
+def _spaced(start, end, steps):
+    """steps values from start to end, both ends exact: the first half counted from start,
+    the second from end (torch's order of operations, so the middle rounds as torch's)."""
+    if steps == 1:
+        return np.array([start])
+    step = (end - start) / (steps - 1)
+    i = np.arange(steps, dtype=np.float64)
+    return np.where(i < steps // 2, start + step * i, end - step * (steps - 1 - i))
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    """`steps` evenly spaced values from start to end, both included (float32 unless dtype=).
+    An integer dtype truncates the ends, then the exact values, toward zero (torch computes
+    those in floating point, so where a value is an integer it may give one less)."""
+    check_device("linspace", device)
+    start, end, steps = _steps("linspace", start, end, steps)
+    dtype = _float_dtype(dtype)
+    if dtype.kind == "f":
+        data = _spaced(start, end, steps)
+    else:                                # the ends become integers first, as torch's
+        a, b, n = math.trunc(start), math.trunc(end), max(steps - 1, 1)
+        num = a * n + (b - a) * np.arange(steps, dtype=np.int64)
+        data = np.sign(num) * (np.abs(num) // n)      # exact, truncated toward zero
+    return Tensor(data.astype(dtype), requires_grad=requires_grad)
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    """base ** linspace(start, end, steps): `steps` values from base^start to base^end
+    (float32 unless dtype=)."""
+    check_device("logspace", device)
+    start, end, steps = _steps("logspace", start, end, steps)
+    dtype = _float_dtype(dtype)
+    if dtype.kind != "f":                # torch: the ends become integers first
+        start, end = math.trunc(start), math.trunc(end)
+    data = np.power(float(base), _spaced(start, end, steps)).astype(dtype)
+    return Tensor(data, requires_grad=requires_grad)

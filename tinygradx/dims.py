@@ -1,8 +1,11 @@
 """Dim arguments: every `dim` a user passes goes through check_dim or normalize_dims, so a dim
 out of range always gets the same message ("dim 5 is out of range for a 2-d tensor
-(expected -2..1)"), whichever op it was given to.
+(expected -2..1)"), whichever op it was given to. `Size` is torch.Size, a tuple of ints.
 """
 from __future__ import annotations
+
+import math
+import operator
 
 import numpy as np
 
@@ -51,3 +54,44 @@ def normalize_dims(dim, ndim):
     if len(set(out)) != len(out):
         raise OpError(f"dim {dim} repeats an axis")
     return tuple(sorted(out)) if ndim else ()
+
+
+class Size(tuple):
+    """torch.Size: a tuple of ints with `numel()`; slices and `+` give a Size.
+
+    tinygradx's `x.shape` and `x.size()` are plain tuples (they compare equal to a Size of
+    the same ints), so `Size` is for code that builds one: `x.view(Size([2, 3]))`."""
+
+    __slots__ = ()
+
+    def __new__(cls, sizes=()):
+        out = []
+        for s in sizes:
+            if isinstance(s, (bool, np.bool_)) or isinstance(s, (float, np.floating)):
+                raise TypeError(f"Size: takes ints, got {s!r}")
+            try:
+                out.append(operator.index(s))
+            except TypeError:
+                raise TypeError(f"Size: takes ints, got {s!r}") from None
+        return super().__new__(cls, out)
+
+    def numel(self):
+        """The number of elements of a tensor of this shape."""
+        return math.prod(self)
+
+    def __getitem__(self, index):
+        out = super().__getitem__(index)
+        return Size(out) if isinstance(index, slice) else out
+
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple(self) + tuple(other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple(other) + tuple(self))
+
+    def __repr__(self):
+        return f"Size({list(self)})"

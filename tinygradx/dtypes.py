@@ -157,3 +157,84 @@ def result_type(*operands):
             raise TypeError(f"expected a Tensor, array or number, got {type(x).__name__}")
         scalars = d if scalars is None else promote_types(scalars, d)
     return _combine(dims, _combine(zero, scalars))
+
+
+# ------------------------------------------------------------------------------------------
+# torch.finfo / torch.iinfo and the default dtype
+# ------------------------------------------------------------------------------------------
+
+class finfo:  # lower case: torch's name
+    """The limits of a floating-point dtype as Python floats, as torch.finfo(dtype): `bits`,
+    `eps` (the gap above 1), `max`, `min`, `tiny` = `smallest_normal`, `resolution` and
+    `dtype` (its name). finfo() is float32's, the default dtype."""
+
+    __slots__ = ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution",
+                 "dtype")
+
+    def __init__(self, type=None):
+        dt = np.dtype(float32) if type is None else as_dtype(type)
+        if dt.kind != "f":
+            raise TypeError(f"finfo: needs a floating-point dtype, got {dt} (tgx.iinfo gives "
+                            f"the limits of an integer dtype)")
+        info = np.finfo(dt)
+        self.bits, self.dtype = int(info.bits), dt.name
+        self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
+        self.tiny = self.smallest_normal = float(info.smallest_normal)
+        self.resolution = 10.0 ** -int(info.precision)
+
+    def __eq__(self, other):
+        return isinstance(other, finfo) and other.dtype == self.dtype
+
+    def __hash__(self):
+        return hash(("finfo", self.dtype))
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.smallest_normal:g}, "
+                f"tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:  # lower case: torch's name
+    """The limits of an integer dtype as Python ints, as torch.iinfo(dtype): `bits`, `min`,
+    `max` and `dtype` (its name). bool is refused, as in torch."""
+
+    __slots__ = ("bits", "min", "max", "dtype")
+
+    def __init__(self, type):
+        dt = as_dtype(type)
+        if dt is None or dt.kind not in "iu":
+            raise TypeError(f"iinfo: needs an integer dtype, got {dt} (tgx.finfo gives the "
+                            f"limits of a floating-point dtype)")
+        info = np.iinfo(dt)
+        self.bits, self.min, self.max, self.dtype = int(info.bits), int(info.min), \
+            int(info.max), dt.name
+
+    def __eq__(self, other):
+        return isinstance(other, iinfo) and other.dtype == self.dtype
+
+    def __hash__(self):
+        return hash(("iinfo", self.dtype))
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+def get_default_dtype():
+    """float32: the dtype of Python floats, of float constructors without dtype= and of the
+    float results of integer inputs (torch's default)."""
+    return float32
+
+
+def set_default_dtype(d):
+    """Accepts float32, the default, and refuses the rest: tinygradx's default dtype is fixed
+    (see the message for what to write instead)."""
+    dt = as_dtype(d)
+    if dt is None or dt.kind != "f":
+        raise TypeError(f"set_default_dtype: only a floating-point dtype can be the default, "
+                        f"got {d!r}")
+    if dt != float32:
+        raise NotImplementedError(
+            f"set_default_dtype({dt.name}): tinygradx's default dtype is always float32 (Python "
+            f"floats, constructors, layers' parameters and the float results of integer "
+            f"inputs); ask for {dt.name} where it is needed: dtype=tgx.{dt.name} in "
+            f"constructors, x.to(tgx.{dt.name}), model.to(tgx.{dt.name})")

@@ -386,7 +386,7 @@ __all__ = ["relu", "gelu", "sigmoid", "tanh", "softmax", "log_softmax", "linear"
            "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "kl_div",
            "silu", "softplus", "logsigmoid", "leaky_relu", "elu", "selu", "mish", "hardtanh",
-           "relu6", "rms_norm"]
+           "relu6", "rms_norm", "pad", "normalize", "cosine_similarity"]
 
 
 def one_hot(tensor, num_classes=-1):
@@ -443,3 +443,40 @@ def _heads_for(name, query, key, value, enable_gqa):
     if hv != hq:
         value = value.repeat_interleave(hq // hv, dim=-3)
     return key, value
+
+
+# F.pad lives in padding.py (same floor)
+from .padding import pad  # noqa: E402
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12):
+    """input / max(norm(input, p, dim), eps): unit p-norm slices along dim, as torch's (a
+    norm below eps divides by eps, whose gradient is 0)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"normalize: expected a Tensor, got {type(input).__name__}")
+    return input / input.norm(p, dim, keepdim=True).clamp(min=eps)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """The cosine of the angle between x1 and x2 (broadcast together) along dim: the sum of
+    x1/|x1| * x2/|x2|, each norm at least eps, as torch's. Like torch, the eps floor only
+    changes the value: the gradient reads the norm as if unclamped."""
+    for x in (x1, x2):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"cosine_similarity: expected Tensors, got {type(x).__name__}")
+    if x1.dtype.kind != "f" and x2.dtype.kind != "f":
+        raise TypeError(f"cosine_similarity: needs floating-point tensors, got {x1.dtype} and "
+                        f"{x2.dtype}")
+    x1, x2 = ops.promote((x1, x2))
+    try:
+        shape = np.broadcast_shapes(x1.shape, x2.shape)
+    except ValueError:
+        raise OpError(f"cosine_similarity: shapes {x1.shape} and {x2.shape} do not "
+                      f"broadcast") from None
+    x1, x2 = (x if x.shape == shape else x.expand(shape) for x in (x1, x2))
+
+    def unit(x):
+        n = x.norm(2, dim, keepdim=True)
+        return x / (n + (n.clamp(min=eps) - n).detach())
+
+    return (unit(x1) * unit(x2)).sum(dim)

@@ -119,11 +119,63 @@ def _gelu_tanh_grad(x, t, g, d, du):
 # softmax, attention, normalisation, losses, dropout
 # ------------------------------------------------------------------------------------------
 
+# The reductions below call the ufunc methods (np.maximum.reduce, np.add.reduce, ndarray.all)
+# rather than np.max / np.sum / np.all: the same kernels and bits without numpy's Python-level
+# wrappers, which cost several microseconds per call, as much as the work itself on the
+# one-row inputs of token-by-token generation.
+
+# Rows at most this long, in bulk (at least _MANY_ROWS of them), are reduced column by column:
+# numpy reduces a short last axis row by row at ~100-300 ns a row, so the softmax of
+# attention over a dozen keys (an encoder of 1,000 short sentences) spent more time in
+# max and sum than in its matmuls. 0 turns this off.
+_SHORT_ROW, _MANY_ROWS = 32, 256
+
+
+def _short_rows(x, axis):
+    n = x.shape[-1] if x.ndim else 0
+    return (axis in (-1, x.ndim - 1) and 1 < n <= _SHORT_ROW and x.size >= _MANY_ROWS * n
+            and x.flags.c_contiguous)
+
+
+def _row_max(x, axis):
+    """np.maximum.reduce(x, axis, keepdims=True); the same values (a max has no rounding)."""
+    if not _short_rows(x, axis):
+        return np.maximum.reduce(x, axis=axis, keepdims=True)
+    m = x[..., :1].copy()
+    for i in range(1, x.shape[-1]):
+        np.maximum(m, x[..., i:i + 1], out=m)
+    return m
+
+
+def _row_sum(x, axis):
+    """np.add.reduce(x, axis, keepdims=True), bit for bit: for short contiguous rows numpy
+    adds the first 8 in order, else 8 running sums (columns i, i+8, ...) combined as
+    ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)), then the last n % 8 in order; so do the columns."""
+    if not _short_rows(x, axis):
+        return np.add.reduce(x, axis=axis, keepdims=True)
+    n = x.shape[-1]
+    if n < 8:
+        total = x[..., :1].copy()
+        for i in range(1, n):
+            total += x[..., i:i + 1]
+        return total
+    r = [x[..., k:k + 1].copy() for k in range(8)]
+    full = n - n % 8
+    for i in range(8, full, 8):
+        for k in range(8):
+            r[k] += x[..., i + k:i + k + 1]
+    total = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    for i in range(full, n):
+        total += x[..., i:i + 1]
+    return total
+
+
 def _safe_max(x, axis):
     """Row max with -inf rows (fully masked) replaced by 0, so x - max never makes NaN."""
-    m = np.max(x, axis=axis, keepdims=True)
-    if not np.all(np.isfinite(m)):
-        m = np.where(np.isfinite(m), m, 0).astype(x.dtype, copy=False)
+    m = _row_max(x, axis)
+    finite = np.isfinite(m)
+    if not finite.all():
+        m = np.where(finite, m, 0).astype(x.dtype, copy=False)
     return m
 
 
@@ -132,8 +184,8 @@ def _softmax(x, out, axis=-1):
     key masked) gives zeros: its max is treated as 0 and its empty sum as 1."""
     np.subtract(x, _safe_max(x, axis), out=out)
     np.exp(out, out=out)
-    total = out.sum(axis=axis, keepdims=True)
-    if not np.all(total):
+    total = _row_sum(out, axis)
+    if not total.all():
         total[total == 0] = 1
     out /= total
     return out
@@ -395,7 +447,9 @@ class LayerNorm(Function):
         self.shape, self.wshape = x.shape, x.shape[x.ndim - n_axes:]
         n = math.prod(self.wshape)
         x2 = x.reshape(-1, n)
-        xc = x2 - x2.mean(axis=1, keepdims=True)
+        mean = np.add.reduce(x2, axis=1, keepdims=True)        # x2.mean's two calls, bit for
+        np.true_divide(mean, np.intp(n), out=mean, casting="unsafe")    # bit, no wrapper
+        xc = x2 - mean
         var = np.einsum("ij,ij->i", xc, xc) / n                 # biased variance, no temporary
         rstd = (1.0 / np.sqrt(var + eps)).astype(x.dtype, copy=False)[:, None]
         xc *= rstd

@@ -1,15 +1,18 @@
 """The element-wise math methods of Tensor (`MathMethods`, a mixin Tensor inherits) and the
 same ops as functions (`tgx.sin(x)`, `tgx.lerp(a, b, w)`, ...), torch's names and semantics.
 
-sin, cos, log2, exp2, log10 (float32 for int and bool inputs), logaddexp, floor, ceil,
-round(decimals=0), trunc, sign (zero gradient, integer dtypes kept), lerp; isnan, isinf,
-isfinite, isclose (bool results, no gradient). The primitives live in ops_math.py.
+sin, cos, log2, exp2, log10, log1p, expm1 (float32 for int and bool inputs), logaddexp,
+floor, ceil, round(decimals=0), trunc, sign (zero gradient, integer dtypes kept), lerp; isnan,
+isinf, isfinite, isclose (bool results, no gradient). The primitives live in ops_math.py; neg,
+reciprocal (float32 for int and bool inputs, as torch), square and addmm (beta * x + alpha *
+mat1 @ mat2) are compositions of other ops.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from . import autograd, ops, ops_math
+from .autograd import OpError
 
 
 def _floating(name, *xs):
@@ -94,6 +97,49 @@ class MathMethods:
         return _bool_result(np.isclose(a._data, b._data, rtol=rtol, atol=atol,
                                        equal_nan=equal_nan))
 
+    def log1p(self):
+        """log(1 + x), exact near 0 (int and bool inputs give float32)."""
+        return ops_math.Log1p.apply(self)
+
+    def expm1(self):
+        """e^x - 1, exact near 0 (int and bool inputs give float32)."""
+        return ops_math.Expm1.apply(self)
+
+    def neg(self):
+        """-x (a bool tensor is refused, as in torch: use ~x)."""
+        return -self
+
+    negative = neg
+
+    def reciprocal(self):
+        """1 / x; int and bool inputs give float32 (true division), as in torch."""
+        return 1 / self
+
+    def addmm(self, mat1, mat2, *, beta=1, alpha=1):
+        """beta * self + alpha * (mat1 @ mat2) for matrices mat1 (n, m) and mat2 (m, p); self
+        broadcasts to (n, p); beta=0 ignores self (NaNs in it included), as torch."""
+        for t in (mat1, mat2):
+            if not isinstance(t, autograd.Tensor):
+                raise TypeError(f"addmm: expected Tensors, got {type(t).__name__}")
+        a, b = mat1, mat2
+        if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+            raise OpError(f"addmm: mat1 and mat2 must be matrices that chain, (n, m) and "
+                          f"(m, p); got shapes {a.shape} and {b.shape}")
+        if not self.dtype == a.dtype == b.dtype:
+            raise TypeError(f"addmm: input, mat1 and mat2 must have one dtype (as in torch), "
+                            f"got {self.dtype}, {a.dtype} and {b.dtype}")
+        out = (a.shape[0], b.shape[1])
+        if self.ndim > 2 or any(s not in (1, o) for s, o in zip(self.shape[::-1], out[::-1],
+                                                                 strict=False)):
+            raise OpError(f"addmm: input of shape {self.shape} does not broadcast to the "
+                          f"product's shape {out}")
+        prod = a @ b if alpha == 1 else (a @ b) * alpha
+        if beta == 0:
+            if self.requires_grad:   # a zero gradient for input, as torch (not x * 0: NaN)
+                return prod + self.masked_fill(np.ones((), bool), 0)
+            return prod
+        return prod + (self if beta == 1 else self * beta)
+
 
 # the same ops as functions of tensors: tgx.sin(x), tgx.lerp(input, end, weight), ...
 def sin(input):
@@ -174,3 +220,36 @@ def isfinite(input):
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|input - other| <= atol + rtol * |other| element-wise."""
     return input.isclose(other, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+def log1p(input):
+    """log(1 + x) element-wise, exact near 0."""
+    return input.log1p()
+
+
+def expm1(input):
+    """e^x - 1 element-wise, exact near 0."""
+    return input.expm1()
+
+
+def neg(input):
+    """-x element-wise."""
+    return input.neg()
+
+
+negative = neg
+
+
+def reciprocal(input):
+    """1 / x element-wise (int and bool inputs give float32)."""
+    return input.reciprocal()
+
+
+def rsqrt(input):
+    """1 / sqrt(x) element-wise (int and bool inputs give float32)."""
+    return input.rsqrt()
+
+
+def square(input):
+    """x * x element-wise (the dtype of x)."""
+    return input.square()

@@ -274,3 +274,33 @@ class Hardtanh(Function):
 
     def backward_graph(self, g, x):
         return g * self.keep
+
+
+# ------------------------------------------------------------------------------------------
+# log1p, expm1: accurate near 0, where log(1 + x) and exp(x) - 1 lose the digits of x
+# ------------------------------------------------------------------------------------------
+
+class Log1p(Function):
+    """d log(1 + x) = g/(1 + x)"""
+    def forward(self, x):
+        self.x = as_float(x)
+        return np.log1p(self.x)
+
+    def backward(self, g):
+        return g / (1 + self.x)
+
+    def backward_graph(self, g, x):
+        return g / (1 + x)
+
+
+class Expm1(Function):
+    """d(e^x - 1) = g*e^x"""
+    def forward(self, x):
+        self.out = np.expm1(as_float(x))
+        return self.out
+
+    def backward(self, g):
+        return g * (self.out + 1)
+
+    def backward_graph(self, g, x):
+        return g * x.exp()

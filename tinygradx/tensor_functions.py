@@ -1,9 +1,12 @@
 """torch's function forms of Tensor methods (`tgx.exp(x)` is `x.exp()`, `tgx.max(x, 1)` is
 `x.max(1)`), the functions that have no method twin here (`bmm`, `is_tensor`,
-`multinomial`'s function form) and the legacy typed constructors (`tgx.LongTensor([1, 2])`).
-All are re-exported by the package: `tgx.softmax(x, dim=-1)`.
+`multinomial`'s function form, `outer`, `addmm`, `allclose`, `equal`) and the legacy typed
+constructors (`tgx.LongTensor([1, 2])`). All are re-exported by the package:
+`tgx.softmax(x, dim=-1)`, `tgx.reshape(x, (2, 3))`.
 """
 from __future__ import annotations
+
+import builtins
 
 import numpy as np
 
@@ -158,6 +161,115 @@ def multinomial(input, num_samples, replacement=False):
     return _tensor("multinomial", input).multinomial(num_samples, replacement)
 
 
+def std(input, dim=None, unbiased=True, keepdim=False, *, correction=None):
+    """The standard deviation (over dim); unbiased=True or correction=1 divides by N-1;
+    std(input, False) is unbiased=False, as torch."""
+    return _tensor("std", input).std(dim, unbiased, keepdim, correction=correction)
+
+
+def var(input, dim=None, unbiased=True, keepdim=False, *, correction=None):
+    """The variance (over dim); unbiased=True or correction=1 divides by N-1."""
+    return _tensor("var", input).var(dim, unbiased, keepdim, correction=correction)
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    """The product of all elements, or along one dim; dtype= casts the input first."""
+    return _cast(_tensor("prod", input), dtype).prod(dim, keepdim)
+
+
+def all(input, dim=None, keepdim=False):
+    """True where every element (along dim: an int or a tuple) is non-zero; bool."""
+    return _tensor("all", input).all(dim, keepdim)
+
+
+def any(input, dim=None, keepdim=False):
+    """True where any element (along dim: an int or a tuple) is non-zero; bool."""
+    return _tensor("any", input).any(dim, keepdim)
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """The vector p-norm (p = 'fro', 2, 1, inf, -inf or a number >= 1) over dim."""
+    return _tensor("norm", input).norm(p, dim, keepdim, dtype)
+
+
+# -- movement --------------------------------------------------------------------------------
+
+def reshape(input, shape):
+    """input.reshape(shape) (a view when the memory allows)."""
+    return _tensor("reshape", input).reshape(shape)
+
+
+def transpose(input, dim0, dim1):
+    """input with dims dim0 and dim1 swapped (a view)."""
+    return _tensor("transpose", input).transpose(dim0, dim1)
+
+
+swapdims = transpose
+
+
+def swapaxes(input, axis0, axis1):
+    """input with axes axis0 and axis1 swapped (a view), numpy's name for transpose."""
+    return _tensor("swapaxes", input).transpose(axis0, axis1)
+
+
+def t(input):
+    """The transpose of a 2-d tensor; a 0-d or 1-d one as it is."""
+    return _tensor("t", input).t()
+
+
+def permute(input, dims):
+    """input with its dims in the order `dims` (a view)."""
+    return _tensor("permute", input).permute(dims)
+
+
+def movedim(input, source, destination):
+    """input with the dims `source` moved to `destination` (ints or sequences)."""
+    return _tensor("movedim", input).movedim(source, destination)
+
+
+moveaxis = movedim
+
+
+def squeeze(input, dim=None):
+    """input without its size-1 dims (only those in dim, when given)."""
+    return _tensor("squeeze", input).squeeze(dim)
+
+
+def unsqueeze(input, dim):
+    """input with a new size-1 dim at dim."""
+    return _tensor("unsqueeze", input).unsqueeze(dim)
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    """input with the dims start_dim..end_dim merged into one."""
+    return _tensor("flatten", input).flatten(start_dim, end_dim)
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    """Pieces of split_size (the last may be smaller), or of the given section sizes."""
+    return _tensor("split", tensor).split(split_size_or_sections, dim)
+
+
+def chunk(input, chunks, dim=0):
+    """At most `chunks` pieces of equal size (the last may be smaller) along dim."""
+    return _tensor("chunk", input).chunk(chunks, dim)
+
+
+def unbind(input, dim=0):
+    """The slices along dim, that dim removed, as a tuple."""
+    return _tensor("unbind", input).unbind(dim)
+
+
+def select(input, dim, index):
+    """The slice at index along dim, that dim removed."""
+    return _tensor("select", input).select(dim, index)
+
+
+def narrow(input, dim, start, length):
+    """The `length` elements from `start` along dim (a view)."""
+    return _tensor("narrow", input).narrow(dim, start, length)
+
+
 # -- several tensors -------------------------------------------------------------------------
 
 def bmm(input, mat2):
@@ -176,6 +288,33 @@ def is_tensor(obj):
     return isinstance(obj, Tensor)
 
 
+def outer(input, vec2):
+    """The outer product of two 1-d tensors: (n,), (m,) -> (n, m), promoted as `*`."""
+    a, b = _tensor("outer", input), _tensor("outer", vec2)
+    if a.ndim != 1 or b.ndim != 1:
+        raise OpError(f"outer: expects two 1-d tensors, got shapes {a.shape} and {b.shape}")
+    return a.unsqueeze(1) * b.unsqueeze(0)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """beta * input + alpha * (mat1 @ mat2) (input.addmm(mat1, mat2, beta=, alpha=))."""
+    return _tensor("addmm", input).addmm(mat1, mat2, beta=beta, alpha=alpha)
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """True if every |input - other| <= atol + rtol * |other| (broadcasting): a Python bool,
+    as torch.allclose."""
+    return bool(_tensor("allclose", input).isclose(_tensor("allclose", other), rtol=rtol,
+                                                    atol=atol, equal_nan=equal_nan).all())
+
+
+def equal(input, other):
+    """True if the two tensors have the same shape and the same values (compared in the
+    promoted dtype; NaN is unequal to itself): a Python bool, as torch.equal."""
+    a, b = _tensor("equal", input), _tensor("equal", other)
+    return a.shape == b.shape and bool((a == b).all())
+
+
 # -- typed constructors (torch.LongTensor([1, 2]), torch.FloatTensor(2, 3)) -------------------
 
 def _typed(name, dtype):
@@ -183,7 +322,8 @@ def _typed(name, dtype):
         check_device(name, device)
         if not args:
             return Tensor(np.empty((0,), dtype))
-        if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args):
+        if builtins.all(isinstance(a, (int, np.integer)) and not isinstance(a, bool)
+                        for a in args):
             return Tensor(np.zeros(args, dtype))         # sizes (torch leaves it uninitialised)
         if len(args) != 1:
             raise TypeError(f"{name}: expected sizes (ints) or one sequence of data, got "

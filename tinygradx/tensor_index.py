@@ -118,6 +118,24 @@ class IndexMethods:
         return ops_index.Scatter.apply(self, src, dim=d, index=_index_array(name, index),
                                        add=add)
 
+    def index_select(self, dim, index):
+        """The entries at `index` (a 1-d int tensor) along dim, in that order (repeats
+        allowed; their gradients add up), as torch.index_select."""
+        d = check_dim("index_select", dim, self.ndim)
+        idx = _index_array("index_select", index)
+        if idx.ndim > 1:
+            raise OpError(f"index_select: index must be 1-d (or 0-d), got shape {idx.shape}")
+        n = self.shape[d] if self.ndim else 1
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            raise OpError(f"index_select: index {idx.tolist()} is out of range for dim {dim} "
+                          f"of size {n} (expected 0..{n - 1}; negative indices are refused, "
+                          f"as in torch)")
+        if self.ndim == 0:                   # torch: one index, 0, gives the value itself
+            if idx.size != 1:
+                raise OpError(f"index_select: a 0-d tensor takes one index, got {idx.size}")
+            return self.clone()
+        return self[(slice(None),) * d + (idx.reshape(-1),)]
+
     def masked_select(self, mask):
         """The elements where mask (broadcast with self) is True, as a 1-d tensor."""
         m = mask._data if isinstance(mask, autograd.Tensor) else np.asarray(mask)
@@ -232,6 +250,11 @@ def scatter(input, dim, index, src):
 def scatter_add(input, dim, index, src):
     """tgx.scatter_add(input, dim, index, src) = input.scatter_add(dim, index, src)"""
     return input.scatter_add(dim, index, src)
+
+
+def index_select(input, dim, index):
+    """tgx.index_select(input, dim, index) = input.index_select(dim, index)"""
+    return input.index_select(dim, index)
 
 
 def masked_select(input, mask):

@@ -84,13 +84,17 @@ class ShapeMethods:
             return _zero_index()
         return autograd.Tensor._from_op(np.argmin(self._data, axis=dim, keepdims=keepdim), None)
 
-    def var(self, dim=None, unbiased=True, keepdim=False, correction=None):
-        """Variance; unbiased=True divides by N-1 (PyTorch's default), or give correction."""
+    def var(self, dim=None, unbiased=True, keepdim=False, *, correction=None):
+        """Variance; unbiased=True divides by N-1 (PyTorch's default), or give correction.
+        As torch, a bool first argument is `unbiased` (x.var(False))."""
+        if isinstance(dim, bool):
+            dim, unbiased = None, dim
         corr = (1 if unbiased else 0) if correction is None else correction
         return ops_reduce.Var.apply(self, dim=dim, correction=corr, keepdim=keepdim)
 
-    def std(self, dim=None, unbiased=True, keepdim=False):
-        return self.var(dim, unbiased, keepdim).sqrt()
+    def std(self, dim=None, unbiased=True, keepdim=False, *, correction=None):
+        """The square root of var(...) (the same arguments)."""
+        return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
 
     def logsumexp(self, dim, keepdim=False):
         return ops_reduce.LogSumExp.apply(self, dim=dim, keepdim=keepdim)
@@ -235,6 +239,123 @@ class ShapeMethods:
 
     def tril(self, diagonal=0):
         return movement.Tri.apply(self, diagonal=diagonal, upper=False)
+
+    # -- more of torch's movement and norms (views through getitem and permute) -----------
+    def t(self):
+        """The transpose of a 2-d tensor; a 0-d or 1-d tensor as it is (a view), as torch."""
+        if self.ndim > 2:
+            raise OpError(f"t: expects a tensor with at most 2 dims, got shape {self.shape}; "
+                          f"use transpose(dim0, dim1) or mT")
+        return self.T
+
+    swapdims = transpose
+
+    def movedim(self, source, destination):
+        """Move the dims `source` (an int or a sequence) to the places `destination`; the
+        other dims keep their order (a permute, as torch.movedim)."""
+        src, dst = _dim_list(source), _dim_list(destination)
+        if len(src) != len(dst):
+            raise OpError(f"movedim: source {source!r} has {len(src)} dims but destination "
+                          f"{destination!r} has {len(dst)}")
+        nd = self.ndim
+        src = [check_dim("movedim", d, nd) for d in src]
+        dst = [check_dim("movedim", d, nd) for d in dst]
+        for name, dims, given in (("source", src, source), ("destination", dst, destination)):
+            if len(set(dims)) != len(dims):
+                raise OpError(f"movedim: repeated dim in {name} {given!r}")
+        if nd == 0:
+            return self.T
+        order = [None] * nd
+        for s, d in zip(src, dst, strict=True):
+            order[d] = s
+        rest = iter([i for i in range(nd) if i not in src])
+        return self.permute([o if o is not None else next(rest) for o in order])
+
+    moveaxis = movedim
+
+    def select(self, dim, index):
+        """The slice at `index` along dim, that dim removed (x.select(1, i) is x[:, i])."""
+        d, n = self._dim_size("select", dim)
+        i = _int_arg("select", "index", index)
+        if not -n <= i < n:
+            raise OpError(f"select: index {i} is out of range for dim {dim} of size {n} "
+                          f"(shape {self.shape})")
+        return self[(slice(None),) * d + (i,)]
+
+    def narrow(self, dim, start, length):
+        """The `length` elements from `start` along dim (a view; start may be negative)."""
+        d, n = self._dim_size("narrow", dim)
+        s, ln = _int_arg("narrow", "start", start), _int_arg("narrow", "length", length)
+        if not -n <= s <= n:
+            raise OpError(f"narrow: start {s} is out of range for dim {dim} of size {n} "
+                          f"(expected {-n}..{n})")
+        s = s + n if s < 0 else s
+        if ln < 0 or s + ln > n:
+            raise OpError(f"narrow: start {s} and length {ln} do not fit in dim {dim} of size "
+                          f"{n} (shape {self.shape})")
+        return self[(slice(None),) * d + (slice(s, s + ln),)]
+
+    def unbind(self, dim=0):
+        """The slices along dim, that dim removed, as a tuple (views sharing one gradient)."""
+        d, n = self._dim_size("unbind", dim)
+        return tuple(self[(slice(None),) * d + (i,)] for i in range(n))
+
+    def _dim_size(self, name, dim):
+        """(dim as a non-negative int, its size); a 0-d tensor has no dim to take."""
+        if self.ndim == 0:
+            raise OpError(f"{name}: needs a tensor with at least 1 dim, got a 0-d tensor")
+        d = check_dim(name, dim, self.ndim)
+        return d, self.shape[d]
+
+    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+        """The vector p-norm over dim (every element when dim is None), as torch.norm: p is
+        'fro' or 2 (Euclidean), 1, inf (the largest |x|), -inf (the smallest) or any number
+        >= 1. dtype= casts first. The gradient at a zero vector is 0, as torch's."""
+        x = self if dtype is None else self.to(dtype)
+        if x.dtype.kind != "f":
+            raise TypeError(f"norm: needs a floating-point tensor, got {x.dtype} (convert it "
+                            f"with .float(), or pass dtype=)")
+        if isinstance(dim, (tuple, list)):
+            dim = tuple(dim) or None                 # torch: dim=() is every dim
+        if dim is not None:
+            _named_axes("norm", dim, x.ndim)
+        if isinstance(p, str) and p == "fro":
+            if isinstance(dim, tuple) and len(dim) > 2:
+                raise OpError(f"norm: p='fro' takes one dim or two (a matrix), got dim {dim}")
+            p = 2
+        if isinstance(p, (bool, str)) or not isinstance(p, (int, float, np.integer,
+                                                             np.floating)) or not (
+                abs(p) == math.inf or p >= 1):
+            hint = " (the nuclear norm needs singular values, which tinygradx does not " \
+                   "compute)" if p == "nuc" else ""
+            raise ValueError(f"norm: p must be 'fro', inf, -inf or a number >= 1, got "
+                             f"{p!r}{hint}")
+        if abs(p) == math.inf:
+            a = x.abs()
+            return a.amax(dim, keepdim) if p > 0 else a.amin(dim, keepdim)
+        if p == 1:
+            return x.abs().sum(dim, keepdim)
+        s = (x * x if p == 2 else x.abs() ** p).sum(dim, keepdim)
+        zero = s._data == 0
+        if not zero.any():
+            return s.sqrt() if p == 2 else s ** (1 / p)
+        # the root's slope is infinite at 0: take it at 1 there and put the 0 back, so a zero
+        # vector gets the zero gradient torch gives it (and a graph that differentiates again)
+        s = s.masked_fill(zero, 1.0)
+        return (s.sqrt() if p == 2 else s ** (1 / p)).masked_fill(zero, 0.0)
+
+
+def _int_arg(name, arg, value):
+    """An int argument (a 0-d integer tensor too, as torch); bools and floats refused."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) and not (
+            isinstance(value, autograd.Tensor) and value.ndim == 0 and value.dtype.kind in "iu"):
+        raise OpError(f"{name}: {arg} must be an int, got {value!r}")
+    return int(value)
+
+
+def _dim_list(dims):
+    """movedim's source/destination: one int or a sequence of ints."""
+    return list(dims) if isinstance(dims, (tuple, list)) else [dims]
 
 
 def _zero_index():

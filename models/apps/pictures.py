@@ -136,7 +136,9 @@ def attention_weights(model, fn, *args, **kwargs):
     model.eval()
     try:
         _, found = capture_attention(fn, *args, **kwargs)
-        if not found:                       # a model whose attention is not a softmax op
+        n_attn = sum(1 for path, _ in model.named_modules()
+                     if path.rsplit(".", 1)[-1] in _ATTN_SUFFIXES)
+        if not found or len(found) < n_attn:   # fused attention (no softmax op): record all
             _set_record(model, True)
             with tgx.no_grad():
                 fn(*args, **kwargs)

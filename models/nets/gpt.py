@@ -119,10 +119,7 @@ class CausalSelfAttention(nn.Module):
         if self.packed and cache is None and not self.record_attn:
             y = F.packed_attention(qkv, self.n_head, is_causal=True, dropout_p=p)  # (B, T, C)
         elif self.packed and not self.record_attn and not tgx.is_grad_enabled():
-            # generation: the new rows' Q against K, V of all rows kept in the cache
-            rows = cache.append_rows(qkv)                        # (B, t, 3C), t = past + T
-            y = F.packed_attention(rows, self.n_head, is_causal=True, dropout_p=p,
-                                   n_query=T)                    # (B, T, C)
+            y = self._generation_step(qkv, cache, p)             # (B, T, C)
         else:
             q, k, v = self._heads(qkv)                  # (B, nh, T, hs), 2 x (B, nkv, T, hs)
             if self.rope is not None:
@@ -141,6 +138,22 @@ class CausalSelfAttention(nn.Module):
                 y = self._scores(q, k, v)                        # (B, nh, T, hs)
             y = y.transpose(1, 2).reshape(B, T, C)               # Concat(head_1..head_h): (B, T, C)
         return self.resid_dropout(self.c_proj(y))                # Concat(...) W^O: (B, T, C)
+
+    def _generation_step(self, qkv, cache, p):
+        """No graph (generation): the new rows' K, V go into the cache's per-head buffers
+        (LayerCache.append_heads, written in place) and their Q attends to every cached
+        position as one node (F.attention). The heads are numpy views of [Q K V], and the
+        cached K, V stay contiguous per head, so the batched matmuls run on BLAS at any batch
+        size (over strided heads numpy falls back to a slow loop)."""
+        B, T, _ = qkv.shape
+        nh, hs = self.n_head, self.n_embd // self.n_head
+        a = qkv._data.reshape(B, T, 3, nh, hs)
+        q, k, v = (a[:, :, j].transpose(0, 2, 1, 3) for j in range(3))  # (B, nh, T, hs)
+        k, v = cache.append_heads(k, v)                          # (B, nh, t, hs), t = past + T
+        # the T new queries are the last T of the t positions: bottom-right mask
+        mask = F.causal_mask(T, k.shape[2], qkv.dtype) if T > 1 else None
+        y = F.attention(Tensor(q), k, v, attn_mask=mask, dropout_p=p)._data  # (B, nh, T, hs)
+        return Tensor(y.transpose(0, 2, 1, 3).reshape(B, T, self.n_embd))  # Concat: (B, T, C)
 
     def _heads(self, qkv):
         """[Q K V] (B, T, C + 2 nkv hs) -> Q (B, nh, T, hs), K and V (B, nkv, T, hs)."""
@@ -469,27 +482,35 @@ class GPT(nn.Module):
         that has produced eos_id keeps producing it, and generation stops when all rows have.
         Call model.eval() first when the model has dropout.
         """
-        idx = as_ids(idx)
+        ids = as_ids(idx)._data
+        B, start = ids.shape
         block = self.config.block_size
-        done = np.zeros(idx.shape[0], dtype=bool)
+        # the ids so far, written in place (no concatenation per token): (B, start + new)
+        out = np.empty((B, start + max_new_tokens), dtype=ids.dtype)
+        out[:, :start] = ids
+        n = start
+        done = np.zeros(B, dtype=bool)
         cache = None
         with tgx.no_grad():
             for _ in range(max_new_tokens):
                 if use_cache and cache is not None and cache.length < block:
-                    feed = idx[:, -1:]                           # only the newest token: (B, 1)
+                    feed = out[:, n - 1:n]                       # only the newest token: (B, 1)
                 else:
                     cache = KVCache(self.config.n_layer) if use_cache else None
-                    feed = idx[:, -block:]                       # cropped context: (B, <=block)
-                x = self._features(feed, cache)                  # (B, T, C)
-                logits = self.lm_head(x[:, -1, :])               # only the last position: (B, V)
+                    feed = out[:, max(n - block, 0):n]           # cropped context: (B, <=block)
+                x = self._features(Tensor(feed), cache)          # (B, T, C)
+                if x.shape[1] > 1:
+                    x = x[:, -1:, :]                             # only the last position
+                logits = self.lm_head(x)._data[:, 0]             # (B, V)
                 nxt = sample_next(logits, temperature, top_k, top_p)   # (B,)
                 if eos_id is not None:
                     nxt = np.where(done, eos_id, nxt)
                     done |= nxt == eos_id
-                idx = tgx.cat([idx, Tensor(nxt[:, None])], dim=1)      # (B, T + 1)
+                out[:, n] = nxt
+                n += 1
                 if eos_id is not None and done.all():
                     break
-        return idx
+        return Tensor(out[:, :n].copy() if n < out.shape[1] else out)   # (B, T + n)
 
 
 def count_parameters(config):

@@ -33,20 +33,28 @@ class LayerCache:
         self.static = None     # cross-attention: (K_H, V_H (B, h, S, d_k), mask (B, 1, 1, S))
         self.rows = None       # or: packed [Q K V] rows (B, capacity, 3C), inference only
         self.t = 0             # rows of `rows` in use
+        self.heads = None      # or: K, V buffers (B, h, capacity, d_k), inference only
+        self.proj = None       # a model's fused [W^Q W^K W^V] (weight, bias), inference only
 
     @property
     def length(self):
-        if self.rows is not None:
+        if self.rows is not None or self.heads is not None:
             return self.t
         return 0 if self.k is None else self.k.shape[2]
+
+    def _refuse(self, kind):
+        held = ("per-head K, V (update)" if self.k is not None else
+                "packed rows (append_rows)" if self.rows is not None else
+                "K, V buffers (append_heads)" if self.heads is not None else None)
+        if held is not None and held != kind:
+            raise RuntimeError(f"LayerCache: this cache holds {held}; it cannot also take "
+                               f"{kind}")
 
     def append_rows(self, qkv):
         """Inference only (no gradient reaches earlier rows): append the new positions' packed
         [Q K V] (B, T, 3C) and return all rows so far (B, t+T, 3C) as a constant. The buffer
         doubles when full, so a token costs one row copy, not a copy of the whole cache."""
-        if self.k is not None:
-            raise RuntimeError("LayerCache: this cache holds per-head K, V (update); it cannot "
-                               "also take packed rows")
+        self._refuse("packed rows (append_rows)")
         a = qkv._data if isinstance(qkv, Tensor) else np.asarray(qkv)
         B, T, width = a.shape
         if self.rows is None or self.t + T > self.rows.shape[1]:
@@ -58,11 +66,32 @@ class LayerCache:
         self.t += T
         return Tensor(self.rows[:, :self.t])                     # (B, t, 3C), a view
 
+    def append_heads(self, k, v):
+        """Inference only: write the new positions' k, v (B, h, T, d_k) arrays into buffers
+        (B, h, capacity, d_k) that double when full, and return K, V of every position so far
+        (B, h, t+T, d_k) as constants. They are views whose (t, d_k) blocks are contiguous, so
+        a batched matmul over many rows and heads runs on BLAS (over strided heads numpy falls
+        back to a loop ~8x slower at 1,000 rows), and a step copies one position, not the
+        cache."""
+        self._refuse("K, V buffers (append_heads)")
+        B, h, T, d = k.shape
+        t = self.t
+        if self.heads is None or t + T > self.heads[0].shape[2]:
+            cap = max(2 * (t + T), 16)
+            grown = tuple(np.empty((B, h, cap, x.shape[-1]), dtype=x.dtype) for x in (k, v))
+            if self.heads is not None:
+                for new, old in zip(grown, self.heads, strict=True):
+                    new[:, :, :t] = old[:, :, :t]
+            self.heads = grown
+        kb, vb = self.heads
+        kb[:, :, t:t + T] = k
+        vb[:, :, t:t + T] = v
+        self.t = t + T
+        return Tensor(kb[:, :, :self.t]), Tensor(vb[:, :, :self.t])
+
     def update(self, k, v):
         """Append the new positions' k, v (B, h, T, d_k) and return all of them (B, h, t+T, d_k)."""
-        if self.rows is not None:
-            raise RuntimeError("LayerCache: this cache holds packed rows (append_rows); it "
-                               "cannot also take per-head K, V")
+        self._refuse("per-head K, V (update)")
         if self.k is not None:
             k = tgx.cat([self.k, k], dim=2)                  # (B, h, t + T, d_k)
             v = tgx.cat([self.v, v], dim=2)                  # (B, h, t + T, d_v)
@@ -75,8 +104,18 @@ class LayerCache:
             self.k, self.v = self.k[index], self.v[index]    # (B', h, t, d_k)
         if self.rows is not None:
             self.rows = self.rows[index]                     # (B', capacity, 3C)
+        if self.heads is not None:                            # (B', h, capacity, d_k)
+            self.heads = tuple(_take_rows(x, index, self.t) for x in self.heads)
         if self.static is not None:
             self.static = tuple(None if s is None else s[index] for s in self.static)
+
+
+def _take_rows(buf, index, t):
+    """buf[index] for a (B, h, capacity, d) buffer whose first t positions are in use: only
+    those are copied (x[index, :, :t] is one gather), into a buffer of the same capacity."""
+    out = np.empty((len(index),) + buf.shape[1:], dtype=buf.dtype)
+    out[:, :, :t] = buf[index, :, :t]
+    return out
 
 
 class KVCache:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import tinygradx as tgx
 import tinygradx.functional as F
 from tinygradx import Tensor, nn
 from tinygradx.nn import init
@@ -112,13 +113,13 @@ def incremental_attention(mha, query, key_value, cache, static=False, key_paddin
     """
     B, n, d = query.shape
     h = mha.num_heads
+    if not static and _packed_ok(mha, query, key_value, cache, key_padding_mask, need_weights):
+        return _fast_self_attention(mha, query, cache), None
     q = _split_heads(mha.w_q(query), h)                           # Q = X W^Q: (B, h, n, d_k)
     if static:
         if cache.static is None:
-            cache.static = (_split_heads(mha.w_k(key_value), h),  # K = H W^K: (B, h, S, d_k)
-                            _split_heads(mha.w_v(key_value), h),  # V = H W^V: (B, h, S, d_v)
-                            _padding_mask(key_padding_mask, query.dtype))   # M: (B, 1, 1, S)
-        k, v, mask = cache.static
+            cache.static = _static_kv(mha, key_value, key_padding_mask, query.dtype)
+        k, v, mask = cache.static                                 # 2 x (B, h, S, d_k), M
     else:
         k, v = cache.update(_split_heads(mha.w_k(key_value), h),  # (B, h, t, d_k)
                             _split_heads(mha.w_v(key_value), h))  # (B, h, t, d_v)
@@ -134,6 +135,82 @@ def incremental_attention(mha, query, key_value, cache, static=False, key_paddin
         z, a = F.attention(q, k, v, attn_mask=mask), None        # (B, h, n, d_v)
     z = z.transpose(1, 2).reshape(B, n, d)                        # Concat(heads): (B, n, d)
     return mha.w_o(z), a                                          # (B, n, d)
+
+
+def _inference(mha):
+    """No graph and no attention dropout: the inference paths below may run."""
+    return (not tgx.is_grad_enabled() and (not mha.training or mha.dropout == 0.0)
+            and all(lin.bias is not None for lin in (mha.w_q, mha.w_k, mha.w_v)))
+
+
+def _stacked_qkv(mha):
+    """[W^Q W^K W^V] (3d, d) and their biases (3d,) as constants: one GEMM for Q, K, V."""
+    return tuple(Tensor(np.concatenate([p._data for p in parts]))
+                 for parts in ((mha.w_q.weight, mha.w_k.weight, mha.w_v.weight),
+                               (mha.w_q.bias, mha.w_k.bias, mha.w_v.bias)))
+
+
+def _fast_encoder_attention(mha, x, key_padding_mask):
+    """Inference only: mha(x, x, x) with Q, K, V from one GEMM, laid out per head as one
+    contiguous copy (a batched matmul over strided heads misses BLAS) and attention as one
+    node (F.attention), instead of three GEMMs and the op-by-op attention of
+    nn.MultiHeadAttention. The same numbers (tested)."""
+    B, n, d = x.shape
+    h = mha.num_heads
+    qkv = F.linear(x, *_stacked_qkv(mha))._data.reshape(B, n, 3, h, d // h)
+    q, k, v = np.ascontiguousarray(qkv.transpose(2, 0, 3, 1, 4))  # 3 x (B, h, n, d_k)
+    z = F.attention(Tensor(q), Tensor(k), Tensor(v),
+                    attn_mask=_padding_mask(key_padding_mask, x.dtype))  # (B, h, n, d_k)
+    return mha.w_o(z.transpose(1, 2).reshape(B, n, d))            # (B, n, d)
+
+
+def _packed_ok(mha, query, key_value, cache, key_padding_mask, need_weights):
+    """Whether a self-attention step may take the inference path of `_fast_self_attention`:
+    no graph, no weights asked for, no target padding, and a cache that holds K, V buffers."""
+    return (query is key_value and not need_weights and key_padding_mask is None
+            and cache.k is None and _inference(mha))
+
+
+def _fast_self_attention(mha, x, cache):
+    """Inference only: [Q K V] = X [W^Q W^K W^V]^T + b as one GEMM (the three weights stacked
+    once per cache), K and V written into the cache's buffers (LayerCache.append_heads), the
+    n new queries against every position as one node (F.attention; causal mask aligned
+    bottom-right). No graph is recorded, so the head split is a numpy view, not three nodes.
+    The same numbers as the per-head path (tested)."""
+    if cache.proj is None:
+        cache.proj = _stacked_qkv(mha)
+    B, n, d = x.shape
+    h = mha.num_heads
+    qkv = F.linear(x, *cache.proj)._data.reshape(B, n, 3, h, d // h)  # (B, n, 3, h, d_k)
+    q, k, v = (qkv[:, :, j].transpose(0, 2, 1, 3) for j in range(3))  # (B, h, n, d_k) views
+    k, v = cache.append_heads(k, v)                               # (B, h, t, d_k)
+    mask = F.causal_mask(n, k.shape[2], x.dtype) if n > 1 else None
+    z = F.attention(Tensor(q), k, v, attn_mask=mask)              # (B, h, n, d_k)
+    return mha.w_o(z.transpose(1, 2).reshape(B, n, d))            # (B, n, d)
+
+
+def _static_kv(mha, memory, key_padding_mask, dtype):
+    """The cross-attention constants of one layer: K = H W^K, V = H W^V as (B, h, S, d_k) and
+    the additive padding mask M (B, 1, 1, S) or None. Without a graph they are made once as
+    contiguous arrays (every step's batched matmul then runs on BLAS), and with padding the
+    projections run on the real positions only; the padded ones are zeros, which M hides."""
+    h = mha.num_heads
+    mask = _padding_mask(key_padding_mask, dtype)
+    if tgx.is_grad_enabled():
+        return (_split_heads(mha.w_k(memory), h), _split_heads(mha.w_v(memory), h), mask)
+    B, S, d = memory.shape
+    real = None if mask is None else mask[:, 0, 0, :] == 0       # (B, S) True at real keys
+    rows = memory if real is None else Tensor(memory._data[real])  # (N, d): real positions
+    out = []
+    for lin in (mha.w_k, mha.w_v):
+        kv = lin(rows)._data                                      # (B, S, d) or (N, d)
+        if real is not None:
+            full = np.zeros((B, S, kv.shape[-1]), dtype=kv.dtype)
+            full[real] = kv                                       # zeros at the padding
+            kv = full
+        kv = kv.reshape(B, S, h, kv.shape[-1] // h).transpose(0, 2, 1, 3)
+        out.append(Tensor(np.ascontiguousarray(kv)))              # (B, h, S, d_k)
+    return out[0], out[1], mask
 
 
 def _padding_mask(key_padding_mask, dtype):
@@ -164,6 +241,8 @@ class EncoderLayer(nn.Module):
         self.attn_weights = None
 
     def _sa(self, x, src_key_padding_mask):
+        if not self.record_attn and _inference(self.self_attn):
+            return _fast_encoder_attention(self.self_attn, x, src_key_padding_mask)
         out, a = self.self_attn(x, x, x, key_padding_mask=src_key_padding_mask,
                                 need_weights=self.record_attn, average_attn_weights=False)
         if self.record_attn:
@@ -288,7 +367,7 @@ class DecodeState:
     cross-attention K, V of H ("cross")."""
 
     def __init__(self, memory, src_key_padding_mask, n_layer):
-        self.memory = memory
+        self._memory, self._index = memory, None
         self.src_key_padding_mask = None if src_key_padding_mask is None else np.asarray(
             src_key_padding_mask._data if isinstance(src_key_padding_mask, Tensor)
             else src_key_padding_mask, dtype=bool)
@@ -302,11 +381,28 @@ class DecodeState:
         """Target positions decoded so far (the position of the next token)."""
         return self.self_cache.length
 
+    @property
+    def memory(self):
+        """H (B, S, d) of the rows kept. Reordering only composes the row index; the rows are
+        gathered when H is read, which decode_step does only while a layer still has to
+        project its cross-attention K, V from it (the first step): beam search reorders
+        every step."""
+        if self._index is not None:
+            self._memory, self._index = self._memory[self._index], None   # (B', S, d)
+        return self._memory
+
+    @memory.setter
+    def memory(self, value):
+        self._memory, self._index = value, None
+
+    def memory_needed(self):
+        return any(layer.static is None for layer in self.cross_cache.layers)
+
     def reorder(self, index):
         """Keep batch rows `index` (B',) in that order, e.g. the parents of the surviving beams;
         rows may repeat (expanding one sentence into k beams is reorder([0]*k))."""
         index = np.asarray(index._data if isinstance(index, Tensor) else index, dtype=np.int64)
-        self.memory = self.memory[index]                          # (B', S, d)
+        self._index = index if self._index is None else self._index[index]
         if self.src_key_padding_mask is not None:
             self.src_key_padding_mask = self.src_key_padding_mask[index]   # (B', S)
         self.self_cache.reorder(index)
@@ -394,7 +490,8 @@ class EncoderDecoder(nn.Module):
         tgt = as_ids(tgt)
         start = state.length
         y = self.pos_encoding(self.tgt_embed(tgt), start=start)  # (B, n, d) at start..start+n-1
-        y = self.decoder(y, state.memory, state.src_key_padding_mask, None, cache=state)
+        memory = state.memory if state.memory_needed() else None  # K, V of H already kept
+        y = self.decoder(y, memory, state.src_key_padding_mask, None, cache=state)
         return self.generator(y[:, -1, :])                       # (B, Vt)
 
 

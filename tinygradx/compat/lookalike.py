@@ -7,7 +7,8 @@
     torch.nn.utils             tinygradx.clip_grad: clip_grad_norm_, clip_grad_value_
     torch.optim                tinygradx.optim
     torch.optim.lr_scheduler   tinygradx.optim.lr_scheduler (tinygradx/lr_scheduler.py)
-    torch.autograd             grad, no_grad, enable_grad, detect_anomaly
+    torch.autograd             grad, no_grad, enable_grad, set_grad_enabled, inference_mode,
+                               detect_anomaly
     torch.cuda                 is_available() is False, device_count() is 0, manual_seed is a
                                no-op (what PyTorch answers on a machine without a GPU)
     torch.utils                nothing (torch.utils.data is refused with a hint)
@@ -54,6 +55,7 @@ lr_scheduler_ = Facade("torch.optim.lr_scheduler", lr_scheduler)
 optim_ = Facade("torch.optim", optim, {"lr_scheduler": lr_scheduler_})
 autograd = Facade("torch.autograd", None, {
     "grad": tinygradx.grad, "no_grad": tinygradx.no_grad, "enable_grad": tinygradx.enable_grad,
+    "set_grad_enabled": tinygradx.set_grad_enabled, "inference_mode": tinygradx.inference_mode,
     "detect_anomaly": tinygradx.detect_anomaly})
 cuda = Facade("torch.cuda", None, {
     "is_available": _cuda_is_available, "device_count": _cuda_device_count,
