@@ -332,23 +332,29 @@ def _as_tensors(inputs):
 # broadcasting, undone in one place
 # --------------------------------------------------------------------------------------------
 
+def unbroadcast_axes(gshape, shape):
+    """The axes to sum a gradient of shape `gshape` over to get back to `shape` (the axes
+    broadcasting added or stretched), or an OpError if gshape cannot come from shape."""
+    lead = len(gshape) - len(shape)
+    if lead < 0:
+        raise OpError(f"unbroadcast: gradient of shape {gshape} cannot belong to an input "
+                      f"of shape {shape}")
+    axes = list(range(lead))
+    for i, n in enumerate(shape):
+        if n == 1 and gshape[lead + i] != 1:
+            axes.append(lead + i)
+        elif n != gshape[lead + i]:
+            raise OpError(f"unbroadcast: gradient of shape {gshape} does not broadcast "
+                          f"from input shape {shape}")
+    return tuple(axes)
+
+
 def unbroadcast(grad, shape):
     """Sum `grad` down to `shape`: the adjoint of numpy broadcasting `shape` up to grad.shape."""
     shape = tuple(shape)
     if grad.shape == shape:
         return grad
-    lead = grad.ndim - len(shape)
-    if lead < 0:
-        raise OpError(f"unbroadcast: gradient of shape {grad.shape} cannot belong to an input "
-                      f"of shape {shape}")
-    axes = list(range(lead))
-    for i, n in enumerate(shape):
-        if n == 1 and grad.shape[lead + i] != 1:
-            axes.append(lead + i)
-        elif n != grad.shape[lead + i]:
-            raise OpError(f"unbroadcast: gradient of shape {grad.shape} does not broadcast "
-                          f"from input shape {shape}")
-    return grad.sum(axis=tuple(axes), keepdims=True).reshape(shape)
+    return grad.sum(axis=unbroadcast_axes(grad.shape, shape), keepdims=True).reshape(shape)
 
 
 # --------------------------------------------------------------------------------------------

@@ -20,7 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import autograd
-from .autograd import STATE, Frame, OpError, run_backward, toposort, toposort_to
+from .autograd import (STATE, Frame, OpError, run_backward, toposort, toposort_to,
+                       unbroadcast_axes)
 
 
 class BackwardFrame(Frame):
@@ -152,18 +153,7 @@ def unbroadcast_graph(g, shape):
     shape = tuple(shape)
     if g.shape == shape:
         return g
-    lead = g.ndim - len(shape)
-    if lead < 0:
-        raise OpError(f"unbroadcast: gradient of shape {g.shape} cannot belong to an input "
-                      f"of shape {shape}")
-    axes = list(range(lead))
-    for i, n in enumerate(shape):
-        if n == 1 and g.shape[lead + i] != 1:
-            axes.append(lead + i)
-        elif n != g.shape[lead + i]:
-            raise OpError(f"unbroadcast: gradient of shape {g.shape} does not broadcast "
-                          f"from input shape {shape}")
-    return g.sum(dim=tuple(axes), keepdim=True).reshape(shape)
+    return g.sum(dim=unbroadcast_axes(g.shape, shape), keepdim=True).reshape(shape)
 
 
 def run_backward_graph(roots, root_grads, retain_graph=True, store=None, inputs=None):

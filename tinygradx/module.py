@@ -383,7 +383,29 @@ class ModuleList(Module):
         self._list.insert(index, m)
 
 
-class ModuleDict(Module):
+class _DictMethods:
+    """The read side of a dict over `self._dict` (ModuleDict, ParameterDict)."""
+
+    def __contains__(self, k):
+        return k in self._dict
+
+    def __len__(self):
+        return len(self._dict)
+
+    def __iter__(self):
+        return iter(self._dict)
+
+    def keys(self):
+        return self._dict.keys()
+
+    def items(self):
+        return self._dict.items()
+
+    def values(self):
+        return self._dict.values()
+
+
+class ModuleDict(_DictMethods, Module):
     """A dict of modules whose names are their keys (`transformer.wte`, ...)."""
 
     def __init__(self, modules=None):
@@ -404,24 +426,6 @@ class ModuleDict(Module):
 
     def __setitem__(self, k, m):
         self._dict[k] = m
-
-    def __contains__(self, k):
-        return k in self._dict
-
-    def __len__(self):
-        return len(self._dict)
-
-    def __iter__(self):
-        return iter(self._dict)
-
-    def keys(self):
-        return self._dict.keys()
-
-    def items(self):
-        return self._dict.items()
-
-    def values(self):
-        return self._dict.values()
 
     def update(self, modules):
         self._dict.update(modules)
@@ -460,7 +464,7 @@ class ParameterList(Module):
         return self
 
 
-class ParameterDict(Module):
+class ParameterDict(_DictMethods, Module):
     """A dict of Parameters named by their keys; tensors given to it become Parameters."""
 
     def __init__(self, parameters=None):
@@ -474,24 +478,6 @@ class ParameterDict(Module):
 
     def __setitem__(self, k, value):
         self._dict[k] = _as_parameter(value)
-
-    def __contains__(self, k):
-        return k in self._dict
-
-    def __len__(self):
-        return len(self._dict)
-
-    def __iter__(self):
-        return iter(self._dict)
-
-    def keys(self):
-        return self._dict.keys()
-
-    def items(self):
-        return self._dict.items()
-
-    def values(self):
-        return self._dict.values()
 
 
 def _as_parameter(value):

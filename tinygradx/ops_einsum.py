@@ -210,50 +210,48 @@ class Einsum(Function):
             out = out.copy()
         return out
 
-    def backward(self, g):
-        p, xs = self.plan, self.xs
-        grads = []
+    def _gradients(self):
+        """For each input k that needs a gradient: (k, eq, others, broadcast shape or None,
+        whether it repeats a subscript). Its gradient is einsum(eq, g, *others), broadcast
+        over the subscripts only input k has, then written onto its diagonal."""
+        p = self.plan
         for k, spec in enumerate(p.specs):
             if not self.needs_input_grad[k]:
-                grads.append(None)
                 continue
-            others = [j for j in range(len(xs)) if j != k]
+            others = [j for j in range(len(p.specs)) if j != k]
             reach = set(p.out).union(*(p.specs[j] for j in others))
             uniq = _unique(spec)
             target = "".join(c for c in uniq if c in reach)
             eq = ",".join([p.out] + [p.specs[j] for j in others]) + "->" + target
-            gk = contract(eq, [g] + [xs[j] for j in others])
+            spread = None
             if len(target) < len(uniq):        # summed in forward by input k alone
-                gk = np.broadcast_to(gk.reshape([p.sizes[c] if c in target else 1
-                                                 for c in uniq]),
-                                     [p.sizes[c] for c in uniq])
-            if len(uniq) < len(spec):
-                gk = _on_diagonal(gk, spec, xs[k].shape)
-            grads.append(gk.reshape(self.shapes[k]))
+                spread = ([p.sizes[c] if c in target else 1 for c in uniq],
+                          [p.sizes[c] for c in uniq])
+            yield k, eq, others, spread, len(uniq) < len(spec)
+
+    def backward(self, g):
+        grads = [None] * len(self.xs)
+        for k, eq, others, spread, diagonal in self._gradients():
+            gk = contract(eq, [g] + [self.xs[j] for j in others])
+            if spread:
+                gk = np.broadcast_to(gk.reshape(spread[0]), spread[1])
+            if diagonal:
+                gk = _on_diagonal(gk, self.plan.specs[k], self.xs[k].shape)
+            grads[k] = gk.reshape(self.shapes[k])
         return tuple(grads)
 
     def backward_graph(self, g, *inputs):
         """backward's formula with Einsum and OnDiagonal nodes, so it can be differentiated."""
-        p = self.plan
         xs = [x.reshape(a.shape) for x, a in zip(inputs, self.xs, strict=True)]   # squeezed
-        grads = []
-        for k, spec in enumerate(p.specs):
-            if not self.needs_input_grad[k]:
-                grads.append(None)
-                continue
-            others = [j for j in range(len(xs)) if j != k]
-            reach = set(p.out).union(*(p.specs[j] for j in others))
-            uniq = _unique(spec)
-            target = "".join(c for c in uniq if c in reach)
-            eq = ",".join([p.out] + [p.specs[j] for j in others]) + "->" + target
+        grads = [None] * len(xs)
+        for k, eq, others, spread, diagonal in self._gradients():
             operands = [g] + [xs[j] for j in others]
             gk = Einsum.apply(*operands, plan=plan(eq, tuple(t.shape for t in operands)))
-            if len(target) < len(uniq):        # summed in forward by input k alone
-                gk = gk.reshape([p.sizes[c] if c in target else 1 for c in uniq]).expand(
-                    [p.sizes[c] for c in uniq])
-            if len(uniq) < len(spec):
-                gk = OnDiagonal.apply(gk, spec=spec, shape=self.xs[k].shape)
-            grads.append(gk.reshape(self.shapes[k]))
+            if spread:
+                gk = gk.reshape(spread[0]).expand(spread[1])
+            if diagonal:
+                gk = OnDiagonal.apply(gk, spec=self.plan.specs[k], shape=self.xs[k].shape)
+            grads[k] = gk.reshape(self.shapes[k])
         return tuple(grads)
 
 
