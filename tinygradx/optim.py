@@ -52,7 +52,7 @@ import numbers
 
 import numpy as np
 
-from . import lr_scheduler, parallel
+from . import kernels, lr_scheduler, parallel
 from .clip_grad import clip_grad_norm_, clip_grad_value_
 from .schedules import constant, noam, warmup_cosine
 from .tensor import Tensor
@@ -414,6 +414,11 @@ def _adam_update(p, g, m, v, step, lr, beta1, beta2, eps, weight_decay, decouple
 
     Memory passes: 12 (13 with weight decay) over arrays of p's size, with no temporaries allocated.
     """
+    if kernels.ENABLED and (decoupled or not weight_decay) and p.ndim == 1:
+        bias2_sqrt = math.sqrt(1 - beta2 ** step)
+        if kernels.adam(p, g, m, v, beta1, beta2, 1 - lr * weight_decay, eps * bias2_sqrt,
+                        -lr * bias2_sqrt / (1 - beta1 ** step)):
+            return                               # the same formula in one compiled pass
     if weight_decay:
         if decoupled:
             p *= 1 - lr * weight_decay

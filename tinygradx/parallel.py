@@ -49,13 +49,13 @@ def rows(fn, *arrays):
     """fn(*blocks) for row blocks of `arrays` (all with the same first dim), in parallel.
 
     fn must only read and write its own blocks, element by element or row by row. With one
-    thread, a small array or a single row, fn(*arrays) runs as is.
+    thread, a small array or a single row, fn(*arrays) runs as is. Returns what fn returned
+    for the first block (a compiled kernel's "done", see kernels.py).
     """
     global _pool
     n = arrays[0].shape[0] if arrays[0].ndim else 1
     if THREADS < 2 or n < 2 or arrays[0].size < MIN_ELEMENTS:
-        fn(*arrays)
-        return
+        return fn(*arrays)
     parts = min(THREADS, n)
     if _pool is None:
         _pool = ThreadPoolExecutor(THREADS - 1, thread_name_prefix="tinygradx")
@@ -63,7 +63,7 @@ def rows(fn, *arrays):
     futures = [_pool.submit(fn, *(a[lo:hi] for a in arrays))
                for lo, hi in zip(cuts[1:-1], cuts[2:], strict=True)]
     try:
-        fn(*(a[:cuts[1]] for a in arrays))     # the first block on this thread
+        first = fn(*(a[:cuts[1]] for a in arrays))     # the first block on this thread
     finally:
         # every block has finished (or failed) before anything is returned or raised, so no
         # thread still writes into the arrays afterwards
@@ -71,6 +71,7 @@ def rows(fn, *arrays):
     for err in errors:
         if err is not None:
             raise err
+    return first
 
 
 def _forget_pool():
