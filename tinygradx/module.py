@@ -9,6 +9,7 @@ error messages) is worked out from the frames only when asked (_ModuleFrame).
 """
 from __future__ import annotations
 
+import functools
 import weakref
 from collections import OrderedDict
 
@@ -549,8 +550,10 @@ def _called_outermost(module):
     key = id(module)
     ref = _OUTERMOST.pop(key, None)
     if ref is None or ref() is not module:
-        ref = weakref.ref(module, lambda r, key=key: _OUTERMOST.get(key) is r
-                          and _OUTERMOST.pop(key))
+        # the callback is dict.pop(key, r): C code, so a Ctrl-C cannot land inside it (a
+        # KeyboardInterrupt raised in a Python callback is printed as "Exception ignored").
+        # It cannot drop a newer entry: CPython runs it before the module's id can be reused
+        ref = weakref.ref(module, functools.partial(_OUTERMOST.pop, key))
     _OUTERMOST[key] = ref
 
 

@@ -445,14 +445,18 @@ def _add_drawing_commands(sub):
 
 
 def main(argv=None):
+    # interrupted and the checkpoint is saved: a further Ctrl-C while Python shuts down would
+    # kill the process by the signal (exit -2) instead of returning 130, so SIGINT is ignored
+    # from then on. Both calls sit inside the try: one more Ctrl-C landing anywhere on the way
+    # (even inside signal.signal, which is Python code) is caught here, not printed.
     try:
         code = _main(argv)
+        if code == 130 and argv is None:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
     except KeyboardInterrupt:             # a Ctrl-C that landed outside _main's own handler
         code = 130
-    if code == 130 and argv is None:
-        # interrupted and the checkpoint is saved: a further Ctrl-C while Python shuts down
-        # would kill the process by the signal (exit -2) instead of returning 130
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if argv is None:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
     return code
 
 
