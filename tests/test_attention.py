@@ -343,23 +343,25 @@ def test_gpt_cached_path_applies_attention_dropout_in_training_mode():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_short_row_reductions_are_numpys_bit_for_bit(dtype):
-    """Rows of <= 32 values in bulk are reduced column by column (fused._row_max/_row_sum):
+    """Rows of <= 32 values in bulk are reduced column by column (rowwise.row_max/row_sum):
     the same bits as np.maximum.reduce and np.add.reduce (numpy's pairwise order), and the
     same softmax, -inf entries and fully masked rows included."""
-    from tinygradx import fused
+    from tinygradx import kernels, rowwise
     rng = np.random.default_rng(0)
     for n in range(1, 40):
         x = (rng.standard_normal((3, 100, n)) * 50).astype(dtype)
         x[0, :, n // 2] = -np.inf
         x[1, 7] = -np.inf                                  # a fully masked row
-        assert np.array_equal(fused._row_sum(x, -1), np.add.reduce(x, axis=-1, keepdims=True))
-        assert np.array_equal(fused._row_max(x, -1),
+        assert np.array_equal(rowwise.row_sum(x, -1), np.add.reduce(x, axis=-1, keepdims=True))
+        assert np.array_equal(rowwise.row_max(x, -1),
                               np.maximum.reduce(x, axis=-1, keepdims=True))
-        got = fused._softmax(x, np.empty_like(x))
-        old = fused._SHORT_ROW
+        was = kernels.set_enabled(False)                   # the numpy path (kernels: elsewhere)
+        old = rowwise.SHORT_ROW
         try:
-            fused._SHORT_ROW = 0                           # numpy's row-by-row reductions
-            want = fused._softmax(x, np.empty_like(x))
+            got = rowwise.softmax(x, np.empty_like(x))
+            rowwise.SHORT_ROW = 0                          # numpy's row-by-row reductions
+            want = rowwise.softmax(x, np.empty_like(x))
         finally:
-            fused._SHORT_ROW = old
+            rowwise.SHORT_ROW = old
+            kernels.set_enabled(was)
         assert np.array_equal(got, want) and not np.isnan(got).any()

@@ -572,3 +572,16 @@ def test_gradient_shared_by_two_inputs_is_not_overwritten():
     c = a + b                                        # Add gives both the same array
     (c * 2 + a * 5).sum().backward()
     assert a.grad.numpy().tolist() == [7, 7, 7] and b.grad.numpy().tolist() == [2, 2, 2]
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 8, 64, 65, 200])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_linear_over_few_and_many_rows_is_x_times_w_transposed(rows, dtype):
+    """A few rows times W.T run as (W @ x.T).T (ops_linalg._FEW_ROWS): the same product."""
+    rng = np.random.default_rng(rows)
+    x = rng.standard_normal((rows, 1, 48)).astype(dtype)
+    w, b = rng.standard_normal((96, 48)).astype(dtype), rng.standard_normal(96).astype(dtype)
+    got = F.linear(Tensor(x), Tensor(w), Tensor(b)).numpy()
+    assert got.shape == (rows, 1, 96) and got.flags.c_contiguous and got.dtype == dtype
+    np.testing.assert_allclose(got, x @ w.T + b, rtol=1e-5 if dtype == np.float32 else 1e-12,
+                               atol=1e-5 if dtype == np.float32 else 1e-12)

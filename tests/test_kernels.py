@@ -1,4 +1,5 @@
-"""tinygradx.kernels: each compiled kernel against the numpy path it replaces, in one process.
+"""tinygradx.kernels: each compiled kernel against the numpy path it replaces, in one process
+(LayerNorm, softmax and its backward, the tanh GELU's backward, Adam).
 
 The kernels run only when numba is installed (CI's main run has it; the lowest and newest runs
 do not, so the numpy path is the one the rest of the suite checks there). Each test computes
@@ -138,6 +139,23 @@ def test_nan_and_inf_propagate_as_in_numpy():
     for a, b in zip(on, off, strict=True):
         np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
         np.testing.assert_allclose(a[2], b[2], rtol=1e-5)      # the finite row
+
+
+def test_softmax_of_masked_and_infinite_rows_is_the_same_both_ways():
+    # a fully masked row gives zeros (tinygradx's rule); a NaN or +inf makes the row NaN (torch)
+    x0 = np.array([[1, np.nan, 2], [1, np.inf, -np.inf], [-np.inf] * 3, [1, 2, np.inf],
+                   [0.5, -1, 3]], np.float32)
+    on = F.softmax(tgx.Tensor(x0), dim=-1).numpy()
+    old = kernels.set_enabled(False)
+    try:
+        with np.errstate(invalid="ignore"):
+            off = F.softmax(tgx.Tensor(x0), dim=-1).numpy()
+    finally:
+        kernels.set_enabled(old)
+    np.testing.assert_array_equal(np.isnan(on), np.isnan(off))
+    np.testing.assert_array_equal(np.isnan(on).all(axis=1), [True, True, False, True, False])
+    np.testing.assert_array_equal(on[2], 0)
+    np.testing.assert_allclose(on[4], off[4], rtol=1e-6)
 
 
 def test_a_gpt_trains_and_generates_the_same_with_and_without_kernels():

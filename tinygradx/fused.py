@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from ._erf import erf as _erf
-from . import autograd, kernels, parallel
+from . import autograd, kernels, parallel, rowwise
 from .autograd import Function, OpError
 from .movement import Fill, Getitem, IndexPut, Permute, Stack
 from .ops import as_float
@@ -122,97 +122,6 @@ def _gelu_tanh_grad(x, t, g, d, du):
 # softmax, attention, normalisation, losses, dropout
 # ------------------------------------------------------------------------------------------
 
-# The reductions below call the ufunc methods (np.maximum.reduce, np.add.reduce, ndarray.all)
-# rather than np.max / np.sum / np.all: the same kernels and bits without numpy's Python-level
-# wrappers, which cost several microseconds per call, as much as the work itself on the
-# one-row inputs of token-by-token generation.
-
-# Rows at most this long, in bulk (at least _MANY_ROWS of them), are reduced column by column:
-# numpy reduces a short last axis row by row at ~100-300 ns a row, so the softmax of
-# attention over a dozen keys (an encoder of 1,000 short sentences) spent more time in
-# max and sum than in its matmuls. 0 turns this off.
-_SHORT_ROW, _MANY_ROWS = 32, 256
-
-
-def _short_rows(x, axis):
-    n = x.shape[-1] if x.ndim else 0
-    return (axis in (-1, x.ndim - 1) and 1 < n <= _SHORT_ROW and x.size >= _MANY_ROWS * n
-            and x.flags.c_contiguous)
-
-
-def _row_max(x, axis):
-    """np.maximum.reduce(x, axis, keepdims=True); the same values (a max has no rounding)."""
-    if not _short_rows(x, axis):
-        return np.maximum.reduce(x, axis=axis, keepdims=True)
-    m = x[..., :1].copy()
-    for i in range(1, x.shape[-1]):
-        np.maximum(m, x[..., i:i + 1], out=m)
-    return m
-
-
-def _row_sum(x, axis):
-    """np.add.reduce(x, axis, keepdims=True), bit for bit: for short contiguous rows numpy
-    adds the first 8 in order, else 8 running sums (columns i, i+8, ...) combined as
-    ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)), then the last n % 8 in order; so do the columns."""
-    if not _short_rows(x, axis):
-        return np.add.reduce(x, axis=axis, keepdims=True)
-    n = x.shape[-1]
-    if n < 8:
-        total = x[..., :1].copy()
-        for i in range(1, n):
-            total += x[..., i:i + 1]
-        return total
-    r = [x[..., k:k + 1].copy() for k in range(8)]
-    full = n - n % 8
-    for i in range(8, full, 8):
-        for k in range(8):
-            r[k] += x[..., i + k:i + k + 1]
-    total = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
-    for i in range(full, n):
-        total += x[..., i:i + 1]
-    return total
-
-
-def _safe_max(x, axis):
-    """Row max with -inf rows (fully masked) replaced by 0, so x - max never makes NaN."""
-    m = _row_max(x, axis)
-    finite = np.isfinite(m)
-    if not finite.all():
-        m = np.where(finite, m, 0).astype(x.dtype, copy=False)
-    return m
-
-
-def _softmax(x, out, axis=-1):
-    """out <- softmax(x) along axis (out may be x itself). A row that is entirely -inf (every
-    key masked) gives zeros: its max is treated as 0 and its empty sum as 1."""
-    np.subtract(x, _safe_max(x, axis), out=out)
-    np.exp(out, out=out)
-    total = _row_sum(out, axis)
-    if not total.all():
-        total[total == 0] = 1
-    out /= total
-    return out
-
-
-def _softmax_grad(g, s, out, axis=-1):
-    """out <- s * (g - sum(g*s)) along axis (out may be g itself): softmax's backward."""
-    if (kernels.ENABLED and axis in (-1, s.ndim - 1) and s.ndim and g.dtype == s.dtype
-            and g.shape == s.shape == out.shape and out.flags.c_contiguous  # a view below
-            and kernels.softmax_grad(
-                g.reshape(-1, s.shape[-1]), s.reshape(-1, s.shape[-1]),
-                out.reshape(-1, s.shape[-1]))):
-        return out                                       # one compiled pass per row
-    if axis in (-1, s.ndim - 1) and s.ndim <= 26:
-        # sum_j g_j s_j as a row-wise dot: no (..., n) temporary for g*s
-        sub = "abcdefghijklmnopqrstuvwxyz"[:s.ndim]
-        row = np.einsum(f"{sub},{sub}->{sub[:-1]}", g, s)[..., None]
-    else:
-        row = (g * s).sum(axis=axis, keepdims=True)
-    np.subtract(g, row, out=out)
-    out *= s
-    return out
-
-
 class Softmax(Function):
     """s = exp(x - max)/sum; dx = s * (g - sum(g*s)).
 
@@ -228,13 +137,13 @@ class Softmax(Function):
         if x.size == 0:
             self.out = np.empty_like(x)
             return self.out
-        self.out = _softmax(x, np.empty_like(x), dim)
+        self.out = rowwise.softmax(x, np.empty_like(x), dim)
         return self.out
 
     def backward(self, g):
         if self.out.ndim == 0 or self.out.size == 0:
             return np.zeros_like(g)          # one element: s = 1 whatever x is
-        return _softmax_grad(g, self.out, np.empty_like(self.out), self.dim)
+        return rowwise.softmax_grad(g, self.out, np.empty_like(self.out), self.dim)
 
     def backward_graph(self, g, x):
         if x.ndim == 0 or x.numel() == 0:
@@ -264,9 +173,12 @@ class Attention(Function):
     def forward(self, q, k, v, mask=None, scale=1.0, p=0.0, rng=None):
         # Z has the batch dims of the scores (Q, K, V and the mask broadcast together) and is
         # laid out like Q when it can be, so a head merge after the call stays a view
-        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2],
-                                    () if mask is None else np.shape(mask)[:-2])
-        dtype = np.result_type(q.dtype, k.dtype, v.dtype)
+        if q.shape[:-2] == k.shape[:-2] == v.shape[:-2] and (mask is None or mask.ndim <= 2):
+            batch = q.shape[:-2]        # the usual case, without broadcast_shapes' ~2 us
+        else:
+            batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2],
+                                        () if mask is None else np.shape(mask)[:-2])
+        dtype = q.dtype if q.dtype == k.dtype == v.dtype else np.result_type(q, k, v)
         shape = batch + (q.shape[-2], v.shape[-1])
         out = np.empty_like(q, dtype=dtype) if q.shape == shape else np.empty(shape, dtype)
         return self._forward(q, k, v, out, mask, scale, p, rng)
@@ -298,10 +210,11 @@ class Attention(Function):
         s = np.matmul(qs, np.swapaxes(k, -1, -2))                # S = (Q scale) K^T: (.., n, m)
         if mask is not None and np.broadcast_shapes(s.shape, mask.shape) != s.shape:
             s, mask = s + mask, None                             # the mask adds batch dims
-        if s.ndim > 2 and (mask is None or mask.ndim < s.ndim or mask.shape[0] == 1):
-            parallel.rows(lambda blk: _masked_softmax(blk, mask), s)   # blocks of the batch
+        if s.size >= parallel.MIN_ELEMENTS and s.ndim > 2 and (
+                mask is None or mask.ndim < s.ndim or mask.shape[0] == 1):
+            parallel.rows(lambda blk: rowwise.masked_softmax(blk, mask), s)  # batch blocks
         else:
-            _masked_softmax(s, mask)                             # A = softmax(S + M), in place
+            rowwise.masked_softmax(s, mask)                      # A = softmax(S + M), in place
         self.qs, self.k, self.v, self.a, self.scale = qs, k, v, s, scale
         self.keep = None
         a = s
@@ -319,7 +232,8 @@ class Attention(Function):
         da = np.matmul(g, np.swapaxes(v, -1, -2))                # dA' = g V^T: (..., n, m)
         if self.keep is not None:
             da *= self.keep
-        parallel.rows(lambda d, a_: _softmax_grad(d, a_, d), da, a)   # dS = A (dA - rowsum(dA A))
+        # dS = A (dA - rowsum(dA A))
+        parallel.rows(lambda d, a_: rowwise.softmax_grad(d, a_, d), da, a)
         if gq is not None:
             np.matmul(da, k, out=gq)
             gq *= np.asarray(self.scale, dtype=gq.dtype)         # dQ = dS K scale
@@ -348,13 +262,6 @@ def _attention_graph(g, q, k, v, mask, scale, keep):
 def _const(a):
     """A saved array (a mask, a dropout keep-mask) as a constant operand of a graph rule."""
     return autograd.Tensor._from_op(a, None)
-
-
-def _masked_softmax(s, mask):
-    """s <- softmax(s + mask) over the last axis, in place."""
-    if mask is not None:
-        s += mask                                                # + M
-    _softmax(s, s)
 
 
 class PackedAttention(Attention):
@@ -425,7 +332,7 @@ class LogSoftmax(Function):
         if x.size == 0:
             self.out = np.empty_like(x)
             return self.out
-        shifted = x - _safe_max(x, dim)
+        shifted = x - rowwise.safe_max(x, dim)
         total = np.exp(shifted).sum(axis=dim, keepdims=True)
         if not np.all(total):
             total[total == 0] = 1
@@ -540,7 +447,7 @@ class CrossEntropy(Function):
             bad = safe_t[(safe_t < 0) | (safe_t >= c)][0]
             raise OpError(f"target {bad} is out of range for {c} classes (logits {x.shape}); "
                           f"valid targets are 0..{c - 1} or ignore_index={ignore_index}")
-        logp = x - _safe_max(x, 1)
+        logp = x - rowwise.safe_max(x, 1)
         logp -= np.log(np.exp(logp).sum(axis=1, keepdims=True))
         rows = np.arange(n)
         nll = -logp[rows, safe_t]

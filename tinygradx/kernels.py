@@ -186,3 +186,50 @@ def adam(p, g, m, v, beta1, beta2, shrink, eps_s, step_size):
     k(p, g, m, v, f(beta1), f(1 - beta1), f(beta2), f(1 - beta2), f(shrink), f(eps_s),
       f(step_size))
     return True
+
+
+# ------------------------------------------------------------------------------------------
+# softmax over the last axis of (rows, n), around numpy's exp: the row max and the shift in
+# one loop, then np.exp, then the row sum and the division in another
+# ------------------------------------------------------------------------------------------
+
+def _softmax_shift(x, out):
+    rows, n = x.shape
+    for i in range(rows):
+        top = x[i, 0]
+        bad = 0
+        for j in range(n):
+            top = max(top, x[i, j])
+            bad += x[i, j] != x[i, j]                   # a NaN makes the row max NaN
+        if bad:
+            top = np.nan
+        elif top == -np.inf:
+            top = 0                                     # a fully masked row: zeros, not NaN
+        for j in range(n):
+            out[i, j] = x[i, j] - top
+
+
+def _softmax_normalize(out):
+    rows, n = out.shape
+    for i in range(rows):
+        total = 0.0
+        for j in range(n):
+            total += out[i, j]
+        if total == 0:
+            total = 1.0                                 # a fully masked row stays zeros
+        for j in range(n):
+            out[i, j] = out[i, j] / total
+
+
+def softmax(x, out):
+    """out <- softmax(x) over the last axis of 2-D x, out (out may be x); False when off or
+    when a row is empty (the caller's numpy path handles it)."""
+    if x.shape[1] == 0:
+        return False
+    shift, norm = _kernel(_softmax_shift), _kernel(_softmax_normalize)
+    if shift is None or norm is None:
+        return False
+    shift(x, out)
+    np.exp(out, out=out)
+    norm(out)
+    return True
