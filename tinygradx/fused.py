@@ -49,7 +49,9 @@ class Gelu(Function):
         if approximate == "tanh":
             self.t = t = np.empty(x.shape, dtype=x.dtype)    # tanh(...), kept for backward
             y = np.empty(x.shape, dtype=x.dtype)
-            parallel.rows(_gelu_tanh, _flat(x), t.reshape(-1), y.reshape(-1))
+            if not (kernels.ENABLED and parallel.rows(kernels.gelu_tanh, _flat(x),
+                                                      t.reshape(-1), y.reshape(-1))):
+                parallel.rows(_gelu_tanh, _flat(x), t.reshape(-1), y.reshape(-1))
             return y
         cdf = np.asarray(_erf(x * (1 / math.sqrt(2))))
         cdf += 1
@@ -206,8 +208,8 @@ class Attention(Function):
     def _forward(self, q, k, v, out, mask, scale, p, rng):
         # a keyword mask is a constant that backward_graph needs; a 4th input is a parent
         self.mask = mask if len(self.needs_input_grad) < 4 else None
-        qs = np.multiply(q, np.asarray(scale, dtype=q.dtype), out=np.empty_like(q))
-        s = np.matmul(qs, np.swapaxes(k, -1, -2))                # S = (Q scale) K^T: (.., n, m)
+        qs = np.multiply(q, q.dtype.type(scale), out=np.empty_like(q))
+        s = np.matmul(qs, k.swapaxes(-1, -2))                # S = (Q scale) K^T: (.., n, m)
         if mask is not None and np.broadcast_shapes(s.shape, mask.shape) != s.shape:
             s, mask = s + mask, None                             # the mask adds batch dims
         if s.size >= parallel.MIN_ELEMENTS and s.ndim > 2 and (
@@ -228,8 +230,8 @@ class Attention(Function):
         qs, k, v, a = self.qs, self.k, self.v, self.a
         if gv is not None:
             ad = a if self.keep is None else a * self.keep
-            np.matmul(np.swapaxes(ad, -1, -2), g, out=gv)        # dV = A'^T g
-        da = np.matmul(g, np.swapaxes(v, -1, -2))                # dA' = g V^T: (..., n, m)
+            np.matmul(ad.swapaxes(-1, -2), g, out=gv)        # dV = A'^T g
+        da = np.matmul(g, v.swapaxes(-1, -2))                # dA' = g V^T: (..., n, m)
         if self.keep is not None:
             da *= self.keep
         # dS = A (dA - rowsum(dA A))
@@ -238,7 +240,7 @@ class Attention(Function):
             np.matmul(da, k, out=gq)
             gq *= np.asarray(self.scale, dtype=gq.dtype)         # dQ = dS K scale
         if gk is not None:
-            np.matmul(np.swapaxes(da, -1, -2), qs, out=gk)       # dK = dS^T (Q scale)
+            np.matmul(da.swapaxes(-1, -2), qs, out=gk)       # dK = dS^T (Q scale)
         return da                                                # dS = dL/d(S + M)
 
 

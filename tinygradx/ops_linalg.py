@@ -62,7 +62,7 @@ class MatMul(Function):
             g = np.expand_dims(g, -2)
         ga = gb = None
         if self.needs_input_grad[0]:
-            ga = _mm(g, np.swapaxes(b2, -1, -2))
+            ga = _mm(g, b2.swapaxes(-1, -2))
             if a.ndim == 1:
                 ga = ga[..., 0, :]
         if self.needs_input_grad[1]:
@@ -72,7 +72,7 @@ class MatMul(Function):
                 k = a2.shape[-1]
                 gb = a2.reshape(-1, k).T @ g.reshape(-1, g.shape[-1])
             else:
-                gb = np.matmul(np.swapaxes(a2, -1, -2), g)
+                gb = np.matmul(a2.swapaxes(-1, -2), g)
             if b.ndim == 1:
                 gb = gb[..., 0]
         return ga, gb
@@ -137,14 +137,18 @@ class Embedding(Function):
     graph_reads_inputs = False     # its backward_graph reads no input values
     fresh_grads = True
     def forward(self, w, ids, padding_idx=None):
-        if not np.issubdtype(ids.dtype, np.integer):
+        if ids.dtype.kind not in "iu":
             raise OpError(f"indices must be an integer tensor, got dtype {ids.dtype}")
-        if ids.size and (ids.min() < 0 or ids.max() >= w.shape[0]):
+        try:
+            if ids.size and ids.min() < 0:       # take() would read -1 as the last row
+                raise IndexError
+            out = w.take(ids, axis=0)            # checks ids < rows itself, in C
+        except IndexError:
             bad = ids[(ids < 0) | (ids >= w.shape[0])].ravel()[0]
             raise OpError(f"index {bad} is out of range for a table of {w.shape[0]} rows "
-                          f"(weight shape {w.shape})")
+                          f"(weight shape {w.shape})") from None
         self.ids, self.shape, self.padding_idx = ids, w.shape, padding_idx
-        return w[ids]
+        return out
 
     def backward(self, g):
         return _scatter_rows(g, self.ids, self.shape, self.padding_idx)
