@@ -4,10 +4,17 @@ numpy's OpenBLAS workers otherwise spin for ~2^28 cycles after every GEMM; in on
 torch (or with tinygradx's element-wise thread pool) that spinning core slows whatever runs
 next (torch's GPT step by ~1.5x, measured). Export OPENBLAS_THREAD_TIMEOUT yourself to
 override it; the machine facts print the value in use.
+
+torch's OpenMP workers (libgomp) do the same the other way round: after torch's step they spin
+GOMP_SPINCOUNT iterations (libgomp's default 300,000) before sleeping, and the arm that runs
+next loses the second core. With 30,000 the GPT CPU config measured (20 A/B rounds, load 0.7):
+torch 40.7 -> 38.8 ms (not slower), tinygradx 45.6 -> 39.8 ms, the numpy floor unchanged.
+OMP_WAIT_POLICY=PASSIVE (no spinning at all) slows torch itself to 58 ms, so it is not used.
 """
 import os
 
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+os.environ.setdefault("GOMP_SPINCOUNT", "30000")
 
 # The benchmarks own their process, as the Trainer does: keep freed memory in glibc's heap for
 # every implementation measured here (tinygradx.process explains; TINYGRADX_MALLOC_TUNE=0 skips).

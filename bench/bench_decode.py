@@ -56,8 +56,19 @@ def batches(trainer, n, size=256):
             for i in range(0, len(pairs), size)]
 
 
+_MAX_LEN = {}
+
+
+def _max_len(trainer):
+    """The task's longest target + 2, computed once per task (it reads the whole dataset)."""
+    key = id(trainer.task)
+    if key not in _MAX_LEN:
+        _MAX_LEN[key] = trainer.task.max_lengths()[1] + 2
+    return _MAX_LEN[key]
+
+
 def timed(fn, bs, trainer, **kw):
-    max_len = trainer.task.max_lengths()[1] + 2
+    max_len = _max_len(trainer)           # the task's, computed once: not part of decoding
     start = time.perf_counter()
     out = []
     for b in bs:

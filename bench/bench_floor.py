@@ -142,10 +142,12 @@ def _import_tgx(pkg="tinygradx"):
     return tgx, optim, F, nets[0], nets[1]
 
 
-def _tinygradx_adapter(spec, params, batch, pkg="tinygradx"):
+def _tinygradx_adapter(spec, params, batch, pkg="tinygradx", fused=True, kernels=True):
     """tinygradx's own models (models/nets/gpt.py, models/nets/transformer.py) and optimizers,
     loaded with the same initial parameters by name. Written against the torch-like API of issue 3;
-    if that API moves, this is the one function to adjust."""
+    if that API moves, this is the one function to adjust. fused=False builds the GPT op by op
+    (GPTConfig.fused_attention=False: attention from matmul, masked softmax and reshapes);
+    kernels=False runs each step with tinygradx.kernels switched off (the numpy path)."""
     try:
         tgx, optim, F, tgpt, ttr = _import_tgx(pkg)
     except ImportError as e:
@@ -154,7 +156,8 @@ def _tinygradx_adapter(spec, params, batch, pkg="tinygradx"):
     if spec["kind"] == "gpt":
         model = tgpt.GPT(tgpt.GPTConfig(block_size=cfg.block_size, vocab_size=cfg.vocab_size,
                                         n_layer=cfg.n_layer, n_head=cfg.n_head,
-                                        n_embd=cfg.n_embd, dropout=0.0, gelu_approximate="tanh"))
+                                        n_embd=cfg.n_embd, dropout=0.0, gelu_approximate="tanh",
+                                        fused_attention=fused))
         model.load_state_dict(dict(params), strict=True)
         named = list(model.named_parameters())
         opt = optim.AdamW([{"params": [p for _, p in named if p.ndim >= 2], "weight_decay": 0.1},
@@ -181,16 +184,26 @@ def _tinygradx_adapter(spec, params, batch, pkg="tinygradx"):
                               ignore_index=cfg.pad_id)
     model.train()
 
+    switch = getattr(tgx, "kernels", None)           # absent in revisions before it existed
+
     def step():
-        loss = forward()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        old = switch.set_enabled(False) if switch is not None and not kernels else None
+        try:
+            loss = forward()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        finally:
+            if old is not None:
+                switch.set_enabled(old)
         return float(loss.item())
     return step
 
 
-ADAPTERS = {"numpy": _numpy_adapter, "torch": _torch_adapter, "tinygradx": _tinygradx_adapter}
+ADAPTERS = {"numpy": _numpy_adapter, "torch": _torch_adapter, "tinygradx": _tinygradx_adapter,
+            # the same model op by op (GPT only), and the same steps without compiled kernels
+            "tinygradx-ops": lambda *a: _tinygradx_adapter(*a, fused=False),
+            "tinygradx-numpy": lambda *a: _tinygradx_adapter(*a, kernels=False)}
 
 
 def register_adapter(name, factory):

@@ -118,6 +118,18 @@ def _threadpools():
     return "; ".join(parts)
 
 
+def _kernels_info():
+    """Whether tinygradx's optional compiled kernels (numba) run in this process."""
+    try:
+        from tinygradx import kernels
+    except ImportError:
+        return "not in this checkout"
+    if not kernels.ENABLED:
+        return "off (numpy only: numba not installed or TINYGRADX_KERNELS=0)"
+    from importlib.metadata import version
+    return f"on (numba {version('numba')})"
+
+
 def machine_facts(torch_info=True):
     """One multi-line string with what a reader needs to interpret the timings.
 
@@ -136,7 +148,7 @@ def machine_facts(torch_info=True):
     if tp:
         lines.append(f"threadpools: {tp}")
     env = ["OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS",
-           "OPENBLAS_THREAD_TIMEOUT", "OMP_NUM_THREADS", "MKL_NUM_THREADS"]
+           "OPENBLAS_THREAD_TIMEOUT", "GOMP_SPINCOUNT", "OMP_NUM_THREADS", "MKL_NUM_THREADS"]
     try:
         la = os.getloadavg()
         lines.append(f"load average at start (1/5/15 min): {la[0]:.2f} {la[1]:.2f} {la[2]:.2f} "
@@ -145,6 +157,7 @@ def machine_facts(torch_info=True):
     except OSError:
         pass
     lines.append("env: " + ", ".join(f"{k}={os.environ.get(k, '(unset)')}" for k in env))
+    lines.append(f"tinygradx kernels: {_kernels_info()}")
     if not torch_info:
         return "\n".join(lines)
     try:
