@@ -365,11 +365,10 @@ class LayerNorm(Function):
         self.shape, self.wshape = x.shape, x.shape[x.ndim - n_axes:]
         n = math.prod(self.wshape)
         x2 = x.reshape(-1, n)
-        wb = list(wb)
-        self.w = wb.pop(0).reshape(n) if affine[0] else None
+        self.w = wb[0].reshape(n) if affine[0] else None
+        b = wb[-1].reshape(n) if affine[1] else None
         self.affine, self.eps = affine, eps
         if kernels.ENABLED:                                    # one compiled pass per row
-            b = wb.pop(0).reshape(n) if affine[1] else None
             done = kernels.layer_norm(x2, self.w, b, eps, keep=True in self.needs_input_grad)
             if done is not None:
                 y, self.xhat, self.rstd = done
@@ -382,8 +381,8 @@ class LayerNorm(Function):
         xc *= rstd
         self.xhat, self.rstd = xc, rstd
         y = xc * self.w if self.w is not None else xc.copy()
-        if affine[1]:
-            y += wb.pop(0).reshape(n)
+        if b is not None:
+            y += b
         return y.reshape(x.shape)
 
     def backward(self, g):

@@ -3,30 +3,40 @@
 numpy runs LayerNorm as about ten calls (mean, subtract, variance, square root, scale, shift),
 each a pass over memory with ~1 us of call cost of its own. On a Transformer's activations
 that is ten passes; on the one row of a generated token it is ~12 us of mostly call cost for
-128 numbers. When numba is installed (`pip install tinygradx[fast]`), the few ops below run as
+128 numbers. With numba installed (`pip install tinygradx[fast]`), the few ops below run as
 one compiled loop per row instead. Nothing else changes: each kernel has the numpy code in
-fused.py as its fallback and reference, and tests/test_kernels.py holds the two equal to
-float32 rounding. Sums run in float64 here (numpy sums float32 pairwise in float32), so the
-kernels round no worse than the numpy path.
+fused.py, rowwise.py and optim.py as its fallback and reference, and tests/test_kernels.py
+holds the two equal to float32 rounding. Sums run in float64 here (numpy sums float32
+pairwise in float32), so the kernels round no worse than the numpy path.
 
-    TINYGRADX_KERNELS=0     numpy only, even with numba installed (CI runs both ways)
+    TINYGRADX_KERNELS=0        numpy only, even with numba installed (CI runs both ways)
+    TINYGRADX_CACHE_DIR=path   where the compiled module is kept (default ~/.cache/tinygradx)
 
-numba is imported and each kernel compiled on first use (cached on disk next to this file
-when the directory is writable), so `import tinygradx` does not pay for it. The fast-math
-flags allow reordering sums (so loops vectorise) but not assuming finite values: NaN and inf
-propagate as in numpy.
+The loops below are plain Python. On first use a child process (`python -m
+tinygradx.kernels_build`) compiles them ahead of time with numba into one small extension
+module for this machine's CPU, float32 and float64 each, and caches it; this process then
+imports that module and never numba itself, whose LLVM would add ~100 MB of resident memory.
+The fast-math flags allow reordering sums (so loops vectorise) but not assuming finite
+values: NaN and inf propagate as in numpy. The compiled functions trust their arguments'
+layout, so `_call` passes only C-contiguous arrays of the kernel's dtype.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import inspect
 import os
+import platform
+import subprocess
+import sys
 
 import numpy as np
 
 ENABLED = (os.environ.get("TINYGRADX_KERNELS", "1") != "0"
            and importlib.util.find_spec("numba") is not None)
-_compiled = {}
-_FLAGS = {"reassoc", "contract", "nsz", "arcp"}      # no "nnan"/"ninf": NaN and inf stay exact
+FLAGS = {"reassoc", "contract", "nsz", "arcp"}      # no "nnan"/"ninf": NaN and inf stay exact
+_module = None
+_compiled = {}          # (loop, dtype) -> the compiled function
 
 
 def set_enabled(flag):
@@ -37,21 +47,84 @@ def set_enabled(flag):
     return old
 
 
-def _kernel(fn):
-    """fn compiled by numba on first use; None (the caller's numpy path) if it cannot be."""
-    global ENABLED
-    k = _compiled.get(fn)
-    if k is None:
-        if not ENABLED:
-            return None
+def cache_dir():
+    """Where the compiled module lives: $TINYGRADX_CACHE_DIR, else ~/.cache/tinygradx."""
+    env = os.environ.get("TINYGRADX_CACHE_DIR")
+    if env:
+        return env
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "tinygradx")
+
+
+def module_name():
+    """tgx_kernels_<hash>: the loops' source, the builder, Python, numpy and the CPU (the module
+    is compiled for this CPU's instruction set) all go into the name."""
+    h = hashlib.sha256()
+    for fn in LOOPS:
+        h.update(inspect.getsource(fn).encode())
+    build = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels_build.py")
+    with open(build, "rb") as f:
+        h.update(f.read())
+    h.update(f"{sys.version} {np.__version__} {platform.machine()} {_cpu()}".encode())
+    return f"tgx_kernels_{h.hexdigest()[:16]}"
+
+
+def _cpu():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return "".join(line for line in f.read().splitlines(True)[:30]
+                           if line.startswith(("model name", "flags")))
+    except OSError:
+        return platform.processor()
+
+
+def _load():
+    """The compiled module, built by a child process if it is not cached yet; None if it
+    cannot be had (the kernels are then off for this process)."""
+    global _module, ENABLED
+    if _module is None:
+        name, where = module_name(), cache_dir()
         try:
-            import numba
-            k = numba.njit(cache=True, nogil=True, fastmath=_FLAGS, error_model="numpy")(fn)
-        except Exception:        # an import or setup failure of the optional package: numpy
+            path = _built(where, name)
+            if path is None:
+                subprocess.run([sys.executable, "-m", "tinygradx.kernels_build", where, name],
+                               check=True, capture_output=True, timeout=900)
+                path = _built(where, name)
+            spec = importlib.util.spec_from_file_location(name, path)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            _module = mod
+        except Exception:        # no compiler setup, an unwritable cache, a failed build
             ENABLED = False
             return None
-        _compiled[fn] = k
-    return k
+    return _module
+
+
+def _built(where, name):
+    """The path of the compiled module `name` in `where`, or None."""
+    try:
+        found = [f for f in os.listdir(where) if f.startswith(name + ".")]
+    except OSError:
+        return None
+    return os.path.join(where, found[0]) if found else None
+
+
+def _call(fn, dtype, *args):
+    """Run loop `fn` compiled for `dtype` on args; False (the caller's numpy path) when the
+    kernels are off or an array is not C-contiguous of dtype (float64 work arrays aside)."""
+    compiled = _compiled.get((fn, dtype))
+    if compiled is None:
+        if not ENABLED or dtype not in (np.float32, np.float64) or _load() is None:
+            return False
+        compiled = getattr(_module, f"{fn.__name__[1:]}_{'f4' if dtype == np.float32 else 'f8'}")
+        _compiled[fn, dtype] = compiled
+    elif not ENABLED:
+        return False
+    for a in args:
+        if isinstance(a, np.ndarray) and not a.flags.c_contiguous:
+            return False
+    compiled(*args)
+    return True
 
 
 # ------------------------------------------------------------------------------------------
@@ -79,16 +152,15 @@ def _ln_forward(x, w, b, eps, y, xhat, rstd):
 
 def layer_norm(x2, w, b, eps, keep):
     """y, xhat (None unless keep), rstd (rows, 1) of x2 (rows, n); w, b (n,) or None."""
-    k = _kernel(_ln_forward)
-    if k is None:
-        return None
     n = x2.shape[1]
     w = np.ones(n, x2.dtype) if w is None else w
     b = np.zeros(n, x2.dtype) if b is None else b
     y = np.empty(x2.shape, x2.dtype)
     xhat = np.empty(x2.shape, x2.dtype) if keep else y
     rstd = np.empty((x2.shape[0], 1), x2.dtype)
-    k(x2, w, b, eps, y, xhat, rstd)
+    if not (w.dtype == b.dtype == x2.dtype
+            and _call(_ln_forward, x2.dtype, x2, w, b, float(eps), y, xhat, rstd)):
+        return None
     return y, (xhat if keep else None), rstd
 
 
@@ -112,14 +184,13 @@ def _ln_backward(g, xhat, rstd, w, dx, gw, gb):
 
 def layer_norm_backward(g2, xhat, rstd, w):
     """dx (rows, n), dw (n,), db (n,) of LayerNorm given g2 (rows, n); w (n,) or None."""
-    k = _kernel(_ln_backward)
-    if k is None:
-        return None
     n = g2.shape[1]
     w = np.ones(n, g2.dtype) if w is None else w
     dx = np.empty(g2.shape, g2.dtype)
     gw, gb = np.zeros(n), np.zeros(n)                   # float64 column sums
-    k(g2, xhat, rstd, w, dx, gw, gb)
+    if not (w.dtype == xhat.dtype == rstd.dtype == g2.dtype
+            and _call(_ln_backward, g2.dtype, g2, xhat, rstd, w, dx, gw, gb)):
+        return None
     return dx, gw.astype(g2.dtype), gb.astype(g2.dtype)
 
 
@@ -142,15 +213,13 @@ def _gelu_tanh_outer(x, t, y, half, one):
 def gelu_tanh(x, t, y):
     """t <- tanh(sqrt(2/pi) (x + 0.044715 x^3)), y <- 0.5 x (1 + t); all 1-D of one dtype;
     False when off. Two compiled loops around numpy's tanh (three passes instead of eight)."""
-    inner, outer = _kernel(_gelu_tanh_inner), _kernel(_gelu_tanh_outer)
-    if inner is None or outer is None:
-        return False
     f = x.dtype.type
     c1 = np.sqrt(2.0 / np.pi)
-    inner(x, t, f(c1), f(0.044715 * c1))
+    if not (x.dtype == t.dtype == y.dtype
+            and _call(_gelu_tanh_inner, x.dtype, x, t, f(c1), f(0.044715 * c1))):
+        return False
     np.tanh(t, out=t)
-    outer(x, t, y, f(0.5), f(1))
-    return True
+    return _call(_gelu_tanh_outer, x.dtype, x, t, y, f(0.5), f(1))
 
 
 def _gelu_tanh_grad(x, t, g, d, half, one, c1, c3):
@@ -163,13 +232,10 @@ def _gelu_tanh_grad(x, t, g, d, half, one, c1, c3):
 def gelu_tanh_grad(x, t, g, d):
     """d <- GELU (tanh form)'s dx from x, t = tanh(...) and g, all 1-D of one dtype; False
     when off."""
-    k = _kernel(_gelu_tanh_grad)
-    if k is None:
-        return False
     f = x.dtype.type
     c1 = np.sqrt(2.0 / np.pi)
-    k(x, t, g, d, f(0.5), f(1), f(c1), f(3 * 0.044715 * c1))
-    return True
+    return x.dtype == t.dtype == g.dtype == d.dtype and _call(
+        _gelu_tanh_grad, x.dtype, x, t, g, d, f(0.5), f(1), f(c1), f(3 * 0.044715 * c1))
 
 
 def _softmax_grad(g, s, out):
@@ -184,11 +250,7 @@ def _softmax_grad(g, s, out):
 
 def softmax_grad(g, s, out):
     """out <- s * (g - rowsum(g s)) for 2-D g, s, out (out may be g); False when off."""
-    k = _kernel(_softmax_grad)
-    if k is None:
-        return False
-    k(g, s, out)
-    return True
+    return g.dtype == s.dtype == out.dtype and _call(_softmax_grad, g.dtype, g, s, out)
 
 
 def _adam(p, g, m, v, b1, c1, b2, c2, shrink, eps_s, step_size):
@@ -204,13 +266,10 @@ def _adam(p, g, m, v, b1, c1, b2, c2, shrink, eps_s, step_size):
 def adam(p, g, m, v, beta1, beta2, shrink, eps_s, step_size):
     """One Adam step on 1-D arrays in place (the coefficients as optim._adam_update computes
     them: shrink = 1 - lr wd for AdamW, else 1); False when off."""
-    k = _kernel(_adam)
-    if k is None:
-        return False
     f = p.dtype.type
-    k(p, g, m, v, f(beta1), f(1 - beta1), f(beta2), f(1 - beta2), f(shrink), f(eps_s),
-      f(step_size))
-    return True
+    return p.dtype == g.dtype == m.dtype == v.dtype and _call(
+        _adam, p.dtype, p, g, m, v, f(beta1), f(1 - beta1), f(beta2), f(1 - beta2), f(shrink),
+        f(eps_s), f(step_size))
 
 
 # ------------------------------------------------------------------------------------------
@@ -249,12 +308,23 @@ def _softmax_normalize(out):
 def softmax(x, out):
     """out <- softmax(x) over the last axis of 2-D x, out (out may be x); False when off or
     when a row is empty (the caller's numpy path handles it)."""
-    if x.shape[1] == 0:
+    if x.shape[1] == 0 or x.dtype != out.dtype or not _call(_softmax_shift, x.dtype, x, out):
         return False
-    shift, norm = _kernel(_softmax_shift), _kernel(_softmax_normalize)
-    if shift is None or norm is None:
-        return False
-    shift(x, out)
     np.exp(out, out=out)
-    norm(out)
-    return True
+    return _call(_softmax_normalize, x.dtype, out)
+
+
+# The loops and their arguments, for the ahead-of-time build (kernels_build.py): "a" an array
+# of the kernel's dtype with that many dims, "s" a scalar of it, "d" a float64 scalar, "w1" a
+# 1-D float64 array.
+LOOPS = {
+    _ln_forward: "a2 a1 a1 d a2 a2 a2",
+    _ln_backward: "a2 a2 a2 a1 a2 w1 w1",
+    _gelu_tanh_inner: "a1 a1 s s",
+    _gelu_tanh_outer: "a1 a1 a1 s s",
+    _gelu_tanh_grad: "a1 a1 a1 a1 s s s s",
+    _softmax_grad: "a2 a2 a2",
+    _adam: "a1 a1 a1 a1 s s s s s s s",
+    _softmax_shift: "a2 a2",
+    _softmax_normalize: "a2",
+}
