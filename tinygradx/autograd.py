@@ -445,16 +445,22 @@ def _node_backward(ctx, g, grads):
         (p,), (index, values) = ctx.parents, part
         grads.add_slice(p, index, _cast(values, p, ctx))
         return
-    in_grads = ctx.backward(g)
-    if not isinstance(in_grads, tuple):
-        in_grads = (in_grads,)
-    if len(in_grads) != len(ctx.parents):
-        raise RuntimeError(f"{ctx.name()}.backward returned {len(in_grads)} gradients "
-                           f"for {len(ctx.parents)} inputs")
+    in_grads = grads_per_input(ctx, ctx.backward(g), "backward")
     for p, ig, need in zip(ctx.parents, in_grads, ctx.needs_input_grad, strict=True):
         if ig is not None and need:
             new = _cast(unbroadcast(ig, p._data.shape), p, ctx)
             grads.add(p, new, ctx.fresh_grads or new is not ig)  # made here: ours to write
+
+
+def grads_per_input(ctx, in_grads, rule):
+    """A backward rule's result as a tuple of one gradient per input of ctx (a rule may
+    return a single gradient bare); a wrong count is the rule's bug, named here."""
+    if not isinstance(in_grads, tuple):
+        in_grads = (in_grads,)
+    if len(in_grads) != len(ctx.parents):
+        raise RuntimeError(f"{ctx.name()}.{rule} returned {len(in_grads)} gradients "
+                           f"for {len(ctx.parents)} inputs")
+    return in_grads
 
 
 def _cast(ig, p, ctx):

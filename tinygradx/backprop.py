@@ -264,11 +264,7 @@ def _node_backward_graph(ctx, g, grads, changed=()):
         in_grads = rule(g, *_rule_inputs(ctx, changed))
     finally:
         STATE.frame = prev
-    if not isinstance(in_grads, tuple):
-        in_grads = (in_grads,)
-    if len(in_grads) != len(ctx.parents):
-        raise RuntimeError(f"{ctx.name()}.backward_graph returned {len(in_grads)} gradients "
-                           f"for {len(ctx.parents)} inputs")
+    in_grads = autograd.grads_per_input(ctx, in_grads, "backward_graph")
     for p, ig, need in zip(ctx.parents, in_grads, ctx.needs_input_grad, strict=True):
         if ig is None or not need:
             continue
