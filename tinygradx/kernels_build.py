@@ -30,6 +30,18 @@ def _signature(kinds, t):
 def build(directory, name):
     import numba
     from numba.pycc import CC
+    from numba.pycc import compiler
+
+    class ReleaseGil(compiler.Flags):
+        """The exported wrappers let go of the GIL while a loop runs (numba's nogil=True for
+        ahead-of-time code), so parallel.rows can run two row blocks of a kernel at once.
+        The loops touch only the arrays they are given, which the caller keeps alive."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.release_gil = True
+
+    compiler.Flags = ReleaseGil
 
     with tempfile.TemporaryDirectory(dir=directory) as tmp:
         cc = CC(name)
