@@ -112,14 +112,19 @@ def load_base(rev, trainer, tmp):
     so the weights are copied rather than read from the file)."""
     import dataclasses
     import importlib
+    import importlib.util
     import types as pytypes
     from bench_versions import PKG, export_revision
     commit = export_revision(rev, tmp)
-    net = importlib.import_module(f"{PKG}.models.nets.transformer")
+    # models/ was flat (models/transformer.py, models/decoding.py) before it had rooms
+    nets = f"{PKG}.models.nets"
+    if importlib.util.find_spec(nets) is None:
+        nets = f"{PKG}.models"
+    net = importlib.import_module(f"{nets}.transformer")
     model = net.EncoderDecoder(net.TransformerConfig(**dataclasses.asdict(trainer.model.config)))
     model.load_state_dict({k: v.numpy() for k, v in trainer.model.state_dict().items()})
     holder = pytypes.SimpleNamespace(task=trainer.task, model=model)
-    return f"base {commit}", holder, importlib.import_module(f"{PKG}.models.nets.decoding")
+    return f"base {commit}", holder, importlib.import_module(f"{nets}.decoding")
 
 
 def compare(args, trainer, old, base):
