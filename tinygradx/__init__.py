@@ -47,6 +47,7 @@ from .dims import Size  # noqa: E402
 from . import functional, nn, optim  # noqa: E402
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
 from . import func  # noqa: E402
+from . import inference  # noqa: E402
 from . import perf  # noqa: E402
 from .perf import profile  # noqa: E402
 from .trace import trace  # noqa: E402
@@ -55,7 +56,7 @@ __version__ = "0.1.0"
 
 # the public names of `import tinygradx as tgx` (re-exported from the modules above)
 __all__ = [
-    "autograd", "fused", "ops", "functional", "func", "nn", "optim", "perf",
+    "autograd", "fused", "ops", "functional", "func", "inference", "nn", "optim", "perf",
     "Function", "OpError", "detect_anomaly", "enable_grad", "get_rng_state", "grad",
     "is_grad_enabled", "manual_seed", "no_grad", "set_rng_state", "unbroadcast",
     "Tensor", "bool_", "float16", "float32", "float64", "int32", "int64", "uint8", "device",

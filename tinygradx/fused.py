@@ -36,6 +36,21 @@ from .ops import as_float
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
+def gelu_forward(x, approximate):
+    """(GELU(x), what backward keeps): tanh(...) for approximate='tanh', else Phi(x)."""
+    if approximate == "tanh":
+        t = np.empty(x.shape, dtype=x.dtype)
+        y = np.empty(x.shape, dtype=x.dtype)
+        if not (kernels.ENABLED and parallel.rows(kernels.gelu_tanh, _flat(x),
+                                                  t.reshape(-1), y.reshape(-1))):
+            parallel.rows(_gelu_tanh, _flat(x), t.reshape(-1), y.reshape(-1))
+        return y, t
+    cdf = np.asarray(_erf(x * (1 / math.sqrt(2))))
+    cdf += 1
+    cdf *= 0.5                                   # Phi(x)
+    return x * cdf, cdf
+
+
 class Gelu(Function):
     """GELU(x) = x*Phi(x); approximate='tanh' uses 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))).
 
@@ -46,18 +61,12 @@ class Gelu(Function):
     fresh_grads = True
     def forward(self, x, approximate="none"):
         self.x, self.approximate = x, approximate
+        y, kept = gelu_forward(x, approximate)
         if approximate == "tanh":
-            self.t = t = np.empty(x.shape, dtype=x.dtype)    # tanh(...), kept for backward
-            y = np.empty(x.shape, dtype=x.dtype)
-            if not (kernels.ENABLED and parallel.rows(kernels.gelu_tanh, _flat(x),
-                                                      t.reshape(-1), y.reshape(-1))):
-                parallel.rows(_gelu_tanh, _flat(x), t.reshape(-1), y.reshape(-1))
-            return y
-        cdf = np.asarray(_erf(x * (1 / math.sqrt(2))))
-        cdf += 1
-        cdf *= 0.5                               # Phi(x)
-        self.cdf = cdf
-        return x * cdf
+            self.t = kept                                    # tanh(...), for backward
+        else:
+            self.cdf = kept                                  # Phi(x), for backward
+        return y
 
     def backward(self, g):
         x = self.x
@@ -154,6 +163,70 @@ class Softmax(Function):
         return s * (g - (g * s).sum(dim=self.dim, keepdim=True))
 
 
+def attention_output(q, k, v, mask):
+    """The empty Z of attention: the batch dims of the scores (Q, K, V and the mask broadcast
+    together), laid out like Q when it can be, so a head merge after the call stays a view."""
+    if q.shape[:-2] == k.shape[:-2] == v.shape[:-2] and (mask is None or mask.ndim <= 2):
+        batch = q.shape[:-2]            # the usual case, without broadcast_shapes' ~2 us
+    else:
+        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2],
+                                    () if mask is None else np.shape(mask)[:-2])
+    dtype = q.dtype if q.dtype == k.dtype == v.dtype else np.result_type(q, k, v)
+    shape = batch + (q.shape[-2], v.shape[-1])
+    return np.empty_like(q, dtype=dtype) if q.shape == shape else np.empty(shape, dtype)
+
+
+def attention_weights(q, k, mask, scale, v=None, out=None):
+    """(Q scale, A = softmax(Q scale K^T + M)): A computed in the score buffer, in place; with
+    v and out also out <- A V. When Q, K, V share their batch dims and the scores are large,
+    the batch runs in row blocks on both cores (parallel.rows): each block does the same
+    numpy calls on its slice (numpy's stacked matmul is one GEMM per matrix anyway), so the
+    numbers do not change, and the small GEMMs of many heads run two at a time: a GPT CPU
+    config layer's forward (B 12, h 4, T 64) 677 -> 482 us."""
+    # (a decoding batch's thousands of one-row GEMMs gain nothing from threads: OpenBLAS
+    # serialises such calls; it is the scores' size that pays for the hand-off)
+    big = math.prod(q.shape[:-1]) * k.shape[-2] >= parallel.MIN_ELEMENTS
+    if big and parallel.THREADS > 1 and _blockable(q, k, v, out, mask):
+        qs, s = np.empty_like(q), np.empty(q.shape[:-1] + k.shape[-2:-1], q.dtype)
+        split = mask is not None and mask.ndim == s.ndim and mask.shape[0] > 1
+
+        def block(s_, q_, k_, qs_, *rest):
+            np.multiply(q_, q_.dtype.type(scale), out=qs_)
+            np.matmul(qs_, k_.swapaxes(-1, -2), out=s_)          # S = (Q scale) K^T
+            rowwise.masked_softmax(s_, rest[0] if split else mask)  # A = softmax(S + M)
+            if v is not None:
+                np.matmul(s_, rest[-2], out=rest[-1])             # Z = A V
+        parallel.rows(block, s, q, k, qs, *([mask] if split else []),
+                      *(() if v is None else (v, out)))
+        return qs, s
+    qs = np.multiply(q, q.dtype.type(scale), out=np.empty_like(q))
+    s = np.matmul(qs, k.swapaxes(-1, -2))                    # S = (Q scale) K^T: (.., n, m)
+    if mask is not None and np.broadcast_shapes(s.shape, mask.shape) != s.shape:
+        s, mask = s + mask, None                                 # the mask adds batch dims
+    if s.size >= parallel.MIN_ELEMENTS and s.ndim > 2 and (
+            mask is None or mask.ndim < s.ndim or mask.shape[0] == 1):
+        parallel.rows(lambda blk: rowwise.masked_softmax(blk, mask), s)      # batch blocks
+    else:
+        rowwise.masked_softmax(s, mask)                          # A = softmax(S + M), in place
+    if v is not None:
+        np.matmul(s, v, out=out)                                 # Z = A V: (..., n, d_v)
+    return qs, s
+
+
+def _blockable(q, k, v, out, mask):
+    """Whether attention_weights may split the batch: one dtype, the same batch dims for Q, K
+    (V, Z), and a mask that broadcasts to the scores without adding dims."""
+    batch = q.shape[:-2]
+    if q.ndim < 3 or k.shape[:-2] != batch or k.dtype != q.dtype:
+        return False
+    if v is not None and (v.shape[:-2] != batch or out.shape[:-2] != batch
+                          or v.dtype != q.dtype or out.dtype != q.dtype):
+        return False
+    scores = q.shape[:-1] + k.shape[-2:-1]
+    return mask is None or (mask.ndim <= len(scores) and mask.dtype == q.dtype
+                            and np.broadcast_shapes(scores, mask.shape) == scores)
+
+
 class Attention(Function):
     """Z = softmax(Q K^T * scale + M) V as one node: scaled dot-product attention, fused.
 
@@ -175,15 +248,7 @@ class Attention(Function):
     def forward(self, q, k, v, mask=None, scale=1.0, p=0.0, rng=None):
         # Z has the batch dims of the scores (Q, K, V and the mask broadcast together) and is
         # laid out like Q when it can be, so a head merge after the call stays a view
-        if q.shape[:-2] == k.shape[:-2] == v.shape[:-2] and (mask is None or mask.ndim <= 2):
-            batch = q.shape[:-2]        # the usual case, without broadcast_shapes' ~2 us
-        else:
-            batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2],
-                                        () if mask is None else np.shape(mask)[:-2])
-        dtype = q.dtype if q.dtype == k.dtype == v.dtype else np.result_type(q, k, v)
-        shape = batch + (q.shape[-2], v.shape[-1])
-        out = np.empty_like(q, dtype=dtype) if q.shape == shape else np.empty(shape, dtype)
-        return self._forward(q, k, v, out, mask, scale, p, rng)
+        return self._forward(q, k, v, attention_output(q, k, v, mask), mask, scale, p, rng)
 
     def backward(self, g):
         need = self.needs_input_grad
@@ -208,40 +273,54 @@ class Attention(Function):
     def _forward(self, q, k, v, out, mask, scale, p, rng):
         # a keyword mask is a constant that backward_graph needs; a 4th input is a parent
         self.mask = mask if len(self.needs_input_grad) < 4 else None
-        qs = np.multiply(q, q.dtype.type(scale), out=np.empty_like(q))
-        s = np.matmul(qs, k.swapaxes(-1, -2))                # S = (Q scale) K^T: (.., n, m)
-        if mask is not None and np.broadcast_shapes(s.shape, mask.shape) != s.shape:
-            s, mask = s + mask, None                             # the mask adds batch dims
-        if s.size >= parallel.MIN_ELEMENTS and s.ndim > 2 and (
-                mask is None or mask.ndim < s.ndim or mask.shape[0] == 1):
-            parallel.rows(lambda blk: rowwise.masked_softmax(blk, mask), s)  # batch blocks
-        else:
-            rowwise.masked_softmax(s, mask)                      # A = softmax(S + M), in place
-        self.qs, self.k, self.v, self.a, self.scale = qs, k, v, s, scale
         self.keep = None
-        a = s
-        if p > 0.0:
-            keep = rng.random(s.shape, dtype=np.float32) >= p   # as Dropout draws it
-            self.keep = keep * np.asarray(1.0 / (1.0 - p), dtype=s.dtype)
-            a = s * self.keep
-        return np.matmul(a, v, out=out)                          # Z = A V: (..., n, d_v)
+        if p == 0.0:                                             # Q scale, A; Z = A V
+            self.qs, self.a = attention_weights(q, k, mask, scale, v, out)
+            self.k, self.v, self.scale = k, v, scale
+            return out
+        qs, s = attention_weights(q, k, mask, scale)             # Q scale, A
+        self.qs, self.k, self.v, self.a, self.scale = qs, k, v, s, scale
+        keep = rng.random(s.shape, dtype=np.float32) >= p       # as Dropout draws it
+        self.keep = keep * np.asarray(1.0 / (1.0 - p), dtype=s.dtype)
+        return np.matmul(s * self.keep, v, out=out)              # Z = A' V: (..., n, d_v)
 
     def _backward(self, g, gq, gk, gv):
         qs, k, v, a = self.qs, self.k, self.v, self.a
-        if gv is not None:
-            ad = a if self.keep is None else a * self.keep
-            np.matmul(ad.swapaxes(-1, -2), g, out=gv)        # dV = A'^T g
-        da = np.matmul(g, v.swapaxes(-1, -2))                # dA' = g V^T: (..., n, m)
-        if self.keep is not None:
-            da *= self.keep
-        # dS = A (dA - rowsum(dA A))
-        parallel.rows(lambda d, a_: rowwise.softmax_grad(d, a_, d), da, a)
-        if gq is not None:
-            np.matmul(da, k, out=gq)
-            gq *= np.asarray(self.scale, dtype=gq.dtype)         # dQ = dS K scale
-        if gk is not None:
-            np.matmul(da.swapaxes(-1, -2), qs, out=gk)       # dK = dS^T (Q scale)
-        return da                                                # dS = dL/d(S + M)
+        grads = (gq, gk, gv)
+        if (self.keep is None and a.size >= parallel.MIN_ELEMENTS and parallel.THREADS > 1
+                and a.ndim > 2
+                and g.shape[:-2] == qs.shape[:-2] == k.shape[:-2] == v.shape[:-2] == a.shape[:-2]
+                and g.dtype == qs.dtype == k.dtype == v.dtype == a.dtype):
+            # batch row blocks on both cores, as attention_weights (the same calls per slice)
+            da = np.empty(a.shape, dtype=g.dtype)
+            given = tuple(x is not None for x in grads)
+
+            def block(a_, g_, qs_, k_, v_, da_, *out):
+                it = iter(out)
+                _attention_backward(a_, g_, qs_, k_, v_, None, self.scale, da_,
+                                    *(next(it) if x else None for x in given))
+            parallel.rows(block, a, g, qs, k, v, da, *(x for x in grads if x is not None))
+            return da
+        return _attention_backward(a, g, qs, k, v, self.keep, self.scale, None, *grads)
+
+
+def _attention_backward(a, g, qs, k, v, keep, scale, da, gq, gk, gv):
+    """Attention's backward into gq, gk, gv (each None or an array to fill); returns dS.
+    da is an empty (..., n, m) buffer for dS, or None to let the first matmul allocate it."""
+    if gv is not None:
+        ad = a if keep is None else a * keep
+        np.matmul(ad.swapaxes(-1, -2), g, out=gv)                # dV = A'^T g
+    da = np.matmul(g, v.swapaxes(-1, -2), out=da)                # dA' = g V^T: (..., n, m)
+    if keep is not None:
+        da *= keep
+    # dS = A (dA - rowsum(dA A))
+    parallel.rows(lambda d, a_: rowwise.softmax_grad(d, a_, d), da, a)
+    if gq is not None:
+        np.matmul(da, k, out=gq)
+        gq *= np.asarray(scale, dtype=gq.dtype)                  # dQ = dS K scale
+    if gk is not None:
+        np.matmul(da.swapaxes(-1, -2), qs, out=gk)               # dK = dS^T (Q scale)
+    return da                                                    # dS = dL/d(S + M)
 
 
 def _attention_graph(g, q, k, v, mask, scale, keep):
@@ -349,6 +428,26 @@ class LogSoftmax(Function):
         return g - Softmax.apply(x, dim=self.dim) * g.sum(dim=self.dim, keepdim=True)
 
 
+def layer_norm_rows(x2, w, b, eps, keep):
+    """(y, xhat, rstd (rows, 1)) of LayerNorm over the rows of x2 (rows, n); w, b (n,) or None.
+    xhat, the normalised input that backward reads, may be None unless keep."""
+    if kernels.ENABLED:                                        # one compiled pass per row
+        done = kernels.layer_norm(x2, w, b, eps, keep)
+        if done is not None:
+            return done
+    n = x2.shape[1]
+    mean = np.add.reduce(x2, axis=1, keepdims=True)            # x2.mean's two calls, bit for
+    np.true_divide(mean, np.intp(n), out=mean, casting="unsafe")        # bit, no wrapper
+    xc = x2 - mean
+    var = np.einsum("ij,ij->i", xc, xc) / n                     # biased variance, no temporary
+    rstd = (1.0 / np.sqrt(var + eps)).astype(x2.dtype, copy=False)[:, None]
+    xc *= rstd
+    y = xc * w if w is not None else xc.copy()
+    if b is not None:
+        y += b
+    return y, xc, rstd
+
+
 class LayerNorm(Function):
     """y = (x - mean)/sqrt(var + eps) * w + b over the last len(normalized_shape) dims.
 
@@ -368,21 +467,8 @@ class LayerNorm(Function):
         self.w = wb[0].reshape(n) if affine[0] else None
         b = wb[-1].reshape(n) if affine[1] else None
         self.affine, self.eps = affine, eps
-        if kernels.ENABLED:                                    # one compiled pass per row
-            done = kernels.layer_norm(x2, self.w, b, eps, keep=True in self.needs_input_grad)
-            if done is not None:
-                y, self.xhat, self.rstd = done
-                return y.reshape(x.shape)
-        mean = np.add.reduce(x2, axis=1, keepdims=True)        # x2.mean's two calls, bit for
-        np.true_divide(mean, np.intp(n), out=mean, casting="unsafe")    # bit, no wrapper
-        xc = x2 - mean
-        var = np.einsum("ij,ij->i", xc, xc) / n                 # biased variance, no temporary
-        rstd = (1.0 / np.sqrt(var + eps)).astype(x.dtype, copy=False)[:, None]
-        xc *= rstd
-        self.xhat, self.rstd = xc, rstd
-        y = xc * self.w if self.w is not None else xc.copy()
-        if b is not None:
-            y += b
+        y, self.xhat, self.rstd = layer_norm_rows(x2, self.w, b, eps,
+                                                  keep=True in self.needs_input_grad)
         return y.reshape(x.shape)
 
     def backward(self, g):

@@ -29,14 +29,18 @@ import os
 import platform
 import subprocess
 import sys
+import threading
 
 import numpy as np
+
+from . import parallel
 
 ENABLED = (os.environ.get("TINYGRADX_KERNELS", "1") != "0"
            and importlib.util.find_spec("numba") is not None)
 FLAGS = {"reassoc", "contract", "nsz", "arcp"}      # no "nnan"/"ninf": NaN and inf stay exact
 _module = None
 _compiled = {}          # (loop, dtype) -> the compiled function
+_LOAD_LOCK = threading.Lock()
 
 
 def set_enabled(flag):
@@ -80,7 +84,13 @@ def _cpu():
 
 def _load():
     """The compiled module, built by a child process if it is not cached yet; None if it
-    cannot be had (the kernels are then off for this process)."""
+    cannot be had (the kernels are then off for this process). Two row blocks may ask at
+    once: the lock makes one build, and the other waits for it."""
+    with _LOAD_LOCK:
+        return _load_locked()
+
+
+def _load_locked():
     global _module, ENABLED
     if _module is None:
         name, where = module_name(), cache_dir()
@@ -158,8 +168,10 @@ def layer_norm(x2, w, b, eps, keep):
     y = np.empty(x2.shape, x2.dtype)
     xhat = np.empty(x2.shape, x2.dtype) if keep else y
     rstd = np.empty((x2.shape[0], 1), x2.dtype)
-    if not (w.dtype == b.dtype == x2.dtype
-            and _call(_ln_forward, x2.dtype, x2, w, b, float(eps), y, xhat, rstd)):
+    # x2 C-contiguous: then every row block is, and no block can decline while another runs
+    if not (w.dtype == b.dtype == x2.dtype and x2.flags.c_contiguous and parallel.rows(
+            lambda x_, y_, h_, r_: _call(_ln_forward, x2.dtype, x_, w, b, float(eps), y_, h_, r_),
+            x2, y, xhat, rstd)):
         return None
     return y, (xhat if keep else None), rstd
 

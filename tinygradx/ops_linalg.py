@@ -35,6 +35,14 @@ def _mm(a, b):
     return np.matmul(a, b)
 
 
+def linear_forward(x, w, b=None):
+    """x W^T + b on arrays, W (out, in): Linear's forward."""
+    y = _mm(x, w.T)
+    if b is not None:
+        y += b
+    return y
+
+
 class MatMul(Function):
     """(...,n,k)@(...,k,m): da = g @ b^T, db = a^T @ g; batch dims broadcast; 1-D as numpy."""
     def forward(self, a, b):
@@ -109,10 +117,7 @@ class Linear(Function):
             raise OpError(f"input {x.shape} has {x.shape[-1]} features but the weight "
                           f"{w.shape} expects {w.shape[-1]} (weight is [out, in])")
         self.x, self.w = x, w
-        y = _mm(x, w.T)
-        if b is not None:
-            y += b
-        return y
+        return linear_forward(x, w, b)
 
     def backward(self, g):
         x, w = self.x, self.w

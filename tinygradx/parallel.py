@@ -14,6 +14,7 @@ Arrays below MIN_ELEMENTS are not split: handing work to a thread costs ~20-50 u
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 MIN_ELEMENTS = 1 << 16
@@ -32,6 +33,7 @@ def _default_threads():
 
 THREADS = _default_threads()
 _pool = None
+_worker = threading.local()     # .busy: this thread is a pool worker running a block
 
 
 def set_threads(n):
@@ -54,13 +56,14 @@ def rows(fn, *arrays):
     """
     global _pool
     n = arrays[0].shape[0] if arrays[0].ndim else 1
-    if THREADS < 2 or n < 2 or arrays[0].size < MIN_ELEMENTS:
-        return fn(*arrays)
+    if THREADS < 2 or n < 2 or arrays[0].size < MIN_ELEMENTS or getattr(_worker, "busy", False):
+        return fn(*arrays)     # (a block that splits again runs inline: a worker waiting on
+                               # the pool it belongs to could wait for ever)
     parts = min(THREADS, n)
     if _pool is None:
         _pool = ThreadPoolExecutor(THREADS - 1, thread_name_prefix="tinygradx")
     cuts = [n * i // parts for i in range(parts + 1)]
-    futures = [_pool.submit(fn, *(a[lo:hi] for a in arrays))
+    futures = [_pool.submit(_as_worker, fn, *(a[lo:hi] for a in arrays))
                for lo, hi in zip(cuts[1:-1], cuts[2:], strict=True)]
     try:
         first = fn(*(a[:cuts[1]] for a in arrays))     # the first block on this thread
@@ -72,6 +75,14 @@ def rows(fn, *arrays):
         if err is not None:
             raise err
     return first
+
+
+def _as_worker(fn, *blocks):
+    _worker.busy = True
+    try:
+        return fn(*blocks)
+    finally:
+        _worker.busy = False
 
 
 def _forget_pool():

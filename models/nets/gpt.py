@@ -28,7 +28,7 @@ import numpy as np
 
 import tinygradx as tgx
 import tinygradx.functional as F
-from tinygradx import Tensor, nn
+from tinygradx import Tensor, inference, nn
 from tinygradx.nn import init
 
 from .layers import KVCache, as_ids, sample_next
@@ -254,6 +254,61 @@ class Block(nn.Module):
             x = self.ln_2(x + self.mlp(x))
         return x
 
+    def infer(self, x, cache):
+        """forward() of a stock Pre-LN block on arrays, for generation (GPT._features' fast
+        path: no_grad, a KV cache, `_stock(model)`). The same formulas through the ops' own
+        forward code (tinygradx.inference), so the same numbers, without graph nodes, Tensors
+        or module calls: a generated token costs about half as much."""
+        attn, mlp = self.attn, self.mlp
+        B, T, C = x.shape                                        # x: (B, T, C) array
+        nh = attn.n_head
+        qkv = _linear(attn.c_attn, _norm(self.ln_1, x))          # [Q K V] of LN(x): (B, T, 3C)
+        qkv = qkv.reshape(B, T, 3, nh, C // nh)                  # (B, T, 3, nh, hs)
+        q, k, v = (qkv[:, :, j].transpose(0, 2, 1, 3) for j in range(3))  # (B, nh, T, hs)
+        k, v = cache.append_heads(k, v, arrays=True)             # (B, nh, t, hs)
+        # the T new queries are the last T of the t positions: bottom-right mask
+        mask = F.causal_mask(T, k.shape[2], q.dtype) if T > 1 else None
+        y = inference.attention(q, k, v, mask)                   # (B, nh, T, hs)
+        y = y.transpose(0, 2, 1, 3).reshape(B, T, C)             # Concat(heads): (B, T, C)
+        x = x + _linear(attn.c_proj, y)                          # u = x + MHA(LN(x))
+        h = _linear(mlp.c_fc, _norm(self.ln_2, x))               # LN(u) W_1 + b_1: (B, T, 4C)
+        h = inference.gelu(h, mlp.gelu.approximate)              # phi(...)
+        return x + _linear(mlp.c_proj, h)                        # u + MLP(LN(u)): (B, T, C)
+
+
+def _linear(m, x):
+    """A Linear module's forward on an array (inference.linear on its parameters' arrays)."""
+    return inference.linear(x, m.weight._data, None if m.bias is None else m.bias._data)
+
+
+def _norm(m, x):
+    """A LayerNorm module (over the last dim) on an array."""
+    return inference.layer_norm(x, None if m.weight is None else m.weight._data,
+                                None if m.bias is None else m.bias._data, m.eps)
+
+
+def _stock(model):
+    """True when Block.infer computes what forward() would: Pre-LN LayerNorm blocks with
+    packed attention, the GELU MLP and a LayerNorm ln_f, each module that forward() calls of
+    its stock class without an instance-level forward (a swapped-in LoRA Linear or RMSNorm
+    takes the op path), no dropout active, no attention weights recorded. ~10 us."""
+    c = model.config
+    if not (c.norm_first and c.norm == "layernorm" and c.mlp == "gelu" and c.pos == "learned"):
+        return False
+    mods = [(model.transformer.ln_f, nn.LayerNorm)]
+    for b in model.transformer.h:
+        a, m = b.attn, b.mlp
+        mods += [(b, Block), (b.ln_1, nn.LayerNorm), (b.ln_2, nn.LayerNorm),
+                 (a, CausalSelfAttention), (m, MLP), (m.gelu, nn.GELU)]
+        mods += [(x, nn.Linear) for x in (a.c_attn, a.c_proj, m.c_fc, m.c_proj)]
+        mods += [(x, nn.Dropout) for x in (a.attn_dropout, a.resid_dropout, m.dropout)]
+        if not a.packed or a.record_attn:
+            return False
+    return all(type(m) is cls and "forward" not in vars(m)
+               and (cls is not nn.Dropout or m.p == 0 or not m.training)
+               and (cls is not nn.LayerNorm or len(m.normalized_shape) == 1)
+               for m, cls in mods)
+
 
 _CHOICES = {"norm": ("layernorm", "rmsnorm"), "pos": ("learned", "rope"),
             "mlp": ("gelu", "swiglu"), "gelu_approximate": ("tanh", "none")}
@@ -404,8 +459,10 @@ class GPT(nn.Module):
             n -= self.transformer.wpe.weight._data.size
         return n
 
-    def _features(self, idx, kv_cache=None):
-        """ids (B, T) -> the last hidden states after ln_f (B, T, C)."""
+    def _features(self, idx, kv_cache=None, stock=None):
+        """ids (B, T) -> the last hidden states after ln_f (B, T, C). With a KV cache under
+        no_grad, stock blocks run on arrays (Block.infer); `stock` is `_stock(self)` when the
+        caller (generate) has checked it once."""
         B, T = idx.shape
         past = 0 if kv_cache is None else kv_cache.length
         if past + T > self.config.block_size:
@@ -419,6 +476,12 @@ class GPT(nn.Module):
             pos = np.arange(past, past + T, dtype=np.int64)      # (T,)
             pos_emb = self.transformer.wpe(pos)                  # (T, C)
             x = self.transformer.drop(tok_emb + pos_emb)             # X = Emb + P: (B, T, C)
+        if kv_cache is not None and inference.fast_path() and (
+                _stock(self) if stock is None else stock):
+            x = x._data                                          # (B, T, C) array
+            for block, layer in zip(self.transformer.h, kv_cache.layers, strict=True):
+                x = block.infer(x, layer)
+            return Tensor(_norm(self.transformer.ln_f, x))       # (B, T, C)
         for i, block in enumerate(self.transformer.h):
             x = block(x, None if kv_cache is None else kv_cache[i])
         return self.transformer.ln_f(x)                          # (B, T, C)
@@ -491,6 +554,7 @@ class GPT(nn.Module):
         n = start
         done = np.zeros(B, dtype=bool)
         cache = None
+        stock = _stock(self)                                     # Block.infer may run
         with tgx.no_grad():
             for _ in range(max_new_tokens):
                 if use_cache and cache is not None and cache.length < block:
@@ -498,7 +562,7 @@ class GPT(nn.Module):
                 else:
                     cache = KVCache(self.config.n_layer) if use_cache else None
                     feed = out[:, max(n - block, 0):n]           # cropped context: (B, <=block)
-                x = self._features(Tensor(feed), cache)          # (B, T, C)
+                x = self._features(Tensor(feed), cache, stock)   # (B, T, C)
                 if x.shape[1] > 1:
                     x = x[:, -1:, :]                             # only the last position
                 logits = self.lm_head(x)._data[:, 0]             # (B, V)

@@ -66,13 +66,13 @@ class LayerCache:
         self.t += T
         return Tensor(self.rows[:, :self.t])                     # (B, t, 3C), a view
 
-    def append_heads(self, k, v):
+    def append_heads(self, k, v, arrays=False):
         """Inference only: write the new positions' k, v (B, h, T, d_k) arrays into buffers
         (B, h, capacity, d_k) that double when full, and return K, V of every position so far
-        (B, h, t+T, d_k) as constants. They are views whose (t, d_k) blocks are contiguous, so
-        a batched matmul over many rows and heads runs on BLAS (over strided heads numpy falls
-        back to a loop ~8x slower at 1,000 rows), and a step copies one position, not the
-        cache."""
+        (B, h, t+T, d_k) as constants (arrays=True: as numpy arrays, for array code). They
+        are views whose (t, d_k) blocks are contiguous, so a batched matmul over many rows and
+        heads runs on BLAS (over strided heads numpy falls back to a loop ~8x slower at 1,000
+        rows), and a step copies one position, not the cache."""
         self._refuse("K, V buffers (append_heads)")
         B, h, T, d = k.shape
         t = self.t
@@ -87,6 +87,8 @@ class LayerCache:
         kb[:, :, t:t + T] = k
         vb[:, :, t:t + T] = v
         self.t = t + T
+        if arrays:
+            return kb[:, :, :self.t], vb[:, :, :self.t]
         return Tensor(kb[:, :, :self.t]), Tensor(vb[:, :, :self.t])
 
     def update(self, k, v):
