@@ -30,6 +30,27 @@ def test_rows_covers_every_row_once_in_blocks(threads):
     assert len({name for _, name in seen}) == 2          # the caller and one pool thread
 
 
+def test_a_block_that_splits_again_runs_inline_on_its_thread(threads):
+    # a worker waiting on its own one-thread pool would hang; the caller's block would wait
+    # for the worker's: both run the inner split inline
+    a = np.zeros((1000, 200))
+    inner = []
+
+    def outer(block):
+        def fn(b):
+            inner.append((b.shape[0], threading.current_thread().name))
+            b += 1
+        parallel.rows(fn, block, min_elements=1)
+
+    done = threading.Event()
+    t = threading.Thread(target=lambda: (parallel.rows(outer, a), done.set()), daemon=True)
+    t.start()
+    assert done.wait(timeout=20), "parallel.rows inside parallel.rows did not return"
+    assert np.all(a == 1)
+    assert sorted(n for n, _ in inner) == [500, 500]       # one inner call per outer block
+    assert len({name for _, name in inner}) == 2
+
+
 def test_small_arrays_and_one_thread_run_inline():
     calls = []
     parallel.rows(lambda b: calls.append(b.shape), np.zeros((4, 4)))

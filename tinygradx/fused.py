@@ -41,8 +41,10 @@ def gelu_forward(x, approximate):
     if approximate == "tanh":
         t = np.empty(x.shape, dtype=x.dtype)
         y = np.empty(x.shape, dtype=x.dtype)
-        if not (kernels.ENABLED and parallel.rows(kernels.gelu_tanh, _flat(x),
-                                                  t.reshape(-1), y.reshape(-1))):
+        # (two loops around np.tanh, ~0.6 ns per element: a split pays from ~250k elements;
+        # (256, 512) took 86 us on one thread and 120 us split, (768, 512) 237 and 195 us)
+        if not (kernels.ENABLED and parallel.rows(kernels.gelu_tanh, _flat(x), t.reshape(-1),
+                                                  y.reshape(-1), min_elements=1 << 18)):
             parallel.rows(_gelu_tanh, _flat(x), t.reshape(-1), y.reshape(-1))
         return y, t
     cdf = np.asarray(_erf(x * (1 / math.sqrt(2))))
@@ -73,7 +75,8 @@ class Gelu(Function):
         if self.approximate == "tanh":
             d = np.empty(x.shape, dtype=x.dtype)
             if kernels.ENABLED and g.dtype == x.dtype and parallel.rows(
-                    kernels.gelu_tanh_grad, _flat(x), _flat(self.t), _flat(g), d.reshape(-1)):
+                    kernels.gelu_tanh_grad, _flat(x), _flat(self.t), _flat(g), d.reshape(-1),
+                    min_elements=parallel.MIN_KERNEL_ELEMENTS):
                 return d                                 # one compiled pass
             du = np.empty(x.shape, dtype=x.dtype)
             parallel.rows(_gelu_tanh_grad, _flat(x), _flat(self.t), _flat(g), d.reshape(-1),
@@ -183,10 +186,7 @@ def attention_weights(q, k, mask, scale, v=None, out=None):
     numpy calls on its slice (numpy's stacked matmul is one GEMM per matrix anyway), so the
     numbers do not change, and the small GEMMs of many heads run two at a time: a GPT CPU
     config layer's forward (B 12, h 4, T 64) 677 -> 482 us."""
-    # (a decoding batch's thousands of one-row GEMMs gain nothing from threads: OpenBLAS
-    # serialises such calls; it is the scores' size that pays for the hand-off)
-    big = math.prod(q.shape[:-1]) * k.shape[-2] >= parallel.MIN_ELEMENTS
-    if big and parallel.THREADS > 1 and _blockable(q, k, v, out, mask):
+    if _split_batch(q, k) and _blockable(q, k, v, out, mask):
         qs, s = np.empty_like(q), np.empty(q.shape[:-1] + k.shape[-2:-1], q.dtype)
         split = mask is not None and mask.ndim == s.ndim and mask.shape[0] > 1
 
@@ -211,6 +211,11 @@ def attention_weights(q, k, mask, scale, v=None, out=None):
     if v is not None:
         np.matmul(s, v, out=out)                                 # Z = A V: (..., n, d_v)
     return qs, s
+
+
+def _split_batch(q, k):
+    """Whether attention's matmuls run in batch blocks on both cores (parallel.split_gemms)."""
+    return parallel.split_gemms(math.prod(q.shape[:-2]), q.shape[-2], q.shape[-1], k.shape[-2])
 
 
 def _blockable(q, k, v, out, mask):
@@ -287,8 +292,7 @@ class Attention(Function):
     def _backward(self, g, gq, gk, gv):
         qs, k, v, a = self.qs, self.k, self.v, self.a
         grads = (gq, gk, gv)
-        if (self.keep is None and a.size >= parallel.MIN_ELEMENTS and parallel.THREADS > 1
-                and a.ndim > 2
+        if (self.keep is None and a.ndim > 2 and _split_batch(qs, k)
                 and g.shape[:-2] == qs.shape[:-2] == k.shape[:-2] == v.shape[:-2] == a.shape[:-2]
                 and g.dtype == qs.dtype == k.dtype == v.dtype == a.dtype):
             # batch row blocks on both cores, as attention_weights (the same calls per slice)
@@ -314,7 +318,8 @@ def _attention_backward(a, g, qs, k, v, keep, scale, da, gq, gk, gv):
     if keep is not None:
         da *= keep
     # dS = A (dA - rowsum(dA A))
-    parallel.rows(lambda d, a_: rowwise.softmax_grad(d, a_, d), da, a)
+    parallel.rows(lambda d, a_: rowwise.softmax_grad(d, a_, d), da, a,
+                  min_elements=parallel.MIN_KERNEL_ELEMENTS if kernels.ENABLED else None)
     if gq is not None:
         np.matmul(da, k, out=gq)
         gq *= np.asarray(scale, dtype=gq.dtype)                  # dQ = dS K scale

@@ -168,10 +168,11 @@ def layer_norm(x2, w, b, eps, keep):
     y = np.empty(x2.shape, x2.dtype)
     xhat = np.empty(x2.shape, x2.dtype) if keep else y
     rstd = np.empty((x2.shape[0], 1), x2.dtype)
-    # x2 C-contiguous: then every row block is, and no block can decline while another runs
+    # x2 C-contiguous: then every row block is, and no block can decline while another runs;
+    # (768, 128): 65 us on one thread, 95 us split; (2048, 384): 401 -> 271 us split
     if not (w.dtype == b.dtype == x2.dtype and x2.flags.c_contiguous and parallel.rows(
             lambda x_, y_, h_, r_: _call(_ln_forward, x2.dtype, x_, w, b, float(eps), y_, h_, r_),
-            x2, y, xhat, rstd)):
+            x2, y, xhat, rstd, min_elements=parallel.MIN_KERNEL_ELEMENTS)):
         return None
     return y, (xhat if keep else None), rstd
 

@@ -395,7 +395,8 @@ class Relu(Function):
     def forward(self, x):
         if x.dtype.kind == "f":          # row blocks on both cores (an FFN's widest activation)
             self.out = np.empty(x.shape, x.dtype)
-            parallel.rows(lambda x_, o_: np.maximum(x_, 0, out=o_), x, self.out)
+            parallel.rows(lambda x_, o_: np.maximum(x_, 0, out=o_), x, self.out,
+                          min_elements=parallel.MIN_KERNEL_ELEMENTS)
         else:
             self.out = np.maximum(x, 0)
         return self.out
@@ -403,7 +404,8 @@ class Relu(Function):
     def backward(self, g):
         if g.dtype == self.out.dtype and g.dtype.kind == "f" and g.shape == self.out.shape:
             d = np.empty(g.shape, g.dtype)          # g where out > 0, else 0: one pass a block
-            parallel.rows(lambda g_, o_, d_: np.multiply(g_, o_ > 0, out=d_), g, self.out, d)
+            parallel.rows(lambda g_, o_, d_: np.multiply(g_, o_ > 0, out=d_), g, self.out, d,
+                          min_elements=parallel.MIN_KERNEL_ELEMENTS)
             return d
         return g * (self.out > 0)
 

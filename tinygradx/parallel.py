@@ -9,7 +9,8 @@ never cut, so row reductions such as a softmax sum see the same numbers).
     TINYGRADX_THREADS=1     no pool: everything on the calling thread (CI runs both ways)
     TINYGRADX_THREADS=n     n threads in all (default: the number of usable cores, at most 4)
 
-Arrays below MIN_ELEMENTS are not split: handing work to a thread costs ~20-50 us.
+Arrays below MIN_ELEMENTS are not split: handing work to a thread costs ~20-50 us (below
+MIN_KERNEL_ELEMENTS for the cheaper work of a compiled loop or a single ufunc).
 """
 from __future__ import annotations
 
@@ -18,6 +19,10 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 MIN_ELEMENTS = 1 << 16
+# for one pass of a compiled kernel or a single ufunc (~0.1-0.4 ns per element), where the
+# hand-off (~40-50 us) pays only from about half a million elements: GELU's backward kernel
+# on (768, 512) took 76 us on one thread and 126 us split, ReLU 154 and 148 us
+MIN_KERNEL_ELEMENTS = 1 << 19
 
 
 def _default_threads():
@@ -47,18 +52,19 @@ def set_threads(n):
     return old
 
 
-def rows(fn, *arrays):
+def rows(fn, *arrays, min_elements=None):
     """fn(*blocks) for row blocks of `arrays` (all with the same first dim), in parallel.
 
     fn must only read and write its own blocks, element by element or row by row. With one
     thread, a small array or a single row, fn(*arrays) runs as is. Returns what fn returned
-    for the first block (a compiled kernel's "done", see kernels.py).
+    for the first block (a compiled kernel's "done", see kernels.py). min_elements overrides
+    MIN_ELEMENTS for work that is cheap per element (a compiled kernel).
     """
     global _pool
     n = arrays[0].shape[0] if arrays[0].ndim else 1
-    if THREADS < 2 or n < 2 or arrays[0].size < MIN_ELEMENTS or getattr(_worker, "busy", False):
-        return fn(*arrays)     # (a block that splits again runs inline: a worker waiting on
-                               # the pool it belongs to could wait for ever)
+    small = arrays[0].size < (MIN_ELEMENTS if min_elements is None else min_elements)
+    if THREADS < 2 or n < 2 or small or getattr(_worker, "busy", False):
+        return fn(*arrays)     # (a block that splits again runs inline: see _as_worker)
     parts = min(THREADS, n)
     if _pool is None:
         _pool = ThreadPoolExecutor(THREADS - 1, thread_name_prefix="tinygradx")
@@ -66,7 +72,7 @@ def rows(fn, *arrays):
     futures = [_pool.submit(_as_worker, fn, *(a[lo:hi] for a in arrays))
                for lo, hi in zip(cuts[1:-1], cuts[2:], strict=True)]
     try:
-        first = fn(*(a[:cuts[1]] for a in arrays))     # the first block on this thread
+        first = _as_worker(fn, *(a[:cuts[1]] for a in arrays))  # the first block, here
     finally:
         # every block has finished (or failed) before anything is returned or raised, so no
         # thread still writes into the arrays afterwards
@@ -77,7 +83,28 @@ def rows(fn, *arrays):
     return first
 
 
+# OpenBLAS runs a GEMM on one thread below m*n*k = 4 * 65536 (its multithreading threshold)
+# and on all cores above it, where two batch blocks would oversubscribe them (GPT GPU config
+# attention, 256 x 64 x 256: the step 1.27x slower split)
+ONE_THREAD_GEMM = 1 << 18
+
+
+def split_gemms(count, n, k, m):
+    """Whether a stack of `count` (n, k) @ (k, m) products, together with the element-wise
+    work around them, should run in batch blocks on both cores: products large enough
+    together to pay for the hand-off, each small enough that BLAS runs it on one thread.
+    (A decoding batch's thousands of one-row products gain nothing, hence the size of the
+    output, not the count; nor does a lone stacked matmul: OpenBLAS's calls from two threads
+    barely overlap, (48, 64, 32) @ (48, 32, 64) took 118 us on one thread and 145 us split.
+    Fused attention gains because its blocks also hold the softmax and numpy's own loops
+    over strided heads: a GPT CPU config layer's forward 677 -> 482 us.)"""
+    return THREADS > 1 and n * k * m <= ONE_THREAD_GEMM and count * n * m >= MIN_ELEMENTS
+
+
 def _as_worker(fn, *blocks):
+    # while a block runs, any split inside it runs inline: on a worker, waiting on the pool
+    # it belongs to could wait for ever; on the calling thread, it would wait for the other
+    # blocks to finish first
     _worker.busy = True
     try:
         return fn(*blocks)
