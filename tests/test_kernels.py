@@ -108,7 +108,10 @@ def test_adam_steps(opt, dtype):
     def run(dt):
         rng = np.random.default_rng(0)
         ps = [tgx.nn.Parameter(rng.standard_normal(s).astype(dt))
-              for s in [(5,), (3, 4), (300, 300), (0,)]]
+              for s in [(5,), (3, 4), (300, 300), (0,), (800, 700)]]
+        ps.append(tgx.nn.Parameter(np.asfortranarray(rng.standard_normal((6, 7)).astype(dt))))
+        # (800, 700): split over both cores; the Fortran-ordered one (moments alike) takes the
+        # numpy path: flat views of it would be copies, which the kernel would update instead
         cls = optim.Adam if opt == "Adam" else optim.AdamW
         o = cls(ps, lr=1e-2, weight_decay=0.0 if opt.endswith("decay") else 0.1)
         for step in range(3):

@@ -484,13 +484,31 @@ class Adam(Optimizer):
                 st = self.state[p] = {"step": 0, "exp_avg": np.zeros_like(p._data),
                                       "exp_avg_sq": np.zeros_like(p._data)}
             st["step"] += 1
+            step = st["step"]
+            if self._adam_kernel(p._data, g, st, step, lr, b1, b2, eps, wd):
+                continue                                   # one compiled pass, no scratch
             tmp, tmp2 = self._work(p, 2)
             arrays = (p._data, g, st["exp_avg"], st["exp_avg_sq"], tmp, tmp2)
             if all(a.flags.c_contiguous for a in arrays):     # flat views split evenly
                 arrays = tuple(a.reshape(-1) for a in arrays)
-            step = st["step"]
             parallel.rows(lambda p_, g_, m_, v_, t_, t2_, step=step: _adam_update(
                 p_, g_, m_, v_, step, lr, b1, b2, eps, wd, self._decoupled, t_, t2_), *arrays)
+
+
+    def _adam_kernel(self, p, g, st, step, lr, b1, b2, eps, wd):
+        """The update as kernels.adam on flat views when it applies (the kernel's arguments
+        C-contiguous and of p's dtype, no coupled weight decay); False otherwise."""
+        m, v = st["exp_avg"], st["exp_avg_sq"]
+        if not (kernels.ENABLED and (self._decoupled or not wd)
+                and all(a.flags.c_contiguous for a in (p, g, m, v))):   # flat views, no copies
+            return False
+        bias2_sqrt = math.sqrt(1 - b2 ** step)
+        return parallel.rows(
+            lambda p_, g_, m_, v_: kernels.adam(p_, g_, m_, v_, b1, b2, 1 - lr * wd,
+                                                eps * bias2_sqrt,
+                                                -lr * bias2_sqrt / (1 - b1 ** step)),
+            p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1),
+            min_elements=parallel.MIN_KERNEL_ELEMENTS)
 
 
 class AdamW(Adam):
