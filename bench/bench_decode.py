@@ -14,6 +14,10 @@ With --base REV a fourth arm runs all of revision REV (engine, model and decodin
 as bench_versions.py does) on the same checkpoint: a before/after of the whole path.
 
     python bench/bench_decode.py --rev 5e09b39 --base main --checkpoint ... --rounds 7
+    python bench/bench_decode.py --rev 5e09b39 --base 5e09b39 --base-batch 256 --checkpoint ...
+
+The last is the whole path of the day issue 17 was filed (engine, model, decoding, and its
+Trainer.translate's batches of 256) against this checkout's.
 """
 from __future__ import annotations
 
@@ -89,6 +93,9 @@ def main(argv=None):
     ap.add_argument("--beam-rounds", type=int, default=1, help="interleaved timed rounds (beam)")
     ap.add_argument("--save", help="keep the trained checkpoint at this path (with --steps)")
     ap.add_argument("--base", help="also run all of this revision, on the same weights")
+    ap.add_argument("--base-batch", type=int, default=None,
+                    help="the --base revision's batch size (default: --batch); 256 for "
+                         "revisions whose Trainer.translate decoded 256 at a time (5e09b39)")
     args = ap.parse_args(argv)
     print(machine_facts(torch_info=False))
     if args.checkpoint:
@@ -144,9 +151,10 @@ def compare(args, trainer, old, base):
         if base is not None:
             label, base_trainer, base_dec = base
             base_fn = getattr(base_dec, fn.__name__)
-            _, got = timed(base_fn, bs, base_trainer, **kw)
+            base_bs = batches(trainer, n, args.base_batch) if args.base_batch else bs
+            _, got = timed(base_fn, base_bs, base_trainer, **kw)
             print(f"  {name}: same tokens as {label}: {got == new}")
-            arms[label] = functools.partial(timed, base_fn, bs, base_trainer, **kw)
+            arms[label] = functools.partial(timed, base_fn, base_bs, base_trainer, **kw)
         res = ab_compare(arms, pairs=rounds, warmup=0, baseline="this")
         st, ratio = res["stats"], res["ratios"][f"rev {args.rev}"]
         times = ", ".join(f"{arm} {st[arm]['median']:.3f} s [{st[arm]['min']:.3f}, "
