@@ -57,6 +57,10 @@ def export_revision(rev, dest):
                 with open(path, "w", encoding="utf-8") as f:
                     f.write(re.sub(r"\btinygradx\b", PKG, text))
     sys.path.insert(0, dest)
+    # child processes too: the revision's kernels are built by `python -m tgx_rev.kernels_build`
+    # (without this the build failed and the revision's arm ran with its kernels off)
+    os.environ["PYTHONPATH"] = os.pathsep.join([dest] + [p for p in [os.environ.get(
+        "PYTHONPATH")] if p])
     return commit
 
 
