@@ -75,7 +75,7 @@ def softmax(x, out, axis=-1):
     key masked) gives zeros: its max is treated as 0 and its empty sum as 1."""
     if (kernels.ENABLED and axis in (-1, x.ndim - 1) and x.ndim and out.flags.c_contiguous
             and x.dtype == out.dtype and kernels.softmax(
-                x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1]))):
+                x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1]), out is x)):
         return out                                       # two compiled loops around np.exp
     np.subtract(x, safe_max(x, axis), out=out)
     np.exp(out, out=out)
@@ -92,7 +92,7 @@ def softmax_grad(g, s, out, axis=-1):
             and g.shape == s.shape == out.shape and out.flags.c_contiguous  # a view below
             and kernels.softmax_grad(
                 g.reshape(-1, s.shape[-1]), s.reshape(-1, s.shape[-1]),
-                out.reshape(-1, s.shape[-1]))):
+                out.reshape(-1, s.shape[-1]), out is g)):
         return out                                       # one compiled pass per row
     if axis in (-1, s.ndim - 1) and s.ndim <= 26:
         # sum_j g_j s_j as a row-wise dot: no (..., n) temporary for g*s

@@ -291,7 +291,7 @@ def _stock(model):
     """True when Block.infer computes what forward() would: Pre-LN LayerNorm blocks with
     packed attention, the GELU MLP and a LayerNorm ln_f, each module that forward() calls of
     its stock class without an instance-level forward (a swapped-in LoRA Linear or RMSNorm
-    takes the op path), no dropout active, no attention weights recorded. ~10 us."""
+    takes the op path), no dropout active, no attention weights recorded. ~15 us."""
     c = model.config
     if not (c.norm_first and c.norm == "layernorm" and c.mlp == "gelu" and c.pos == "learned"):
         return False
