@@ -75,6 +75,20 @@ def test_attention_is_the_ops_forward(kernels_on, B, h, n, past, d, dtype, causa
     assert got.shape == want.shape and np.array_equal(got, want)
 
 
+@pytest.mark.parametrize("kind", ["bool", "float64"])
+def test_attention_masks_follow_F_attention(kind):
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((2, 3, m, 4)).astype(np.float32) for m in (5, 6, 6))
+    keep = rng.random((2, 1, 5, 6)) < 0.7
+    keep[..., 0] = True
+    mask = keep if kind == "bool" else np.where(keep, 0.0, -np.inf)   # float64 for float32
+    want = _op(F.attention, q, k, v, attn_mask=mask)
+    got = inference.attention(q, k, v, mask)
+    assert got.dtype == np.float32 and np.array_equal(got, want)
+    # a bool mask added as 0/1 would be a silent wrong answer: it must block, not shift
+    assert not np.array_equal(got, inference.attention(q, k, v, keep.astype(np.float32)))
+
+
 def test_the_array_functions_name_themselves_on_bad_shapes():
     x = np.zeros((2, 3), np.float32)
     with pytest.raises(tgx.OpError, match=r"inference\.linear: input \(2, 3\)"):

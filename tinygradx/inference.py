@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 
 from .autograd import STATE, OpError
 from .fused import attention_output, attention_weights, gelu_forward, layer_norm_rows
@@ -59,13 +60,18 @@ def gelu(x, approximate="none"):
 
 
 def attention(q, k, v, mask=None, scale=None):
-    """softmax(Q K^T scale + M) V for q (..., n, d), k (..., m, d), v (..., m, d_v) and an
-    additive mask broadcasting to (..., n, m); scale defaults to 1/sqrt(d): F.attention's
-    forward without dropout."""
+    """softmax(Q K^T scale + M) V for q (..., n, d), k (..., m, d), v (..., m, d_v) and a mask
+    broadcasting to (..., n, m): additive (0 keeps, -inf blocks) or bool (True takes part, as
+    F.attention's); scale defaults to 1/sqrt(d): F.attention's forward without dropout."""
     if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
         raise OpError(f"inference.attention: query {q.shape}, key {k.shape} and value "
                       f"{v.shape}: query and key must share d, key and value the positions m")
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    if mask is not None:                      # as F.attention: a bool mask keeps where True
+        mask = np.asarray(mask)
+        if mask.dtype == np.bool_:
+            mask = np.where(mask, 0.0, -np.inf)
+        mask = mask.astype(q.dtype, copy=False)
     out = attention_output(q, k, v, mask)
     attention_weights(q, k, mask, scale, v, out)
     return out
