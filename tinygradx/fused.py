@@ -181,11 +181,12 @@ def attention_output(q, k, v, mask):
 
 def attention_weights(q, k, mask, scale, v=None, out=None):
     """(Q scale, A = softmax(Q scale K^T + M)): A computed in the score buffer, in place; with
-    v and out also out <- A V. When Q, K, V share their batch dims and the scores are large,
-    the batch runs in row blocks on both cores (parallel.rows): each block does the same
-    numpy calls on its slice (numpy's stacked matmul is one GEMM per matrix anyway), so the
-    numbers do not change, and the small GEMMs of many heads run two at a time: a GPT CPU
-    config layer's forward (B 12, h 4, T 64) 677 -> 482 us."""
+    v and out also out <- A V. When Q, K, V share their batch dims, the scores are large and
+    each GEMM is small (parallel.split_gemms), the batch runs in row blocks on both cores
+    (parallel.rows): each block does the same numpy calls on its slice (numpy's stacked
+    matmul is one GEMM per matrix anyway), so the numbers do not change, and the small GEMMs
+    of many heads run two at a time: a GPT CPU config layer's forward (B 12, h 4, T 64)
+    677 -> 482 us."""
     if _split_batch(q, k) and _blockable(q, k, v, out, mask):
         qs, s = np.empty_like(q), np.empty(q.shape[:-1] + k.shape[-2:-1], q.dtype)
         split = mask is not None and mask.ndim == s.ndim and mask.shape[0] > 1
