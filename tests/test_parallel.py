@@ -96,9 +96,8 @@ def _train(n_threads, steps=2, dropout=0.1):
 @pytest.mark.parametrize("dropout", [0.1, 0.0])
 def test_gpt_training_steps_are_bitwise_identical_with_and_without_threads(dropout):
     # GELU (512 x 256), attention scores (8, 4, 64, 64) and Adam on c_fc (256 x 64 = 16k,
-    # below the split size) and wte: the split paths and the plain ones all run. Without
-    # dropout attention runs whole in batch blocks (forward and backward); with it, only
-    # its softmax is split
+    # below the split size) and wte: the split paths and the plain ones all run. Attention's
+    # forward runs in batch blocks either way; its backward only without dropout
     one, two = _train(1, dropout=dropout), _train(2, dropout=dropout)
     assert one.keys() == two.keys()
     for k in one:
