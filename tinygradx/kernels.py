@@ -64,7 +64,7 @@ def module_name():
     """tgx_kernels_<hash>: the loops' source, the builder, Python, numpy and the CPU (the module
     is compiled for this CPU's instruction set) all go into the name."""
     h = hashlib.sha256()
-    for fn in LOOPS:
+    for fn in (*HELPERS, *LOOPS):
         h.update(inspect.getsource(fn).encode())
     build = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels_build.py")
     with open(build, "rb") as f:
@@ -253,23 +253,24 @@ def gelu_tanh_grad(x, t, g, d):
         _gelu_tanh_grad, x.dtype, x, t, g, d, f(0.5), f(1), f(c1), f(3 * 0.044715 * c1))
 
 
+def _row_dot(g, s, i):
+    dot = 0.0
+    for j in range(g.shape[1]):
+        dot += g[i, j] * s[i, j]
+    return dot                                          # sum_j g_ij s_ij, in float64
+
+
 def _softmax_grad(g, s, out):
-    rows, n = g.shape
-    for i in range(rows):
-        dot = 0.0
-        for j in range(n):
-            dot += g[i, j] * s[i, j]
-        for j in range(n):
+    for i in range(g.shape[0]):
+        dot = _row_dot(g, s, i)
+        for j in range(g.shape[1]):
             out[i, j] = s[i, j] * (g[i, j] - dot)
 
 
 def _softmax_grad_inplace(g, s):
-    rows, n = g.shape
-    for i in range(rows):
-        dot = 0.0
-        for j in range(n):
-            dot += g[i, j] * s[i, j]
-        for j in range(n):
+    for i in range(g.shape[0]):
+        dot = _row_dot(g, s, i)
+        for j in range(g.shape[1]):
             g[i, j] = s[i, j] * (g[i, j] - dot)
 
 
@@ -293,8 +294,8 @@ def _adam(p, g, m, v, b1, c1, b2, c2, shrink, eps_s, step_size):
 
 
 def adam(p, g, m, v, beta1, beta2, shrink, eps_s, step_size):
-    """One Adam step on 1-D arrays in place (the coefficients as optim._adam_update computes
-    them: shrink = 1 - lr wd for AdamW, else 1); False when off."""
+    """One Adam step on 1-D arrays in place (the coefficients as optim.Adam._adam_kernel
+    computes them: shrink = 1 - lr wd for AdamW, else 1); False when off."""
     f = p.dtype.type
     return p.dtype == g.dtype == m.dtype == v.dtype and _call(
         _adam, p.dtype, p, g, m, v, f(beta1), f(1 - beta1), f(beta2), f(1 - beta2), f(shrink),
@@ -306,35 +307,30 @@ def adam(p, g, m, v, beta1, beta2, shrink, eps_s, step_size):
 # one loop, then np.exp, then the row sum and the division in another
 # ------------------------------------------------------------------------------------------
 
+def _row_top(x, i):
+    top = x[i, 0]
+    bad = 0
+    for j in range(x.shape[1]):
+        top = max(top, x[i, j])
+        bad += x[i, j] != x[i, j]                       # a NaN makes the row max NaN
+    if bad:
+        top = np.nan
+    elif top == -np.inf:
+        top = 0                                         # a fully masked row: zeros, not NaN
+    return top
+
+
 def _softmax_shift(x, out):
-    rows, n = x.shape
-    for i in range(rows):
-        top = x[i, 0]
-        bad = 0
-        for j in range(n):
-            top = max(top, x[i, j])
-            bad += x[i, j] != x[i, j]                   # a NaN makes the row max NaN
-        if bad:
-            top = np.nan
-        elif top == -np.inf:
-            top = 0                                     # a fully masked row: zeros, not NaN
-        for j in range(n):
+    for i in range(x.shape[0]):
+        top = _row_top(x, i)
+        for j in range(x.shape[1]):
             out[i, j] = x[i, j] - top
 
 
 def _softmax_shift_inplace(x):
-    rows, n = x.shape
-    for i in range(rows):
-        top = x[i, 0]
-        bad = 0
-        for j in range(n):
-            top = max(top, x[i, j])
-            bad += x[i, j] != x[i, j]
-        if bad:
-            top = np.nan
-        elif top == -np.inf:
-            top = 0
-        for j in range(n):
+    for i in range(x.shape[0]):
+        top = _row_top(x, i)
+        for j in range(x.shape[1]):
             x[i, j] = x[i, j] - top
 
 
@@ -362,6 +358,10 @@ def softmax(x, out, inplace=False):
     np.exp(out, out=out)
     return _call(_softmax_normalize, x.dtype, out)
 
+
+# Row helpers that two loops share: the build compiles them first, inlined into the loops
+# that call them (the two-array and the in-place loops differ only in where they write).
+HELPERS = (_row_dot, _row_top)
 
 # The loops and their arguments, for the ahead-of-time build (kernels_build.py): "a" an array
 # of the kernel's dtype with that many dims, "s" a scalar of it, "d" a float64 scalar, "w1" a

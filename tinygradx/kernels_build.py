@@ -48,6 +48,9 @@ def build(directory, name):
         cc.output_dir = tmp
         cc.target_cpu = "host"
         cc.verbose = False
+        for helper in kernels.HELPERS:     # the loops' globals then name compiled helpers
+            setattr(kernels, helper.__name__, numba.njit(
+                fastmath=kernels.FLAGS, error_model="numpy", inline="always")(helper))
         for fn, kinds in kernels.LOOPS.items():
             loop = numba.njit(fastmath=kernels.FLAGS, error_model="numpy")(fn)
             args = ", ".join(f"a{i}" for i in range(len(kinds.split())))

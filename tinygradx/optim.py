@@ -414,11 +414,6 @@ def _adam_update(p, g, m, v, step, lr, beta1, beta2, eps, weight_decay, decouple
 
     Memory passes: 12 (13 with weight decay) over arrays of p's size, with no temporaries allocated.
     """
-    if kernels.ENABLED and (decoupled or not weight_decay) and p.ndim == 1:
-        bias2_sqrt = math.sqrt(1 - beta2 ** step)
-        if kernels.adam(p, g, m, v, beta1, beta2, 1 - lr * weight_decay, eps * bias2_sqrt,
-                        -lr * bias2_sqrt / (1 - beta1 ** step)):
-            return                               # the same formula in one compiled pass
     if weight_decay:
         if decoupled:
             p *= 1 - lr * weight_decay
@@ -494,10 +489,11 @@ class Adam(Optimizer):
             parallel.rows(lambda p_, g_, m_, v_, t_, t2_, step=step: _adam_update(
                 p_, g_, m_, v_, step, lr, b1, b2, eps, wd, self._decoupled, t_, t2_), *arrays)
 
-
     def _adam_kernel(self, p, g, st, step, lr, b1, b2, eps, wd):
         """The update as kernels.adam on flat views when it applies (the kernel's arguments
-        C-contiguous and of p's dtype, no coupled weight decay); False otherwise."""
+        C-contiguous and of p's dtype, no coupled weight decay); False otherwise, and
+        _adam_update's numpy passes run: the same formula, the coefficients as it computes
+        them."""
         m, v = st["exp_avg"], st["exp_avg_sq"]
         if not (kernels.ENABLED and (self._decoupled or not wd)
                 and all(a.flags.c_contiguous for a in (p, g, m, v))):   # flat views, no copies
