@@ -312,3 +312,58 @@ def test_decode_state_reorders_memory_lazily():
         assert state._index.tolist() == [1, 0]
         np.testing.assert_array_equal(state.memory.numpy(), memory.numpy()[[1, 0]])
         assert state._index is None
+
+
+class _Doubled(tgx.nn.Linear):
+    """A Linear subclass (as a LoRA wrapper would be): no inference path may bypass it."""
+
+    def forward(self, x):
+        return super().forward(x) * 2
+
+
+def _swap(mha, name):
+    old = getattr(mha, name)
+    new = _Doubled(old.in_features, old.out_features).double()
+    new.load_state_dict(old.state_dict())
+    setattr(mha, name, new)
+
+
+@pytest.mark.parametrize("where", ["encoder.w_q", "decoder.self.w_k", "decoder.cross.w_v",
+                                   "decoder.cross.forward"])
+def test_inference_paths_step_aside_for_modules_that_are_not_stock(where):
+    """The encoder's and the decoder's inference paths read W^Q, W^K, W^V stacked; a subclassed
+    projection or a MultiHeadAttention with its own forward must take the module path, so the
+    no-grad H and the cached log-probs equal the graph path's (they were silently the stock
+    model's before)."""
+    tgx.manual_seed(5)
+    model = make_model(9, 9, N=1, d_model=16, d_ff=32, h=4, dropout=0.0).double().eval()
+    enc, dec = model.encoder.layers[0], model.decoder.layers[0]
+    if where == "encoder.w_q":
+        _swap(enc.self_attn, "w_q")
+    elif where == "decoder.self.w_k":
+        _swap(dec.self_attn, "w_k")
+    elif where == "decoder.cross.w_v":
+        _swap(dec.cross_attn, "w_v")
+    else:                                          # the attention itself rewritten
+        mha = dec.cross_attn
+        plain = mha.forward
+        mha.forward = lambda *a, **k: (lambda out, w: (out * 2, w))(*plain(*a, **k))
+    src = np.random.default_rng(6).integers(3, 9, size=(3, 5))
+    pad = np.arange(5) >= np.array([5, 2, 4])[:, None]
+    tgt = np.random.default_rng(7).integers(3, 9, size=(3, 4))
+    want_h = model.encode(tgx.tensor(src), pad)                # graph on: the module path
+    want = model.generator(model.decode(want_h, pad, tgx.tensor(tgt), None)).numpy()
+    with tgx.no_grad():
+        h = model.encode(tgx.tensor(src), pad)
+        np.testing.assert_allclose(h.numpy(), want_h.numpy(), rtol=0, atol=1e-12)
+        state = model.init_decode_state(h, pad)
+        if where == "decoder.cross.forward":       # the cache cannot honour it: it says so
+            assert not model.cacheable()
+            with pytest.raises(ValueError, match="MultiHeadAttention.*cached=False"):
+                model.decode_step(tgt[:, :1], state)
+            args = (model, src, pad, 6, BOS, EOS)
+            assert decoding.greedy_decode(*args) == decoding.greedy_decode(*args, cached=False)
+            return
+        for t in range(tgt.shape[1]):
+            got = model.decode_step(tgt[:, t:t + 1], state).numpy()
+            np.testing.assert_allclose(got, want[:, t], rtol=0, atol=1e-10)

@@ -47,10 +47,12 @@ class _Stepper:
     it; beams follow their parents)."""
 
     def __init__(self, model, src, src_pad, cached):
-        self.model, self.cached = model, cached
+        # a decoder attention with its own forward cannot be cached (decode_step would
+        # compute the stock module's math instead): such a model decodes whole prefixes
+        self.model, self.cached = model, cached and model.cacheable()
         self.src_pad = None if src_pad is None else np.asarray(src_pad, dtype=bool)
         self.memory = _encode_by_length(model, np.asarray(src), self.src_pad)  # H: (B, S, d)
-        self.state = model.init_decode_state(self.memory, self.src_pad) if cached else None
+        self.state = model.init_decode_state(self.memory, self.src_pad) if self.cached else None
 
     def keep(self, rows):
         rows = np.asarray(rows, dtype=np.int64)

@@ -29,9 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import tinygradx as tgx
 import tinygradx.functional as F
-from tinygradx import Tensor, nn
+from tinygradx import Tensor, inference, nn
 from tinygradx.nn import init
 
 from .layers import KVCache, as_ids
@@ -111,6 +110,10 @@ def incremental_attention(mha, query, key_value, cache, static=False, key_paddin
     one fused node (F.attention). Returns (output (B, n, d), attention weights A (B, h, n, t)
     or None).
     """
+    if not _plain(mha, nn.MultiHeadAttention):
+        raise ValueError(f"decode_step: the cache computes nn.MultiHeadAttention's math itself, "
+                         f"so it cannot run a {type(mha).__name__} with its own forward; "
+                         f"decode with cached=False (whole prefixes through the modules)")
     B, n, d = query.shape
     h = mha.num_heads
     if not static and _packed_ok(mha, query, key_value, cache, key_padding_mask, need_weights):
@@ -138,9 +141,20 @@ def incremental_attention(mha, query, key_value, cache, static=False, key_paddin
 
 
 def _inference(mha):
-    """No graph and no attention dropout: the inference paths below may run."""
-    return (not tgx.is_grad_enabled() and (not mha.training or mha.dropout == 0.0)
-            and all(lin.bias is not None for lin in (mha.w_q, mha.w_k, mha.w_v)))
+    """Whether the inference paths below may run: no graph and no one watching the ops
+    (inference.fast_path), no attention dropout, and `mha` and its Q, K, V projections of their
+    stock classes with biases and no instance-level forward. Those paths read W^Q, W^K, W^V
+    directly (stacked into one GEMM), so a swapped-in LoRA Linear or a MultiHeadAttention
+    subclass must take the op path, which calls the modules."""
+    lins = (mha.w_q, mha.w_k, mha.w_v)
+    return (inference.fast_path() and (not mha.training or mha.dropout == 0.0)
+            and _plain(mha, nn.MultiHeadAttention)
+            and all(_plain(lin, nn.Linear) and lin.bias is not None for lin in lins))
+
+
+def _plain(module, cls):
+    """`module` is a `cls` itself, not a subclass, with no forward set on the instance."""
+    return type(module) is cls and "forward" not in vars(module)
 
 
 def _stacked_qkv(mha):
@@ -191,26 +205,28 @@ def _fast_self_attention(mha, x, cache):
 
 def _static_kv(mha, memory, key_padding_mask, dtype):
     """The cross-attention constants of one layer: K = H W^K, V = H W^V as (B, h, S, d_k) and
-    the additive padding mask M (B, 1, 1, S) or None. Without a graph they are made once as
-    contiguous arrays (every step's batched matmul then runs on BLAS), and with padding the
-    projections run on the real positions only; the padded ones are zeros, which M hides."""
+    the additive padding mask M (B, 1, 1, S) or None. On the inference path they are made once
+    as contiguous arrays (every step's batched matmul then runs on BLAS) from one GEMM of the
+    stacked [W^K W^V], and with padding that GEMM runs on the real positions only and its rows
+    are scattered straight into the head layout; the padded ones stay zeros, which M hides."""
     h = mha.num_heads
     mask = _padding_mask(key_padding_mask, dtype)
-    if tgx.is_grad_enabled():
+    if not _inference(mha):
         return (_split_heads(mha.w_k(memory), h), _split_heads(mha.w_v(memory), h), mask)
     B, S, d = memory.shape
-    real = None if mask is None else mask[:, 0, 0, :] == 0       # (B, S) True at real keys
-    rows = memory if real is None else Tensor(memory._data[real])  # (N, d): real positions
-    out = []
-    for lin in (mha.w_k, mha.w_v):
-        kv = lin(rows)._data                                      # (B, S, d) or (N, d)
-        if real is not None:
-            full = np.zeros((B, S, kv.shape[-1]), dtype=kv.dtype)
-            full[real] = kv                                       # zeros at the padding
-            kv = full
-        kv = kv.reshape(B, S, h, kv.shape[-1] // h).transpose(0, 2, 1, 3)
-        out.append(Tensor(np.ascontiguousarray(kv)))              # (B, h, S, d_k)
-    return out[0], out[1], mask
+    w, b = (np.concatenate([p._data for p in pair]) for pair in
+            ((mha.w_k.weight, mha.w_v.weight), (mha.w_k.bias, mha.w_v.bias)))  # (2d, d), (2d,)
+    if mask is None:
+        kv = inference.linear(memory._data, w, b)                 # [K V]: (B, S, 2d)
+        kv = kv.reshape(B, S, 2, h, d // h).transpose(2, 0, 3, 1, 4)  # (2, B, h, S, d_k)
+        k, v = np.ascontiguousarray(kv)
+    else:
+        bi, si = np.nonzero(mask[:, 0, 0, :] == 0)                # the N real positions
+        kv = inference.linear(memory._data[bi, si], w, b)         # [K V]: (N, 2d)
+        k, v = heads = np.zeros((2, B, h, S, d // h), kv.dtype)  # zeros at the padding
+        # (2, B, h, S, d_k)[:, bi, :, si] selects (N, 2, h, d_k): each real row's K, V heads
+        heads[:, bi, :, si] = kv.reshape(-1, 2, h, d // h)
+    return Tensor(k), Tensor(v), mask
 
 
 def _padding_mask(key_padding_mask, dtype):
@@ -476,6 +492,12 @@ class EncoderDecoder(nn.Module):
         return self.generator(self.decode(memory, src_pad_mask, tgt_in, tgt_pad_mask))
 
     # -- incremental decoding -------------------------------------------------------------
+    def cacheable(self):
+        """Whether decode_step may run: every decoder attention is a plain
+        nn.MultiHeadAttention, whose math the cache reimplements step by step."""
+        return all(_plain(mha, nn.MultiHeadAttention) for layer in self.decoder.layers
+                   for mha in (layer.self_attn, layer.cross_attn))
+
     def init_decode_state(self, memory, src_key_padding_mask=None):
         """A DecodeState for decode_step, from H = encode(src) (B, S, d)."""
         return DecodeState(memory, src_key_padding_mask, len(self.decoder.layers))
