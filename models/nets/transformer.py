@@ -112,8 +112,9 @@ def incremental_attention(mha, query, key_value, cache, static=False, key_paddin
     """
     if not _plain(mha, nn.MultiHeadAttention):
         raise ValueError(f"decode_step: the cache computes nn.MultiHeadAttention's math itself, "
-                         f"so it cannot run a {type(mha).__name__} with its own forward; "
-                         f"decode with cached=False (whole prefixes through the modules)")
+                         f"so it cannot run this {type(mha).__name__} (a subclass, or given its "
+                         f"own forward); decode with cached=False (whole prefixes through the "
+                         f"modules)")
     B, n, d = query.shape
     h = mha.num_heads
     if not static and _packed_ok(mha, query, key_value, cache, key_padding_mask, need_weights):
@@ -493,8 +494,9 @@ class EncoderDecoder(nn.Module):
 
     # -- incremental decoding -------------------------------------------------------------
     def cacheable(self):
-        """Whether decode_step may run: every decoder attention is a plain
-        nn.MultiHeadAttention, whose math the cache reimplements step by step."""
+        """Whether decode_step may run: every decoder attention is an nn.MultiHeadAttention
+        itself (no subclass, no forward of its own), whose math the cache restates step by
+        step. Greedy and beam decoding check it and otherwise recompute whole prefixes."""
         return all(_plain(mha, nn.MultiHeadAttention) for layer in self.decoder.layers
                    for mha in (layer.self_attn, layer.cross_attn))
 
