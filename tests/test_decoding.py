@@ -367,3 +367,101 @@ def test_inference_paths_step_aside_for_modules_that_are_not_stock(where):
         for t in range(tgt.shape[1]):
             got = model.decode_step(tgt[:, t:t + 1], state).numpy()
             np.testing.assert_allclose(got, want[:, t], rtol=0, atol=1e-10)
+
+
+def _module_path(monkeypatch):
+    """Layers through their modules (no array path): the reference for the array path."""
+    from tinygradx.models.nets import transformer
+    monkeypatch.setattr(transformer, "_arrays_ok", lambda layer: False)
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post-ln", "pre-ln"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_layers_on_arrays_give_the_module_paths_numbers_bit_for_bit(norm_first, dtype,
+                                                                   monkeypatch):
+    """Under no_grad the encoder and a decode step run their stock layers on arrays
+    (transformer_inference.encoder_layer / decoder_layer): the same calls as the layers'
+    no-grad module path, so the same H and log-probabilities, bit for bit."""
+    tgx.manual_seed(8)
+    model = make_model(9, 9, N=2, d_model=16, d_ff=32, h=4, dropout=0.1, norm_first=norm_first)
+    model = (model.double() if dtype == "float64" else model).eval()
+    src = np.random.default_rng(9).integers(3, 9, size=(4, 6))
+    pad = np.arange(6) >= np.array([6, 2, 5, 1])[:, None]
+    tgt = np.random.default_rng(10).integers(3, 9, size=(4, 5))
+
+    def run():
+        with tgx.no_grad():
+            h = model.encode(tgx.tensor(src), pad)
+            state = model.init_decode_state(h, pad)
+            steps = [model.decode_step(tgt[:, :2], state).numpy()]    # two positions at once
+            steps += [model.decode_step(tgt[:, t:t + 1], state).numpy() for t in range(2, 5)]
+        return h.numpy(), steps
+
+    from tinygradx.models.nets import transformer
+    with tgx.no_grad():
+        assert all(transformer._arrays_ok(layer) for layer in model.encoder.layers)
+    h_arrays, steps_arrays = run()
+    _module_path(monkeypatch)
+    h_modules, steps_modules = run()
+    assert h_arrays.dtype == np.dtype(dtype) and np.array_equal(h_arrays, h_modules)
+    for a, b in zip(steps_arrays, steps_modules, strict=True):
+        assert np.array_equal(a, b)
+
+
+
+def _double_ffn(layer):
+    from tinygradx.models.nets.transformer import PositionwiseFeedForward
+
+    class Doubled(PositionwiseFeedForward):
+        def forward(self, x):
+            return super().forward(x) * 2
+
+    old = layer.ff
+    layer.ff = Doubled(old.w_1.in_features, old.w_1.out_features, 0.0).double()
+    layer.ff.load_state_dict(old.state_dict())
+
+
+@pytest.mark.parametrize("change", [
+    _double_ffn,
+    lambda layer: setattr(layer.norm2, "forward", lambda x: x * 3),
+    lambda layer: setattr(layer, "forward", lambda *a, **k: type(layer).forward(layer, *a, **k)),
+], ids=["subclassed-ffn", "instance-forward-norm", "instance-forward-layer"])
+@pytest.mark.parametrize("where", ["encoder", "decoder"])
+def test_layers_on_arrays_step_aside_for_modules_that_are_not_stock(change, where):
+    """A layer whose modules are not all stock runs through its modules, so the no-grad H and
+    the cached log-probs still equal the graph path's."""
+    from tinygradx.models.nets import transformer
+    tgx.manual_seed(11)
+    model = make_model(9, 9, N=2, d_model=16, d_ff=32, h=4, dropout=0.0).double().eval()
+    layer = (model.encoder if where == "encoder" else model.decoder).layers[1]
+    change(layer)
+    assert not transformer._arrays_ok(layer)
+    src = np.random.default_rng(12).integers(3, 9, size=(3, 5))
+    pad = np.arange(5) >= np.array([5, 3, 2])[:, None]
+    tgt = np.random.default_rng(13).integers(3, 9, size=(3, 4))
+    want_h = model.encode(tgx.tensor(src), pad)                # graph on: the module path
+    want = model.generator(model.decode(want_h, pad, tgx.tensor(tgt), None)).numpy()
+    with tgx.no_grad():
+        h = model.encode(tgx.tensor(src), pad)
+        np.testing.assert_allclose(h.numpy(), want_h.numpy(), rtol=0, atol=1e-12)
+        state = model.init_decode_state(h, pad)
+        for t in range(tgt.shape[1]):
+            got = model.decode_step(tgt[:, t:t + 1], state).numpy()
+            np.testing.assert_allclose(got, want[:, t], rtol=0, atol=1e-10)
+
+
+def test_layers_on_arrays_only_without_dropout_recording_or_observers():
+    from tinygradx.models.nets import transformer
+    tgx.manual_seed(14)
+    model = make_model(9, 9, N=1, d_model=16, d_ff=32, h=4, dropout=0.1)
+    layer = model.encoder.layers[0]
+    with tgx.no_grad():
+        assert not transformer._arrays_ok(layer)          # training, dropout 0.1: active
+        model.eval()
+        assert transformer._arrays_ok(layer)
+        layer.record_attn = True
+        assert not transformer._arrays_ok(layer)
+        layer.record_attn = False
+        with tgx.profile():
+            assert not transformer._arrays_ok(layer)      # the ops are being watched
+    assert not transformer._arrays_ok(layer)              # gradients on

@@ -62,6 +62,19 @@ def test_gelu_is_the_ops_forward(kernels_on, shape, dtype, approximate, seed):
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=KEEP)
+@given(shape=st.lists(st.integers(0, 900), min_size=1, max_size=2), dtype=dtypes,
+       seed=st.integers(0, 99))
+def test_relu_is_the_ops_forward_also_in_place(shape, dtype, seed):
+    x = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+    x.flat[::7] = -0.0
+    want = _op(F.relu, x)
+    assert np.array_equal(inference.relu(x), want)
+    y = x.copy()
+    assert inference.relu(y, inplace=True) is y and np.array_equal(y, want)
+    assert np.array_equal(np.signbit(y), np.signbit(want))     # -0.0 stays as the op leaves it
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=KEEP)
 @given(B=st.integers(1, 3), h=st.integers(1, 3), n=st.integers(1, 6), past=st.integers(0, 5),
        d=st.integers(1, 8), dtype=dtypes, causal=st.booleans(), seed=st.integers(0, 99))
 def test_attention_is_the_ops_forward(kernels_on, B, h, n, past, d, dtype, causal, seed):
@@ -97,6 +110,8 @@ def test_the_array_functions_name_themselves_on_bad_shapes():
         inference.layer_norm(x, np.ones(4, np.float32), None)
     with pytest.raises(tgx.OpError, match=r"inference\.gelu: approximate"):
         inference.gelu(x, "fast")
+    with pytest.raises(tgx.OpError, match=r"inference\.relu: expected a float array"):
+        inference.relu(np.zeros(3, np.int64))
     with pytest.raises(tgx.OpError, match=r"inference\.attention: query"):
         inference.attention(np.zeros((1, 2, 3)), np.zeros((1, 2, 4)), np.zeros((1, 2, 4)))
 

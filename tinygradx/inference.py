@@ -23,6 +23,7 @@ import numpy as np
 
 from .autograd import STATE, OpError
 from .fused import attention_output, attention_weights, gelu_forward, layer_norm_rows
+from .ops import relu_forward
 from .ops_linalg import linear_forward
 
 
@@ -57,6 +58,13 @@ def gelu(x, approximate="none"):
         raise OpError(f"inference.gelu: approximate must be 'none' or 'tanh', got "
                       f"{approximate!r}")
     return gelu_forward(x, approximate)[0]
+
+
+def relu(x, inplace=False):
+    """max(x, 0) of a float array, into x itself with inplace=True: F.relu's forward."""
+    if x.dtype.kind != "f":
+        raise OpError(f"inference.relu: expected a float array, got dtype {x.dtype}")
+    return relu_forward(x, x if inplace else None)
 
 
 def attention(q, k, v, mask=None, scale=None):

@@ -389,16 +389,20 @@ class Sigmoid(Function):
         return g * s * (1 - s)
 
 
+def relu_forward(x, out=None):
+    """max(x, 0) of a float array into `out` (a new array if None; x itself is allowed), in
+    row blocks on both cores when large (an FFN's widest activation): ReLU's forward."""
+    out = np.empty(x.shape, x.dtype) if out is None else out
+    parallel.rows(lambda x_, o_: np.maximum(x_, 0, out=o_), x, out,
+                  min_elements=parallel.MIN_KERNEL_ELEMENTS)
+    return out
+
+
 class Relu(Function):
     """d(max(x,0)) = g where x > 0"""
     graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x):
-        if x.dtype.kind == "f":          # row blocks on both cores (an FFN's widest activation)
-            self.out = np.empty(x.shape, x.dtype)
-            parallel.rows(lambda x_, o_: np.maximum(x_, 0, out=o_), x, self.out,
-                          min_elements=parallel.MIN_KERNEL_ELEMENTS)
-        else:
-            self.out = np.maximum(x, 0)
+        self.out = relu_forward(x) if x.dtype.kind == "f" else np.maximum(x, 0)
         return self.out
 
     def backward(self, g):

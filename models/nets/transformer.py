@@ -30,10 +30,12 @@ from dataclasses import dataclass
 import numpy as np
 
 import tinygradx.functional as F
-from tinygradx import Tensor, inference, nn
+from tinygradx import Tensor, nn
 from tinygradx.nn import init
 
-from .layers import KVCache, as_ids
+from . import transformer_inference as ti
+from .layers import as_ids
+from .transformer_inference import DecodeState, incremental_attention  # noqa: F401 (re-exported)
 
 
 class Embeddings(nn.Embedding):
@@ -93,152 +95,6 @@ class PositionwiseFeedForward(nn.Module):
         return self.w_2(self.dropout(F.relu(self.w_1(x))))       # (B, T, d_ff) -> (B, T, d)
 
 
-def _split_heads(x, h):
-    B, n, d = x.shape
-    return x.reshape(B, n, h, d // h).transpose(1, 2)             # (B, h, n, d_k)
-
-
-def incremental_attention(mha, query, key_value, cache, static=False, key_padding_mask=None,
-                          need_weights=False):
-    """MHA(Q, K, V) of nn.MultiHeadAttention `mha`, reusing K and V computed at earlier steps.
-
-    Self-attention (static=False): K, V of the new positions `key_value` (B, n, d) are appended
-    to `cache` (a layers.LayerCache) and the n new queries attend causally to all t positions.
-    Cross-attention (static=True): K, V of the encoder output H and the additive mask M of its
-    padding are computed on the first call and kept in cache.static. The math is mha.forward's,
-    so logits equal the uncached ones (tested). Without need_weights, softmax(QKᵀ/√d_k + M)V is
-    one fused node (F.attention). Returns (output (B, n, d), attention weights A (B, h, n, t)
-    or None).
-    """
-    if not _plain(mha, nn.MultiHeadAttention):
-        raise ValueError(f"decode_step: the cache computes nn.MultiHeadAttention's math itself, "
-                         f"so it cannot run this {type(mha).__name__} (a subclass, or given its "
-                         f"own forward); decode with cached=False (whole prefixes through the "
-                         f"modules)")
-    B, n, d = query.shape
-    h = mha.num_heads
-    if not static and _packed_ok(mha, query, key_value, cache, key_padding_mask, need_weights):
-        return _fast_self_attention(mha, query, cache), None
-    q = _split_heads(mha.w_q(query), h)                           # Q = X W^Q: (B, h, n, d_k)
-    if static:
-        if cache.static is None:
-            cache.static = _static_kv(mha, key_value, key_padding_mask, query.dtype)
-        k, v, mask = cache.static                                 # 2 x (B, h, S, d_k), M
-    else:
-        k, v = cache.update(_split_heads(mha.w_k(key_value), h),  # (B, h, t, d_k)
-                            _split_heads(mha.w_v(key_value), h))  # (B, h, t, d_v)
-        t = k.shape[2]
-        # the new queries sit at positions t-n..t-1: M_ij = -inf for j after i (none when n = 1)
-        mask = F.causal_mask(n, t, query.dtype) if n > 1 else None
-        pad = _padding_mask(key_padding_mask, query.dtype)
-        mask = pad if mask is None else mask if pad is None else mask + pad   # (B, 1, n, t)
-    if need_weights:
-        z, a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
-                                              return_weights=True)   # (B, h, n, d_v)
-    else:
-        z, a = F.attention(q, k, v, attn_mask=mask), None        # (B, h, n, d_v)
-    z = z.transpose(1, 2).reshape(B, n, d)                        # Concat(heads): (B, n, d)
-    return mha.w_o(z), a                                          # (B, n, d)
-
-
-def _inference(mha):
-    """Whether the inference paths below may run: no graph and no one watching the ops
-    (inference.fast_path), no attention dropout, and `mha` and its Q, K, V projections of their
-    stock classes with biases and no instance-level forward. Those paths read W^Q, W^K, W^V
-    directly (stacked into one GEMM), so a swapped-in LoRA Linear or a MultiHeadAttention
-    subclass must take the op path, which calls the modules."""
-    lins = (mha.w_q, mha.w_k, mha.w_v)
-    return (inference.fast_path() and (not mha.training or mha.dropout == 0.0)
-            and _plain(mha, nn.MultiHeadAttention)
-            and all(_plain(lin, nn.Linear) and lin.bias is not None for lin in lins))
-
-
-def _plain(module, cls):
-    """`module` is a `cls` itself, not a subclass, with no forward set on the instance."""
-    return type(module) is cls and "forward" not in vars(module)
-
-
-def _stacked_qkv(mha):
-    """[W^Q W^K W^V] (3d, d) and their biases (3d,) as constants: one GEMM for Q, K, V."""
-    return tuple(Tensor(np.concatenate([p._data for p in parts]))
-                 for parts in ((mha.w_q.weight, mha.w_k.weight, mha.w_v.weight),
-                               (mha.w_q.bias, mha.w_k.bias, mha.w_v.bias)))
-
-
-def _fast_encoder_attention(mha, x, key_padding_mask):
-    """Inference only: mha(x, x, x) with Q, K, V from one GEMM, laid out per head as one
-    contiguous copy (a batched matmul over strided heads misses BLAS) and attention as one
-    node (F.attention), instead of three GEMMs and the op-by-op attention of
-    nn.MultiHeadAttention. The same numbers (tested)."""
-    B, n, d = x.shape
-    h = mha.num_heads
-    qkv = F.linear(x, *_stacked_qkv(mha))._data.reshape(B, n, 3, h, d // h)
-    q, k, v = np.ascontiguousarray(qkv.transpose(2, 0, 3, 1, 4))  # 3 x (B, h, n, d_k)
-    z = F.attention(Tensor(q), Tensor(k), Tensor(v),
-                    attn_mask=_padding_mask(key_padding_mask, x.dtype))  # (B, h, n, d_k)
-    return mha.w_o(z.transpose(1, 2).reshape(B, n, d))            # (B, n, d)
-
-
-def _packed_ok(mha, query, key_value, cache, key_padding_mask, need_weights):
-    """Whether a self-attention step may take the inference path of `_fast_self_attention`:
-    no graph, no weights asked for, no target padding, and a cache that holds K, V buffers."""
-    return (query is key_value and not need_weights and key_padding_mask is None
-            and cache.k is None and _inference(mha))
-
-
-def _fast_self_attention(mha, x, cache):
-    """Inference only: [Q K V] = X [W^Q W^K W^V]^T + b as one GEMM (the three weights stacked
-    once per cache), K and V written into the cache's buffers (LayerCache.append_heads), the
-    n new queries against every position as one node (F.attention; causal mask aligned
-    bottom-right). No graph is recorded, so the head split is a numpy view, not three nodes.
-    The same numbers as the per-head path (tested)."""
-    if cache.proj is None:
-        cache.proj = _stacked_qkv(mha)
-    B, n, d = x.shape
-    h = mha.num_heads
-    qkv = F.linear(x, *cache.proj)._data.reshape(B, n, 3, h, d // h)  # (B, n, 3, h, d_k)
-    q, k, v = (qkv[:, :, j].transpose(0, 2, 1, 3) for j in range(3))  # (B, h, n, d_k) views
-    k, v = cache.append_heads(k, v)                               # (B, h, t, d_k)
-    mask = F.causal_mask(n, k.shape[2], x.dtype) if n > 1 else None
-    z = F.attention(Tensor(q), k, v, attn_mask=mask)              # (B, h, n, d_k)
-    return mha.w_o(z.transpose(1, 2).reshape(B, n, d))            # (B, n, d)
-
-
-def _static_kv(mha, memory, key_padding_mask, dtype):
-    """The cross-attention constants of one layer: K = H W^K, V = H W^V as (B, h, S, d_k) and
-    the additive padding mask M (B, 1, 1, S) or None. On the inference path they are made once
-    as contiguous arrays (every step's batched matmul then runs on BLAS) from one GEMM of the
-    stacked [W^K W^V], and with padding that GEMM runs on the real positions only and its rows
-    are scattered straight into the head layout; the padded ones stay zeros, which M hides."""
-    h = mha.num_heads
-    mask = _padding_mask(key_padding_mask, dtype)
-    if not _inference(mha):
-        return (_split_heads(mha.w_k(memory), h), _split_heads(mha.w_v(memory), h), mask)
-    B, S, d = memory.shape
-    w, b = (np.concatenate([p._data for p in pair]) for pair in
-            ((mha.w_k.weight, mha.w_v.weight), (mha.w_k.bias, mha.w_v.bias)))  # (2d, d), (2d,)
-    if mask is None:
-        kv = inference.linear(memory._data, w, b)                 # [K V]: (B, S, 2d)
-        kv = kv.reshape(B, S, 2, h, d // h).transpose(2, 0, 3, 1, 4)  # (2, B, h, S, d_k)
-        k, v = np.ascontiguousarray(kv)
-    else:
-        bi, si = np.nonzero(mask[:, 0, 0, :] == 0)                # the N real positions
-        kv = inference.linear(memory._data[bi, si], w, b)         # [K V]: (N, 2d)
-        k, v = heads = np.zeros((2, B, h, S, d // h), kv.dtype)  # zeros at the padding
-        # (2, B, h, S, d_k)[:, bi, :, si] selects (N, 2, h, d_k): each real row's K, V heads
-        heads[:, bi, :, si] = kv.reshape(-1, 2, h, d // h)
-    return Tensor(k), Tensor(v), mask
-
-
-def _padding_mask(key_padding_mask, dtype):
-    """(B, m) bool, True at padding -> the additive mask (B, 1, 1, m): -inf there, else 0."""
-    if key_padding_mask is None:
-        return None
-    kp = key_padding_mask._data if isinstance(key_padding_mask, Tensor) \
-        else np.asarray(key_padding_mask)
-    return np.where(kp.astype(bool), -np.inf, 0.0).astype(dtype)[:, None, None, :]
-
-
 class EncoderLayer(nn.Module):
     """One encoder block (Figure 1 left), Post-LN by default:
         Y_attn = LayerNorm(X + Dropout(MHA(X)))
@@ -258,8 +114,9 @@ class EncoderLayer(nn.Module):
         self.attn_weights = None
 
     def _sa(self, x, src_key_padding_mask):
-        if not self.record_attn and _inference(self.self_attn):
-            return _fast_encoder_attention(self.self_attn, x, src_key_padding_mask)
+        if not self.record_attn and ti.inference_ok(self.self_attn):   # one QKV GEMM, arrays
+            mask = ti.padding_mask(src_key_padding_mask, x.dtype)
+            return Tensor(ti.self_attention(self.self_attn, x._data, mask))
         out, a = self.self_attn(x, x, x, key_padding_mask=src_key_padding_mask,
                                 need_weights=self.record_attn, average_attn_weights=False)
         if self.record_attn:
@@ -338,6 +195,26 @@ class DecoderLayer(nn.Module):
         return x                                                  # (B, T, d)
 
 
+def _arrays_ok(layer):
+    """Whether an encoder or decoder layer may run on arrays (transformer_inference's
+    encoder_layer / decoder_layer): inference.fast_path (checked by ti.inference_ok), every
+    module its forward calls of its stock class with no instance-level forward, no dropout
+    active and no attention weights recorded. A swapped-in module takes the module path."""
+    kind = type(layer)
+    if kind not in (EncoderLayer, DecoderLayer) or "forward" in vars(layer):
+        return False
+    attns = [layer.self_attn] + ([layer.cross_attn] if kind is DecoderLayer else [])
+    norms = [layer.norm1, layer.norm2] + ([layer.norm3] if kind is DecoderLayer else [])
+    ff = layer.ff
+    mods = [(ff, PositionwiseFeedForward), (ff.w_1, nn.Linear),
+            (ff.w_2, nn.Linear), (layer.dropout, nn.Dropout), (ff.dropout, nn.Dropout)]
+    mods += [(n, nn.LayerNorm) for n in norms]
+    return (not layer.record_attn and all(ti.inference_ok(a) for a in attns)
+            and all(ti.plain(m, cls) for m, cls in mods)
+            and all(len(n.normalized_shape) == 1 for n in norms)
+            and all(not d.training or d.p == 0 for d in (layer.dropout, ff.dropout)))
+
+
 class Encoder(nn.Module):
     """N encoder layers; H = their output. Pre-LN needs a final LayerNorm (`norm`), since its
     residual stream is never normalised; for Post-LN `norm` is an Identity."""
@@ -348,6 +225,12 @@ class Encoder(nn.Module):
         self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
 
     def forward(self, x, src_key_padding_mask=None):
+        if all(_arrays_ok(layer) for layer in self.layers):      # no_grad, stock modules
+            mask = ti.padding_mask(src_key_padding_mask, x.dtype)
+            h = x._data
+            for layer in self.layers:
+                h = ti.encoder_layer(layer, h, mask)              # (B, S, d) arrays
+            return self.norm(Tensor(h))
         for layer in self.layers:
             x = layer(x, src_key_padding_mask)
         return self.norm(x)                                       # H: (B, S, d)
@@ -363,6 +246,16 @@ class Decoder(nn.Module):
 
     def forward(self, x, memory, src_key_padding_mask=None, tgt_key_padding_mask=None,
                 cache=None):
+        if (cache is not None and tgt_key_padding_mask is None
+                and all(_arrays_ok(layer) and cache[i]["self"].k is None
+                        for i, layer in enumerate(self.layers))):
+            pad = None if src_key_padding_mask is None else np.asarray(
+                src_key_padding_mask._data if isinstance(src_key_padding_mask, Tensor)
+                else src_key_padding_mask, dtype=bool)
+            h = x._data
+            for i, layer in enumerate(self.layers):               # a decode step on arrays
+                h = ti.decoder_layer(layer, h, memory, pad, cache[i])   # (B, n, d)
+            return self.norm(Tensor(h))
         for i, layer in enumerate(self.layers):
             x = layer(x, memory, src_key_padding_mask, tgt_key_padding_mask,
                       None if cache is None else cache[i])
@@ -376,54 +269,6 @@ class Generator(nn.Linear):
 
     def forward(self, x):
         return F.log_softmax(super().forward(x), dim=-1)          # (B, T, Vt)
-
-
-class DecodeState:
-    """What decode_step carries between steps: the encoder output H (B, S, d), its padding
-    mask, and per decoder layer a KV cache of the self-attention ("self") and the
-    cross-attention K, V of H ("cross")."""
-
-    def __init__(self, memory, src_key_padding_mask, n_layer):
-        self._memory, self._index = memory, None
-        self.src_key_padding_mask = None if src_key_padding_mask is None else np.asarray(
-            src_key_padding_mask._data if isinstance(src_key_padding_mask, Tensor)
-            else src_key_padding_mask, dtype=bool)
-        self.self_cache, self.cross_cache = KVCache(n_layer), KVCache(n_layer)
-
-    def __getitem__(self, i):
-        return {"self": self.self_cache[i], "cross": self.cross_cache[i]}
-
-    @property
-    def length(self):
-        """Target positions decoded so far (the position of the next token)."""
-        return self.self_cache.length
-
-    @property
-    def memory(self):
-        """H (B, S, d) of the rows kept. Reordering only composes the row index; the rows are
-        gathered when H is read, which decode_step does only while a layer still has to
-        project its cross-attention K, V from it (the first step): beam search reorders
-        every step."""
-        if self._index is not None:
-            self._memory, self._index = self._memory[self._index], None   # (B', S, d)
-        return self._memory
-
-    @memory.setter
-    def memory(self, value):
-        self._memory, self._index = value, None
-
-    def memory_needed(self):
-        return any(layer.static is None for layer in self.cross_cache.layers)
-
-    def reorder(self, index):
-        """Keep batch rows `index` (B',) in that order, e.g. the parents of the surviving beams;
-        rows may repeat (expanding one sentence into k beams is reorder([0]*k))."""
-        index = np.asarray(index._data if isinstance(index, Tensor) else index, dtype=np.int64)
-        self._index = index if self._index is None else self._index[index]
-        if self.src_key_padding_mask is not None:
-            self.src_key_padding_mask = self.src_key_padding_mask[index]   # (B', S)
-        self.self_cache.reorder(index)
-        self.cross_cache.reorder(index)
 
 
 @dataclass
@@ -497,7 +342,7 @@ class EncoderDecoder(nn.Module):
         """Whether decode_step may run: every decoder attention is an nn.MultiHeadAttention
         itself (no subclass, no forward of its own), whose math the cache restates step by
         step. Greedy and beam decoding check it and otherwise recompute whole prefixes."""
-        return all(_plain(mha, nn.MultiHeadAttention) for layer in self.decoder.layers
+        return all(ti.plain(mha, nn.MultiHeadAttention) for layer in self.decoder.layers
                    for mha in (layer.self_attn, layer.cross_attn))
 
     def init_decode_state(self, memory, src_key_padding_mask=None):
