@@ -31,7 +31,7 @@ import tinygradx.functional as F
 from tinygradx import Tensor, inference, nn
 from tinygradx.nn import init
 
-from .layers import KVCache, as_ids, sample_next
+from .layers import KVCache, as_ids, layer_norm_on_array, linear_on_array, sample_next
 
 
 class RMSNorm(nn.Module):
@@ -262,7 +262,7 @@ class Block(nn.Module):
         attn, mlp = self.attn, self.mlp
         B, T, C = x.shape                                        # x: (B, T, C) array
         nh = attn.n_head
-        qkv = _linear(attn.c_attn, _norm(self.ln_1, x))          # [Q K V] of LN(x): (B, T, 3C)
+        qkv = linear_on_array(attn.c_attn, layer_norm_on_array(self.ln_1, x))  # [Q K V]: (B, T, 3C)
         qkv = qkv.reshape(B, T, 3, nh, C // nh)                  # (B, T, 3, nh, hs)
         q, k, v = (qkv[:, :, j].transpose(0, 2, 1, 3) for j in range(3))  # (B, nh, T, hs)
         k, v = cache.append_heads(k, v, arrays=True)             # (B, nh, t, hs)
@@ -270,21 +270,10 @@ class Block(nn.Module):
         mask = F.causal_mask(T, k.shape[2], q.dtype) if T > 1 else None
         y = inference.attention(q, k, v, mask)                   # (B, nh, T, hs)
         y = y.transpose(0, 2, 1, 3).reshape(B, T, C)             # Concat(heads): (B, T, C)
-        x = x + _linear(attn.c_proj, y)                          # u = x + MHA(LN(x))
-        h = _linear(mlp.c_fc, _norm(self.ln_2, x))               # LN(u) W_1 + b_1: (B, T, 4C)
+        x = x + linear_on_array(attn.c_proj, y)                  # u = x + MHA(LN(x))
+        h = linear_on_array(mlp.c_fc, layer_norm_on_array(self.ln_2, x))  # LN(u) W_1 + b_1
         h = inference.gelu(h, mlp.gelu.approximate)              # phi(...)
-        return x + _linear(mlp.c_proj, h)                        # u + MLP(LN(u)): (B, T, C)
-
-
-def _linear(m, x):
-    """A Linear module's forward on an array (inference.linear on its parameters' arrays)."""
-    return inference.linear(x, m.weight._data, None if m.bias is None else m.bias._data)
-
-
-def _norm(m, x):
-    """A LayerNorm module (over the last dim) on an array."""
-    return inference.layer_norm(x, None if m.weight is None else m.weight._data,
-                                None if m.bias is None else m.bias._data, m.eps)
+        return x + linear_on_array(mlp.c_proj, h)                # u + MLP(LN(u)): (B, T, C)
 
 
 def _stock(model):
@@ -481,7 +470,7 @@ class GPT(nn.Module):
             x = x._data                                          # (B, T, C) array
             for block, layer in zip(self.transformer.h, kv_cache.layers, strict=True):
                 x = block.infer(x, layer)
-            return Tensor(_norm(self.transformer.ln_f, x))       # (B, T, C)
+            return Tensor(layer_norm_on_array(self.transformer.ln_f, x))  # (B, T, C)
         for i, block in enumerate(self.transformer.h):
             x = block(x, None if kv_cache is None else kv_cache[i])
         return self.transformer.ln_f(x)                          # (B, T, C)

@@ -1,4 +1,4 @@
-"""Pieces both Transformers share: the KV cache, next-token sampling, masks. (The
+"""Pieces both Transformers share: the KV cache, next-token sampling, masks, modules on arrays. (The
 initialisers are PyTorch's, in tinygradx.nn.init.)
 
 References: top-k sampling (Fan et al. 2018, "Hierarchical Neural Story Generation"), nucleus
@@ -11,7 +11,22 @@ from __future__ import annotations
 import numpy as np
 
 import tinygradx as tgx
-from tinygradx import Tensor
+from tinygradx import Tensor, inference
+
+
+# ------------------------------------------------------------------------------------------
+# Modules on arrays (the models' no-grad fast paths)
+# ------------------------------------------------------------------------------------------
+
+def linear_on_array(m, x):
+    """A Linear module's forward on an array: inference.linear on its parameters' arrays."""
+    return inference.linear(x, m.weight._data, None if m.bias is None else m.bias._data)
+
+
+def layer_norm_on_array(m, x):
+    """A LayerNorm module (over the last dim) on an array: inference.layer_norm."""
+    return inference.layer_norm(x, None if m.weight is None else m.weight._data,
+                                None if m.bias is None else m.bias._data, m.eps)
 
 
 # ------------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from tinygradx.nn import init
 
 from . import transformer_inference as ti
 from .layers import as_ids
-from .transformer_inference import DecodeState, incremental_attention  # noqa: F401 (re-exported)
+from .transformer_inference import DecodeState, incremental_attention
 
 
 class Embeddings(nn.Embedding):

@@ -27,6 +27,7 @@ import tinygradx.functional as F
 from tinygradx import Tensor, inference, nn
 
 from .layers import KVCache
+from .layers import layer_norm_on_array as _norm, linear_on_array as _linear
 
 
 def split_heads(x, h):
@@ -68,17 +69,6 @@ def _stacked_qkv(mha):
                                (mha.w_q.bias, mha.w_k.bias, mha.w_v.bias)))
 
 
-def _linear(m, x):
-    """A Linear module's forward on an array."""
-    return inference.linear(x, m.weight._data, None if m.bias is None else m.bias._data)
-
-
-def _norm(m, x):
-    """A LayerNorm module (over the last dim) on an array."""
-    return inference.layer_norm(x, None if m.weight is None else m.weight._data,
-                                None if m.bias is None else m.bias._data, m.eps)
-
-
 def _merge(mha, z):
     """Concat(head_1..head_h) W^O + b^O: z (B, h, n, d_k) -> (B, n, d)."""
     B, h, n, dk = z.shape
@@ -92,7 +82,7 @@ def self_attention(mha, x, mask):
     forward. x (B, n, d) -> (B, n, d)."""
     B, n, d = x.shape
     h = mha.num_heads
-    qkv = inference.linear(x, *_stacked_qkv(mha)).reshape(B, n, 3, h, d // h)
+    qkv = inference.linear(x, *_stacked_qkv(mha)).reshape(B, n, 3, h, d // h)  # (B, n, 3, h, d_k)
     q, k, v = np.ascontiguousarray(qkv.transpose(2, 0, 3, 1, 4))  # 3 x (B, h, n, d_k)
     return _merge(mha, inference.attention(q, k, v, mask))        # (B, n, d)
 
@@ -236,7 +226,7 @@ def _static_kv(mha, memory, key_padding_mask, dtype):
         kv = inference.linear(memory._data[bi, si], w, b)         # [K V]: (N, 2d)
         k, v = heads = np.zeros((2, B, h, S, d // h), kv.dtype)  # zeros at the padding
         # (2, B, h, S, d_k)[:, bi, :, si] selects (N, 2, h, d_k): each real row's K, V heads
-        heads[:, bi, :, si] = kv.reshape(-1, 2, h, d // h)
+        heads[:, bi, :, si] = kv.reshape(-1, 2, h, d // h)          # (N, 2, h, d_k)
     return Tensor(k), Tensor(v), mask
 
 
