@@ -348,23 +348,38 @@ def test_inference_paths_step_aside_for_modules_that_are_not_stock(where):
         mha = dec.cross_attn
         plain = mha.forward
         mha.forward = lambda *a, **k: (lambda out, w: (out * 2, w))(*plain(*a, **k))
-    src = np.random.default_rng(6).integers(3, 9, size=(3, 5))
-    pad = np.arange(5) >= np.array([5, 2, 4])[:, None]
-    tgt = np.random.default_rng(7).integers(3, 9, size=(3, 4))
+    src, pad, tgt = _sources(6, [5, 2, 4])
+    if where != "decoder.cross.forward":
+        _assert_no_grad_equals_graph(model, src, pad, tgt)
+        return
+    _assert_no_grad_equals_graph(model, src, pad, tgt, steps=False)
+    assert not model.cacheable()                   # the cache cannot honour it: it says so
+    with tgx.no_grad():
+        state = model.init_decode_state(model.encode(tgx.tensor(src), pad), pad)
+        with pytest.raises(ValueError, match="MultiHeadAttention.*cached=False"):
+            model.decode_step(tgt[:, :1], state)
+    args = (model, src, pad, 6, BOS, EOS)
+    assert decoding.greedy_decode(*args) == decoding.greedy_decode(*args, cached=False)
+
+
+def _sources(seed, lengths):
+    """src (B, 5) with trailing padding of the given lengths, its pad mask, tgt (B, 4)."""
+    rng = np.random.default_rng(seed)
+    src = rng.integers(3, 9, size=(len(lengths), 5))
+    pad = np.arange(5) >= np.array(lengths)[:, None]
+    return src, pad, rng.integers(3, 9, size=(len(lengths), 4))
+
+
+def _assert_no_grad_equals_graph(model, src, pad, tgt, steps=True):
+    """The no-grad H (and with steps the cached log-probs, one decode_step per position)
+    equal the graph path's, which runs every module (float64: 1e-12 and 1e-10)."""
     want_h = model.encode(tgx.tensor(src), pad)                # graph on: the module path
     want = model.generator(model.decode(want_h, pad, tgx.tensor(tgt), None)).numpy()
     with tgx.no_grad():
         h = model.encode(tgx.tensor(src), pad)
         np.testing.assert_allclose(h.numpy(), want_h.numpy(), rtol=0, atol=1e-12)
         state = model.init_decode_state(h, pad)
-        if where == "decoder.cross.forward":       # the cache cannot honour it: it says so
-            assert not model.cacheable()
-            with pytest.raises(ValueError, match="MultiHeadAttention.*cached=False"):
-                model.decode_step(tgt[:, :1], state)
-            args = (model, src, pad, 6, BOS, EOS)
-            assert decoding.greedy_decode(*args) == decoding.greedy_decode(*args, cached=False)
-            return
-        for t in range(tgt.shape[1]):
+        for t in range(tgt.shape[1] if steps else 0):
             got = model.decode_step(tgt[:, t:t + 1], state).numpy()
             np.testing.assert_allclose(got, want[:, t], rtol=0, atol=1e-10)
 
@@ -436,18 +451,7 @@ def test_layers_on_arrays_step_aside_for_modules_that_are_not_stock(change, wher
     layer = (model.encoder if where == "encoder" else model.decoder).layers[1]
     change(layer)
     assert not transformer._arrays_ok(layer)
-    src = np.random.default_rng(12).integers(3, 9, size=(3, 5))
-    pad = np.arange(5) >= np.array([5, 3, 2])[:, None]
-    tgt = np.random.default_rng(13).integers(3, 9, size=(3, 4))
-    want_h = model.encode(tgx.tensor(src), pad)                # graph on: the module path
-    want = model.generator(model.decode(want_h, pad, tgx.tensor(tgt), None)).numpy()
-    with tgx.no_grad():
-        h = model.encode(tgx.tensor(src), pad)
-        np.testing.assert_allclose(h.numpy(), want_h.numpy(), rtol=0, atol=1e-12)
-        state = model.init_decode_state(h, pad)
-        for t in range(tgt.shape[1]):
-            got = model.decode_step(tgt[:, t:t + 1], state).numpy()
-            np.testing.assert_allclose(got, want[:, t], rtol=0, atol=1e-10)
+    _assert_no_grad_equals_graph(model, *_sources(12, [5, 3, 2]))
 
 
 def test_layers_on_arrays_only_without_dropout_recording_or_observers():

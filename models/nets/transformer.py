@@ -249,12 +249,9 @@ class Decoder(nn.Module):
         if (cache is not None and tgt_key_padding_mask is None
                 and all(_arrays_ok(layer) and cache[i]["self"].k is None
                         for i, layer in enumerate(self.layers))):
-            pad = None if src_key_padding_mask is None else np.asarray(
-                src_key_padding_mask._data if isinstance(src_key_padding_mask, Tensor)
-                else src_key_padding_mask, dtype=bool)
             h = x._data
             for i, layer in enumerate(self.layers):               # a decode step on arrays
-                h = ti.decoder_layer(layer, h, memory, pad, cache[i])   # (B, n, d)
+                h = ti.decoder_layer(layer, h, memory, src_key_padding_mask, cache[i])  # (B, n, d)
             return self.norm(Tensor(h))
         for i, layer in enumerate(self.layers):
             x = layer(x, memory, src_key_padding_mask, tgt_key_padding_mask,

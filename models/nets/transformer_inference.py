@@ -141,7 +141,7 @@ def encoder_layer(layer, x, mask):
 def decoder_layer(layer, x, memory, src_pad, cache):
     """DecoderLayer.forward on arrays for the n new target positions x (B, n, d) of a decode
     step, `cache` the layer's {"self", "cross"} caches; memory (Tensor) is read on the first
-    step only, src_pad the source padding (B, S) bool or None."""
+    step only, src_pad the source padding (B, S) bool (array or Tensor) or None."""
     sa = lambda y: _cached_self_attention(layer.self_attn, y, cache["self"])   # noqa: E731
     ca = lambda y: _cross_attention(layer.cross_attn, y, cache["cross"], memory, src_pad)  # noqa: E731
     if layer.norm_first:
