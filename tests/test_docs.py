@@ -42,6 +42,9 @@ import types
 
 import pytest
 
+# The pages' shell blocks run `tinygradx graph ... --out g.svg` and friends: they meet a renderer.
+pytestmark = pytest.mark.system_programs
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = os.path.join(ROOT, "docs")
 PAGES = sorted(
