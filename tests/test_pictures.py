@@ -184,3 +184,49 @@ def test_pictures_png_with_matplotlib(tmp_path):
     pictures.lr_schedule(TrainConfig(max_steps=30, warmup=5), out_dir=str(tmp_path))
     for name in ("positional_encoding.png", "lr_schedule.png"):
         assert os.path.getsize(tmp_path / name) > 1000
+
+
+# ------------------------------------------------------------------------------------------
+# the masks and label smoothing (formula_pictures)
+# ------------------------------------------------------------------------------------------
+
+def test_masks_are_the_ones_the_models_build(tmp_path, monkeypatch):
+    from tinygradx.models.apps import formula_pictures
+    monkeypatch.setattr(formula_pictures, "figure_class", lambda: None)
+    m = formula_pictures.masks((5, 3, 1), str(tmp_path))
+    assert np.array_equal(m["causal"], np.tril(np.ones((5, 5), bool)))    # j <= i
+    assert np.array_equal(m["padding"], np.arange(5) < np.array([5, 3, 1])[:, None])
+    assert m["decoder"].shape == (3, 5, 5)
+    assert np.array_equal(m["decoder"][1], np.tril(np.ones((5, 5), bool)) & (np.arange(5) < 3))
+    rows = _read_csv(tmp_path / "mask_causal.csv")
+    assert rows[0][:3] == ["query", "key0", "key1"] and rows[1][1:] == ["1", "0", "0", "0", "0"]
+    assert len(_read_csv(tmp_path / "mask_padding.csv")) == 4
+
+
+def test_label_smoothing_targets_and_the_loss_minimum(tmp_path, monkeypatch):
+    """q = (1 - e) one-hot + e / C, read off F.cross_entropy's gradient; the loss against the
+    target's probability c falls to c = 1 without smoothing and has its minimum at
+    c = 1 - e + e / C with it."""
+    from tinygradx.models.apps import formula_pictures
+    monkeypatch.setattr(formula_pictures, "figure_class", lambda: None)
+    C, target, eps = 5, 2, (0.0, 0.1, 0.3)
+    s = formula_pictures.label_smoothing(C, target, eps, str(tmp_path))
+    for e, q in zip(eps, s["targets"], strict=True):
+        want = np.full(C, e / C)
+        want[target] += 1 - e
+        np.testing.assert_allclose(q, want, atol=1e-12)
+    conf, loss = s["confidence"], s["loss"]
+    assert np.all(np.diff(loss[0]) < 0)                         # e = 0: lower all the way to 1
+    step = conf[1] - conf[0]
+    for e, row in zip(eps[1:], loss[1:], strict=True):
+        assert abs(conf[row.argmin()] - (1 - e + e / C)) <= step
+    assert len(_read_csv(tmp_path / "label_smoothing_targets.csv")) == len(eps) + 1
+
+
+@pytest.mark.skipif(not HAVE_MPL, reason="matplotlib not installed")
+def test_masks_and_label_smoothing_png(tmp_path):
+    from tinygradx.models.apps import formula_pictures
+    formula_pictures.masks((4, 2), str(tmp_path))
+    formula_pictures.label_smoothing(4, 1, (0.0, 0.2), str(tmp_path))
+    for name in ("masks.png", "label_smoothing.png"):
+        assert os.path.getsize(tmp_path / name) > 1000

@@ -1,5 +1,6 @@
 """The pictures a learner reads next to the formulas: attention maps, the PE matrix, the
 learning-rate schedule, training curves and a run's health (gradient norms, update ratios).
+The masks and label smoothing are in formula_pictures.py.
 
 matplotlib is an optional extra. Every function here returns the numbers as numpy arrays and
 always writes them as CSV; it writes a PNG too when matplotlib can be imported. Nothing here
@@ -61,7 +62,7 @@ def save_figure(fig, path):
     return path
 
 
-def _ensure_dir(out_dir):
+def ensure_dir(out_dir):
     if out_dir:
         os.makedirs(out_dir, exist_ok=True)
     return out_dir or "."
@@ -233,7 +234,7 @@ def ascii_heatmap(a, rows, cols):
 def save_attention(maps, labels, out_dir, prefix="attention"):
     """Write each kind of `maps` ({kind: A (L, h, n, m)}) as CSV (always) and PNG (with
     matplotlib). labels maps kind -> (query tokens, key tokens). Returns {kind: [paths]}."""
-    out_dir = _ensure_dir(out_dir)
+    out_dir = ensure_dir(out_dir)
     written = {}
     for kind, A in maps.items():
         rows, cols = labels[kind]
@@ -288,7 +289,7 @@ def attention_from_checkpoint(checkpoint, text, out_dir="pictures", target=None,
 # positional encoding, learning-rate schedule, training curves
 # ------------------------------------------------------------------------------------------
 
-def _write_matrix_csv(M, header, path, index_name):
+def write_matrix_csv(M, header, path, index_name):
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow([index_name] + list(header))
@@ -302,8 +303,8 @@ def positional_encoding(max_len=50, d_model=64, out_dir="pictures"):
     (positions down, dimensions across) and a CSV matrix (one row per position)."""
     from tinygradx.models.nets.transformer import sinusoidal_table
     pe = sinusoidal_table(max_len, d_model)                      # (max_len, d_model)
-    out_dir = _ensure_dir(out_dir)
-    _write_matrix_csv(pe, [f"dim{j}" for j in range(d_model)],
+    out_dir = ensure_dir(out_dir)
+    write_matrix_csv(pe, [f"dim{j}" for j in range(d_model)],
                       os.path.join(out_dir, "positional_encoding.csv"), "position")
     Figure = figure_class()
     if Figure is not None:
@@ -340,7 +341,7 @@ def lr_schedule(configs, steps=None, out_dir="pictures", name="lr_schedule"):
         n = steps or cfg.max_steps
         sched = Trainer._schedule(_ScheduleOf(cfg))
         curves[label] = np.array([sched(i) for i in range(n)], dtype=np.float64)   # (n,)
-    out_dir = _ensure_dir(out_dir)
+    out_dir = ensure_dir(out_dir)
     n_max = max(len(v) for v in curves.values())
     with open(os.path.join(out_dir, name + ".csv"), "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
@@ -400,7 +401,7 @@ def training_health(run_dir, out_dir=None, name="health"):
         for layer in r.get("layers") or {}:
             if layer not in layers:
                 layers.append(layer)
-    out_dir = _ensure_dir(out_dir or os.path.dirname(path))
+    out_dir = ensure_dir(out_dir or os.path.dirname(path))
     base = ["step", "loss", "lr", "grad_norm", "val_loss"]
     cols = base + [f"{k}/{layer}" for k in ("grad_norm", "update_ratio") for layer in layers]
 
@@ -462,7 +463,7 @@ def training_curves(path, out_dir="pictures", name="training_curves"):
     """Loss (train and validation), learning rate and validation exact match against the step,
     from a run's metrics.jsonl. Returns {column: array (rows,)} (see read_metrics)."""
     m = read_metrics(path)
-    out_dir = _ensure_dir(out_dir)
+    out_dir = ensure_dir(out_dir)
     with open(os.path.join(out_dir, name + ".csv"), "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(TRAINING_COLUMNS)
