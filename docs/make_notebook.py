@@ -110,7 +110,8 @@ def build():
                 cells.append(code_cell(SETUP, {"generated": True}))
                 first_md = False
             continue
-        code = text.replace('f"docs/img/', 'f"{GRAPHS}/').replace('"docs/img/', 'f"{GRAPHS}/')
+        code = (text.replace('f"docs/img/', 'f"{GRAPHS}/').replace('"docs/img/', 'f"{GRAPHS}/')
+                .replace('"docs/img"', "GRAPHS"))                # an out_dir= of the folder
         cells.append(code_cell(code, {"walkthrough_line": line}))
         if "viz.render(" in code:
             cells.append(code_cell("show_new_graphs()", {"generated": True}))

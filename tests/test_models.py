@@ -637,3 +637,26 @@ def test_gpt_num_parameters_non_embedding():
     model = tiny_gpt()
     assert model.num_parameters(non_embedding=True) == model.num_parameters() - 16 * D
     assert model.num_parameters() == sum(p.numpy().size for p in model.parameters())
+
+
+def test_annotated_layer_norm_form_and_how_it_differs_from_torchs():
+    """layer_norm="annotated" builds the Annotated Transformer's form, gamma (x - mean) /
+    (std + eps) + beta with the unbiased std and eps 1e-6 outside the root; far from eps it is
+    torch's LayerNorm times sqrt((d - 1) / d)."""
+    from tinygradx.models.nets.layers import AnnotatedLayerNorm, layer_norm
+    x = np.random.default_rng(0).standard_normal((3, 4, 64))
+    ln = AnnotatedLayerNorm(64).double()
+    got = ln(tgx.tensor(x)).numpy()
+    mean, std = x.mean(-1, keepdims=True), x.std(-1, ddof=1, keepdims=True)
+    np.testing.assert_allclose(got, (x - mean) / (std + 1e-6), rtol=1e-12, atol=1e-12)
+    torch_form = tgx.nn.LayerNorm(64).double()(tgx.tensor(x)).numpy()
+    np.testing.assert_allclose(got, torch_form * np.sqrt(63 / 64), rtol=2e-5, atol=1e-5)
+    model = make_model(11, 11, N=1, d_model=8, d_ff=16, h=2, dropout=0.0,
+                       layer_norm="annotated").double()
+    norms = [m for _, m in model.named_modules() if isinstance(m, AnnotatedLayerNorm)]
+    assert len(norms) == 5                        # the encoder layer 2, the decoder layer 3
+    src, tgt = np.array([[1, 2, 3]]), np.array([[1, 4]])
+    model(src, tgt).sum().backward()
+    assert all(p.grad is not None for p in model.parameters())
+    with pytest.raises(ValueError, match="layer_norm must be one of 'torch', 'annotated'"):
+        layer_norm(8, "rms")

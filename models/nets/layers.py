@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 import tinygradx as tgx
-from tinygradx import Tensor, inference
+from tinygradx import Tensor, inference, nn
 
 
 # ------------------------------------------------------------------------------------------
@@ -27,6 +27,45 @@ def layer_norm_on_array(m, x):
     """A LayerNorm module (over the last dim) on an array: inference.layer_norm."""
     return inference.layer_norm(x, None if m.weight is None else m.weight._data,
                                 None if m.bias is None else m.bias._data, m.eps)
+
+
+# ------------------------------------------------------------------------------------------
+# LayerNorm as the Annotated Transformer writes it
+# ------------------------------------------------------------------------------------------
+
+class AnnotatedLayerNorm(nn.Module):
+    """gamma * (x - mean) / (std + eps) + beta over the last dim, with std the unbiased
+    standard deviation (divided by d - 1) and eps (1e-6) outside the square root: the form of
+    the Annotated Transformer's code. torch's nn.LayerNorm, the models' default, divides by d
+    and puts eps inside: gamma * (x - mean) / sqrt(var + eps) + beta. Far from eps the two
+    differ by the factor sqrt((d - 1) / d): 0.9922 at d = 64. Its parameters have LayerNorm's
+    names (weight, bias), so state dicts load either way."""
+
+    def __init__(self, d_model, eps=1e-6):
+        self.eps = eps
+        self.weight = nn.Parameter(np.ones((d_model,), np.float32))    # gamma: (d,)
+        self.bias = nn.Parameter(np.zeros((d_model,), np.float32))     # beta: (d,)
+
+    def forward(self, x):
+        mean = x.mean(dim=-1, keepdim=True)                            # (..., 1)
+        std = x.std(dim=-1, keepdim=True)                              # unbiased: (..., 1)
+        return self.weight * (x - mean) / (std + self.eps) + self.bias
+
+    def extra_repr(self):
+        return f"{self.weight.shape[0]}, eps={self.eps}, unbiased std, eps outside the root"
+
+
+LAYER_NORMS = ("torch", "annotated")
+
+
+def layer_norm(d_model, form="torch"):
+    """The LayerNorm of a layer: torch's nn.LayerNorm ("torch") or AnnotatedLayerNorm."""
+    if form == "torch":
+        return nn.LayerNorm(d_model)
+    if form == "annotated":
+        return AnnotatedLayerNorm(d_model)
+    raise ValueError(f"layer_norm must be one of {', '.join(map(repr, LAYER_NORMS))}, "
+                     f"got {form!r}")
 
 
 # ------------------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ References:
 3) Rush et al., "The Annotated Transformer" (harvardnlp): the decomposition and names
    (EncoderDecoder, Embeddings, PositionalEncoding, EncoderLayer, DecoderLayer, Generator,
    make_model) and Xavier-uniform initialisation. Unlike its code, the default here really is
-   Post-LN, with torch's LayerNorm (biased variance, eps inside the square root).
+   Post-LN, with torch's LayerNorm (biased variance, eps inside the square root); its own form
+   (unbiased std, eps outside) is `layer_norm="annotated"` (layers.AnnotatedLayerNorm).
 
 The formulas are the ones derived step by step in docs/walkthrough.md (input representation,
 scaled dot-product and multi-head attention, Add & Norm, FFN); each appears as a line of code below.
@@ -34,7 +35,7 @@ from tinygradx import Tensor, nn
 from tinygradx.nn import init
 
 from . import transformer_inference as ti
-from .layers import as_ids
+from .layers import as_ids, layer_norm
 from .transformer_inference import DecodeState, incremental_attention
 
 
@@ -103,12 +104,12 @@ class EncoderLayer(nn.Module):
     Set record_attn = True to keep the last A (B, h, S, S) in `attn_weights`.
     """
 
-    def __init__(self, d_model, h, d_ff, dropout=0.1, norm_first=False):
+    def __init__(self, d_model, h, d_ff, dropout=0.1, norm_first=False, ln="torch"):
         self.norm_first = norm_first
         self.self_attn = nn.MultiHeadAttention(d_model, h, dropout=dropout)
         self.ff = PositionwiseFeedForward(d_model, d_ff, dropout)
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
+        self.norm1 = layer_norm(d_model, ln)
+        self.norm2 = layer_norm(d_model, ln)
         self.dropout = nn.Dropout(dropout)
         self.record_attn = False
         self.attn_weights = None
@@ -144,14 +145,14 @@ class DecoderLayer(nn.Module):
     `cross_attn_weights` (B, h, T, T) and (B, h, T, S).
     """
 
-    def __init__(self, d_model, h, d_ff, dropout=0.1, norm_first=False):
+    def __init__(self, d_model, h, d_ff, dropout=0.1, norm_first=False, ln="torch"):
         self.norm_first = norm_first
         self.self_attn = nn.MultiHeadAttention(d_model, h, dropout=dropout)
         self.cross_attn = nn.MultiHeadAttention(d_model, h, dropout=dropout)
         self.ff = PositionwiseFeedForward(d_model, d_ff, dropout)
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
-        self.norm3 = nn.LayerNorm(d_model)
+        self.norm1 = layer_norm(d_model, ln)
+        self.norm2 = layer_norm(d_model, ln)
+        self.norm3 = layer_norm(d_model, ln)
         self.dropout = nn.Dropout(dropout)
         self.record_attn = False
         self.self_attn_weights = self.cross_attn_weights = None
@@ -219,10 +220,10 @@ class Encoder(nn.Module):
     """N encoder layers; H = their output. Pre-LN needs a final LayerNorm (`norm`), since its
     residual stream is never normalised; for Post-LN `norm` is an Identity."""
 
-    def __init__(self, N, d_model, h, d_ff, dropout, norm_first):
-        self.layers = nn.ModuleList([EncoderLayer(d_model, h, d_ff, dropout, norm_first)
+    def __init__(self, N, d_model, h, d_ff, dropout, norm_first, ln="torch"):
+        self.layers = nn.ModuleList([EncoderLayer(d_model, h, d_ff, dropout, norm_first, ln)
                                      for _ in range(N)])
-        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        self.norm = layer_norm(d_model, ln) if norm_first else nn.Identity()
 
     def forward(self, x, src_key_padding_mask=None):
         if all(_arrays_ok(layer) for layer in self.layers):      # no_grad, stock modules
@@ -239,10 +240,10 @@ class Encoder(nn.Module):
 class Decoder(nn.Module):
     """N decoder layers, each reading the encoder output H; final `norm` as in Encoder."""
 
-    def __init__(self, N, d_model, h, d_ff, dropout, norm_first):
-        self.layers = nn.ModuleList([DecoderLayer(d_model, h, d_ff, dropout, norm_first)
+    def __init__(self, N, d_model, h, d_ff, dropout, norm_first, ln="torch"):
+        self.layers = nn.ModuleList([DecoderLayer(d_model, h, d_ff, dropout, norm_first, ln)
                                      for _ in range(N)])
-        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        self.norm = layer_norm(d_model, ln) if norm_first else nn.Identity()
 
     def forward(self, x, memory, src_key_padding_mask=None, tgt_key_padding_mask=None,
                 cache=None):
@@ -283,6 +284,7 @@ class TransformerConfig:
     tie_generator: bool = False   # generator.weight is tgt_embed.weight
     generator_bias: bool = True
     max_len: int = 5000           # rows of the PE table
+    layer_norm: str = "torch"     # "annotated": the Annotated Transformer's LayerNorm form
 
 
 class EncoderDecoder(nn.Module):
@@ -303,8 +305,8 @@ class EncoderDecoder(nn.Module):
         self.src_embed = Embeddings(c.src_vocab, c.d_model)
         self.tgt_embed = Embeddings(c.tgt_vocab, c.d_model)
         self.pos_encoding = PositionalEncoding(c.d_model, c.dropout, c.max_len)
-        self.encoder = Encoder(c.N, c.d_model, c.h, c.d_ff, c.dropout, c.norm_first)
-        self.decoder = Decoder(c.N, c.d_model, c.h, c.d_ff, c.dropout, c.norm_first)
+        self.encoder = Encoder(c.N, c.d_model, c.h, c.d_ff, c.dropout, c.norm_first, c.layer_norm)
+        self.decoder = Decoder(c.N, c.d_model, c.h, c.d_ff, c.dropout, c.norm_first, c.layer_norm)
         self.generator = Generator(c.d_model, c.tgt_vocab, bias=c.generator_bias)
         if c.share_embeddings:
             if c.src_vocab != c.tgt_vocab:
@@ -363,7 +365,7 @@ class EncoderDecoder(nn.Module):
 
 def make_model(src_vocab, tgt_vocab, N=6, d_model=512, d_ff=2048, h=8, dropout=0.1,
                norm_first=False, share_embeddings=False, tie_generator=False, generator_bias=True,
-               max_len=5000):
+               max_len=5000, layer_norm="torch"):
     """Build the Transformer from hyperparameters (the base model of Vaswani et al. by default).
 
     With one 37,000-token vocabulary, share_embeddings=True and tie_generator=True (the paper
@@ -373,7 +375,7 @@ def make_model(src_vocab, tgt_vocab, N=6, d_model=512, d_ff=2048, h=8, dropout=0
     """
     return EncoderDecoder(TransformerConfig(src_vocab, tgt_vocab, N, d_model, d_ff, h, dropout,
                                             norm_first, share_embeddings, tie_generator,
-                                            generator_bias, max_len))
+                                            generator_bias, max_len, layer_norm))
 
 
 def count_parameters(config):
