@@ -12,7 +12,7 @@ prints with the page's text block.
 
 Two changes make the notebook run anywhere and show its graphs inline:
 - a first cell makes a temporary folder GRAPHS, and blocks that write into docs/img/ (the page
-  marks them `<!-- skip-test -->`; they need a graph renderer) write there instead;
+  marks them `<!-- skip-test: why -->`; they need a graph renderer) write there instead;
 - after a block that calls `viz.render`, a cell displays the SVG files it wrote with
   IPython.display.SVG.
 The notebook is written without outputs; Jupyter or nbclient fills them in.
@@ -29,7 +29,7 @@ PAGE = os.path.join(HERE, "walkthrough.md")
 NOTEBOOK = os.path.join(HERE, "walkthrough.ipynb")
 
 FENCE = re.compile(r"^```(\w*)\s*$")
-SKIP_MARK = "<!-- skip-test -->"
+SKIP_MARK = re.compile(r"^<!-- skip-test: \S.*? -->$")
 
 SETUP = '''# Notebook setup (not on the page): graphs go to a temporary folder and are shown inline.
 import os
@@ -59,7 +59,7 @@ def parse(lines):
 
     def flush():
         text = "\n".join(prose).strip("\n")
-        text = "\n".join(s for s in text.split("\n") if s.strip() != SKIP_MARK).strip("\n")
+        text = "\n".join(s for s in text.split("\n") if not SKIP_MARK.match(s.strip())).strip("\n")
         if text.strip():
             out.append(("md", text, None))
         prose.clear()

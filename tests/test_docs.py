@@ -55,7 +55,7 @@ OWN_PAGES = {"docs/walkthrough.md", "docs/zh/walkthrough.md", "docs/autograd.md"
              "docs/index.md", "docs/api.md"}
 # pages other people are writing: a link to one of them may arrive before the page itself
 PENDING_PAGES = set()  # pages linked before they were written (none now)
-SKIP_MARK = "<!-- skip-test -->"
+SKIP_MARK = re.compile(r"^<!-- skip-test: (\S.*?) -->$")   # before a python block: why not run
 NOT_RUN = re.compile(r"^<!-- not run: (\S.*?) -->$")    # before a shell block: why it is not run
 SHELL_LANGS = {"bash", "sh", "console", "shell"}
 SHELL_TIMEOUT = 60                                         # seconds per block
@@ -95,7 +95,7 @@ def blocks(lines):
             j += 1
         if j == len(lines):
             raise AssertionError(f"unclosed fence at line {i + 1}")
-        skip = i > 0 and lines[i - 1].strip() == SKIP_MARK
+        skip = i > 0 and bool(SKIP_MARK.match(lines[i - 1].strip()))
         out.append(Block(m.group(1), i, j, "\n".join(lines[i + 1:j]), skip))
         i = j + 1
     for a, b in zip(out[:-1], out[1:], strict=True):
@@ -191,6 +191,27 @@ def test_own_pages_have_no_orphan_output_and_few_skips():
         assert not orphans, f"{page}: text blocks at lines {orphans} follow no python block"
         skipped = [b.start + 1 for b in bs if b.lang == "python" and b.skip]
         assert len(skipped) <= 2, f"{page}: {len(skipped)} skipped snippets (lines {skipped})"
+
+
+def test_every_skipped_snippet_says_why_and_design_md_counts_them():
+    """A python block is left out of the test only with `<!-- skip-test: why -->` before it (a
+    bare or misspelt mark would leave it unrun without a word), and docs/design.md states how
+    many there are, so "every snippet runs" is never claimed wholesale."""
+    total = 0
+    for page in PAGES + ["README.md"]:
+        lines = read(page)
+        for i, line in enumerate(lines):
+            if line.strip().startswith("<!--") and "skip-test" in line:
+                assert SKIP_MARK.match(line.strip()), (
+                    f"{page}:{i + 1}: write the mark as <!-- skip-test: why --> (got {line!r})")
+                assert i + 1 < len(lines) and lines[i + 1].startswith("```python"), (
+                    f"{page}:{i + 1}: a skip-test mark must sit right before a python block")
+                total += 1
+    design = "\n".join(read("docs/design.md"))
+    m = re.search(r"except the (\d+) marked `<!-- skip-test: why -->`", design)
+    assert m, "docs/design.md must say how many snippets are skipped"
+    assert int(m.group(1)) == total, f"docs/design.md says {m.group(1)} skipped snippets, " \
+                                     f"the pages have {total}"
 
 
 # ------------------------------------------------------------------------------------------
