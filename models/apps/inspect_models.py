@@ -26,6 +26,11 @@ LLAMA_SWITCHES = dict(norm="rmsnorm", pos="rope", mlp="swiglu", bias=False)
 # "Attention Is All You Need" is Post-LN.
 DEFAULT_NORM = {"gpt": "pre", "transformer": "post", "attention": "post"}
 
+# What `tinygradx graph` and `tinygradx trace` draw and trace when not told: the same model, a
+# 2-layer GPT (GPT-2's Pre-LN block), so the picture and the table describe one network.
+DEFAULT_MODEL = "gpt"
+DEFAULT_LAYERS = 2
+
 # The depth `tinygradx graph` draws at by default: every sublayer (attention, FFN, each LayerNorm)
 # one box with the residual adds between them, legible for both default models.
 DEFAULT_DEPTH = 4

@@ -338,7 +338,7 @@ class Trainer:
         end = cfg.max_steps if steps is None else self.step + steps
         self._claim()
         log_path = os.path.join(cfg.out_dir, "metrics.jsonl")
-        bar = _progress(end, self.step, cfg.progress)
+        bar = _progress(end, self.step, cfg.progress, cfg.log_interval)
         previous = signal.getsignal(signal.SIGINT)
         signal.signal(signal.SIGINT, self._on_sigint)
         t0, tokens = time.perf_counter(), 0
@@ -470,33 +470,48 @@ class Trainer:
 
 
 class _progress:
-    """A tqdm bar with loss, lr and tokens/s when tqdm is installed and wanted; else quiet."""
+    """Progress of a run: when stderr is a terminal, a tqdm bar there (loss, lr, tokens/s);
+    elsewhere (a pipe, a file, CI's log) no carriage-return frames but one plain line every
+    `every` steps on stdout, flushed, in order with the evaluation lines."""
 
-    def __init__(self, total, initial, enabled):
-        self.bar = None
-        if enabled:
+    def __init__(self, total, initial, enabled, every=0):
+        self.bar, self.total, self.every = None, total, every if enabled else 0
+        self.step = initial
+        if enabled and _is_terminal(sys.stderr):
             try:
                 from tqdm import tqdm
                 self.bar = tqdm(total=total, initial=initial, unit="step", dynamic_ncols=True,
                                 file=sys.stderr)
+                self.every = 0
             except ImportError:
                 pass
 
     def update(self, loss, lr, rate):
+        self.step += 1
         if self.bar is not None:
             self.bar.set_postfix(loss=f"{loss:.4f}", lr=f"{lr:.2e}", tok_s=f"{rate:,.0f}",
                                  refresh=False)
             self.bar.update(1)
+        elif self.every and self.step % self.every == 0:
+            print(f"step {self.step}/{self.total} | loss {loss:.4f} | lr {lr:.2e} | "
+                  f"{rate:,.0f} tok/s", flush=True)
 
     def write(self, text):
         if self.bar is not None:
             self.bar.write(text)
         else:
-            print(text)
+            print(text, flush=True)
 
     def close(self):
         if self.bar is not None:
             self.bar.close()
+
+
+def _is_terminal(stream):
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):         # no isatty, or a closed file
+        return False
 
 
 def _fmt_eval(row):
