@@ -293,6 +293,8 @@ class _Parser(argparse.ArgumentParser):
 
     def __init__(self, *args, **kw):
         kw.setdefault("formatter_class", Formatter)       # examples kept line by line
+        # no prefix matching: `--max_step` is a typo to point out, not --max_steps to guess
+        kw.setdefault("allow_abbrev", False)
         super().__init__(*args, **kw)
 
     def error(self, message):          # one line and exit 2, as argparse does, minus usage spam
