@@ -156,6 +156,15 @@ def test_train_flags_are_in_five_groups():
     assert len(grouped) == len(FIELDS) + 3
 
 
+def test_every_commands_flags_are_in_the_named_groups():
+    names = {"data", "model", "optimisation", "run", "output"}
+    for command, sub in subparsers().items():
+        for group in sub._action_groups:
+            actions = [a for a in group._group_actions if not isinstance(a, argparse._HelpAction)]
+            assert not actions or group.title in names, (command, group.title,
+                                                         [a.dest for a in actions])
+
+
 @pytest.mark.parametrize("command", sorted(cli_help.EXAMPLES))
 def test_every_command_has_examples_that_parse(command, capsys):
     code, out, _ = run([command, "--help"], capsys)

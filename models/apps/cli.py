@@ -341,7 +341,8 @@ def build_parser(task=None):
     p.add_argument("--version", action="version", version=f"tinygradx {version()}",
                    help="print the installed version and exit")
     # not required: a bare `tinygradx` lists the commands (_main), rather than an error line
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = p.add_subparsers(title="commands", dest="command", metavar="COMMAND",
+                           parser_class=_Parser)
     _add_model_commands(sub, task)
     _add_drawing_commands(sub)
     return p
@@ -351,6 +352,11 @@ def _command(sub, name, text, description=None):
     """A subcommand whose --help ends with its examples."""
     return sub.add_parser(name, help=text, description=description or text[0].upper() + text[1:],
                           epilog=epilog(name))
+
+
+def _groups(parser, *titles):
+    """Argument groups of --help, named as train's (data, model, optimisation, run, output)."""
+    return [parser.add_argument_group(title) for title in titles]
 
 
 def _add_model_commands(sub, task=None):
@@ -371,45 +377,46 @@ def _add_model_commands(sub, task=None):
     t.set_defaults(fn=cmd_train)
 
     e = _command(sub, "eval", "evaluate a checkpoint on held-out data")
-    e.add_argument("--checkpoint", required=True, help="a checkpoint.npz (required)")
-    e.add_argument("--split", default="test", choices=["valid", "test", "val"],
+    model, data, run = _groups(e, "model", "data", "run")
+    model.add_argument("--checkpoint", required=True, help="a checkpoint.npz (required)")
+    data.add_argument("--split", default="test", choices=["valid", "test", "val"],
                    help="held-out split (default test; chars: valid)")
-    e.add_argument("--beam", type=_int_at_least(1), default=1, metavar="N",
+    run.add_argument("--beam", type=_int_at_least(1), default=1, metavar="N",
                    help="also report beam-search exact match with this beam (default 1: off)")
     e.set_defaults(fn=cmd_eval)
 
     tr = _command(sub, "translate", "translate sentences (arguments or stdin)")
-    tr.add_argument("--checkpoint", required=True,
+    model, data, run = _groups(tr, "model", "data", "run")
+    model.add_argument("--checkpoint", required=True,
                     help="a translation checkpoint (required); a tsv task's decodes without "
                          "its data file")
-    tr.add_argument("--beam", type=_int_at_least(1), default=1, metavar="N",
+    run.add_argument("--beam", type=_int_at_least(1), default=1, metavar="N",
                     help="beam size (default 1: greedy)")
-    tr.add_argument("sentences", nargs="*",
+    data.add_argument("sentences", nargs="*",
                     help="sentences to translate (default: one per line from stdin)")
     tr.set_defaults(fn=cmd_translate)
 
     g = _command(sub, "generate", "sample text from a language-model checkpoint")
-    g.add_argument("--checkpoint", required=True, help="a chars checkpoint (required)")
-    g.add_argument("--prompt", default="",
+    model, data, run = _groups(g, "model", "data", "run")
+    model.add_argument("--checkpoint", required=True, help="a chars checkpoint (required)")
+    data.add_argument("--prompt", default="",
                    help="text to continue (default: a newline, or the first character)")
-    g.add_argument("--max_new_tokens", type=_int_at_least(0), default=200, metavar="N",
+    run.add_argument("--max_new_tokens", type=_int_at_least(0), default=200, metavar="N",
                    help="characters to sample (default 200)")
-    g.add_argument("--temperature", type=_float_in(0, float("inf")), default=1.0, metavar="X",
+    run.add_argument("--temperature", type=_float_in(0, float("inf")), default=1.0, metavar="X",
                    help="softmax temperature; 0 is greedy (default 1.0)")
-    g.add_argument("--top_k", type=_int_at_least(1), default=None, metavar="N",
+    run.add_argument("--top_k", type=_int_at_least(1), default=None, metavar="N",
                    help="sample among the k likeliest tokens only (default: all)")
-    g.add_argument("--top_p", type=_float_in(0, 1, low_open=True), default=None, metavar="X",
+    run.add_argument("--top_p", type=_float_in(0, 1, low_open=True), default=None, metavar="X",
                    help="nucleus sampling: the smallest set with this much mass (default: off)")
-    g.add_argument("--seed", type=int, default=0, metavar="N", help="sampling seed (default 0)")
+    run.add_argument("--seed", type=int, default=0, metavar="N", help="sampling seed (default 0)")
     g.set_defaults(fn=cmd_generate)
 
     d = _command(sub, "demo", "the main job: train, translate, save, draw",
                  "The main job: train the encoder-decoder Transformer (Post-LN, 2+2 layers, "
                  "d_model 64) on a translation task, report held-out exact match, translate "
                  "examples, save the checkpoint and draw the graph, attention and health plot.")
-    data = d.add_argument_group("data")
-    run = d.add_argument_group("run")
-    output = d.add_argument_group("output")
+    data, run, output = _groups(d, "data", "run", "output")
     data.add_argument("--task", default="dates",
                       help="a translation task (default dates)")
     run.add_argument("--steps", type=_int_at_least(1), default=None, metavar="N",
@@ -441,7 +448,7 @@ def _add_drawing_commands(sub):
     """graph, trace, experiment, plot: the commands that draw, trace and measure."""
     from tinygradx.models.apps.inspect_models import DEFAULT_DEPTH
     gr = _command(sub, "graph", "draw a model's graph with its residual path")
-    model, output = gr.add_argument_group("model"), gr.add_argument_group("output")
+    model, output = _groups(gr, "model", "output")
     _model_flags(model, ["gpt", "transformer"])
     model.add_argument("--checkpoint", default=None,
                        help="draw this checkpoint's model (default: a fresh small model)")
@@ -457,7 +464,7 @@ def _add_drawing_commands(sub):
     gr.set_defaults(fn=cmd_graph)
 
     tc = _command(sub, "trace", "print the shape trace table of one forward pass")
-    model, output = tc.add_argument_group("model"), tc.add_argument_group("output")
+    model, output = _groups(tc, "model", "output")
     _model_flags(model, ["gpt", "transformer", "attention"])
     output.add_argument("--format", choices=["text", "markdown", "html"], default="text",
                         help="table format; html writes the interactive page to stdout "
@@ -467,19 +474,21 @@ def _add_drawing_commands(sub):
     tc.set_defaults(fn=cmd_trace)
 
     x = _command(sub, "experiment", "the LN-placement experiments (Xiong et al. 2020)")
-    x.add_argument("name", choices=["ln-grad", "warmup"], help="which experiment")
-    x.add_argument("--out", default="runs/experiments",
+    run, output = _groups(x, "run", "output")
+    run.add_argument("name", choices=["ln-grad", "warmup"], help="which experiment")
+    output.add_argument("--out", default="runs/experiments",
                    help="output directory (default runs/experiments)")
-    x.add_argument("--layers", default="2,6,12",
+    run.add_argument("--layers", default="2,6,12",
                    help="comma-separated depths (default 2,6,12)")
-    x.add_argument("--steps", type=_int_at_least(1), default=None, metavar="N",
+    run.add_argument("--steps", type=_int_at_least(1), default=None, metavar="N",
                    help="training steps per run (default: the experiment's own, warmup 200)")
     x.set_defaults(fn=cmd_experiment)
 
     pl = _command(sub, "plot", "draw a run's loss, exact match, lr, gradient norms and "
                                "update ratios")
-    pl.add_argument("run_dir", help="a run directory holding metrics.jsonl")
-    pl.add_argument("--out", default=None,
+    data, output = _groups(pl, "data", "output")
+    data.add_argument("run_dir", help="a run directory holding metrics.jsonl")
+    output.add_argument("--out", default=None,
                     help="where to write health.png / health.csv (default: RUN_DIR)")
     pl.set_defaults(fn=cmd_plot)
 
