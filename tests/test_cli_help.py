@@ -355,8 +355,8 @@ def _write_pairs(path):
     french = dict(zip(words, "chat chien maison arbre voiture soleil lune grand petit rouge"
                       .split(), strict=True))
     lines = []
-    for i in range(200):
-        ws = [words[(i * 7 + k * 3) % len(words)] for k in range(1 + i % 4)]
+    for i in range(200):           # up to 7 words: `graph`'s random batch has 7 source tokens
+        ws = [words[(i * 7 + k * 3) % len(words)] for k in range(1 + i % 7)]
         lines.append(" ".join(ws) + "\t" + " ".join(french[w] for w in ws))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
@@ -377,6 +377,9 @@ def test_tsv_checkpoint_translates_after_the_file_is_deleted(tmp_path, capsys):
     assert code == 0, err
     assert after == before and [line.split("\t")[0] for line in after.splitlines()] == \
         ["big cat", "red car"]
+    # drawing it needs no data either (a random batch of its sizes)
+    code, out, err = run(["graph", "--checkpoint", ckpt, "--out", tmp_path / "g.dot"], capsys)
+    assert code == 0 and (tmp_path / "g.dot").read_text().startswith("digraph"), err
     # evaluating needs the sentence pairs: one line naming the file
     line = one_line_error(*run(["eval", "--checkpoint", ckpt], capsys))
     assert "pairs.tsv" in line

@@ -110,8 +110,8 @@ def small_model(model_name, norm, layers, checkpoint=None, seed=0, llama=False):
 
 def _checkpoint_model(path, rng):
     """A trained model from a `tinygradx train` checkpoint (its config decides the sizes) and a
-    random batch that fits it."""
-    model = train.Trainer.from_checkpoint(path, log=lambda *a, **k: None).model
+    random batch that fits it (so a chars or tsv checkpoint whose data file is gone draws too)."""
+    model = train.Trainer.from_checkpoint(path, log=lambda *a, **k: None, need_data=False).model
     model.eval()
     for m in model.modules():              # show attention formula by formula (same numbers)
         if isinstance(m, gpt.CausalSelfAttention):
