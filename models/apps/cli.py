@@ -1,8 +1,10 @@
 """The `tinygradx` command: train, eval, translate, generate, demo, graph, trace, experiment,
 plot.
 
-Every user mistake (unknown task, bad value, missing file) is one line on stderr and exit
-code 2, never a traceback.
+Every user mistake (unknown task, bad value, missing file, unknown flag) is one line on stderr
+and exit code 2, never a traceback. What the command says about itself (train's per-task
+defaults, the groups, examples, the command list of a bare `tinygradx`, "did you mean", the
+page docs/cli.md) is in cli_help.py.
 """
 from __future__ import annotations
 
@@ -380,35 +382,35 @@ def _add_model_commands(sub, task=None):
     model, data, run = _groups(e, "model", "data", "run")
     model.add_argument("--checkpoint", required=True, help="a checkpoint.npz (required)")
     data.add_argument("--split", default="test", choices=["valid", "test", "val"],
-                   help="held-out split (default test; chars: valid)")
+                      help="held-out split (default test; chars: valid)")
     run.add_argument("--beam", type=_int_at_least(1), default=1, metavar="N",
-                   help="also report beam-search exact match with this beam (default 1: off)")
+                     help="also report beam-search exact match with this beam (default 1: off)")
     e.set_defaults(fn=cmd_eval)
 
     tr = _command(sub, "translate", "translate sentences (arguments or stdin)")
     model, data, run = _groups(tr, "model", "data", "run")
     model.add_argument("--checkpoint", required=True,
-                    help="a translation checkpoint (required); a tsv task's decodes without "
-                         "its data file")
+                       help="a translation checkpoint (required); a tsv checkpoint needs no "
+                            "data file")
     run.add_argument("--beam", type=_int_at_least(1), default=1, metavar="N",
-                    help="beam size (default 1: greedy)")
+                     help="beam size (default 1: greedy)")
     data.add_argument("sentences", nargs="*",
-                    help="sentences to translate (default: one per line from stdin)")
+                      help="sentences to translate (default: one per line from stdin)")
     tr.set_defaults(fn=cmd_translate)
 
     g = _command(sub, "generate", "sample text from a language-model checkpoint")
     model, data, run = _groups(g, "model", "data", "run")
     model.add_argument("--checkpoint", required=True, help="a chars checkpoint (required)")
     data.add_argument("--prompt", default="",
-                   help="text to continue (default: a newline, or the first character)")
+                      help="text to continue (default: a newline, or the first character)")
     run.add_argument("--max_new_tokens", type=_int_at_least(0), default=200, metavar="N",
-                   help="characters to sample (default 200)")
+                     help="characters to sample (default 200)")
     run.add_argument("--temperature", type=_float_in(0, float("inf")), default=1.0, metavar="X",
-                   help="softmax temperature; 0 is greedy (default 1.0)")
+                     help="softmax temperature; 0 is greedy (default 1.0)")
     run.add_argument("--top_k", type=_int_at_least(1), default=None, metavar="N",
-                   help="sample among the k likeliest tokens only (default: all)")
+                     help="sample among the k likeliest tokens only (default: all)")
     run.add_argument("--top_p", type=_float_in(0, 1, low_open=True), default=None, metavar="X",
-                   help="nucleus sampling: the smallest set with this much mass (default: off)")
+                     help="nucleus sampling: the smallest set with this much mass (default: off)")
     run.add_argument("--seed", type=int, default=0, metavar="N", help="sampling seed (default 0)")
     g.set_defaults(fn=cmd_generate)
 
@@ -477,11 +479,11 @@ def _add_drawing_commands(sub):
     run, output = _groups(x, "run", "output")
     run.add_argument("name", choices=["ln-grad", "warmup"], help="which experiment")
     output.add_argument("--out", default="runs/experiments",
-                   help="output directory (default runs/experiments)")
+                        help="output directory (default runs/experiments)")
     run.add_argument("--layers", default="2,6,12",
-                   help="comma-separated depths (default 2,6,12)")
+                     help="comma-separated depths (default 2,6,12)")
     run.add_argument("--steps", type=_int_at_least(1), default=None, metavar="N",
-                   help="training steps per run (default: the experiment's own, warmup 200)")
+                     help="training steps per run (default: the experiment's own, warmup 200)")
     x.set_defaults(fn=cmd_experiment)
 
     pl = _command(sub, "plot", "draw a run's loss, exact match, lr, gradient norms and "
@@ -489,7 +491,7 @@ def _add_drawing_commands(sub):
     data, output = _groups(pl, "data", "output")
     data.add_argument("run_dir", help="a run directory holding metrics.jsonl")
     output.add_argument("--out", default=None,
-                    help="where to write health.png / health.csv (default: RUN_DIR)")
+                        help="where to write health.png / health.csv (default: RUN_DIR)")
     pl.set_defaults(fn=cmd_plot)
 
 
