@@ -166,9 +166,9 @@ def _bad_cases(tmp_path):
         "not an int": (["train", "--d_model", "abc"], "--d_model"),
         "dropout range": (["train", "--dropout", "2"], "dropout"),
         "bad bool": (["train", "--progress", "maybe"], "--progress"),
-        "unknown flag": (["train", "--frobnicate", "1"], "unrecognized"),
+        "unknown flag": (["train", "--frobnicate", "1"], "unknown flag --frobnicate"),
         "heads": (["train", "--d_model", "30", "--n_head", "4"], "divisible"),
-        "unknown command": (["frobnicate"], "invalid choice"),
+        "unknown command": (["frobnicate"], "unknown command 'frobnicate'"),
         "eval missing": (["eval", "--checkpoint", missing], "not found"),
         "translate missing": (["translate", "--checkpoint", missing, "abc"], "not found"),
         "generate missing": (["generate", "--checkpoint", missing], "not found"),
@@ -275,7 +275,10 @@ def test_eval(copy_run, capsys):
     assert code == 0, err
     fields = dict(line.split(": ", 1) for line in out.strip().splitlines())
     assert fields["step"] == "3" and fields["split"] == "test"
-    assert float(fields["loss"]) > 0 and 0 <= float(fields["exact_match"]) <= 1
+    # formatted as train prints them: loss to 4 decimals, exact match as a percent
+    assert float(fields["loss"]) > 0 and len(fields["loss"].split(".")[1]) == 4
+    assert fields["exact_match"].endswith("%")
+    assert 0 <= float(fields["exact_match"][:-1]) <= 100
     code, out, err = run(["eval", "--checkpoint", copy_run / "checkpoint.npz", "--split", "val",
                           "--beam", "2"], capsys)
     assert code == 0, err

@@ -1,8 +1,10 @@
 """The `tinygradx` command: train, eval, translate, generate, demo, graph, trace, experiment,
 plot.
 
-Every user mistake (unknown task, bad value, missing file) is one line on stderr and exit
-code 2, never a traceback.
+Every user mistake (unknown task, bad value, missing file, unknown flag) is one line on stderr
+and exit code 2, never a traceback. What the command says about itself (train's per-task
+defaults, the groups, examples, the command list of a bare `tinygradx`, "did you mean", the
+page docs/cli.md) is in cli_help.py.
 """
 from __future__ import annotations
 
@@ -12,84 +14,46 @@ import os
 import signal
 import sys
 
+from tinygradx.models.apps.cli_help import (FIRST_STEPS, TRAIN_GROUPS, TRAIN_HELP, Formatter,
+                                            canonical_argv, default_text, epilog, overview,
+                                            unknown_command_message, unknown_flag_message)
+
 
 class UsageError(Exception):
     """A mistake in the command line or its files: printed as one line, exit code 2."""
 
 
-# what each TrainConfig field means, for --help (a test checks every field has a line here)
-TRAIN_HELP = {
-    "task": "the task to learn (copy, reverse, sort, numbers, numbers_zh, dates, tsv, add, "
-            "chars)",
-    "seed": "seed of the initial weights and of the batches",
-    "n_train": "training pairs to generate (0: the task's default)",
-    "ndigit": "add task: digits per operand",
-    "text": "chars task: a UTF-8 text file (empty: stdlib docstrings)",
-    "path": "tsv task: a tab-separated file of sentence pairs",
-    "n_layer": "encoder and decoder layers each, or GPT blocks",
-    "d_model": "model width",
-    "n_head": "attention heads (must divide d_model)",
-    "d_ff": "feed-forward width (0: 4 * d_model)",
-    "dropout": "dropout probability, in [0, 1)",
-    "norm_first": "Pre-LN (true) or the original Post-LN (false)",
-    "block_size": "GPT context length (chars task)",
-    "norm": "GPT tasks (add, chars): layernorm (GPT-2) or rmsnorm (LLaMA); the placement is "
-            "--norm_first",
-    "pos": "GPT tasks: learned (a position table, GPT-2) or rope (rotary embeddings of Q and "
-           "K, no table)",
-    "mlp": "GPT tasks: gelu (GPT-2) or swiglu ((SiLU(x W1) * x W3) W2, hidden 8/3 d_model)",
-    "n_kv_head": "GPT tasks: K/V heads for grouped-query attention, a divisor of n_head "
-                 "(0: n_head; 1: multi-query)",
-    "bias": "GPT tasks: biases in the Linears and LayerNorms; --no-bias drops them (LLaMA)",
-    "optimizer": "adam, adamw or sgd",
-    "lr": "peak learning rate",
-    "min_lr": "final learning rate of the cosine schedule",
-    "schedule": "cosine (warmup then cosine), noam or constant",
-    "warmup": "warm-up steps (>= 1 for noam)",
-    "weight_decay": "decoupled weight decay of the matrices (adamw)",
-    "beta2": "Adam's second-moment decay",
-    "grad_clip": "clip the global gradient norm to this (0: no clipping)",
-    "label_smoothing": "label smoothing of the cross-entropy",
-    "batch_size": "examples per micro-batch",
-    "grad_accum": "micro-batches summed into each optimizer step (batch = batch_size * this)",
-    "teacher_forcing": "translation: share of decoder inputs that are the reference tokens; "
-                       "the rest are the model's own predictions (scheduled sampling)",
-    "max_steps": "optimizer steps of the whole run",
-    "eval_interval": "evaluate (and save) every this many steps",
-    "eval_batches": "validation batches per evaluation",
-    "eval_examples": "held-out examples decoded per evaluation (exact match)",
-    "out_dir": "the run's directory: checkpoint.npz, best.npz, metrics.jsonl (empty: "
-               "runs/TASK; with --resume: the checkpoint's directory)",
-    "save_interval": "also save every this many steps (0: only at evaluations)",
-    "health_interval": "log per-layer gradient norms and update:data ratios every this many "
-                       "steps (0: off)",
-    "progress": "show a progress bar",
-}
-
-
-# bool fields that also take a bare --name (true) and --no-name (false)
+# bool fields that also take a bare --name (true) and --no_name (false)
 NEGATABLE = ("bias",)
 
 
-def _train_config_args(parser):
-    """One flag per TrainConfig field, typed, with its meaning and default in --help."""
+def _train_config_args(parser, task=None):
+    """One flag per TrainConfig field, typed, in its group of --help, with its meaning and the
+    default `train` really uses: the task's own (TASK_DEFAULTS), listed per task unless `task`
+    names one."""
     from tinygradx.models.training.trainer import TrainConfig
-    for f in dataclasses.fields(TrainConfig):
-        default = f.default
-        text = TRAIN_HELP.get(f.name, f.name.replace("_", " "))
-        if f.name in NEGATABLE:        # --bias, --bias false, --no-bias
-            parser.add_argument(f"--{f.name}", type=_bool, nargs="?", const=True, default=None,
-                                metavar="BOOL", help=f"{text} (default {default})")
-            parser.add_argument(f"--no-{f.name}", f"--no_{f.name}", dest=f.name,
-                                action="store_const", const=False, default=None,
-                                help=f"the same as --{f.name} false (default {default})")
+    fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
+    groups = {}
+    for title, (description, names) in TRAIN_GROUPS.items():
+        group = parser.add_argument_group(title, description)
+        groups.update(dict.fromkeys(names, group))
+    for name, f in fields.items():
+        group = groups[name]
+        text = f"{TRAIN_HELP.get(name, name.replace('_', ' '))} ({default_text(name, task)})"
+        if name in NEGATABLE:        # --bias, --bias false, --no_bias
+            group.add_argument(f"--{name}", type=_bool, nargs="?", const=True, default=None,
+                               metavar="BOOL", help=text)
+            group.add_argument(f"--no_{name}", dest=name, action="store_const", const=False,
+                               default=None, help=f"the same as --{name} false "
+                                                  f"({default_text(name, task)})")
         elif f.type in (bool, "bool"):
-            parser.add_argument(f"--{f.name}", type=_bool, default=None, metavar="BOOL",
-                                help=f"{text} (default {default})")
+            group.add_argument(f"--{name}", type=_bool, default=None, metavar="BOOL", help=text)
         else:
             kind = {"int": int, "float": float, "str": str}.get(f.type, f.type)
-            parser.add_argument(f"--{f.name}", type=_typed(kind, f.name), default=None,
-                                help=f"{text} (default {default!r})")
+            metavar = {int: "N", float: "X"}.get(kind, name.upper())
+            group.add_argument(f"--{name}", type=_typed(kind, name), default=None,
+                               metavar=metavar, help=text)
+    return groups
 
 
 def _typed(kind, name):
@@ -233,13 +197,19 @@ def cmd_eval(args):
     res = trainer.evaluate(split)
     if "exact_match" in res and args.beam > 1:
         res["exact_match_beam"] = trainer.exact_match(split, beam_size=args.beam)
-    for k, v in res.items():
+    for k, v in res.items():               # the numbers as train prints them
+        if k.startswith("exact_match"):
+            v = f"{100 * v:.2f}%"
+        elif k == "loss":
+            v = f"{v:.4f}"
         print(f"{k}: {v}")
     return 0
 
 
 def cmd_translate(args):
-    trainer = _load_trainer(args.checkpoint, progress=False)
+    # decoding needs only the vocabularies the checkpoint carries: a tsv task's data file may
+    # be gone (one that is there is still checked against them)
+    trainer = _load_trainer(args.checkpoint, progress=False, need_data=False)
     if trainer.lm:
         raise UsageError(f"the checkpoint is a {trainer.cfg.task} language model; use "
                          f"`tinygradx generate`")
@@ -320,69 +290,142 @@ def cmd_experiment(args):
 # ------------------------------------------------------------------------------------------
 
 class _Parser(argparse.ArgumentParser):
+    """argparse with the house rules: one spelling of every flag (`--max-steps` is
+    `--max_steps`), "did you mean" for an unknown flag or command, errors of one line."""
+
+    def __init__(self, *args, **kw):
+        kw.setdefault("formatter_class", Formatter)       # examples kept line by line
+        # no prefix matching: `--max_step` is a typo to point out, not --max_steps to guess
+        kw.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kw)
+
     def error(self, message):          # one line and exit 2, as argparse does, minus usage spam
         self.exit(2, f"{self.prog}: error: {message}\n")
 
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else args
+        return super().parse_known_args(canonical_argv([str(a) for a in args]), namespace)
 
-def build_parser():
-    p = _Parser(prog="tinygradx", description="Train, inspect and draw small Transformers.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    _add_model_commands(sub)
+    def parse_args(self, args=None, namespace=None):
+        args = canonical_argv([str(a) for a in (sys.argv[1:] if args is None else args)])
+        subs = _subcommands(self)
+        if subs is not None:
+            word = next((a for a in args if not a.startswith("-")), None)
+            if word is not None and word not in subs.choices:
+                self.error(unknown_command_message(word, list(subs.choices)))
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = getattr(ns, "command", None)
+            parser = subs.choices[command] if subs is not None and command else self
+            parser.error(unknown_flag_message(extras, parser, parser.prog))
+        return ns
+
+
+def _subcommands(parser):
+    return next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+
+
+def version():
+    """The installed distribution's version (package metadata), else the source's."""
+    from importlib import metadata
+    try:
+        return metadata.version("tinygradx")
+    except metadata.PackageNotFoundError:
+        import tinygradx
+        return tinygradx.__version__
+
+
+def build_parser(task=None):
+    """The whole command line. `task` (from `train --task TASK`) makes train's --help show
+    that task's defaults instead of every task's."""
+    p = _Parser(prog="tinygradx", description="Train, inspect and draw small Transformers.",
+                epilog="examples:\n" + "\n".join(f"  {line}" for line in FIRST_STEPS))
+    p.add_argument("--version", action="version", version=f"tinygradx {version()}",
+                   help="print the installed version and exit")
+    # not required: a bare `tinygradx` lists the commands (_main), rather than an error line
+    sub = p.add_subparsers(title="commands", dest="command", metavar="COMMAND",
+                           parser_class=_Parser)
+    _add_model_commands(sub, task)
     _add_drawing_commands(sub)
     return p
 
 
-def _add_model_commands(sub):
+def _command(sub, name, text, description=None):
+    """A subcommand whose --help ends with its examples."""
+    return sub.add_parser(name, help=text, description=description or text[0].upper() + text[1:],
+                          epilog=epilog(name))
+
+
+def _groups(parser, *titles):
+    """Argument groups of --help, named as train's (data, model, optimisation, run, output)."""
+    return [parser.add_argument_group(title) for title in titles]
+
+
+def _add_model_commands(sub, task=None):
     """train, eval, translate, generate, demo: the commands that train or run a model."""
-    t = sub.add_parser("train", help="train a model on a built-in task")
-    t.add_argument("--resume", nargs="?", const="auto", default=None, metavar="CHECKPOINT",
-                   help="continue from CHECKPOINT (bare --resume: OUT_DIR/checkpoint.npz); "
-                        "the run goes on in the checkpoint's directory unless --out_dir is "
-                        "given (default: a new run)")
-    t.add_argument("--overwrite", action="store_true",
-                   help="let a new run replace the run already in --out_dir (default: refuse)")
-    _train_config_args(t)
+    t = _command(sub, "train", "train a model on a built-in task",
+                 "Train a model on a built-in task. Each task starts from its own measured "
+                 "defaults (TASK_DEFAULTS, docs/tasks.md) and the flags given override them; "
+                 + (f"the defaults below are task {task}'s." if task else
+                    "`tinygradx train --task TASK --help` shows one task's."))
+    groups = _train_config_args(t, task)
+    groups["resume"].add_argument(
+        "--resume", nargs="?", const="auto", default=None, metavar="CHECKPOINT",
+        help="continue from CHECKPOINT (bare --resume: OUT_DIR/checkpoint.npz); the run goes "
+             "on in the checkpoint's directory unless --out_dir is given (default: a new run)")
+    groups["overwrite"].add_argument(
+        "--overwrite", action="store_true",
+        help="let a new run replace the run already in --out_dir (default: refuse)")
     t.set_defaults(fn=cmd_train)
 
-    e = sub.add_parser("eval", help="evaluate a checkpoint on held-out data")
-    e.add_argument("--checkpoint", required=True, help="a checkpoint.npz (required)")
-    e.add_argument("--split", default="test", choices=["valid", "test", "val"],
-                   help="held-out split (default test; chars: valid)")
-    e.add_argument("--beam", type=_int_at_least(1), default=1,
-                   help="also report beam-search exact match with this beam (default 1: off)")
+    e = _command(sub, "eval", "evaluate a checkpoint on held-out data")
+    model, data, run = _groups(e, "model", "data", "run")
+    model.add_argument("--checkpoint", required=True, help="a checkpoint.npz (required)")
+    data.add_argument("--split", default="test", choices=["valid", "test", "val"],
+                      help="held-out split (default test; chars: valid)")
+    run.add_argument("--beam", type=_int_at_least(1), default=1, metavar="N",
+                     help="also report beam-search exact match with this beam (default 1: off)")
     e.set_defaults(fn=cmd_eval)
 
-    tr = sub.add_parser("translate", help="translate sentences (arguments or stdin)")
-    tr.add_argument("--checkpoint", required=True, help="a translation checkpoint (required)")
-    tr.add_argument("--beam", type=_int_at_least(1), default=1,
-                    help="beam size (default 1: greedy)")
-    tr.add_argument("sentences", nargs="*",
-                    help="sentences to translate (default: one per line from stdin)")
+    tr = _command(sub, "translate", "translate sentences (arguments or stdin)")
+    model, data, run = _groups(tr, "model", "data", "run")
+    model.add_argument("--checkpoint", required=True,
+                       help="a translation checkpoint (required); a tsv checkpoint needs no "
+                            "data file")
+    run.add_argument("--beam", type=_int_at_least(1), default=1, metavar="N",
+                     help="beam size (default 1: greedy)")
+    data.add_argument("sentences", nargs="*",
+                      help="sentences to translate (default: one per line from stdin)")
     tr.set_defaults(fn=cmd_translate)
 
-    g = sub.add_parser("generate", help="sample text from a language-model checkpoint")
-    g.add_argument("--checkpoint", required=True, help="a chars checkpoint (required)")
-    g.add_argument("--prompt", default="",
-                   help="text to continue (default: a newline, or the first character)")
-    g.add_argument("--max_new_tokens", "--max-new-tokens", type=_int_at_least(0), default=200,
-                   help="characters to sample (default 200)")
-    g.add_argument("--temperature", type=_float_in(0, float("inf")), default=1.0,
-                   help="softmax temperature; 0 is greedy (default 1.0)")
-    g.add_argument("--top_k", "--top-k", type=_int_at_least(1), default=None,
-                   help="sample among the k likeliest tokens only (default: all)")
-    g.add_argument("--top_p", "--top-p", type=_float_in(0, 1, low_open=True), default=None,
-                   help="nucleus sampling: the smallest set with this much mass (default: off)")
-    g.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    g = _command(sub, "generate", "sample text from a language-model checkpoint")
+    model, data, run = _groups(g, "model", "data", "run")
+    model.add_argument("--checkpoint", required=True, help="a chars checkpoint (required)")
+    data.add_argument("--prompt", default="",
+                      help="text to continue (default: a newline, or the first character)")
+    run.add_argument("--max_new_tokens", type=_int_at_least(0), default=200, metavar="N",
+                     help="characters to sample (default 200)")
+    run.add_argument("--temperature", type=_float_in(0, float("inf")), default=1.0, metavar="X",
+                     help="softmax temperature; 0 is greedy (default 1.0)")
+    run.add_argument("--top_k", type=_int_at_least(1), default=None, metavar="N",
+                     help="sample among the k likeliest tokens only (default: all)")
+    run.add_argument("--top_p", type=_float_in(0, 1, low_open=True), default=None, metavar="X",
+                     help="nucleus sampling: the smallest set with this much mass (default: off)")
+    run.add_argument("--seed", type=int, default=0, metavar="N", help="sampling seed (default 0)")
     g.set_defaults(fn=cmd_generate)
 
-    d = sub.add_parser("demo", help="the main job: train, translate, save, draw")
-    d.add_argument("--task", default="dates",
-                   help="a translation task (default dates)")
-    d.add_argument("--steps", type=_int_at_least(1), default=None,
-                   help="training steps (default 1200)")
-    d.add_argument("--out", default="runs/demo",
-                   help="output directory; an earlier demo there is replaced "
-                        "(default runs/demo)")
+    d = _command(sub, "demo", "the main job: train, translate, save, draw",
+                 "The main job: train the encoder-decoder Transformer (Post-LN, 2+2 layers, "
+                 "d_model 64) on a translation task, report held-out exact match, translate "
+                 "examples, save the checkpoint and draw the graph, attention and health plot.")
+    data, run, output = _groups(d, "data", "run", "output")
+    data.add_argument("--task", default="dates",
+                      help="a translation task (default dates)")
+    run.add_argument("--steps", type=_int_at_least(1), default=None, metavar="N",
+                     help="training steps (default 1200)")
+    output.add_argument("--out", default="runs/demo",
+                        help="output directory; an earlier demo there is replaced "
+                             "(default runs/demo)")
     d.set_defaults(fn=cmd_demo)
 
 
@@ -391,56 +434,64 @@ _LLAMA_HELP = ("--model gpt: a LLaMA-style GPT (RMSNorm, RoPE, SwiGLU, grouped-q
                "no biases) instead of GPT-2's block (default: GPT-2's)")
 
 
+def _model_flags(group, models):
+    """The flags graph and trace share, with the same defaults (the small models of
+    inspect_models: DEFAULT_MODEL, DEFAULT_LAYERS, the model's own LayerNorm placement)."""
+    from tinygradx.models.apps.inspect_models import DEFAULT_LAYERS, DEFAULT_MODEL
+    group.add_argument("--model", choices=models, default=DEFAULT_MODEL,
+                       help=f"which model (default {DEFAULT_MODEL})")
+    group.add_argument("--norm", choices=["pre", "post"], default=None, help=_NORM_HELP)
+    group.add_argument("--layers", type=_int_at_least(1), default=DEFAULT_LAYERS, metavar="N",
+                       help=f"layers (default {DEFAULT_LAYERS})")
+    group.add_argument("--llama", action="store_true", help=_LLAMA_HELP)
+
+
 def _add_drawing_commands(sub):
     """graph, trace, experiment, plot: the commands that draw, trace and measure."""
-    gr = sub.add_parser("graph", help="draw a model's graph with its residual path")
-    gr.add_argument("--model", choices=["gpt", "transformer"], default="gpt",
-                    help="which model (default gpt)")
-    gr.add_argument("--norm", choices=["pre", "post"], default=None,
-                    help=_NORM_HELP)
-    gr.add_argument("--layers", type=_int_at_least(1), default=2,
-                    help="layers (default 2)")
-    gr.add_argument("--depth", type=_depth, default=4,
-                    help="merge modules below this depth into boxes (default 4; 'all': every op)")
-    gr.add_argument("--out", type=_graph_file, default="graph.svg",
-                    help=f"output file; its suffix picks the format: "
-                         f"{', '.join(GRAPH_FORMATS)}; .html is the interactive page "
-                         f"(default graph.svg)")
-    gr.add_argument("--checkpoint", default=None,
-                    help="draw this checkpoint's model (default: a fresh small model)")
-    gr.add_argument("--lang", choices=["en", "zh"], default="en",
-                    help="label language (default en)")
-    gr.add_argument("--llama", action="store_true", help=_LLAMA_HELP)
+    from tinygradx.models.apps.inspect_models import DEFAULT_DEPTH
+    gr = _command(sub, "graph", "draw a model's graph with its residual path")
+    model, output = _groups(gr, "model", "output")
+    _model_flags(model, ["gpt", "transformer"])
+    model.add_argument("--checkpoint", default=None,
+                       help="draw this checkpoint's model (default: a fresh small model)")
+    output.add_argument("--out", type=_graph_file, default="graph.svg",
+                        help=f"output file; its suffix picks the format: "
+                             f"{', '.join(GRAPH_FORMATS)}; .html is the interactive page "
+                             f"(default graph.svg)")
+    output.add_argument("--depth", type=_depth, default=DEFAULT_DEPTH,
+                        help=f"merge modules below this depth into boxes (default "
+                             f"{DEFAULT_DEPTH}; 'all': every op)")
+    output.add_argument("--lang", choices=["en", "zh"], default="en",
+                        help="label language (default en)")
     gr.set_defaults(fn=cmd_graph)
 
-    tc = sub.add_parser("trace", help="print the shape trace table of one forward pass")
-    tc.add_argument("--model", choices=["gpt", "transformer", "attention"], default="transformer",
-                    help="which model (default transformer)")
-    tc.add_argument("--norm", choices=["pre", "post"], default=None,
-                    help=_NORM_HELP)
-    tc.add_argument("--layers", type=_int_at_least(1), default=1,
-                    help="layers (default 1)")
-    tc.add_argument("--format", choices=["text", "markdown", "html"], default="text",
-                    help="table format; html writes the interactive page to stdout (default text)")
-    tc.add_argument("--lang", choices=["en", "zh"], default="en",
-                    help="label language (default en)")
-    tc.add_argument("--llama", action="store_true", help=_LLAMA_HELP)
+    tc = _command(sub, "trace", "print the shape trace table of one forward pass")
+    model, output = _groups(tc, "model", "output")
+    _model_flags(model, ["gpt", "transformer", "attention"])
+    output.add_argument("--format", choices=["text", "markdown", "html"], default="text",
+                        help="table format; html writes the interactive page to stdout "
+                             "(default text)")
+    output.add_argument("--lang", choices=["en", "zh"], default="en",
+                        help="label language (default en)")
     tc.set_defaults(fn=cmd_trace)
 
-    x = sub.add_parser("experiment", help="the LN-placement experiments (Xiong et al. 2020)")
-    x.add_argument("name", choices=["ln-grad", "warmup"], help="which experiment")
-    x.add_argument("--out", default="runs/experiments",
-                   help="output directory (default runs/experiments)")
-    x.add_argument("--layers", default="2,6,12",
-                   help="comma-separated depths (default 2,6,12)")
-    x.add_argument("--steps", type=_int_at_least(1), default=None,
-                   help="training steps per run (default: the experiment's own)")
+    x = _command(sub, "experiment", "the LN-placement experiments (Xiong et al. 2020)")
+    run, output = _groups(x, "run", "output")
+    run.add_argument("name", choices=["ln-grad", "warmup"], help="which experiment")
+    output.add_argument("--out", default="runs/experiments",
+                        help="output directory (default runs/experiments)")
+    run.add_argument("--layers", default="2,6,12",
+                     help="comma-separated depths (default 2,6,12)")
+    run.add_argument("--steps", type=_int_at_least(1), default=None, metavar="N",
+                     help="training steps per run (default: the experiment's own, warmup 200)")
     x.set_defaults(fn=cmd_experiment)
 
-    pl = sub.add_parser("plot", help="draw a run's loss, lr, gradient norms and update ratios")
-    pl.add_argument("run_dir", help="a run directory holding metrics.jsonl")
-    pl.add_argument("--out", default=None,
-                    help="where to write health.png / health.csv (default: RUN_DIR)")
+    pl = _command(sub, "plot", "draw a run's loss, exact match, lr, gradient norms and "
+                               "update ratios")
+    data, output = _groups(pl, "data", "output")
+    data.add_argument("run_dir", help="a run directory holding metrics.jsonl")
+    output.add_argument("--out", default=None,
+                        help="where to write health.png / health.csv (default: RUN_DIR)")
     pl.set_defaults(fn=cmd_plot)
 
 
@@ -460,10 +511,31 @@ def main(argv=None):
     return code
 
 
+def _task_asked(argv):
+    """The TASK of `train ... --task TASK` (either spelling, `--task=TASK` too), so that
+    `train --task copy --help` shows copy's defaults; None when there is none or it is unknown."""
+    from tinygradx.models.training.config import TASK_DEFAULTS
+    argv = canonical_argv(argv)
+    if "train" not in argv:
+        return None
+    task = None
+    for i, arg in enumerate(argv):
+        if arg == "--task" and i + 1 < len(argv):
+            task = argv[i + 1]
+        elif arg.startswith("--task="):
+            task = arg.split("=", 1)[1]
+    return task if task in TASK_DEFAULTS else None
+
+
 def _main(argv):
     import tinygradx as tgx
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = [str(a) for a in (sys.argv[1:] if argv is None else argv)]
+    parser = build_parser(_task_asked(words))
+    args = parser.parse_args(words)
+    if args.command is None:                 # a bare `tinygradx`: what there is to run
+        commands = {c.dest: c.help for c in _subcommands(parser)._choices_actions}
+        print(overview(commands, version()))
+        return 2                             # argparse's code for a command line missing a part
     tgx.process.keep_freed_memory()          # the command owns the process (see tinygradx.process)
     try:
         return args.fn(args) or 0

@@ -26,6 +26,11 @@ LLAMA_SWITCHES = dict(norm="rmsnorm", pos="rope", mlp="swiglu", bias=False)
 # "Attention Is All You Need" is Post-LN.
 DEFAULT_NORM = {"gpt": "pre", "transformer": "post", "attention": "post"}
 
+# What `tinygradx graph` and `tinygradx trace` draw and trace when not told: the same model, a
+# 2-layer GPT (GPT-2's Pre-LN block), so the picture and the table describe one network.
+DEFAULT_MODEL = "gpt"
+DEFAULT_LAYERS = 2
+
 # The depth `tinygradx graph` draws at by default: every sublayer (attention, FFN, each LayerNorm)
 # one box with the residual adds between them, legible for both default models.
 DEFAULT_DEPTH = 4
@@ -105,8 +110,8 @@ def small_model(model_name, norm, layers, checkpoint=None, seed=0, llama=False):
 
 def _checkpoint_model(path, rng):
     """A trained model from a `tinygradx train` checkpoint (its config decides the sizes) and a
-    random batch that fits it."""
-    model = train.Trainer.from_checkpoint(path, log=lambda *a, **k: None).model
+    random batch that fits it (so a chars or tsv checkpoint whose data file is gone draws too)."""
+    model = train.Trainer.from_checkpoint(path, log=lambda *a, **k: None, need_data=False).model
     model.eval()
     for m in model.modules():              # show attention formula by formula (same numbers)
         if isinstance(m, gpt.CausalSelfAttention):

@@ -386,13 +386,31 @@ def _metric_rows(path):
     return [by_step[s] for s in sorted(by_step)]
 
 
+def run_title(run_dir):
+    """"run copy_small, task copy": the run directory's name and, when its checkpoint can be
+    read, the task it trained."""
+    path = run_dir if os.path.isdir(run_dir) else os.path.dirname(os.path.abspath(run_dir))
+    title = f"run {os.path.basename(os.path.abspath(path))}"
+    try:
+        _, meta = tgx.io.load_checkpoint(os.path.join(path, "checkpoint.npz"))
+        return f"{title}, task {meta['config']['task']}"
+    except (OSError, ValueError, KeyError, TypeError):      # no checkpoint (yet), or damaged
+        return title
+
+
+def _legend_outside(ax, x=1.02, **kw):
+    """The legend to the right of the panel (x in axes widths), so it never hides a line."""
+    return ax.legend(loc="upper left", bbox_to_anchor=(x, 1.0), borderaxespad=0.0, **kw)
+
+
 def training_health(run_dir, out_dir=None, name="health"):
-    """`tinygradx plot RUN_DIR`: loss, learning rate, and per layer the gradient norm and the
-    update:data ratio ||lr * update|| / ||param|| (rows logged every --health_interval steps).
+    """`tinygradx plot RUN_DIR`: loss and validation exact match (where the task has it),
+    learning rate, and per layer the gradient norm and the update:data ratio
+    ||lr * update|| / ||param|| (rows logged every --health_interval steps).
 
     Writes NAME.csv always (one row a step; per-layer columns grad_norm/LAYER and
-    update_ratio/LAYER, empty between health rows) and NAME.png with matplotlib. Returns the
-    paths written.
+    update_ratio/LAYER, empty between health rows) and NAME.png with matplotlib, titled with
+    the run and its task, legends outside the panels. Returns the paths written.
     """
     path = os.path.join(run_dir, "metrics.jsonl") if os.path.isdir(run_dir) else run_dir
     rows = _metric_rows(path)
@@ -402,7 +420,7 @@ def training_health(run_dir, out_dir=None, name="health"):
             if layer not in layers:
                 layers.append(layer)
     out_dir = ensure_dir(out_dir or os.path.dirname(path))
-    base = ["step", "loss", "lr", "grad_norm", "val_loss"]
+    base = ["step", "loss", "lr", "grad_norm", "val_loss", "val_exact_match"]
     cols = base + [f"{k}/{layer}" for k in ("grad_norm", "update_ratio") for layer in layers]
 
     def value(r, col):
@@ -424,15 +442,24 @@ def training_health(run_dir, out_dir=None, name="health"):
     Figure = figure_class()
     if Figure is not None:
         step = table[:, 0]
-        fig = Figure(figsize=(12, 7.5))
+        fig = Figure(figsize=(14, 7.5))
+        fig.suptitle(run_title(os.path.dirname(os.path.abspath(path))))
         (ax_loss, ax_lr), (ax_g, ax_u) = fig.subplots(2, 2)
-        ax_loss.plot(step, table[:, 1], lw=0.8, label="train loss")
+        handles = ax_loss.plot(step, table[:, 1], lw=0.8, label="train loss")
         ev = np.isfinite(table[:, 4])
         if ev.any():
-            ax_loss.plot(step[ev], table[ev, 4], "o-", label="val loss")
+            handles += ax_loss.plot(step[ev], table[ev, 4], "o-", label="val loss")
         ax_loss.set_yscale("log")
-        ax_loss.set_title("loss")
-        ax_loss.legend()
+        em = np.isfinite(table[:, 5])
+        if em.any():                   # translation and add: exact match on its own axis
+            ax_em = ax_loss.twinx()
+            handles += ax_em.plot(step[em], 100 * table[em, 5], "s--", color="C2",
+                                  label="val exact match (%)")
+            ax_em.set_ylim(0, 100)
+            ax_em.set_ylabel("exact match (%)")
+        ax_loss.set_title("loss" + (" and exact match" if em.any() else ""))
+        # past the exact-match axis's labels when there is one
+        _legend_outside(ax_loss, x=1.15 if em.any() else 1.02, handles=handles)
         ax_lr.plot(step, table[:, 2])
         ax_lr.set_title("learning rate")
         colors = [f"C{i % 10}" for i in range(len(layers))]
@@ -449,7 +476,7 @@ def training_health(run_dir, out_dir=None, name="health"):
             if layers:
                 ax.set_yscale("log")
         if layers:
-            ax_u.legend(fontsize=7, ncol=2)
+            _legend_outside(ax_u, fontsize=7, ncol=1 + len(layers) // 12)
         else:
             ax_g.text(0.5, 0.5, "no health rows (--health_interval 0?)", ha="center",
                       transform=ax_g.transAxes)

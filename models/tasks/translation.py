@@ -60,6 +60,9 @@ class TranslationTask:
     tokenize_tgt: Callable[[str], list[str]] = _chars
     description: str = ""
     config: dict[str, Any] = field(default_factory=dict)
+    # (source, target) longest lengths when the splits are not there to measure (a task rebuilt
+    # from a checkpoint's vocabularies for decoding only); None: measured from the splits
+    lengths: tuple[int, int] | None = None
     # encoded splits, built on first use: a training loop asks for them at every batch
     _encoded: dict[str, list] = field(default_factory=dict, repr=False, compare=False)
 
@@ -95,6 +98,8 @@ class TranslationTask:
 
     def max_lengths(self) -> tuple[int, int]:
         """Longest source and target (in tokens, before ``<bos>``/``<eos>``) over all splits."""
+        if self.lengths is not None:
+            return tuple(self.lengths)
         pairs = self.train + self.valid + self.test
         return max(len(s) for s, _ in pairs), max(len(t) for _, t in pairs)
 

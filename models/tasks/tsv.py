@@ -19,6 +19,7 @@ import unicodedata
 from collections.abc import Sequence
 
 from .translation import Pair, TranslationTask, finish_task, join_words
+from .vocab import Vocab
 
 _PUNCT = re.compile(r"([.!?])")
 _NOT_LETTER = re.compile(r"[^\w.!?]|[\d_]")  # \w minus digits and underscore = letters
@@ -141,3 +142,18 @@ def tsv_task(path: str | os.PathLike | None = None, seed: int = 0, reverse: bool
                    detok_tgt=join_words, tokenize_tgt=tokenize, config=config, min_freq=min_freq,
                    description=f"{os.path.basename(os.fspath(path))}: {len(train)} training pairs, "
                                f"max {max_len} words")
+
+
+def tsv_task_from_vocab(src: Sequence[str], tgt: Sequence[str], lengths: Sequence[int],
+                        source: str = "") -> TranslationTask:
+    """A tsv task with no sentence pairs, for decoding only: the vocabularies (``Vocab.to_list``
+    form) and longest (source, target) lengths a checkpoint saved, with the same tokenizer and
+    detokenizer as :func:`tsv_task`. Its splits are empty; translating needs none of them."""
+    if len(lengths) != 2 or not all(isinstance(n, int) and n >= 1 for n in lengths):
+        raise ValueError(f"lengths must be two integers >= 1, got {lengths!r}")
+    return TranslationTask(
+        name="tsv", src_vocab=Vocab.from_list(src), tgt_vocab=Vocab.from_list(tgt), train=[],
+        valid=[], test=[], tokenize_src=tokenize, detok_tgt=join_words, detok_src=join_words,
+        tokenize_tgt=tokenize, lengths=(int(lengths[0]), int(lengths[1])),
+        description=f"{source} (vocabularies only: the file is gone)",
+        config=dict(name="tsv", path=source))

@@ -86,7 +86,8 @@ class TrainConfig:
     out_dir: str = ""              # "" means runs/<task>
     save_interval: int = 0         # 0: save at eval points and at the end
     health_interval: int = 50      # per-layer gradient norms and update ratios (0: off)
-    progress: bool = True
+    progress: bool = True          # a bar on a terminal; elsewhere a plain line per log_interval
+    log_interval: int = 50         # off a terminal: one progress line every this many steps
 
     @classmethod
     def for_task(cls, task: str = "dates", **overrides) -> "TrainConfig":
@@ -119,8 +120,8 @@ def gpt_switches(cfg: "TrainConfig") -> dict:
 
 # flags that may differ from the checkpoint's config on --resume
 RESUMABLE = ("out_dir", "max_steps", "lr", "min_lr", "eval_interval", "eval_batches",
-             "eval_examples", "save_interval", "health_interval", "progress", "text", "path",
-             "teacher_forcing")
+             "eval_examples", "save_interval", "health_interval", "progress", "log_interval",
+             "text", "path", "teacher_forcing")
 
 
 # ------------------------------------------------------------------------------------------
@@ -174,6 +175,7 @@ _RULES = {
     "eval_examples": (lambda v: v >= 1, "an integer >= 1"),
     "save_interval": (lambda v: v >= 0, "an integer >= 0 (0: at evaluations only)"),
     "health_interval": (lambda v: v >= 0, "an integer >= 0 (0: off)"),
+    "log_interval": (lambda v: v >= 0, "an integer >= 0 (0: only the evaluation lines)"),
 }
 
 # field type -> does v have it (a float field takes an int too; inf and nan pass here, and

@@ -112,6 +112,13 @@ class Trainer:
                 raise ValueError("task tsv needs --path FILE (a tab-separated file of "
                                  "sentence pairs)")
             kw["path"] = cfg.path
+            saved = self._saved_vocab or {}
+            if saved.get("max_lengths") and not os.path.exists(cfg.path):
+                # decoding needs the vocabularies and lengths the checkpoint carries, not the
+                # sentence pairs (evaluation and training still need the file)
+                from tinygradx.models.tasks.tsv import tsv_task_from_vocab
+                return tsv_task_from_vocab(saved["src"], saved["tgt"], saved["max_lengths"],
+                                           source=cfg.path)
         if cfg.n_train and not is_lm_task(cfg.task):
             kw["n_train"] = cfg.n_train
         return make_task(cfg.task, seed=cfg.seed, **kw)
@@ -338,7 +345,7 @@ class Trainer:
         end = cfg.max_steps if steps is None else self.step + steps
         self._claim()
         log_path = os.path.join(cfg.out_dir, "metrics.jsonl")
-        bar = _progress(end, self.step, cfg.progress)
+        bar = _progress(end, self.step, cfg.progress, cfg.log_interval)
         previous = signal.getsignal(signal.SIGINT)
         signal.signal(signal.SIGINT, self._on_sigint)
         t0, tokens = time.perf_counter(), 0
@@ -416,6 +423,8 @@ class Trainer:
                 "scheduler": self.scheduler.state_dict(), "optimizer": opt_meta,
                 "rng": tgx.get_rng_state(), "data_rng": self.data_rng.bit_generator.state,
                 "vocab": self._vocab_meta(), "best_val": self.best_val}
+        if not self.lm:               # the decoding length and PE rows, without the data
+            meta["max_lengths"] = [int(n) for n in self.task.max_lengths()]
         with _ctrl_c_after():
             return write_checkpoint(path, arrays, meta)
 
@@ -428,9 +437,10 @@ class Trainer:
     def from_checkpoint(cls, path, log=print, overwrite=False, need_data=True, **overrides):
         """Rebuild a trainer from a checkpoint; its config wins.
 
-        `need_data=False` (decoding only): a chars checkpoint whose text file is gone still
-        loads, from the vocabulary it carries. A data file that is there is always checked
-        against that vocabulary (an edited file is an error, not a silently different model).
+        `need_data=False` (decoding only): a chars or tsv checkpoint whose data file is gone
+        still loads, from the vocabularies (and, tsv, the longest lengths) it carries. A data
+        file that is there is always checked against that vocabulary (an edited file is an
+        error, not a silently different model).
 
         `overrides` may change only RESUMABLE fields (out_dir, max_steps, lr, ...); any other
         field given with a value different from the checkpoint's is a ConfigError listing them.
@@ -440,8 +450,9 @@ class Trainer:
         arrays, meta, values = read_checkpoint(path, overrides)
         where = f"checkpoint {path}: "
         cfg = TrainConfig(**values)
-        trainer = cls(cfg, log=log, overwrite=overwrite, _where=where,
-                      _saved_vocab=None if need_data else meta["vocab"])
+        vocab = meta["vocab"] if isinstance(meta["vocab"], dict) else {}
+        saved = None if need_data else dict(vocab, max_lengths=meta.get("max_lengths"))
+        trainer = cls(cfg, log=log, overwrite=overwrite, _where=where, _saved_vocab=saved)
         trainer.load_state(arrays, meta, path)
         trainer.resumed_from = os.fspath(path)
         return trainer
@@ -470,33 +481,48 @@ class Trainer:
 
 
 class _progress:
-    """A tqdm bar with loss, lr and tokens/s when tqdm is installed and wanted; else quiet."""
+    """Progress of a run: when stderr is a terminal, a tqdm bar there (loss, lr, tokens/s);
+    elsewhere (a pipe, a file, CI's log) no carriage-return frames but one plain line every
+    `every` steps on stdout, flushed, in order with the evaluation lines."""
 
-    def __init__(self, total, initial, enabled):
-        self.bar = None
-        if enabled:
+    def __init__(self, total, initial, enabled, every=0):
+        self.bar, self.total, self.every = None, total, every if enabled else 0
+        self.step = initial
+        if enabled and _is_terminal(sys.stderr):
             try:
                 from tqdm import tqdm
                 self.bar = tqdm(total=total, initial=initial, unit="step", dynamic_ncols=True,
                                 file=sys.stderr)
+                self.every = 0
             except ImportError:
                 pass
 
     def update(self, loss, lr, rate):
+        self.step += 1
         if self.bar is not None:
             self.bar.set_postfix(loss=f"{loss:.4f}", lr=f"{lr:.2e}", tok_s=f"{rate:,.0f}",
                                  refresh=False)
             self.bar.update(1)
+        elif self.every and self.step % self.every == 0:
+            print(f"step {self.step}/{self.total} | loss {loss:.4f} | lr {lr:.2e} | "
+                  f"{rate:,.0f} tok/s", flush=True)
 
     def write(self, text):
         if self.bar is not None:
             self.bar.write(text)
         else:
-            print(text)
+            print(text, flush=True)
 
     def close(self):
         if self.bar is not None:
             self.bar.close()
+
+
+def _is_terminal(stream):
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):         # no isatty, or a closed file
+        return False
 
 
 def _fmt_eval(row):
