@@ -1,10 +1,12 @@
 """tinygradx.perf: the profile table, and the allocator setting changes no result."""
 import json
+import logging
 import os
 import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import tinygradx as tgx
 import tinygradx.functional as F
@@ -61,3 +63,101 @@ def test_profile_counts_every_op_type_forward_and_backward():
 def test_keep_freed_memory_reports_whether_it_applied():
     assert tgx.process.keep_freed_memory() in (True, False)
     assert isinstance(np.zeros(3), np.ndarray)
+
+
+# ---- the allocator setting at the first backward, said once --------------------------------
+
+FIRST_BACKWARD = """
+import sys, tinygradx as tgx
+if "refuse" in sys.argv: tgx.process.set_auto_malloc(False)
+if "explicit" in sys.argv: tgx.process.keep_freed_memory()
+before = tgx.process.MALLOC_TUNED
+x = tgx.randn(3, requires_grad=True)
+(x * x).sum().backward()
+tgx.grad((x * x).sum(), x)
+(x * x).sum().backward()
+print(before, tgx.process.MALLOC_TUNED)
+"""
+
+
+def _first_backward(*args, malloc_env="1"):
+    env = dict(os.environ, TINYGRADX_MALLOC_TUNE=malloc_env)
+    out = subprocess.run([sys.executable, "-c", FIRST_BACKWARD, *args], env=env, cwd=ROOT,
+                         capture_output=True, text=True, check=True)
+    notes = [ln for ln in out.stderr.splitlines() if "heap" in ln]
+    return out.stdout.split(), notes
+
+
+def test_first_backward_keeps_freed_memory_and_says_so_once():
+    (before, after), notes = _first_backward()
+    glibc = after == "True"             # other C libraries: nothing applied, nothing said
+    assert before == "False"
+    assert len(notes) == (1 if glibc else 0)
+    if glibc:
+        assert notes[0].startswith("tinygradx: ") and "TINYGRADX_MALLOC_TUNE=0" in notes[0]
+
+
+def test_first_backward_setting_can_be_refused():
+    for args, env in (((), "0"), (("refuse",), "1")):
+        (before, after), notes = _first_backward(*args, malloc_env=env)
+        assert (before, after) == ("False", "False") and notes == []
+
+
+def test_an_explicit_call_is_silent():
+    (_, after), notes = _first_backward("explicit")
+    assert notes == []
+
+
+# ---- the first kernel build says so; a failed one says why (a fake build, no compiler) -----
+
+@pytest.fixture
+def fresh_kernels(monkeypatch, tmp_path, caplog):
+    from tinygradx import kernels, process
+    monkeypatch.setenv("TINYGRADX_CACHE_DIR", str(tmp_path))
+    for name, value in (("_module", None), ("_compiled", {}), ("ENABLED", True),
+                        ("BUILD_ERROR", None)):
+        monkeypatch.setattr(kernels, name, value)
+    monkeypatch.setattr(process, "_NOTICED", set())
+    caplog.set_level(logging.INFO, logger="tinygradx")
+    return kernels
+
+
+def test_first_kernel_build_says_what_why_how_long_once(fresh_kernels, tmp_path, caplog):
+    kernels = fresh_kernels
+    builds = []
+
+    def fake_build(where, name):
+        builds.append(name)
+        (tmp_path / f"{name}.py").write_text("FAKE = 1\n")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(kernels, "_build", fake_build)
+        assert kernels._load().FAKE == 1
+        kernels._module = None                              # a second load finds the cache
+        assert kernels._load().FAKE == 1
+    assert len(builds) == 1
+    lines = [r.getMessage() for r in caplog.records if r.name == "tinygradx"]
+    assert len(lines) == 1
+    assert all(w in lines[0] for w in ("compiling", "numba", "about 20 s", "once",
+                                       str(tmp_path)))
+    assert kernels.ENABLED and kernels.BUILD_ERROR is None
+
+
+def test_failed_kernel_build_records_why_and_falls_back(fresh_kernels, caplog, monkeypatch):
+    kernels = fresh_kernels
+
+    def failing_build(where, name):
+        raise subprocess.CalledProcessError(1, ["build"], stderr="Traceback...\n"
+                                            "numba.core.errors.LoweringError: no compiler\n")
+
+    monkeypatch.setattr(kernels, "_build", failing_build)
+    assert kernels._load() is None and kernels._load() is None
+    assert not kernels.ENABLED
+    assert kernels.BUILD_ERROR == ("the build exited with 1: numba.core.errors.LoweringError: "
+                                   "no compiler")
+    lines = [r.getMessage() for r in caplog.records if r.name == "tinygradx"]
+    assert len(lines) == 2                                  # "compiling ..." then why it failed
+    assert kernels.BUILD_ERROR in lines[1] and "numpy path" in lines[1]
+    x = np.ones((4, 8), np.float32)                         # not handled: None, numpy runs
+    assert kernels.softmax(x, np.empty_like(x)) is None
+    assert kernels.layer_norm(x, None, None, 1e-5, False) is None
