@@ -161,3 +161,73 @@ def test_failed_kernel_build_records_why_and_falls_back(fresh_kernels, caplog, m
     x = np.ones((4, 8), np.float32)                         # not handled: None, numpy runs
     assert kernels.softmax(x, np.empty_like(x)) is None
     assert kernels.layer_norm(x, None, None, 1e-5, False) is None
+
+
+# ---- FLOPs per step and what the graph holds for backward: hand counts ---------------------
+
+def _linear_relu(x_grad=False, dtype=np.float32):
+    tgx.manual_seed(0)
+    model = tgx.nn.Sequential(tgx.nn.Linear(3, 4), tgx.nn.ReLU())
+    if dtype == np.float64:
+        model = model.double()
+    x = tgx.tensor(np.ones((2, 3), dtype), requires_grad=x_grad)
+    return model(x).reshape(-1).sum(), model
+
+
+def test_step_flops_of_linear_relu_sum_by_hand():
+    # forward x W^T: 2 * (2 rows * 3 in * 4 out) = 48; backward dW = g^T x: 48 more, and
+    # dX = g W another 48 only when x needs a gradient; ReLU, reshape and sum count nothing
+    loss, _ = _linear_relu()
+    assert tgx.perf.step_flops(loss) == 96
+    loss, _ = _linear_relu(x_grad=True)
+    assert tgx.perf.step_flops(loss) == 144
+    a = tgx.randn(5, 3, 4, requires_grad=True)
+    b = tgx.randn(4, 6, requires_grad=True)
+    assert tgx.perf.step_flops((a @ b).sum()) == 3 * (2 * 5 * 3 * 4 * 6)
+    loss.backward()
+    with pytest.raises(RuntimeError, match="before backward"):
+        tgx.perf.step_flops(loss)
+
+
+def test_step_flops_of_a_gpt_is_the_mfu_formula():
+    from tinygradx.models.nets.gpt import GPT, GPTConfig
+    B, T, V, L, C = 2, 8, 11, 2, 16
+    for fused in (True, False):
+        tgx.manual_seed(0)
+        m = GPT(GPTConfig(block_size=T, vocab_size=V, n_layer=L, n_head=2, n_embd=C,
+                          fused_attention=fused))
+        idx = tgx.tensor(np.zeros((B, T), np.int64))
+        _, loss = m(idx, idx)
+        weights = L * (3 * C * C + C * C + 4 * C * C + 4 * C * C) + V * C    # head tied to wte
+        assert tgx.perf.step_flops(loss) == 6 * weights * B * T + 12 * L * T * C * B * T
+
+
+def test_saved_tensors_report_by_hand():
+    loss, model = _linear_relu(dtype=np.float64)
+    r = tgx.perf.saved_tensors_report(loss)
+    # held for backward: the Linear's output (2x4 float64 = 64 B; the reshape's output is a
+    # view of the ReLU's, counted once) and the ReLU's output (64 B); leaves: x (2x3 = 48 B),
+    # W (4x3 = 96 B), b (4 = 32 B)
+    assert r.activations == 64 + 64 and r.leaves == 48 + 96 + 32
+    assert dict(r.by_op) == {"linear": 0, "relu": 128, "reshape": 0, "sum": 0}
+    assert r.by_module["1"] == 128 and r.by_module["0"] == 0
+    assert "relu" in r.table() and "0.1 KiB" in r.table()
+
+
+def test_peak_flops_is_measured_once():
+    first = tgx.perf.peak_flops()
+    assert first > 0 and tgx.perf.peak_flops() == first
+    assert "GFLOP/step" in tgx.perf.flops_line(2e9, 1.0)
+
+
+def test_train_log_has_flops_and_mfu(tmp_path, capsys):
+    from tinygradx.models.training.config import TrainConfig
+    from tinygradx.models.training.trainer import Trainer
+    cfg = TrainConfig(task="reverse", n_layer=1, d_model=16, n_head=2, max_steps=2,
+                      eval_interval=2, n_train=50, out_dir=str(tmp_path / "run"),
+                      progress=False)
+    Trainer(cfg, log=lambda *a: None).train()
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    assert all(r["flops"] > 0 and r["flop_per_s"] > 0 and 0 < r["mfu"] for r in rows)
+    line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("step 2")][0]
+    assert "GFLOP/step" in line and "GFLOP/s" in line and "MFU" in line
