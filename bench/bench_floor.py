@@ -254,7 +254,10 @@ def _thread_env():
 
 def _close_children():
     for proc in _CHILDREN:
-        proc.stdin.close()
+        try:
+            proc.stdin.close()           # EOF: the child's loop ends
+        except BrokenPipeError:          # (it had exited already)
+            pass
         proc.wait()
     _CHILDREN.clear()
 

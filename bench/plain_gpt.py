@@ -1,6 +1,7 @@
 """A GPT training loop as a user writes it: tinygradx's public ops, one by one, nothing tuned.
 
-    python bench/plain_gpt.py --steps 20                 # ms per step, fresh random weights
+    python bench/plain_gpt.py --steps 20                 # ms, page faults per step
+    TINYGRADX_MALLOC_TUNE=0 python bench/plain_gpt.py    # without the allocator setting
     python bench/plain_gpt.py --params P.npz --serve     # bench_floor.py's "plain" arm
 
 This file is the benchmark's stand-in for a user's own script, so it may only do what such a
@@ -16,6 +17,7 @@ output head tied to the token embedding, AdamW with decay on the matrices only.
 """
 import argparse
 import math
+import resource
 import sys
 import time
 
@@ -108,10 +110,11 @@ def main():
         for _ in sys.stdin:                     # one step per line; EOF ends the process
             print(repr(step()), flush=True)
         return
-    for _ in range(a.steps):
-        t0 = time.perf_counter()
+    for _ in range(a.steps):                    # with the page faults each step took
+        t0, f0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         loss = step()
-        print(f"loss {loss:.4f}  {(time.perf_counter() - t0) * 1e3:.1f} ms")
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
+        print(f"loss {loss:.4f}  {(time.perf_counter() - t0) * 1e3:.1f} ms  {faults} page faults")
 
 
 if __name__ == "__main__":

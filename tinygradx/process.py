@@ -10,8 +10,9 @@ Both change speed only, never a result, and both can be turned off.
    OPENBLAS_THREAD_TIMEOUT=4 unless the variable is already set or TINYGRADX_BLAS_TIMEOUT=0.
 2. glibc's allocator (`keep_freed_memory`, applied at the first backward pass). An eager engine
    allocates every intermediate afresh; with glibc's defaults the large ones are mmapped and
-   unmapped, or trimmed off the heap, every step, and faulted in again the next (~3,600 page
-   faults per step of a plain-script GPT, ~6 after; its step ~2x faster). Changing the
+   unmapped, or trimmed off the heap, every step, and faulted in again the next (a plain-script
+   GPT at nanoGPT's CPU config: ~2,600-4,000 page faults per step, 0-55 after; its step went
+   from 1.8-2.3x torch's to 1.1-1.2x when the issue was filed). Changing the
    allocator of the whole process (torch's too) from a library is a real step, so it is taken
    only where its need starts, the first `backward()` or `tgx.grad()`, said once (`notice`),
    and can be refused: TINYGRADX_MALLOC_TUNE=0 in the environment, or
