@@ -38,6 +38,7 @@ _AUTO_MALLOC = os.environ.get("TINYGRADX_MALLOC_TUNE", "1") != "0"
 _NOTICED = set()
 
 LOG = logging.getLogger("tinygradx")
+_OWN_HANDLER = None        # the stderr handler notice() added while logging was unconfigured
 
 
 def notice(key, message):
@@ -50,13 +51,19 @@ def notice(key, message):
     stays the program's). Silence it with
     `logging.getLogger("tinygradx").setLevel(logging.WARNING)`; a program that configures
     logging gets it in its own log, at its own level."""
+    global _OWN_HANDLER
     if key in _NOTICED:
         return
     _NOTICED.add(key)
+    if _OWN_HANDLER is not None and logging.getLogger().handlers:
+        LOG.removeHandler(_OWN_HANDLER)     # logging was configured since: its handlers and
+        _OWN_HANDLER = None                 # levels decide, no second copy
+        if LOG.level == logging.INFO:
+            LOG.setLevel(logging.NOTSET)
     if not LOG.hasHandlers():
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("tinygradx: %(message)s"))
-        LOG.addHandler(handler)
+        _OWN_HANDLER = logging.StreamHandler(sys.stderr)
+        _OWN_HANDLER.setFormatter(logging.Formatter("tinygradx: %(message)s"))
+        LOG.addHandler(_OWN_HANDLER)
         if LOG.level == logging.NOTSET:
             LOG.setLevel(logging.INFO)
     LOG.info(message)
