@@ -105,9 +105,9 @@ def _load_locked():
         try:
             path = _built(where, name)
             if path is None:
-                process.notice("kernels-build", f"compiling the optional kernels (LayerNorm, "
-                               f"softmax, GELU, AdamW) for this CPU with numba: about 20 s, "
-                               f"once, cached in {where}; TINYGRADX_KERNELS=0 skips them")
+                process.notice("kernels-build", f"compiling faster LayerNorm, softmax, GELU "
+                               f"and AdamW loops for this CPU (numba is installed): about 20 "
+                               f"s, once, cached in {where}; TINYGRADX_KERNELS=0 skips them")
                 _build(where, name)
                 path = _built(where, name)
                 if path is None:
