@@ -15,6 +15,17 @@ Adding tinygradx (or anything else): register a factory with ``register_adapter(
 arrays), and returns a zero-argument callable that performs one training step and returns the
 loss as a float. ``_tinygradx_adapter`` below wires tinygradx's own models
 (--impls numpy torch tinygradx).
+
+What a user's own code gets, each in a fresh process that imports only what its script
+imports (GPT CPU config only): `plain` is bench/plain_gpt.py, the GPT op by op with the public
+ops and AdamW and no setting called (`plain-nomalloc`: the same with TINYGRADX_MALLOC_TUNE=0,
+as such a script ran before the first backward applied the allocator setting); `compat` is
+bench/gpt_loop.py, a PyTorch script for the nanoGPT-style tests/compat_models/gpt.py, run
+through `python -m tinygradx.compat`, and `torch-script` the same file on PyTorch (its row
+prints compat / torch-script too):
+
+    python bench/bench_floor.py --configs gpt-cpu --impls torch tinygradx plain \
+        plain-nomalloc compat torch-script --pairs 10
 """
 from __future__ import annotations
 
@@ -197,13 +208,101 @@ def _tinygradx_adapter(spec, params, batch, pkg="tinygradx", fused=True, kernels
             if old is not None:
                 switch.set_enabled(old)
         return float(loss.item())
+    step.count_flops = lambda: tgx.perf.step_flops(forward())   # the graph of one forward
     return step
+
+
+# ---- arms in a fresh process: what a user's own script gets ----------------------------------
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+_CHILDREN = []
+
+
+def _child_adapter(argv, env=None):
+    """A step in a fresh process: `argv` starts a script that prints "ready", then runs one
+    training step per line it reads and writes the loss back (bench/plain_gpt.py and
+    bench/gpt_loop.py with --serve). The child imports what the script imports and nothing
+    from bench/, so the process is as a user's; only the environment is the benchmark's
+    (OPENBLAS_THREAD_TIMEOUT, GOMP_SPINCOUNT: idle spinning workers of one arm would take the
+    core of the next arm's process, as in one process). The pipe round trip is in the time
+    (~0.1 ms of a ~40 ms step)."""
+    proc = subprocess.Popen([sys.executable, *argv], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, cwd=os.path.dirname(BENCH),
+                            env=dict(os.environ, **_thread_env(), **(env or {})))
+    _CHILDREN.append(proc)
+    for line in proc.stdout:
+        if line.strip() == "ready":
+            break
+    else:
+        raise NotImplementedError(f"{' '.join(argv)} exited with {proc.wait()} before a step")
+
+    def step():
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        line = proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"{' '.join(argv)} exited with {proc.wait()}")
+        return float(line)
+    return step
+
+
+def _thread_env():
+    """--threads N for a child arm: the variables its BLAS and OpenMP read at start."""
+    n = str(_LIMITS[-1]) if _LIMITS else None
+    return {"OPENBLAS_NUM_THREADS": n, "OMP_NUM_THREADS": n} if n else {}
+
+
+def _close_children():
+    for proc in _CHILDREN:
+        try:
+            proc.stdin.close()           # EOF: the child's loop ends
+        except BrokenPipeError:          # (it had exited already)
+            pass
+        proc.wait()
+    _CHILDREN.clear()
+
+
+def _plain_adapter(spec, params, batch, env=None):
+    """bench/plain_gpt.py: the GPT op by op as a user writes it, public API only, no setting
+    called, from the same weights and batch (passed as an .npz)."""
+    cfg = spec["cfg"]
+    if spec["kind"] != "gpt" or (cfg.vocab_size, cfg.n_embd, spec["T"]) != (65, 128, 64):
+        raise NotImplementedError("the plain script is written for the GPT CPU config")
+    import tempfile
+    fd, path = tempfile.mkstemp(suffix=".npz")
+    os.close(fd)
+    np.savez(path, **{k: np.asarray(v) for k, v in params.items()},
+             **{"batch.idx": batch[0], "batch.tgt": batch[1]})
+    try:
+        return _child_adapter([os.path.join(BENCH, "plain_gpt.py"), "--params", path, "--serve",
+                               "--layers", str(cfg.n_layer), "--heads", str(cfg.n_head)], env)
+    finally:
+        os.unlink(path)          # read by the child before it says "ready"
+
+
+def _loop_adapter(spec, params, batch, compat):
+    """bench/gpt_loop.py (a PyTorch script for tests/compat_models/gpt.py) in a fresh process,
+    on PyTorch or through `python -m tinygradx.compat`; its own weights and batch (same work)."""
+    if spec["kind"] != "gpt" or spec["cfg"].n_embd != 128:
+        raise NotImplementedError("gpt_loop.py is written for the GPT CPU config")
+    loop = [os.path.join(BENCH, "gpt_loop.py"), "--serve"]
+    return _child_adapter(["-m", "tinygradx.compat", *loop] if compat else loop)
 
 
 ADAPTERS = {"numpy": _numpy_adapter, "torch": _torch_adapter, "tinygradx": _tinygradx_adapter,
             # the same model op by op (GPT only), and the same steps without compiled kernels
             "tinygradx-ops": lambda *a: _tinygradx_adapter(*a, fused=False),
-            "tinygradx-numpy": lambda *a: _tinygradx_adapter(*a, kernels=False)}
+            "tinygradx-numpy": lambda *a: _tinygradx_adapter(*a, kernels=False),
+            # fresh processes: a user's plain script (with the allocator setting its first
+            # backward applies, and without), and a PyTorch script through tinygradx.compat
+            # next to the same script on PyTorch
+            "plain": _plain_adapter,
+            "plain-nomalloc": lambda *a: _plain_adapter(*a, env={"TINYGRADX_MALLOC_TUNE": "0"}),
+            "compat": lambda *a: _loop_adapter(*a, compat=True),
+            "torch-script": lambda *a: _loop_adapter(*a, compat=False)}
+CHILD_ARMS = {"plain", "plain-nomalloc", "compat", "torch-script"}
+# ratios reported besides "vs torch": an arm against the arm it must be read against
+PAIRED = {"compat": "torch-script"}
 
 
 def register_adapter(name, factory):
@@ -250,11 +349,12 @@ def _rss_child(config, impl, steps):
 
 
 def set_threads(n):
-    """Limit BLAS and torch threads for this process (threadpoolctl is optional)."""
+    """Limit BLAS and torch threads for this process (threadpoolctl is optional) and for the
+    child arms (through their environment)."""
+    _LIMITS.append(n)
     try:
         from threadpoolctl import threadpool_limits
         threadpool_limits(n)
-        _LIMITS.append(n)
     except ImportError:
         print("[warn] threadpoolctl not installed: BLAS threads not limited (set "
               "OPENBLAS_NUM_THREADS before starting python instead)", file=sys.stderr)
@@ -290,22 +390,49 @@ def run(configs, impls, pairs, warmup, rss):
                 print(f"[skip] {n} on {config}: first step failed: {e!r}", file=sys.stderr)
                 del fns[n]
         base = "torch" if "torch" in fns else next(iter(fns))
-        res = ab_compare(fns, pairs=pairs, warmup=warmup, baseline=base)
+        try:
+            res = ab_compare(fns, pairs=pairs, warmup=warmup, baseline=base)
+        finally:
+            _close_children()
+        flops, peak = _step_flops(config, fns), None
+        if flops:
+            import tinygradx as tgx
+            peak = tgx.perf.peak_flops()
         floor = res["times"].get("numpy")
         for n in fns:
             st = res["stats"][n]
             row = {"config": config, "title": spec["title"], "impl": n, "loss0": first[n],
                    "median_ms": st["median"] * 1e3, "min_ms": st["min"] * 1e3,
                    "max_ms": st["max"] * 1e3, "ratio_base": res["ratios"][n], "base": base}
+            if flops:
+                row.update(flops=flops, peak_flops=peak, flop_per_s=flops / st["median"])
             if floor is not None:
                 rs = [a / b for a, b in zip(res["times"][n], floor, strict=True)]
                 row["ratio_floor"] = {"median": float(np.median(rs)), "min": min(rs),
                                       "max": max(rs)}
-            if rss:
+            other = PAIRED.get(n)
+            if other in res["times"]:
+                rs = [a / b for a, b in zip(res["times"][n], res["times"][other], strict=True)]
+                row["ratio_pair"] = {"vs": other, "median": float(np.median(rs)), "min": min(rs),
+                                     "max": max(rs)}
+            if rss and n not in CHILD_ARMS:         # (a child arm's RSS is its own process's)
                 row.update(measure_rss(config, n))
             rows.append(row)
         print(f"done {config}", file=sys.stderr)
     return rows
+
+
+def _step_flops(config, fns):
+    """GEMM FLOPs of one training step of the config's model (tinygradx.perf.step_flops on
+    tinygradx's graph: every arm does these GEMMs), or None without tinygradx."""
+    counter = next((f.count_flops for f in fns.values() if hasattr(f, "count_flops")), None)
+    if counter is None:
+        try:
+            spec = CONFIGS[config]
+            counter = _tinygradx_adapter(spec, init_params(spec), make_batch(spec)).count_flops
+        except (ImportError, NotImplementedError):
+            return None
+    return counter()
 
 
 def markdown(rows, pairs, rss):
@@ -314,9 +441,15 @@ def markdown(rows, pairs, rss):
         rs = [r for r in rows if r["config"] == config]
         out.append(f"**{rs[0]['title']}** ({pairs} A/B rounds; ratios are per-round medians "
                    f"[min, max])\n")
+        flops = rs[0].get("flops")
+        if flops:
+            out.append(f"GEMM work per step (forward + backward, tinygradx.perf.step_flops): "
+                       f"{flops / 1e9:.3f} GFLOP; this CPU's float32 GEMM peak measured in this "
+                       f"run (tinygradx.perf.peak_flops): {rs[0]['peak_flops'] / 1e9:.1f} "
+                       f"GFLOP/s\n")
         hdr = (f"| implementation | step ms, median [min, max] | vs {rs[0]['base']} "
-               "| vs numpy floor |")
-        sep = "|---|---|---|---|"
+               "| vs numpy floor |" + (" GFLOP/s (MFU) |" if flops else ""))
+        sep = "|---|---|---|---|" + ("---|" if flops else "")
         if rss:
             hdr += " peak RSS MB (after imports) | page faults / step |"
             sep += "---|---|"
@@ -325,10 +458,19 @@ def markdown(rows, pairs, rss):
             line = (f"| {r['impl']} | {r['median_ms']:.1f} [{r['min_ms']:.1f}, {r['max_ms']:.1f}] "
                     f"| {format_ratio(r['ratio_base'])} | "
                     f"{format_ratio(r['ratio_floor']) if 'ratio_floor' in r else '-'} |")
-            if rss:
+            if flops:
+                line += (f" {r['flop_per_s'] / 1e9:.1f} "
+                         f"({r['flop_per_s'] / r['peak_flops']:.0%}) |")
+            if rss and "peak_rss_mb" in r:
                 line += (f" {r['peak_rss_mb']:.0f} ({r['rss_before_mb']:.0f}) | "
                          f"{r['minflt_per_step']:.0f} |")
+            elif rss:
+                line += " - | - |"
             out.append(line)
+        for r in rs:
+            if "ratio_pair" in r:
+                out.append(f"\n{r['impl']} / {r['ratio_pair']['vs']} (the same script): "
+                           f"{format_ratio(r['ratio_pair'])}")
         losses = ", ".join(f"{r['impl']} {r['loss0']:.4f}" for r in rs)
         out.append(f"\nfirst-step loss: {losses}\n")
     return "\n".join(out)

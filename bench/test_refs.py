@@ -91,3 +91,22 @@ def test_ab_compare_shape():
     assert len(res["times"]["a"]) == 3 and res["baseline"] == "a"
     assert res["ratios"]["a"]["median"] == 1.0
     assert "numpy" in harness.machine_facts()
+
+
+@needs_tgx
+def test_plain_script_gpt_matches_the_floor():
+    """bench/plain_gpt.py (the user-script arm) computes the floor's loss and gradients."""
+    import plain_gpt
+    import tinygradx as tgx
+    cfg = ngpt.GPTConfig(vocab_size=11, block_size=8, n_layer=2, n_head=2, n_embd=16,
+                         dtype="float64")
+    params = ngpt.init_params(cfg, seed=0)
+    rng = np.random.default_rng(1)
+    idx, tgt = rng.integers(0, 11, (3, 8)), rng.integers(0, 11, (3, 8))
+    loss, grads = ngpt.NumpyGPT(cfg).loss_and_grads(params, idx, tgt)
+    P = {k: tgx.tensor(np.array(v), requires_grad=True) for k, v in params.items()}
+    mine = plain_gpt.forward(P, tgx.tensor(idx), tgx.tensor(tgt), n_layer=2, n_head=2)
+    mine.backward()
+    assert abs(mine.item() - loss) <= 1e-12 * abs(loss)
+    for k, g in grads.items():
+        np.testing.assert_allclose(P[k].grad.numpy(), g, rtol=1e-9, atol=1e-12, err_msg=k)

@@ -19,6 +19,13 @@ imports that module and never numba itself, whose LLVM would add ~100 MB of resi
 The fast-math flags allow reordering sums (so loops vectorise) but not assuming finite
 values: NaN and inf propagate as in numpy. The compiled functions trust their arguments'
 layout, so `_call` passes only C-contiguous arrays of the kernel's dtype.
+
+The first build says so in one line on the "tinygradx" logger (`process.notice`: stderr unless
+logging is configured), since the step that triggers it waits ~20 s; a build that fails turns
+the kernels off for the process, keeps the reason in `BUILD_ERROR` and says so once.
+Every entry point below returns its result when it did the work (True for those that write
+into arrays given) and None when it did not (the kernels off, a dtype or layout it does not
+take): the caller then runs its numpy path.
 """
 from __future__ import annotations
 
@@ -33,11 +40,12 @@ import threading
 
 import numpy as np
 
-from . import parallel
+from . import parallel, process
 
 ENABLED = (os.environ.get("TINYGRADX_KERNELS", "1") != "0"
            and importlib.util.find_spec("numba") is not None)
 FLAGS = {"reassoc", "contract", "nsz", "arcp"}      # no "nnan"/"ninf": NaN and inf stay exact
+BUILD_ERROR = None      # why the compiled module could not be had, when it could not
 _module = None
 _compiled = {}          # (loop, dtype) -> the compiled function
 _LOAD_LOCK = threading.Lock()
@@ -91,23 +99,46 @@ def _load():
 
 
 def _load_locked():
-    global _module, ENABLED
+    global _module, ENABLED, BUILD_ERROR
     if _module is None:
         name, where = module_name(), cache_dir()
         try:
             path = _built(where, name)
             if path is None:
-                subprocess.run([sys.executable, "-m", "tinygradx.kernels_build", where, name],
-                               check=True, capture_output=True, timeout=900)
+                process.notice("kernels-build", f"compiling faster LayerNorm, softmax, GELU "
+                               f"and AdamW loops for this CPU (numba is installed): about 20 "
+                               f"s, once, cached in {where}; TINYGRADX_KERNELS=0 skips them")
+                _build(where, name)
                 path = _built(where, name)
+                if path is None:
+                    raise RuntimeError(f"the build wrote no module {name} into {where}")
             spec = importlib.util.spec_from_file_location(name, path)
             mod = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(mod)
             _module = mod
-        except Exception:        # no compiler setup, an unwritable cache, a failed build
+        except Exception as e:   # no compiler setup, an unwritable cache, a failed build
             ENABLED = False
+            BUILD_ERROR = _reason(e)
+            process.notice("kernels-failed", f"the optional compiled kernels are off for this "
+                           f"process ({BUILD_ERROR}); the numpy path runs instead")
             return None
     return _module
+
+
+def _build(where, name):
+    """Compile the loops into module `name` in `where` in a child process (kernels_build.py)."""
+    subprocess.run([sys.executable, "-m", "tinygradx.kernels_build", where, name],
+                   check=True, capture_output=True, text=True, timeout=900)
+
+
+def _reason(e):
+    """One line saying why the compiled module could not be had."""
+    if isinstance(e, subprocess.CalledProcessError):
+        lines = [ln for ln in (e.stderr or "").strip().splitlines() if ln.strip()]
+        return f"the build exited with {e.returncode}: {lines[-1] if lines else 'no output'}"
+    if isinstance(e, subprocess.TimeoutExpired):
+        return f"the build took over {e.timeout:.0f} s"
+    return f"{type(e).__name__}: {e}"
 
 
 def _built(where, name):
@@ -120,19 +151,19 @@ def _built(where, name):
 
 
 def _call(fn, dtype, *args):
-    """Run loop `fn` compiled for `dtype` on args; False (the caller's numpy path) when the
-    kernels are off or an array is not C-contiguous of dtype (float64 work arrays aside)."""
+    """Run loop `fn` compiled for `dtype` on args: True, or None (the caller's numpy path) when
+    the kernels are off or an array is not C-contiguous of dtype (float64 work arrays aside)."""
     compiled = _compiled.get((fn, dtype))
     if compiled is None:
         if not ENABLED or dtype not in (np.float32, np.float64) or _load() is None:
-            return False
+            return None
         compiled = getattr(_module, f"{fn.__name__[1:]}_{'f4' if dtype == np.float32 else 'f8'}")
         _compiled[fn, dtype] = compiled
     elif not ENABLED:
-        return False
+        return None
     for a in args:
         if isinstance(a, np.ndarray) and not a.flags.c_contiguous:
-            return False
+            return None
     compiled(*args)
     return True
 
@@ -227,12 +258,13 @@ def _gelu_tanh_outer(x, t, y, half, one):
 
 def gelu_tanh(x, t, y):
     """t <- tanh(sqrt(2/pi) (x + 0.044715 x^3)), y <- 0.5 x (1 + t); all 1-D of one dtype;
-    False when off. Two compiled loops around numpy's tanh (three passes instead of eight)."""
+    True, or None when not handled. Two compiled loops around numpy's tanh (three passes
+    instead of eight)."""
     f = x.dtype.type
     c1 = np.sqrt(2.0 / np.pi)
     if not (x.dtype == t.dtype == y.dtype
             and _call(_gelu_tanh_inner, x.dtype, x, t, f(c1), f(0.044715 * c1))):
-        return False
+        return None
     np.tanh(t, out=t)
     return _call(_gelu_tanh_outer, x.dtype, x, t, y, f(0.5), f(1))
 
@@ -245,12 +277,14 @@ def _gelu_tanh_grad(x, t, g, d, half, one, c1, c3):
 
 
 def gelu_tanh_grad(x, t, g, d):
-    """d <- GELU (tanh form)'s dx from x, t = tanh(...) and g, all 1-D of one dtype; False
-    when off."""
+    """d <- GELU (tanh form)'s dx from x, t = tanh(...) and g, all 1-D of one dtype; True, or
+    None when not handled."""
     f = x.dtype.type
     c1 = np.sqrt(2.0 / np.pi)
-    return x.dtype == t.dtype == g.dtype == d.dtype and _call(
-        _gelu_tanh_grad, x.dtype, x, t, g, d, f(0.5), f(1), f(c1), f(3 * 0.044715 * c1))
+    if x.dtype == t.dtype == g.dtype == d.dtype:
+        return _call(_gelu_tanh_grad, x.dtype, x, t, g, d, f(0.5), f(1), f(c1),
+                     f(3 * 0.044715 * c1))
+    return None
 
 
 def _row_dot(g, s, i):
@@ -277,10 +311,12 @@ def _softmax_grad_inplace(g, s):
 def softmax_grad(g, s, out, inplace=False):
     """out <- s * (g - rowsum(g s)) for 2-D g, s, out; inplace=True when out is g (its own
     loop: with two aliased arguments the compiled loop does not vectorise, (3072, 64) 144 us
-    against 60). False when off."""
+    against 60). True, or None when not handled."""
+    if g.dtype != s.dtype or out.dtype != g.dtype:
+        return None
     if inplace:
-        return g.dtype == s.dtype and _call(_softmax_grad_inplace, g.dtype, g, s)
-    return g.dtype == s.dtype == out.dtype and _call(_softmax_grad, g.dtype, g, s, out)
+        return _call(_softmax_grad_inplace, g.dtype, g, s)
+    return _call(_softmax_grad, g.dtype, g, s, out)
 
 
 def _adam(p, g, m, v, b1, c1, b2, c2, shrink, eps_s, step_size):
@@ -295,11 +331,12 @@ def _adam(p, g, m, v, b1, c1, b2, c2, shrink, eps_s, step_size):
 
 def adam(p, g, m, v, beta1, beta2, shrink, eps_s, step_size):
     """One Adam step on 1-D arrays in place (the coefficients as optim.Adam._adam_kernel
-    computes them: shrink = 1 - lr wd for AdamW, else 1); False when off."""
+    computes them: shrink = 1 - lr wd for AdamW, else 1); True, or None when not handled."""
     f = p.dtype.type
-    return p.dtype == g.dtype == m.dtype == v.dtype and _call(
-        _adam, p.dtype, p, g, m, v, f(beta1), f(1 - beta1), f(beta2), f(1 - beta2), f(shrink),
-        f(eps_s), f(step_size))
+    if not p.dtype == g.dtype == m.dtype == v.dtype:
+        return None
+    return _call(_adam, p.dtype, p, g, m, v, f(beta1), f(1 - beta1), f(beta2), f(1 - beta2),
+                 f(shrink), f(eps_s), f(step_size))
 
 
 # ------------------------------------------------------------------------------------------
@@ -348,13 +385,13 @@ def _softmax_normalize(out):
 
 def softmax(x, out, inplace=False):
     """out <- softmax(x) over the last axis of 2-D x, out; inplace=True when out is x (the
-    shift's own loop, as softmax_grad's). False when off or when a row is empty (the
-    caller's numpy path handles it)."""
+    shift's own loop, as softmax_grad's). True, or None when not handled (also when a row
+    is empty: the caller's numpy path handles it)."""
     if x.shape[1] == 0 or x.dtype != out.dtype:
-        return False
+        return None
     if not (_call(_softmax_shift_inplace, x.dtype, x) if inplace
             else _call(_softmax_shift, x.dtype, x, out)):
-        return False
+        return None
     np.exp(out, out=out)
     return _call(_softmax_normalize, x.dtype, out)
 

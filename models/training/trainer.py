@@ -90,6 +90,7 @@ class Trainer:
         self.resumed_from = None       # the checkpoint this trainer was loaded from
         self._owns_dir = False         # set once train() has claimed cfg.out_dir
         self.last_health = None        # per-layer gradient norms / update ratios of the last step
+        self.last_flops = 0            # GEMM FLOPs of the last step, forward and backward
         self._stop = False
 
     # -- construction ----------------------------------------------------------------------
@@ -246,6 +247,8 @@ class Trainer:
 
         Each micro-batch's mean loss is weighted by its share of the step's target tokens, so
         k micro-batches of b examples give the gradient of one batch of the k * b examples.
+        self.last_flops holds the step's GEMM FLOPs, forward and backward (tgx.perf.step_flops,
+        counted from each micro-batch's graph before its backward).
         Every health_interval steps, self.last_health holds per-layer gradient norms and
         update:data ratios (else None).
         """
@@ -254,9 +257,10 @@ class Trainer:
         batches = [self.draw_batch("train", self.data_rng) for _ in range(cfg.grad_accum)]
         total = max(sum(self.batch_tokens(b) for b in batches), 1)
         self.optimizer.zero_grad()
-        loss_value, ntok = 0.0, 0
+        loss_value, ntok, self.last_flops = 0.0, 0, 0
         for b in batches:
             loss, n = self.loss_on_batch(b)
+            self.last_flops += tgx.perf.step_flops(loss)
             (loss * (n / total)).backward()
             loss_value += loss.item() * n / total
             ntok += n
@@ -352,12 +356,17 @@ class Trainer:
         try:
             with open(log_path, "a", encoding="utf-8") as logf:
                 while self.step < end and not self._stop:
+                    started = time.perf_counter()
                     loss, ntok, lr, norm = self.train_step()
+                    seconds = time.perf_counter() - started
                     tokens += ntok
                     rate = tokens / max(time.perf_counter() - t0, 1e-9)
                     bar.update(loss, lr, rate)
+                    flop_s = self.last_flops / max(seconds, 1e-9)
+                    # MFU: the step's GEMM FLOP/s over this CPU's measured GEMM peak
                     row = {"step": self.step, "loss": loss, "lr": lr, "grad_norm": norm,
-                           "tokens_per_s": rate}
+                           "tokens_per_s": rate, "flops": self.last_flops, "flop_per_s": flop_s,
+                           "mfu": flop_s / tgx.perf.peak_flops()}
                     if self.last_health:
                         row["layers"] = self.last_health
                     evaluate = self.step % cfg.eval_interval == 0 or self.step == end
@@ -530,6 +539,9 @@ def _fmt_eval(row):
              f"val loss {row['val_loss']:.4f}"]
     if "val_exact_match" in row:
         parts.append(f"val exact match {100 * row['val_exact_match']:.1f}%")
+    if "flops" in row:
+        parts.append(f"{row['flops'] / 1e9:.3f} GFLOP/step, {row['flop_per_s'] / 1e9:.1f} "
+                     f"GFLOP/s, MFU {row['mfu']:.0%}")
     return " | ".join(parts)
 
 
