@@ -40,7 +40,7 @@ def test_graph_page_is_one_offline_file_with_linked_rows(tmp_path):
     rows = re.findall(r'<tr data-node="(n\d+)">', text)
     assert rows and set(rows) <= ids                        # every linked row finds its node
     assert '"formula": "A = softmax(' in text and '"named": "(B, h, T, S)"' in text
-    assert "x + MHA(x)  (residual)" in text and '"grad":' in text
+    assert "X + MHA(X)  (residual)" in text and '"grad":' in text
 
 
 def test_trace_html_without_a_graph_is_the_table(tmp_path):

@@ -407,9 +407,9 @@ def test_labels_carry_seed_names_and_named_shapes():
     model, batch = small_model("transformer", "post", 1)
     loss = training_loss("transformer", model, batch)
     src = viz.to_dot_source(loss, params=model, dims=named_dims("transformer"), legend=False)
-    for label in ["Q (B, S, h·d_k)\\n(2, 7, 24)", "S (B, h, T, S)\\n(2, 3, 5, 7)",
+    for label in ["Q (B, S, h·d_k)\\n(2, 7, 24)", "Score/√d_k (B, h, T, S)\\n(2, 3, 5, 7)",
                   "A (B, h, T, T)", "Z (B, h, S, d_v)", "Concat (B, T, h·d_v)",
-                  "MHA (B, T, d_model)", "Y_attn (B, S, d_model)", "Y_cross (B, T, d_model)",
+                  "MHA (B, T, d_model)", "Y_attn (B, S, d_model)", "y (B, T, d_model)",
                   "H_ff (B, T, d_ff)", "H (B, S, d_model)", "logits (B, T, V)",
                   "X (B, S, d_model)", "loss\\nscalar"]:
         assert label in src, label
