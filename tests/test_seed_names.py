@@ -169,3 +169,25 @@ def test_only_a_scale_of_one_over_root_dk_makes_a_score():
     assert "Score/√d_k" in {r.name for r in user_rows(scale=0.5).rows}
     assert "Score/√d_k" not in {r.name for r in user_rows(scale=0.3).rows}
     assert np.isclose(1 / math.sqrt(4), 0.5)
+
+
+def test_a_model_file_through_the_look_alike_gets_no_guessed_names(tmp_path):
+    """tests/compat_models/gpt.py (plain PyTorch code, its projection called `qkv`) loaded with
+    `torch` being the look-alike: A·V and the reshapes after it are not A, masked_fill is not a
+    mask add of some guessed Y; a name the file sets on a tensor would be shown."""
+    import os
+
+    import tinygradx.compat as compat
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compat_models", "gpt.py")
+    mod = compat.load_module(path)
+    tgx.manual_seed(0)
+    model = mod.GPT(mod.GPTConfig(vocab_size=20, context=8, n_layer=1, d_model=16))
+    idx = tgx.randint(0, 20, (2, 6))
+    with trace() as t:
+        model(idx, idx)
+    ops = by_op(t)
+    names_after_softmax = [r.name for r in t.rows if ops["softmax"][0].index < r.index and
+                           r.scope.endswith("attn")]
+    assert "A" not in names_after_softmax, names_after_softmax
+    assert all(r.formula == "masked_fill" and r.name == "" for r in ops["masked_fill"])
+    assert not any(r.name.endswith(" + M") for r in t.rows)
