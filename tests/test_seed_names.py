@@ -191,3 +191,78 @@ def test_a_model_file_through_the_look_alike_gets_no_guessed_names(tmp_path):
     assert "A" not in names_after_softmax, names_after_softmax
     assert all(r.formula == "masked_fill" and r.name == "" for r in ops["masked_fill"])
     assert not any(r.name.endswith(" + M") for r in t.rows)
+
+
+# ------------------------------------------------------------------------------------------
+# the default picture: one attention op by op, the mask, PE and constants named, values
+# ------------------------------------------------------------------------------------------
+
+def cli_dot(tmp_path, model, *extra):
+    from tinygradx.models.apps.cli import main
+    pytest.importorskip("graphviz")
+    out = tmp_path / f"{model}.dot"
+    assert main(["graph", "--model", model, "--out", str(out), *extra]) == 0
+    return out.read_text(encoding="utf-8")
+
+
+def labels(src):
+    import re
+    return re.findall(r'label="([^"]*)"', src)
+
+
+def test_default_gpt_picture_shows_one_attention_op_by_op(tmp_path, capsys):
+    src = cli_dot(tmp_path, "gpt")
+    firsts = [lab.split("\\n")[0] for lab in labels(src)]
+    for name in ["Q (B, h, T, d_k)", "Kᵀ (B, h, d_k, T)", "V (B, h, T, d_v)",
+                 "Score/√d_k (B, h, T, T)", "Score/√d_k + M (B, h, T, T)", "A (B, h, T, T)",
+                 "Z (B, h, T, d_v)", "Concat (B, T, h·d_v)", "MHA (B, T, d_model)"]:
+        assert name in firsts, name
+    # the first block's attention is open, the second's stays one box
+    assert any(lab.startswith("transformer.h.1.attn\\n") and "19 ops" in lab
+               for lab in labels(src))
+    assert not any(lab.startswith("transformer.h.0.attn\\n") for lab in labels(src))
+    # the mask and the scale are named; the mask's add is not drawn as a residual add
+    assert "M (mask)" in firsts and "1/√d_k = 0.3536" in firsts and "input" not in firsts
+    import re
+    mask_add = re.search(r'\[label="Score/√d_k \+ M [^\]]*\]', src).group(0)
+    assert "#d4efd4" not in mask_add and "#eeeeee" in mask_add
+    assert "mean " not in src                     # values only on request
+
+
+def test_default_transformer_picture_names_pe_and_reads_k_v_from_h(tmp_path):
+    src = cli_dot(tmp_path, "transformer")
+    firsts = [lab.split("\\n")[0] for lab in labels(src)]
+    assert firsts.count("PE (positional encoding)") == 2 and "√d_model = 4.899" in firsts
+    assert "input" not in firsts
+    assert "K (B, S, h·d_k)" in firsts and "A (B, h, T, S)" in firsts
+    k_label = next(lab for lab in labels(src) if lab.startswith("K (B, S, h·d_k)"))
+    assert "cross_attn.w_k" in k_label
+
+
+def test_values_on_request(tmp_path):
+    src = cli_dot(tmp_path, "gpt", "--values")
+    a = next(lab for lab in labels(src) if lab.startswith("A (B, h, T, T)"))
+    mean = float(a.split("mean ")[1].split()[0])
+    assert mean == pytest.approx(1 / 5, abs=1e-3)         # rows of A sum to 1 over T = 5 keys
+    assert "= 3." in next(lab for lab in labels(src) if lab.startswith("loss"))
+    m = next(lab for lab in labels(src) if lab.startswith("M (mask)"))
+    assert "(10 of 25 ±inf)" in m                          # above the diagonal of 5 x 5
+
+
+def test_default_pictures_stay_legible(tmp_path):
+    """Both default pictures within 1440 pt wide and 8e6 pt² (one attention opened)."""
+    import re
+
+    from tinygradx import renderer
+    try:
+        renderer.find_renderer()
+    except renderer.RendererNotFound:
+        pytest.skip("no Graphviz renderer installed")
+    from tinygradx.models.apps.cli import main
+    for model in ("gpt", "transformer"):
+        out = tmp_path / f"{model}.svg"
+        assert main(["graph", "--model", model, "--out", str(out)]) == 0
+        head = out.read_text(encoding="utf-8")[:2000]
+        w, h = map(float, re.search(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"',
+                                    head).groups())
+        assert w <= 1440 and w * h <= 8e6, (model, w, h)

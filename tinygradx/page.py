@@ -191,9 +191,10 @@ def page_html(svg, rows, nodes_info, title="", summary="", lang="en", head=None)
 
 
 def trace_page(t, scope=None, lang=None, params=None, depth=None, title="", summary=None,
-               dims=None):
+               dims=None, expand=None):
     """The page of a Trace: its table, and (when it kept its graph, `tgx.trace(graph=True)`) the
-    graph behind its last op drawn beside it, each row linked to its node."""
+    graph behind its last op drawn beside it, each row linked to its node. `expand`: modules
+    drawn op by op below `depth` (`viz.to_dot`'s)."""
     lang = t.lang if lang is None else lang
     svg, info, node_of = None, {}, {}
     g = t.graph
@@ -202,7 +203,8 @@ def trace_page(t, scope=None, lang=None, params=None, depth=None, title="", summ
         sub, new = g.prune()
         try:
             dot = viz.to_dot(sub, params=params, depth=depth, highlight="residual", lang=lang,
-                             ids=True, dims=dims or t.user_dims, title=title or None)
+                             ids=True, dims=dims or t.user_dims, title=title or None,
+                             expand=expand)
             svg = viz.pipe(dot, "svg")
         except (ImportError, viz.RendererNotFound) as err:
             summary = (summary or "") + f"  (no graph drawn: {str(err).splitlines()[0]})"

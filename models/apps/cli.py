@@ -283,7 +283,8 @@ def cmd_graph(args):
     depth = None if args.depth == "all" else args.depth
     try:
         build_graph_for_cli(args.model, args.norm, args.layers, depth, args.out,
-                            checkpoint=args.checkpoint, lang=args.lang, llama=args.llama)
+                            checkpoint=args.checkpoint, lang=args.lang, llama=args.llama,
+                            values=args.values)
     except RuntimeError as err:          # no renderer, or the renderer failed
         raise UsageError(f"cannot write {args.out}: {str(err).splitlines()[0]}") from None
     return 0
@@ -401,7 +402,8 @@ def _add_drawing_commands(sub):
     gr.add_argument("--layers", type=_int_at_least(1), default=2,
                     help="layers (default 2)")
     gr.add_argument("--depth", type=_depth, default=4,
-                    help="merge modules below this depth into boxes (default 4; 'all': every op)")
+                    help="merge modules below this depth into boxes (default 4; 'all': every "
+                         "op); the first attention of each kind is always drawn op by op")
     gr.add_argument("--out", type=_graph_file, default="graph.svg",
                     help=f"output file; its suffix picks the format: "
                          f"{', '.join(GRAPH_FORMATS)}; .html is the interactive page "
@@ -411,6 +413,9 @@ def _add_drawing_commands(sub):
     gr.add_argument("--lang", choices=["en", "zh"], default="en",
                     help="label language (default en)")
     gr.add_argument("--llama", action="store_true", help=_LLAMA_HELP)
+    gr.add_argument("--values", action="store_true",
+                    help="add each tensor's mean and std to its node (default: shapes and "
+                         "gradient norms only)")
     gr.set_defaults(fn=cmd_graph)
 
     tc = sub.add_parser("trace", help="print the shape trace table of one forward pass")
