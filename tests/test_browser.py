@@ -94,3 +94,63 @@ def test_hover_click_and_collapse(browser, page):
     assert browser.execute_script(hidden) > 20
     browser.find_element(By.ID, "expand-all").click()
     assert browser.execute_script(hidden) == 0
+
+
+@pytest.fixture(scope="module")
+def default_page(tmp_path_factory):
+    out = tmp_path_factory.mktemp("page") / "default.html"
+    build_graph_for_cli("gpt", None, 2, 4, str(out), log=None)       # the command's defaults
+    return out
+
+
+def test_backward_step_through(browser, default_page):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    browser.get(default_page.as_uri())
+    steps = browser.execute_script(
+        "return JSON.parse(document.getElementById('step-data').textContent)")
+    assert len(steps) > 30 and steps[0]["name"] == "loss"
+    lit = "return document.querySelectorAll('#graph g.node.lit').length"
+    browser.find_element(By.ID, "step-next").click()
+    text = browser.find_element(By.ID, "step").text
+    assert text.startswith(f"step 1/{len(steps)}  loss") and "||g|| = 1.000e+00  ()" in text
+    assert browser.execute_script(lit) == 1
+    current = "return document.querySelector('#graph g.node.current').id"
+    assert browser.execute_script(current) == steps[0]["id"]
+    # walk on with the keyboard to the first residual add: its VJP is Add's docstring
+    body = browser.find_element(By.TAG_NAME, "body")
+    k = next(i for i, s in enumerate(steps) if s["op"] == "add")
+    for _ in range(k):
+        body.send_keys(Keys.ARROW_RIGHT)
+    text = browser.find_element(By.ID, "step").text
+    assert text.startswith(f"step {k + 1}/") and "VJP: d(a+b) = (g, g)" in text
+    assert browser.execute_script(current) == steps[k]["id"]
+    # the residual path is lit only up to where the gradient has arrived
+    seen = {s["id"] for s in steps[:k + 1] if s["residual"]}
+    assert browser.execute_script(lit) == len(seen)
+    assert browser.execute_script("return document.querySelectorAll('#graph g.edge.lit')"
+                                  ".length") >= 1
+    body.send_keys(Keys.ARROW_LEFT)
+    assert browser.find_element(By.ID, "step").text.startswith(f"step {k}/")
+    for _ in range(len(steps)):
+        browser.find_element(By.ID, "step-next").click()
+    all_lit = {s["id"] for s in steps if s["residual"]}
+    assert browser.execute_script(lit) == len(all_lit)
+
+
+def test_no_column_cut_off_at_1280_px(browser, default_page):
+    browser.set_window_size(1280, 900)
+    try:
+        browser.get(default_page.as_uri())
+        over = browser.execute_script("""
+            var side = document.getElementById('side').getBoundingClientRect();
+            var out = [];
+            document.querySelectorAll('#trace-table th, #trace-table td').forEach(function(c){
+              var r = c.getBoundingClientRect();
+              if (r.right > side.right + 1) out.push(c.textContent); });
+            return out;""")
+        assert over == []
+        assert browser.execute_script(
+            "var s = document.getElementById('side'); return s.scrollWidth <= s.clientWidth")
+    finally:
+        browser.set_window_size(1600, 1000)

@@ -116,6 +116,11 @@ STRINGS = {"zh": {
     "click a row to find its node; hover a node for its formula":
         "点击一行找到它的节点；鼠标悬停节点查看公式",
     "collapse all": "全部折叠",
+    "backward, step by step": "逐步反向传播",
+    "prev": "上一步",
+    "next": "下一步",
+    "step": "步骤",
+    "gradient arriving": "到达的梯度",
     "expand all": "全部展开",
     "the trace": "形状追踪",
     "the graph": "计算图",
