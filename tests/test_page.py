@@ -38,7 +38,7 @@ def test_graph_page_is_one_offline_file_with_linked_rows(tmp_path):
     assert no_urls(text) and "http" not in text            # not even the namespaces
     assert not re.search(r'(src|href)\s*=', text)          # nothing loaded from anywhere
     ids = set(re.findall(r'<g id="(n\d+)" class="node"', text))
-    rows = re.findall(r'<tr data-node="(n\d+)">', text)
+    rows = re.findall(r'<tr data-node="(n\d+)" data-row="\d+">', text)
     assert rows and set(rows) <= ids                        # every linked row finds its node
     assert '"formula": "A = softmax(' in text and '"named": "(B, h, T, S)"' in text
     assert "X + MHA(X)  (residual)" in text and '"grad":' in text
@@ -118,3 +118,26 @@ def test_page_has_the_stepper_only_with_a_scalar_to_step_from(tmp_path):
     assert steps[0]["name"] == "loss" and any(s["name"] == "A" for s in steps)
     from tinygradx.models.apps.inspect_models import attention_trace
     assert 'id="step-next"' not in attention_trace().table(fmt="html")
+
+
+@pytest.mark.skipif(not RENDERER, reason="no Graphviz renderer installed")
+def test_each_boxed_module_has_its_opened_picture(tmp_path):
+    """A module drawn as one box (of more than one op) comes with the picture where it is open:
+    a row of an op inside it finds the op's own node there."""
+    out = tmp_path / "g.html"
+    build_graph_for_cli("gpt", None, 2, 4, str(out), log=None)
+    text = out.read_text(encoding="utf-8")
+    info = json.loads(re.search(r'<script id="node-data" type="application/json">(.*?)'
+                                r'</script>', text, re.S).group(1))
+    variants = json.loads(re.search(r'<script id="variant-data" type="application/json">(.*?)'
+                                    r'</script>', text, re.S).group(1))
+    boxed = {i for i, d in info.items() if d.get("module") and d["op"] != "1 ops"
+             and int(d["op"].split()[0]) > 1}
+    assert boxed and set(variants) == boxed
+    attn = next(i for i in boxed if info[i]["scope"] == "transformer.h.1.attn")
+    row = re.search(r'<tr data-node="%s" data-row="(\d+)"><td>\d+</td><td>%s</td>'
+                    r'<td>transformer.h.1.attn</td><td>softmax</td>' % (attn, attn), text)
+    v = variants[attn]
+    node = v["rows"][row.group(1)]
+    assert v["info"][node]["op"] == "softmax" and v["info"][node]["name"] == "A"
+    assert f'<g id="{node}" class="node"' in v["svg"] and no_urls(v["svg"])

@@ -177,7 +177,7 @@ def to_dot(tensor, params=None, show_saved=False, grads="auto", depth=None, high
     ids : bool
         Give every node an `id` attribute (its DOT name, n0, n1, ...), which an SVG keeps, so a
         page can find the node (`tinygradx.page`).
-    expand : "attention" or a list of module paths, optional
+    expand : "attention" or a list of module paths (which may hold "attention"), optional
         Modules drawn op by op although `depth` would box them (the weights they read are not
         drawn; each linear's label names its module). "attention": the first attention (in an
         encoder-decoder the first cross-attention, whose K and V come from H), so Q, K, V,
@@ -205,8 +205,8 @@ def to_dot(tensor, params=None, show_saved=False, grads="auto", depth=None, high
         node_norm, edge_norm = edge_grads(root, g)
     flow = DataFlow(g, dims)
     flow.name_all()
-    if expand == "attention":
-        expand = first_attentions(g, flow)
+    expand = [m for e in ([expand] if isinstance(expand, str) else expand or ())
+              for m in (first_attentions(g, flow) if e == "attention" else [e])]
     drawing = _Drawing(g, params, depth, node_norm, _highlight_plan(g, highlight), flow, lang,
                        ids, expand or (), values)
     dot = _graph_class()(name=title or "tinygradx")
