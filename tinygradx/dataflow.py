@@ -163,7 +163,7 @@ class Flow:
     symbol: str = ""             # what the output is (Q, Kᵀ, A, ...) for the ops that follow
     hint: str | None = None      # a name for the output's last dim that no single size tells
     show: list = field(default_factory=list)   # which inputs appear in the shapes column
-    name: str = ""               # the seed name (X, Q, S, A, Z, MHA, Y_attn, x_{l+1}, H, ...)
+    name: str = ""               # the seed name (X, Q, Score, A, Z, MHA, Y_attn, Y_next, H, ...)
     base: str = ""               # the formula the rules gave, before name_all refined it
     syms: list = field(default_factory=list)   # the symbols of the inputs
     same_inputs: bool = False    # two inputs, one node (x * x)
