@@ -84,6 +84,8 @@ STRINGS = {"zh": {
     "(Add & Norm)": "(残差连接 + 层归一化)",
     "log softmax(logits)": "对数 softmax(logits)",
     "(weights or padding mask)": "(权重或填充掩码)",
+    "(rows of log-probs)": "(对数概率的各行)",
+    "(rows of logits)": "(logits 的各行)",
     "(rotary position embedding)": "(旋转位置编码)",
     "(grouped-query attention)": "(分组查询注意力)",
     "(K, V: h_kv heads)": "(K、V 只有 h_kv 个头)",
