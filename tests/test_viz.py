@@ -384,7 +384,8 @@ def _svg_size_pt(path):
 @pytest.mark.skipif(not ANY, reason="no Graphviz renderer installed")
 def test_cli_defaults_are_legible(tmp_path):
     """`tinygradx graph --model transformer --norm post --out g.svg` with the other defaults
-    (2+2 layers, depth 4) fits ~4000 x 4000 pt; at every op it did not (~9000 x 9400 pt)."""
+    (2+2 layers, depth 4, one attention opened) stays within 1440 pt wide and 8e6 pt²; at
+    every op it did not (~9000 x 9400 pt)."""
     from tinygradx.models.apps.cli import build_parser
     args = build_parser().parse_args(["graph", "--model", "transformer", "--norm", "post",
                                       "--out", str(tmp_path / "g.svg")])
@@ -392,13 +393,13 @@ def test_cli_defaults_are_legible(tmp_path):
     said = []
     build_graph_for_cli(args.model, args.norm, args.layers, args.depth, args.out, log=said.append)
     w, h = _svg_size_pt(args.out)
-    assert w <= 4000 and h <= 4000, (w, h)
+    assert w <= 1440 and w * h <= 8e6, (w, h)
     assert said[0].startswith("drew a Post-LN encoder-decoder Transformer, 2+2 layers (depth 4)")
     said = []                                 # --norm omitted: each model's own placement
     build_graph_for_cli("gpt", None, 2, 4, str(tmp_path / "gpt.svg"), log=said.append)
     assert said[0].startswith("drew a Pre-LN GPT, 2 layers") and said[1].startswith("Pre-LN")
     w, h = _svg_size_pt(tmp_path / "gpt.svg")
-    assert w <= 4000 and h <= 4000, (w, h)
+    assert w <= 1440 and w * h <= 8e6, (w, h)
     assert build_parser().parse_args(["graph", "--depth", "all"]).depth == "all"
 
 
