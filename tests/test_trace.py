@@ -51,7 +51,8 @@ EXPECTED = [
     ("self_attn", "permute", "V_i per head", "(B, n, h, d_v) → (B, h, n, d_v)"),
     ("self_attn", "mul", "Q/√d_k", "(B, h, n, d_k) → (B, h, n, d_k)"),
     ("self_attn", "permute", "Kᵀ", "(B, h, n, d_k) → (B, h, d_k, n)"),
-    ("self_attn", "matmul", "S = QKᵀ/√d_k", "(B, h, n, d_k)·(B, h, d_k, n) → (B, h, n, n)"),
+    ("self_attn", "matmul", "Score/√d_k = QKᵀ/√d_k",
+     "(B, h, n, d_k)·(B, h, d_k, n) → (B, h, n, n)"),
     ("self_attn", "softmax", "A = softmax(QKᵀ/√d_k)  (scaled dot-product attention)",
      "(B, h, n, n) → (B, h, n, n)"),
     ("self_attn", "matmul", "head_i = A·V", "(B, h, n, n)·(B, h, n, d_v) → (B, h, n, d_v)"),
@@ -59,9 +60,9 @@ EXPECTED = [
     ("self_attn", "reshape", "Concat(head_1..head_h)", "(B, n, h, d_v) → (B, n, h·d_v)"),
     ("self_attn.w_o", "linear", "MultiHead = Concat(head_1..head_h)·W^O  (multi-head attention)",
      "(B, n, h·d_v)·(h·d_v, d_model) → (B, n, d_model)"),
-    ("<top>", "add", "x + MHA(x)  (residual)",
+    ("<top>", "add", "X + MHA(X)  (residual)",
      "(B, n, d_model), (B, n, d_model) → (B, n, d_model)"),
-    ("norm1", "layer_norm", "Y_attn = LayerNorm(x + MHA(x))  (Add & Norm)",
+    ("norm1", "layer_norm", "Y_attn = LayerNorm(X + MHA(X))  (Add & Norm)",
      "(B, n, d_model) → (B, n, d_model)"),
 ]
 
@@ -93,7 +94,7 @@ def test_sizes_shared_by_two_names_fall_back_to_numbers():
 def test_causal_mask_appears_in_the_formula():
     t = run(causal=True)
     formulas = [r.formula for r in t.rows]
-    assert "QKᵀ/√d_k + M  (mask)" in formulas
+    assert "Score/√d_k + M = QKᵀ/√d_k + M  (mask)" in formulas
     assert "A = softmax(QKᵀ/√d_k + M)  (scaled dot-product attention)" in formulas
 
 
@@ -101,7 +102,7 @@ def test_text_table_scope_filter_and_rows():
     t = run()
     text = t.table(scope="norm1")
     assert text.splitlines()[0] == "dims: B=2, n=5, d_model=12, h=3, d_k=4"
-    assert len(text.splitlines()) == 3 and "LayerNorm(x + MHA(x))" in text
+    assert len(text.splitlines()) == 3 and "LayerNorm(X + MHA(X))" in text
     assert str(t) == t.table()
     assert [r.op for r in t.rows][:2] == ["linear", "reshape"]
     assert t.rows[0].in_shapes == [(2, 5, 12), (12, 12), (12,)]
@@ -199,8 +200,8 @@ EXPECTED_LLAMA = _rms_rows("ln_1") + [
     ("attn", "repeatinterleave", f"V {GQA}", "(B, h_kv, T, d_v) → (B, h, T, d_v)"),
     ("attn", "mul", "Q/√d_k", f"{QH} → {QH}"),
     ("attn", "permute", "Kᵀ", f"{QH} → (B, h, d_k, T)"),
-    ("attn", "matmul", "S = QKᵀ/√d_k", f"{QH}·(B, h, d_k, T) → (B, h, T, T)"),
-    ("attn", "add", "QKᵀ/√d_k + M  (mask)", "(B, h, T, T), (T, T) → (B, h, T, T)"),
+    ("attn", "matmul", "Score/√d_k = QKᵀ/√d_k", f"{QH}·(B, h, d_k, T) → (B, h, T, T)"),
+    ("attn", "add", "Score/√d_k + M = QKᵀ/√d_k + M  (mask)", "(B, h, T, T), (T, T) → (B, h, T, T)"),
     ("attn", "softmax", "A = softmax(QKᵀ/√d_k + M)  (scaled dot-product attention)",
      "(B, h, T, T) → (B, h, T, T)"),
     ("attn", "matmul", "head_i = A·V", "(B, h, T, T)·(B, h, T, d_v) → (B, h, T, d_v)"),
@@ -242,8 +243,8 @@ def test_llama_style_gpt_names_h_kv_without_dims_and_its_post_ln_rows():
     assert t.dims() == {"B": 2, "n": 5, "d_model": 24, "V": 32, "h": 6, "d_k": 4, "h_kv": 3,
                         "d_ff": 64}
     post = trace_cli("gpt", "post", llama=True, fmt="text")
-    assert "Y_attn = RMSNorm(x + MHA(x))  (Add & Norm)" in post
-    assert "x_{l+1} = RMSNorm(x + FFN(x))  (Add & Norm)  (block output)" in post
+    assert "Y_attn = RMSNorm(X + MHA(X))  (Add & Norm)" in post
+    assert "Y_next = RMSNorm(Y_attn + FFN(Y_attn))  (Add & Norm)  (block output)" in post
     zh = trace_cli("gpt", llama=True, fmt="text", lang="zh")
     assert "(旋转位置编码)" in zh and "(分组查询注意力)" in zh
 

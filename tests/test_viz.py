@@ -415,8 +415,8 @@ def assert_legible(path, kind):
 @pytest.mark.parametrize("kind", ["dot", "graphviz-pure"])
 def test_cli_defaults_are_legible(kind, tmp_path):
     """`tinygradx graph --model transformer --norm post --out g.svg` with the other defaults
-    (2+2 layers, depth 4), and the GPT's, are legible with either renderer (at every op they were
-    ~9000 x 9400 pt)."""
+    (2+2 layers, depth 4, one attention opened), and the GPT's, are legible with either renderer
+    (at every op they were ~9000 x 9400 pt)."""
     if not available(kind):
         pytest.skip(f"renderer {kind} is not installed (this test runs once per renderer found)")
     from tinygradx.models.apps.cli import build_parser
@@ -452,9 +452,9 @@ def test_labels_carry_seed_names_and_named_shapes():
     model, batch = small_model("transformer", "post", 1)
     loss = training_loss("transformer", model, batch)
     src = viz.to_dot_source(loss, params=model, dims=named_dims("transformer"), legend=False)
-    for label in ["Q (B, S, h·d_k)\\n(2, 7, 24)", "S (B, h, T, S)\\n(2, 3, 5, 7)",
+    for label in ["Q (B, S, h·d_k)\\n(2, 7, 24)", "Score/√d_k (B, h, T, S)\\n(2, 3, 5, 7)",
                   "A (B, h, T, T)", "Z (B, h, S, d_v)", "Concat (B, T, h·d_v)",
-                  "MHA (B, T, d_model)", "Y_attn (B, S, d_model)", "Y_cross (B, T, d_model)",
+                  "MHA (B, T, d_model)", "Y_attn (B, S, d_model)", "y (B, T, d_model)",
                   "H_ff (B, T, d_ff)", "H (B, S, d_model)", "logits (B, T, V)",
                   "X (B, S, d_model)", "loss\\nscalar"]:
         assert label in src, label

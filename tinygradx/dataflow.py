@@ -6,8 +6,9 @@
 
 The data flow (`DataFlow`) names what every node computes, once, for both tools: the formula
 (found from the module name and the op, followed from input to input: `Q`, `Kᵀ`, then `QKᵀ/√d_k`)
-and the Transformer quantity the seed paper calls it (X, Q, K, V, S, A, Z, Concat, MHA, Y_attn,
-H_ff, x_{l+1}, H, logits, loss), with its shape in named dims (B, T, S, d_model, h, d_k, d_ff, V).
+and the Transformer quantity the seed paper calls it (X, Q, K, V, Score, A, Z, Concat, MHA,
+Y_attn, H_ff, Y_next, x_{l+1}, H, logits, log-probs, loss; `dataflow_names`), with its shape
+in named dims (B, T, S, d_model, h, d_k, d_ff, V).
 `tinygradx.trace` prints them as a table, `tinygradx.viz` writes them into the node labels.
 The strings the tools print have one table of translations (`STRINGS`, read by `translate`).
 """
@@ -16,9 +17,10 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 
-from .dataflow_modern import (SEED, ModernRules, kv_repeat_test, rms_step_test, rope_half_test,
+from .dataflow_modern import (ModernRules, kv_repeat_test, rms_step_test, rope_half_test,
                               rope_test, square_test, swiglu_test)
-from .graph import backward_frame, leaf_kind, skip_input, sublayer, within
+from .dataflow_names import SCORES, SEED_NAMES, SeedNames, log_prob_test, sublayer_kind
+from .graph import backward_frame, leaf_kind, skip_input
 
 __all__ = ["DataFlow", "Flow", "translate", "STRINGS"]
 
@@ -50,10 +52,7 @@ LINEARS = [
     ("generator*", "logits", "logits = X·W_vocab", None),
 ]
 POS_EMBED = ("wpe", "pos*", "*position*")
-
-# the seed name shown for a symbol (the symbols are what the rules pass from op to op)
-_SEED = {"QKᵀ": "S", "QKᵀ/√d_k": "S", "QKᵀ/√d_k + M": "S", "Q/√d_k + M": "S", "QKᵀ + M": "S",
-         "S + M": "S", "MultiHead": "MHA", "QKV": "[Q K V]", "E·√d": "E·√d_model", **SEED}
+SEED_LOGITS = {"logits": "logits", "log p": "log-probs"}
 
 # One table of the strings the tools print, English -> Chinese. `translate` replaces each
 # English phrase in a formula, a label or a header (longest first), so a formula such as
@@ -76,10 +75,17 @@ STRINGS = {"zh": {
     "(scaled dot-product attention)": "(缩放点积注意力)",
     "(multi-head attention)": "(多头注意力)",
     "(feed-forward network)": "(前馈网络)",
-    "(encoder memory)": "(编码器输出 memory)",
+    "(encoder output)": "(编码器输出)",
+    "(H: the encoder output)": "(H：编码器输出)",
+    "(log-probabilities)": "(对数概率)",
+    "(the target's log-prob)": "(目标词的对数概率)",
+    "(each token's loss)": "(每个词的损失)",
     "(block output)": "(块输出)",
     "(Add & Norm)": "(残差连接 + 层归一化)",
     "log softmax(logits)": "对数 softmax(logits)",
+    "(weights or padding mask)": "(权重或填充掩码)",
+    "(rows of log-probs)": "(对数概率的各行)",
+    "(rows of logits)": "(logits 的各行)",
     "(rotary position embedding)": "(旋转位置编码)",
     "(grouped-query attention)": "(分组查询注意力)",
     "(K, V: h_kv heads)": "(K、V 只有 h_kv 个头)",
@@ -112,6 +118,11 @@ STRINGS = {"zh": {
     "click a row to find its node; hover a node for its formula":
         "点击一行找到它的节点；鼠标悬停节点查看公式",
     "collapse all": "全部折叠",
+    "backward, step by step": "逐步反向传播",
+    "prev": "上一步",
+    "next": "下一步",
+    "step": "步骤",
+    "gradient arriving": "到达的梯度",
     "expand all": "全部展开",
     "the trace": "形状追踪",
     "the graph": "计算图",
@@ -142,18 +153,6 @@ def _in_attention(scope):
     return "attn" in last or "attention" in last
 
 
-def _sublayer_kind(module):
-    """"cross", "attn" or "ffn" for a sublayer's module path, else None."""
-    last = module.rsplit(".", 1)[-1]
-    if "cross" in last or "src_attn" in last:
-        return "cross"
-    if "attn" in last or "attention" in last:
-        return "attn"
-    if last in ("mlp", "ff", "ffn", "feed_forward") or "ff" in last or "mlp" in last:
-        return "ffn"
-    return None
-
-
 @dataclass
 class Flow:
     """What node i of a Graph computes: the seed name, the formula, and how its shape is named."""
@@ -166,21 +165,51 @@ class Flow:
     symbol: str = ""             # what the output is (Q, Kᵀ, A, ...) for the ops that follow
     hint: str | None = None      # a name for the output's last dim that no single size tells
     show: list = field(default_factory=list)   # which inputs appear in the shapes column
-    name: str = ""               # the seed name (X, Q, S, A, Z, MHA, Y_attn, x_{l+1}, H, ...)
+    name: str = ""               # the seed name (X, Q, Score, A, Z, MHA, Y_attn, Y_next, H, ...)
     base: str = ""               # the formula the rules gave, before name_all refined it
     syms: list = field(default_factory=list)   # the symbols of the inputs
     same_inputs: bool = False    # two inputs, one node (x * x)
     of: int | None = None        # the node an RMSNorm chain normalises
     seed: str | None = None      # the seed name when it is not the symbol's
     backward: bool = False       # an op a create_graph backward pass recorded (no seed name)
+    consts: list = field(default_factory=list)  # per input: a constant's value, else None
+    d_k: int | None = None       # QKᵀ: the d_k its scale must use
 
 
 def _scaled_query(f, x):
-    return "const" in f.kinds and x in ("Q", "QKᵀ")
+    """Q·(1/√d_k), Q/√d_k, or the same of QKᵀ: the constant must be that number (d_k: the last
+    dim of Q), else it is some other product."""
+    if "const" not in f.kinds or x not in ("Q", "QKᵀ") or len(f.kinds) != 2:
+        return False
+    c = f.consts[f.kinds.index("const")]
+    dk = f.d_k if x == "QKᵀ" else (f.in_shapes[0] or (0,))[-1]
+    if c is None or not dk:
+        return c is None
+    want = dk ** -0.5 if f.op == "mul" else dk ** 0.5
+    return abs(c - want) <= 1e-6 * want
+
+
+def _const_value(t):
+    """The value of a constant leaf (a scalar, or an array of one value), else None."""
+    data = getattr(t, "_data", None)
+    if data is None or data.size == 0 or data.dtype.kind not in "fiu":
+        return None
+    flat = data.reshape(-1)
+    return float(flat[0]) if data.size == 1 or (flat == flat[0]).all() else None
 
 
 def _mask_add(f, x):
-    return _in_attention(f.scope) and "op" not in f.kinds[1:]
+    return x in SCORES and _in_attention(f.scope) and "op" not in f.kinds[1:]
+
+
+def _score(f, x):
+    return x in SCORES
+
+
+def _cross_kv(f, x):
+    """K or V of a cross-attention: computed from the encoder output H."""
+    return sublayer_kind(f.scope.rsplit(".", 1)[0]) == "cross" and \
+        any(_match(f.scope, p) for p in ("w_k", "w_v", "k_proj", "v_proj"))
 
 
 def _position_rows(f, x):
@@ -190,23 +219,24 @@ def _position_rows(f, x):
 # op -> [(test(flow, x) or None for always, DataFlow method)]: the first rule whose test passes
 # fills the flow; x is the symbol of the first input
 RULES = {
-    "linear": [(None, "_linear")],
+    "linear": [(_cross_kv, "_cross_linear"), (None, "_linear")],
     "embedding": [(None, "_embedding")],
     "getitem": [(lambda f, x: x == "QKV", "_split_qkv"), (_position_rows, "_position_table"),
-                (rope_half_test, "_rope_half")],
+                (rope_half_test, "_rope_half"), (log_prob_test, "_log_prob_step")],
+    "neg": [(rope_test, "_rope"), (log_prob_test, "_log_prob_step")],
+    "sum": [(log_prob_test, "_log_prob_step")],
     "reshape": [(None, "_movement")],
     "permute": [(None, "_movement")],
     "matmul": [(None, "_matmul")],
     "mul": [(square_test, "_rms_norm"), (rms_step_test, "_rms_norm"), (_scaled_query, "_scale"),
-            (rope_test, "_rope"), (swiglu_test, "_swiglu"),
+            (rope_test, "_rope"), (swiglu_test, "_swiglu"), (log_prob_test, "_log_prob_step"),
             (lambda f, x: x == "E" and "const" in f.kinds, "_scaled_embedding")],
-    "mean": [(rms_step_test, "_rms_norm")],
+    "mean": [(rms_step_test, "_rms_norm"), (log_prob_test, "_log_prob_step")],
     "rsqrt": [(rms_step_test, "_rms_norm")],
-    "neg": [(rope_test, "_rope")],
     "cat": [(rope_test, "_rope")],
     "repeatinterleave": [(kv_repeat_test, "_kv_repeat")],
-    "div": [(_scaled_query, "_scale")],
-    "masked_fill": [(None, "_mask")],
+    "div": [(_scaled_query, "_scale"), (log_prob_test, "_log_prob_step")],
+    "masked_fill": [(_score, "_mask")],
     "add": [(rms_step_test, "_rms_norm"), (rope_test, "_rope"), (_mask_add, "_mask"),
             (None, "_add")],
     "attention": [(None, "_attention")],
@@ -214,8 +244,8 @@ RULES = {
 
 # op -> x -> (symbol or None to keep x, formula): ops whose formula needs only x
 SIMPLE = {
-    "softmax": lambda x: ("A", f"A = softmax({x})  (scaled dot-product attention)"
-                          if x else "softmax(x)"),
+    "softmax": lambda x: ("A", f"A = softmax({x})  (scaled dot-product attention)")
+    if x in SCORES else ("", "softmax(x)"),
     "dropout": lambda x: (None, f"dropout({x or 'x'})"),
     "layer_norm": lambda x: ("LN(x)", "LayerNorm(x)"),
     "gelu": lambda x: (None, f"GELU({x or 'H_ff'})"),
@@ -223,11 +253,16 @@ SIMPLE = {
     "sigmoid": lambda x: (f"σ({x})" if x else None, f"σ({x})" if x else "sigmoid"),
     "silu": lambda x: (f"SiLU({x})" if x else None, f"SiLU({x or 'x'})"),
     "cross_entropy": lambda x: ("loss", "loss = CE(logits, y)"),
-    "log_softmax": lambda x: (None, "log softmax(logits)"),
+    "log_softmax": lambda x: ("log p", "log p = log softmax(logits)  (log-probabilities)")
+    if x == "logits" else ("", "log softmax(x)"),
 }
 
 
-class DataFlow(ModernRules):
+# ops that keep what their input is (the same values, or a copy of them)
+KEEPS = ("contiguous", "clone", "copy", "to", "float", "double", "detach")
+
+
+class DataFlow(ModernRules, SeedNames):
     """The data flow of a Graph: a Flow per node, described parents first.
 
         flow = DataFlow(g)           # describes every node of g now
@@ -267,6 +302,9 @@ class DataFlow(ModernRules):
                  tuple(g.nodes[i].shape), [self._kind(p) for p in ps])
         if f.op is None:
             return f
+        f.consts = [_const_value(g.nodes[p]) if k == "const" else None
+                    for p, k in zip(ps, f.kinds, strict=True)]
+        f.d_k = self.flows[ps[0]].d_k if ps else None
         if backward_frame(g.ctxs[i]) is not None:   # computes a gradient: its op, plainly
             f.backward, f.formula = True, f.op
             f.show = [k for k, kind in enumerate(f.kinds) if kind in ("op", "input")]
@@ -283,10 +321,12 @@ class DataFlow(ModernRules):
         if f.op in SIMPLE:
             symbol, f.formula = SIMPLE[f.op](x)
             f.symbol = x if symbol is None else symbol
-        elif x == "logits" and f.out_shape == () and f.op in ("div", "mean"):
-            f.symbol, f.formula = "loss", "loss = −mean log p(y)"
-        else:
+        else:                                # no rule knows it: no seed name either
             f.formula = f.op
+            if f.op in KEEPS:
+                f.hint = self.flows[ps[0]].hint if ps else None
+            else:
+                f.symbol = ""
         return f
 
     def _linear(self, i, f, x, syms):
@@ -309,6 +349,15 @@ class DataFlow(ModernRules):
                     f.formula += "  (feed-forward network)"
                 return
         f.symbol, f.formula = "Y", "Y = X·Wᵀ + b" if len(f.kinds) > 2 else "Y = X·Wᵀ"
+
+    def _cross_linear(self, i, f, x, syms):
+        """Cross-attention: K = H·W^K, V = H·W^V (H: the encoder output)."""
+        f.show = [0, 1]
+        f.symbol = "V" if _match(f.scope, "w_v") or _match(f.scope, "v_proj") else "K"
+        f.hint = "h·d_v" if f.symbol == "V" else "h·d_k"
+        f.formula = f"{f.symbol} = H·W^{f.symbol}  (H: the encoder output)"
+        if len(f.kinds) > 2:
+            f.formula = f.formula.replace("  (", " + b  (", 1)
 
     def _embedding(self, i, f, x, syms):
         f.show = [0]
@@ -338,11 +387,11 @@ class DataFlow(ModernRules):
     def _scale(self, i, f, x, syms):
         f.symbol = f.formula = x + "/√d_k"
         if x == "QKᵀ":
-            f.formula = "S = QKᵀ/√d_k"
+            f.formula = "Score/√d_k = QKᵀ/√d_k"
 
     def _mask(self, i, f, x, syms):
-        f.symbol = (x or "S") + " + M"
-        f.formula = f"{f.symbol}  (mask)"
+        f.symbol = x + " + M"
+        f.formula = f"{SEED_NAMES.get(f.symbol, f.symbol)} = {f.symbol}  (mask)"
 
     def _attention(self, i, f, x, syms):
         """F.attention: the whole formula as one node (F.packed_attention: [Q K V] in, heads
@@ -381,19 +430,21 @@ class DataFlow(ModernRules):
         elif x == "Z" and f.op == "reshape" and len(out) == len(inp) - 1:
             f.symbol, f.hint = "Concat", "h·d_v"
             f.formula = "Concat(head_1..head_h)"
+        elif x in ("logits", "log p") and f.op == "reshape":
+            f.formula = f"{f.op}  (rows of {SEED_LOGITS[x]})"
         else:
-            f.formula = f.op
+            f.formula, f.symbol = f.op, ""
 
     def _matmul(self, i, f, x, syms):
         a, b = (syms + ["", ""])[:2]
         if a.startswith("Q") and b == "Kᵀ":
             scaled = "/√d_k" if a.endswith("/√d_k") else ""
-            f.symbol = "QKᵀ" + scaled
-            f.formula = "S = " + f.symbol
+            f.symbol, f.d_k = "QKᵀ" + scaled, (f.in_shapes[0] or (0,))[-1]
+            f.formula = ("Score/√d_k = " if scaled else "Score = ") + f.symbol
         elif a == "A" and b == "V":
             f.symbol, f.formula, f.hint = "Z", "head_i = A·V", "d_v"
-        else:
-            f.formula = "matmul"
+        else:                                # not A·V nor QKᵀ: no seed name
+            f.formula, f.symbol = "matmul", ""
 
     def _add(self, i, f, x, syms):
         """x + Sublayer(x) for the skip add of a residual connection (`skip_input`); the
@@ -411,88 +462,6 @@ class DataFlow(ModernRules):
             f.formula = f"X = E[ids]{scaled} + {pos}  (positional encoding)"
         elif skip_input(self.g, i) is not None:
             f.formula = "x + Sublayer(x)  (residual)"
-
-    # -- seed names --------------------------------------------------------------------------
-    def name_all(self):
-        """Give every op node its seed name. Needs the whole graph (who consumes a node tells
-        whether a residual add is the block output or is followed by its LayerNorm, Post-LN)."""
-        self.update()
-        g, flows = self.g, self.flows
-        consumers = g.consumers()
-        for f in flows:
-            f.formula = f.base
-            if f.op is not None:
-                f.name = f.seed if f.seed is not None else \
-                    _SEED.get(f.symbol, f.symbol if f.symbol not in ("x", "Y") else "")
-        for i, f in enumerate(flows):
-            if f.op != "add" or not f.formula.startswith("x + Sublayer"):
-                continue
-            ps = g.parents(i)
-            skip = skip_input(g, i)
-            other = ps[1] if ps[0] == skip else ps[0]
-            kind = _sublayer_kind(sublayer(g.scopes[i], g.scopes[other]) or "")
-            out = {"attn": "Y_attn", "cross": "Y_cross", "ffn": "x_{l+1}"}.get(kind, "")
-            sub = {"attn": "MHA", "cross": "MHA", "ffn": "FFN"}.get(kind, "Sublayer")
-            cs = consumers.get(i, [])
-            post = self._post_norm(i, cs)
-            if post is not None:
-                # Post-LN: LayerNorm(x + Sublayer(x)) is the sublayer's output
-                norm, name = post
-                f.name = f"x + {sub}(x)"
-                f.formula = f"x + {sub}(x)  (residual)"
-                flows[norm].name = out
-                flows[norm].formula = f"{out} = {name}(x + {sub}(x))  (Add & Norm)" \
-                    if out else f"{name}(x + Sublayer(x))  (Add & Norm)"
-            else:
-                f.name = out
-                norm = self._behind_ln(other, skip) if g.ops[other] is not None else None
-                if out:
-                    f.formula = f"{out} = x + {sub}({norm}(x))  (residual)" if norm else \
-                        f"{out} = x + {sub}(x)  (residual)"
-        for i, f in enumerate(flows):            # the encoder's output, read by the decoder
-            if f.op is None or f.backward or g.scopes[i].split(".")[0] != "encoder":
-                continue
-            if any(g.scopes[c].split(".")[0] != "encoder" for c in consumers.get(i, [])):
-                f.name = "H"
-                f.formula = f"H = {f.formula.split(' = ', 1)[-1]}  (encoder memory)" \
-                    if " = " in f.formula else "H  (encoder memory)"
-        for f in flows:
-            if f.name == "x_{l+1}" and "(block output)" not in f.formula:
-                f.formula += "  (block output)"
-        return flows
-
-    def _post_norm(self, i, cs):
-        """(the norm node, "LayerNorm" or "RMSNorm") when the add i feeds only a norm of a
-        module below its own (Post-LN), else None."""
-        g = self.g
-        if not cs or not all(within(g.scopes[c], g.scopes[i]) and g.scopes[c] != g.scopes[i]
-                             for c in cs):
-            return None
-        if len(cs) == 1 and g.ops[cs[0]] == "layer_norm":
-            return cs[0], "LayerNorm"
-        rms = next((k for k in range(i + 1, len(self.flows)) if self.flows[k].of == i and
-                    self.flows[k].symbol == "RMSNorm(x)"), None)
-        if rms is not None and all(g.scopes[c] == g.scopes[rms] for c in cs):
-            return rms, "RMSNorm"
-        return None
-
-    def _behind_ln(self, j, skip):
-        """"LN" or "RMSNorm" when the sublayer output j reads its input through a LayerNorm or
-        an RMSNorm of `skip` (Pre-LN), else None."""
-        g, stack, seen = self.g, [j], set()
-        while stack:
-            k = stack.pop()
-            for p in g.parents(k):
-                if p == skip:
-                    continue
-                if g.ops[p] == "layer_norm" and skip in g.parents(p):
-                    return "LN"
-                if self.flows[p].symbol == "RMSNorm(x)" and self.flows[p].of == skip:
-                    return "RMSNorm"
-                if p > skip and p not in seen and g.ops[p] is not None:
-                    seen.add(p)
-                    stack.append(p)
-        return None
 
     # -- dimension names ---------------------------------------------------------------------
     def dims(self):

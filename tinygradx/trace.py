@@ -43,7 +43,7 @@ class Row:
     hint: str | None = None  # a name for the output's last dim that no single size tells
     show: list = field(default_factory=list)   # which inputs appear in the shapes column
     node: int | None = None  # the op's node in the trace's Graph (`Trace.graph`)
-    name: str = ""           # the seed name of the output (Q, S, A, Z, MHA, Y_attn, H, ...)
+    name: str = ""           # the seed name of the output (Q, Score, A, Z, MHA, Y_attn, Y_next, H)
 
 
 class Trace:

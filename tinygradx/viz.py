@@ -41,11 +41,12 @@ import os
 import numpy as np
 
 from .dataflow import DataFlow, translate
+from .dataflow_names import sublayer_kind
 from .dotstyle import EDGE, HIGHLIGHT, RESIDUAL, Clusters, attrs, label, parts
 from .dotstyle import legend as draw_legend
 from .graph import (Graph as _G, backward_frame, backward_title, edge_grads, forward_path,
                     has_grads, leaf_kind, residual_indices, residual_path, residual_summary,
-                    walk)
+                    walk, within)
 from .renderer import RendererNotFound, find_renderer, renderer_for, run_renderer
 from .tensor import Tensor
 
@@ -140,7 +141,8 @@ def _graph_class():
 
 
 def to_dot(tensor, params=None, show_saved=False, grads="auto", depth=None, highlight=None,
-           rankdir="TB", legend=True, title=None, dims=None, lang="en", ids=False):
+           rankdir="TB", legend=True, title=None, dims=None, lang="en", ids=False, expand=None,
+           values=False):
     """The graph behind `tensor` as a graphviz.Digraph (see the module docstring for the legend).
 
     Parameters
@@ -175,6 +177,14 @@ def to_dot(tensor, params=None, show_saved=False, grads="auto", depth=None, high
     ids : bool
         Give every node an `id` attribute (its DOT name, n0, n1, ...), which an SVG keeps, so a
         page can find the node (`tinygradx.page`).
+    expand : "attention" or a list of module paths (which may hold "attention"), optional
+        Modules drawn op by op although `depth` would box them (the weights they read are not
+        drawn; each linear's label names its module). "attention": the first attention (in an
+        encoder-decoder the first cross-attention, whose K and V come from H), so Q, K, V,
+        Score, A, Z, Concat and MHA are in the picture while the other attentions stay boxed.
+    values : bool
+        Add a line of each tensor's values to its label: mean and std (one number for a
+        scalar).
 
     `tensor` may also be a `graph.Graph` (a traced one, `tgx.trace(graph=True).graph`): its last
     node is then the output. The returned Digraph carries `.nodes_info`, {DOT id: what the node
@@ -195,8 +205,10 @@ def to_dot(tensor, params=None, show_saved=False, grads="auto", depth=None, high
         node_norm, edge_norm = edge_grads(root, g)
     flow = DataFlow(g, dims)
     flow.name_all()
+    expand = [m for e in ([expand] if isinstance(expand, str) else expand or ())
+              for m in (first_attentions(g, flow) if e == "attention" else [e])]
     drawing = _Drawing(g, params, depth, node_norm, _highlight_plan(g, highlight), flow, lang,
-                       ids)
+                       ids, expand or (), values)
     dot = _graph_class()(name=title or "tinygradx")
     dot.attr(rankdir=rankdir, fontname="Helvetica", newrank="true")
     dot.attr("node", fontname="Helvetica", fontsize="10")
@@ -225,7 +237,34 @@ def _highlight_plan(g, highlight):
     return set(path), {(a, b) for b, a in itertools.pairwise(path)}
 
 
-def _collapse_plan(g, depth, names, consumers):
+def first_attentions(g, flow):
+    """[the module of the first attention]: the module of the first `A` (a softmax of scores);
+    in an encoder-decoder the first cross-attention's, which shows K and V read from H too."""
+    found = [g.scopes[i] for i, f in enumerate(flow.flows)
+             if f.op == "softmax" and f.name == "A" and g.scopes[i]]
+    cross = [m for m in found if sublayer_kind(m) == "cross"]
+    return (cross or found)[:1]
+
+
+def _value_line(t):
+    """"mean 0.012 std 0.98" of a tensor's values (a scalar: its value)."""
+    a = np.asarray(t._data, dtype=np.float64) if t._data.dtype.kind in "fiub" else None
+    if a is None or a.size == 0:
+        return None
+    if a.size == 1:
+        return f"= {float(a.reshape(-1)[0]):.4g}"
+    finite = a[np.isfinite(a)]
+    if finite.size == 0:
+        return "all inf/nan"
+    skipped = a.size - finite.size           # a mask's −inf: counted, not averaged
+    return f"mean {finite.mean():.3g} std {finite.std():.3g}" + \
+        (f" ({skipped} of {a.size} ±inf)" if skipped else "")
+
+
+HIDDEN = ""          # the owner of a node that is not drawn
+
+
+def _collapse_plan(g, depth, names, consumers, expand=()):
     """{node index: the collapsed module it is drawn inside, or None when drawn on its own}.
 
     An op goes into the module made of the first `depth` parts of its module path (when the
@@ -235,14 +274,22 @@ def _collapse_plan(g, depth, names, consumers):
     for i, scope in enumerate(g.scopes):
         frame = backward_frame(g.ctxs[i]) if g.ops[i] is not None else None
         ps = parts(forward_path(frame) if frame is not None else scope)
-        deep = depth is not None and g.ops[i] is not None and len(ps) >= depth
+        deep = depth is not None and g.ops[i] is not None and len(ps) >= depth and \
+            not any(within(scope, m) for m in expand)
         suffix = "/backward" if frame is not None else ""
         owner[i] = ".".join(ps[:depth]) + suffix if deep else None
-    if depth is None:
-        return owner
     root = len(g.nodes) - 1
     for i, t in enumerate(g.nodes):
-        if g.ops[i] is None and i != root:
+        # a weight read only inside a module drawn op by op is not drawn (its linear's label
+        # names the module): the picture keeps the data flow, Q, K, V, ..., and stays narrow
+        users = consumers.get(i, [])
+        if expand and g.ops[i] is None and users and leaf_kind(t, names) == "param" and \
+                all(any(within(g.scopes[c], m) for m in expand) for c in users):
+            owner[i] = HIDDEN
+    if depth is None:
+        return owner
+    for i, t in enumerate(g.nodes):
+        if g.ops[i] is None and i != root and owner[i] is None:
             mods = {owner[c] for c in consumers.get(i, [])}
             if len(mods) == 1 and None not in mods and leaf_kind(t, names) in ("const", "param"):
                 owner[i] = mods.pop()
@@ -270,8 +317,9 @@ class _Drawing:
     """What to_dot builds up while it emits the graph: DOT ids (n0, n1, ... in walk order, from
     one counter shared with the saved arrays' s-ids), collapsed modules, clusters, kinds drawn."""
 
-    def __init__(self, g, params, depth, node_norm, highlight, flow, lang="en", ids=False):
-        self.g, self.depth, self.node_norm = g, depth, node_norm
+    def __init__(self, g, params, depth, node_norm, highlight, flow, lang="en", ids=False,
+                 expand=(), values=False):
+        self.g, self.depth, self.node_norm, self.values = g, depth, node_norm, values
         self.flow, self.lang, self.ids = flow, lang, ids
         self.name_shape = flow.namer()
         self.info = {}                   # DOT id -> what the node computes (for a page)
@@ -280,7 +328,7 @@ class _Drawing:
         self.mtypes = _module_types(params)
         self.root = len(g.nodes) - 1
         self.consumers = g.consumers()
-        self.owner = _collapse_plan(g, depth, self.names, self.consumers)
+        self.owner = _collapse_plan(g, depth, self.names, self.consumers, expand)
         self.backward = _backward_places(g, self.consumers)
         self.clusters = Clusters()
         self.draw_id = {}                # node index -> DOT id
@@ -295,6 +343,8 @@ class _Drawing:
         """A node per tensor drawn on its own (and its saved arrays); others join their module."""
         for i, t in enumerate(self.g.nodes):
             mod = self.owner[i]
+            if mod == HIDDEN:
+                continue
             if mod is not None:
                 if mod not in self.module_id:
                     self.module_id[mod] = self.new_id()
@@ -308,6 +358,8 @@ class _Drawing:
             self.info[self.draw_id[i]] = self._info(i, [i])
             if i in self.node_norm:
                 lines.append(f"{translate('grad', self.lang)} {self.node_norm[i]:.2e}")
+            if self.values and (kind != "const") and _value_line(t):
+                lines.append(_value_line(t))
             if i == self.root:
                 extra["peripheries"] = "2"
             if i in self.hl_nodes:
@@ -337,6 +389,8 @@ class _Drawing:
             kind = "backward" if i in self.backward else op if op in ("add", "layer_norm") \
                 else "op"
             name = self.flow.flows[i].name
+            if self.flow.flows[i].symbol.endswith(" + M"):
+                kind = "op"                      # the mask's add is no residual connection
             named = self.flow.named_shape(i, self.name_shape) if t.shape else "scalar"
             shape = _fmt_shape(t.shape)
             # "Q (B, T, h·d_k)" over "(2, 5, 24)"; one line of each when no dim has a name
@@ -351,14 +405,34 @@ class _Drawing:
         if kind == "const":
             value = np.format_float_positional(float(t._data.reshape(-1)[0]), precision=4,
                                                trim="-") if t._data.size else "const"
-            return kind, [value], _consumer_scope(g, self.consumers, i)
+            role = self._role(i)
+            return kind, ([f"{role} = {value}"] if role else [value]), \
+                _consumer_scope(g, self.consumers, i)
         # an unnamed array a backward pass made without a graph (a gradient that depends on
         # nothing that requires grad) is a constant there, not an input of the model
         word = "constant" if i in self.backward and not t.requires_grad else "input"
-        lines = [self.names.get(id(t)) or t.name or word, _fmt_shape(t.shape)]
+        lines = [self.names.get(id(t)) or t.name or self._role(i) or word, _fmt_shape(t.shape)]
         if t.requires_grad:
             lines.append("requires grad")
         return kind, lines, ""
+
+    def _role(self, i):
+        """The seed's name of a leaf from the formula that reads it: the scale 1/√d_k (or
+        √d_k, √d_model), the mask M, the positional encoding PE; else ""."""
+        for c in self.consumers.get(i, []):
+            f = self.flow.flows[c]
+            ps = self.g.parents(c)
+            if f.symbol.endswith("/√d_k") and ps[0] != i:
+                return "1/√d_k" if f.op == "mul" else "√d_k"
+            if f.symbol == "E·√d" and ps[0] != i:
+                return "√d_model"
+            if f.symbol.endswith(" + M") and ps[0] != i:
+                return "M (mask)"
+            if f.formula.startswith(("−log p(y)·w", "log p(y)·w")) and ps[0] != i:
+                return "w (target weights)"
+            if f.symbol in ("X", "PE") and f.op in ("add", "getitem"):
+                return "PE (positional encoding)" if f.op == "add" else "PE table"
+        return ""
 
     def _info(self, i, members):
         """What a drawn node computes, for a page's tooltip: one node, or a collapsed module's
@@ -424,8 +498,8 @@ class _Drawing:
         """The edges between drawn nodes; those that join the same pair are merged into one."""
         merged = {}
         for p, c, slot in self.g.edges:
-            a, b = self.draw_id[p], self.draw_id[c]
-            if a == b:
+            a, b = self.draw_id.get(p), self.draw_id.get(c)
+            if a == b or a is None or b is None:
                 continue
             e = merged.setdefault((a, b), {"count": 0, "width": None, "hl": False})
             e["count"] += 1

@@ -253,7 +253,8 @@ def cmd_graph(args):
     depth = None if args.depth == "all" else args.depth
     try:
         build_graph_for_cli(args.model, args.norm, args.layers, depth, args.out,
-                            checkpoint=args.checkpoint, lang=args.lang, llama=args.llama)
+                            checkpoint=args.checkpoint, lang=args.lang, llama=args.llama,
+                            values=args.values)
     except RuntimeError as err:          # no renderer, or the renderer failed
         raise UsageError(f"cannot write {args.out}: {str(err).splitlines()[0]}") from None
     return 0
@@ -460,9 +461,13 @@ def _add_drawing_commands(sub):
                              f"(default graph.svg)")
     output.add_argument("--depth", type=_depth, default=DEFAULT_DEPTH,
                         help=f"merge modules below this depth into boxes (default "
-                             f"{DEFAULT_DEPTH}; 'all': every op)")
+                             f"{DEFAULT_DEPTH}; 'all': every op); one attention is always "
+                             f"drawn op by op")
     output.add_argument("--lang", choices=["en", "zh"], default="en",
                         help="label language (default en)")
+    output.add_argument("--values", action="store_true",
+                        help="add each tensor's mean and std to its node (default: shapes and "
+                             "gradient norms only)")
     gr.set_defaults(fn=cmd_graph)
 
     tc = _command(sub, "trace", "print the shape trace table of one forward pass")

@@ -142,14 +142,16 @@ def training_loss(model_name, model, batch):
 
 
 def build_graph_for_cli(model_name, norm, layers, depth, out, checkpoint=None,
-                        renderer="auto", log=print, lang="en", llama=False):
+                        renderer="auto", log=print, lang="en", llama=False, values=False):
     """`tinygradx graph ...`: build the model, draw one loss's graph with its residual path.
 
     Writes `out` (.svg/.png/.pdf, .dot/.gv for the DOT text, or .html for the page with the
     trace beside the graph, `tinygradx.page`), passes what it drew ("drew a Pre-LN GPT, ...")
     and the one-line residual summary to `log` (print by default) and returns the path written.
     `norm` None takes the model's own (GPT: pre, Transformer: post); `depth` None draws every op.
-    `llama` draws the LLaMA-style GPT instead of GPT-2's block.
+    `llama` draws the LLaMA-style GPT instead of GPT-2's block. Below a `depth` the first
+    attention of each kind is still drawn op by op (Q, K, V, Score, A, Z, Concat, MHA);
+    `values` adds each tensor's mean and std to its node.
     """
     norm = norm or DEFAULT_NORM[model_name]
     model, batch = small_model(model_name, norm, layers, checkpoint, llama=llama)
@@ -165,13 +167,13 @@ def build_graph_for_cli(model_name, norm, layers, depth, out, checkpoint=None,
         loss.backward(retain_graph=True)
         summary = viz.residual_summary(loss)
         path = page.write(t, out, params=model, depth=depth, title=title,
-                          summary=f"{what} ({depth_text}). {summary}")
+                          summary=f"{what} ({depth_text}). {summary}", expand="attention")
     else:
         loss = training_loss(model_name, model, batch)
         loss.backward(retain_graph=True)
         summary = viz.residual_summary(loss)
         dot = viz.to_dot(loss, params=model, depth=depth, highlight="residual", title=title,
-                         dims=dims, lang=lang)
+                         dims=dims, lang=lang, expand="attention", values=values)
         path = viz.render(dot, out, renderer=renderer)
     if log is not None:
         log(f"drew {what} ({depth_text}) to {path}")
