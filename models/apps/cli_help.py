@@ -1,6 +1,7 @@
 """What the `tinygradx` command says about itself: the flags' groups and task-aware defaults,
 the examples under each --help, the command list of a bare `tinygradx`, "did you mean" for a
-mistyped flag or command, one spelling of every flag, and docs/cli.md written from the parser.
+mistyped flag or command, one spelling of every flag, and docs/cli.md (with docs/zh/cli.md)
+written from the parser.
 
 cli.py builds the parser from these; nothing here imports cli.py (docs/make_cli_reference.py
 hands the parser to `reference_markdown`).
