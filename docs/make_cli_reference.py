@@ -1,10 +1,11 @@
 """Write docs/cli.md, the reference of the `tinygradx` command, from its parser, so the page
-cannot drift from the flags, their help texts, defaults and examples.
+cannot drift from the flags, their help texts, defaults and examples; and docs/zh/cli.md, the same
+tables under a Chinese title, introduction and headings (the help texts stay English).
 
-    python docs/make_cli_reference.py            # rewrite docs/cli.md
-    python docs/make_cli_reference.py --check    # exit 1 when docs/cli.md is out of date
+    python docs/make_cli_reference.py            # rewrite docs/cli.md and docs/zh/cli.md
+    python docs/make_cli_reference.py --check    # exit 1 when either page is out of date
 
-tests/test_cli_help.py fails when the committed page differs from what this writes.
+tests/test_cli_help.py fails when a committed page differs from what this writes.
 """
 from __future__ import annotations
 
@@ -12,27 +13,32 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PAGE = os.path.join(HERE, "cli.md")
+PAGES = {"en": os.path.join(HERE, "cli.md"), "zh": os.path.join(HERE, "zh", "cli.md")}
+PAGE = PAGES["en"]
 
 
-def build():
-    """The text of docs/cli.md, from the parser `tinygradx` runs."""
+def build(lang="en"):
+    """The text of docs/cli.md (lang="zh": docs/zh/cli.md), from the parser `tinygradx` runs."""
     from tinygradx.models.apps import cli, cli_help
-    return cli_help.reference_markdown(cli.build_parser())
+    return cli_help.reference_markdown(cli.build_parser(), lang)
 
 
 def main(argv):
-    text = build()
-    if "--check" in argv:
-        with open(PAGE, encoding="utf-8") as f:
-            same = f.read() == text
-        print("docs/cli.md is up to date" if same else
-              "docs/cli.md is out of date: run python docs/make_cli_reference.py")
-        return 0 if same else 1
-    with open(PAGE, "w", encoding="utf-8") as f:
-        f.write(text)
-    print(f"wrote {PAGE}")
-    return 0
+    stale = []
+    for lang, page in PAGES.items():
+        text = build(lang)
+        name = os.path.relpath(page, os.path.dirname(HERE))
+        if "--check" in argv:
+            same = os.path.exists(page) and open(page, encoding="utf-8").read() == text
+            print(f"{name} is up to date" if same else
+                  f"{name} is out of date: run python docs/make_cli_reference.py")
+            if not same:
+                stale.append(name)
+            continue
+        with open(page, "w", encoding="utf-8") as f:
+            f.write(text)
+        print(f"wrote {name}")
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":

@@ -418,15 +418,17 @@ def _maker():
     return mod
 
 
-def test_cli_reference_is_generated_from_the_parser():
-    with open(os.path.join(REPO, "docs", "cli.md"), encoding="utf-8") as f:
+@pytest.mark.parametrize("lang, page", [("en", "docs/cli.md"), ("zh", "docs/zh/cli.md")])
+def test_cli_reference_is_generated_from_the_parser(lang, page):
+    with open(os.path.join(REPO, *page.split("/")), encoding="utf-8") as f:
         committed = f.read()
-    assert committed == _maker().build(), (
-        "docs/cli.md differs from the parser; run: python docs/make_cli_reference.py")
+    assert committed == _maker().build(lang), (
+        f"{page} differs from the parser; run: python docs/make_cli_reference.py")
 
 
-def test_cli_reference_covers_every_flag_and_would_catch_a_change(monkeypatch):
-    text = _maker().build()
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_cli_reference_covers_every_flag_and_would_catch_a_change(lang, monkeypatch):
+    text = _maker().build(lang)
     for name, sub in subparsers().items():
         assert f"## tinygradx {name}" in text
         for action in sub._actions:
@@ -434,4 +436,18 @@ def test_cli_reference_covers_every_flag_and_would_catch_a_change(monkeypatch):
                 if flag not in ("-h", "--help"):
                     assert f"`{flag}" in text or f", {flag}" in text, (name, flag)
     monkeypatch.setitem(cli_help.TRAIN_HELP, "lr", "the learning rate at its peak")
-    assert _maker().build() != text
+    assert _maker().build(lang) != text
+
+
+def test_chinese_cli_reference_has_the_english_tables_under_chinese_headings():
+    """docs/zh/cli.md differs from docs/cli.md only in its introduction and table heads: every
+    command, flag row and example is the English page's, in the same order."""
+    en, zh = (_maker().build(lang).split("\n") for lang in ("en", "zh"))
+
+    def body(lines, commands_heading):
+        rows = lines[lines.index(commands_heading):]
+        return [s for s in rows if not s.startswith(("## Commands", "## 命令", "| command |",
+                                                     "| 命令 |", "| flag |", "| 参数 |"))]
+    assert body(zh, "## 命令") == body(en, "## Commands")
+    assert zh[0] == "# `tinygradx` 命令" and "保持英文原样" in "\n".join(zh)
+    assert "| 参数 | 含义 |" in zh and "| flag | meaning |" not in zh

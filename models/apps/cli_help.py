@@ -1,6 +1,7 @@
 """What the `tinygradx` command says about itself: the flags' groups and task-aware defaults,
 the examples under each --help, the command list of a bare `tinygradx`, "did you mean" for a
-mistyped flag or command, one spelling of every flag, and docs/cli.md written from the parser.
+mistyped flag or command, one spelling of every flag, and docs/cli.md (with docs/zh/cli.md)
+written from the parser.
 
 cli.py builds the parser from these; nothing here imports cli.py (docs/make_cli_reference.py
 hands the parser to `reference_markdown`).
@@ -250,6 +251,33 @@ mistake); `tinygradx --version` prints the installed version.
 """
 
 
+# docs/zh/cli.md: the same tables under a Chinese title, introduction and headings; the help
+# texts stay as the parser prints them (English), which the introduction says. One line per
+# paragraph: a line break inside Chinese text shows as a space.
+REFERENCE_HEADER_ZH = "\n\n".join([
+    "# `tinygradx` 命令",
+    "本页由 `python docs/make_cli_reference.py` 从命令行解析器生成"
+    "（英文版见 [../cli.md](../cli.md)）；"
+    "本页与解析器不一致时 `tests/test_cli_help.py` 会失败，"
+    "所以请修改 `models/apps/cli.py`"
+    "（以及 `models/apps/cli_help.py`）中的帮助文本并重新生成，而不要直接编辑本页。"
+    "`tinygradx COMMAND --help` 打印同样的内容，`tinygradx train --task TASK --help` "
+    "则打印某一个任务的默认值。",
+    "表格中的命令说明、参数分组和参数说明就是 `--help` 打印的文字，因此保持英文原样。",
+    "这里的每个参数都用下划线书写（`--max_steps`）；"
+    "用连字符书写的同一个参数（`--max-steps`）同样可以使用。"
+    "命令行上的错误会在 stderr 上输出一行，退出码为 2；只输入 `tinygradx` "
+    "会列出所有命令（退出码 2，因为缺少命令属于用法错误）；"
+    "`tinygradx --version` 打印已安装的版本。",
+]) + "\n"
+
+# per language: the page's header, the heading of the command list, the two table heads
+REFERENCE_TEXT = {
+    "en": (REFERENCE_HEADER, "## Commands", "| command | what it does |", "| flag | meaning |"),
+    "zh": (REFERENCE_HEADER_ZH, "## 命令", "| 命令 | 作用 |", "| 参数 | 含义 |"),
+}
+
+
 def _cell(text):
     return " ".join(str(text).split()).replace("|", "\\|")
 
@@ -283,18 +311,20 @@ def _groups(parser):
     return out
 
 
-def reference_markdown(parser):
-    """docs/cli.md: the commands, then each command's flags by group and its examples."""
+def reference_markdown(parser, lang="en"):
+    """docs/cli.md (lang="zh": docs/zh/cli.md): the commands, then each command's flags by
+    group and its examples."""
+    header, commands, command_head, flag_head = REFERENCE_TEXT[lang]
     subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     helps = {c.dest: c.help for c in subs._choices_actions}
-    lines = [REFERENCE_HEADER, "## Commands", "", "| command | what it does |", "|---|---|"]
+    lines = [header, commands, "", command_head, "|---|---|"]
     lines += [f"| [`{name}`](#tinygradx-{name}) | {_cell(helps[name])} |" for name in subs.choices]
     lines += ["", "```text"] + FIRST_STEPS + ["```", ""]
     for name, sub in subs.choices.items():
         lines += [f"## tinygradx {name}", "", _cell(sub.description or helps[name]), ""]
         for title, description, actions in _groups(sub):
             lines += [f"**{title}**" + (f": {_cell(description)}" if description else ""), "",
-                      "| flag | meaning |", "|---|---|"]
+                      flag_head, "|---|---|"]
             lines += [f"| {_flag_cell(a)} | {_cell(a.help)} |" for a in actions]
             lines.append("")
         lines += ["```text"] + EXAMPLES[name] + ["```", ""]
