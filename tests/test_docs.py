@@ -52,7 +52,7 @@ PAGES = sorted(
     + ([os.path.join("docs", "zh", f) for f in os.listdir(os.path.join(DOCS, "zh"))
         if f.endswith(".md")] if os.path.isdir(os.path.join(DOCS, "zh")) else []))
 OWN_PAGES = {"docs/walkthrough.md", "docs/zh/walkthrough.md", "docs/autograd.md",
-             "docs/index.md", "docs/api.md"}
+             "docs/zh/autograd.md", "docs/index.md", "docs/api.md"}
 # pages other people are writing: a link to one of them may arrive before the page itself
 PENDING_PAGES = set()  # pages linked before they were written (none now)
 SKIP_MARK = re.compile(r"^<!-- skip-test: (\S.*?) -->$")   # before a python block: why not run
@@ -310,6 +310,41 @@ def test_links_are_checked_somewhere():
     total = sum(1 for p in OWN_PAGES if os.path.exists(os.path.join(ROOT, p))
                 for _, t, q in links(p) if "#L" in t and q)
     assert total >= 40, f"only {total} quoted line links on the docs pages"
+
+
+# ------------------------------------------------------------------------------------------
+# the Chinese edition
+# ------------------------------------------------------------------------------------------
+
+# English pages that have no docs/zh/ translation yet; take a page off when its translation lands
+NOT_YET_IN_ZH: set[str] = set()       # English pages still without a docs/zh/ page
+
+
+def english_pages():
+    return [p for p in PAGES if not p.startswith("docs/zh/")]
+
+
+def test_every_page_has_a_zh_counterpart():
+    def zh(p):
+        return os.path.join(ROOT, "docs", "zh", os.path.basename(p))
+    missing = [p for p in english_pages() if p not in NOT_YET_IN_ZH and not os.path.exists(zh(p))]
+    assert not missing, f"no docs/zh/ translation of {missing} (translate it, or list it in " \
+                        f"NOT_YET_IN_ZH)"
+    done = sorted(p for p in NOT_YET_IN_ZH if os.path.exists(zh(p)))
+    assert not done, f"{done} have a docs/zh/ translation now: take them off NOT_YET_IN_ZH"
+    orphans = [p for p in PAGES if p.startswith("docs/zh/")
+               and os.path.join("docs", os.path.basename(p)) not in english_pages()]
+    assert not orphans, f"{orphans} translate no English page"
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.startswith("docs/zh/")])
+def test_zh_page_has_the_english_pages_python_blocks(page):
+    """A translation keeps every snippet: as many ```python blocks as the English page."""
+    def count(p):
+        return sum(b.lang == "python" for b in blocks(read(p)))
+    english = os.path.join("docs", os.path.basename(page))
+    assert count(page) == count(english), (
+        f"{page} has {count(page)} python blocks, {english} has {count(english)}")
 
 
 # ------------------------------------------------------------------------------------------
