@@ -105,17 +105,35 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, fast_mode=False,
     if not diff_outs:
         return _fail("gradcheck: no output depends differentiably on the inputs",
                      raise_exception)
-    if fast_mode:
-        return _check_fast(fn, inputs, checked, outs, eps, atol, rtol, raise_exception, seed)
-    return _check_full(fn, inputs, checked, outs, eps, atol, rtol, raise_exception)
+    try:
+        if fast_mode:
+            return _check_fast(fn, inputs, checked, outs, eps, atol, rtol, raise_exception,
+                               seed)
+        return _check_full(fn, inputs, checked, outs, eps, atol, rtol, raise_exception)
+    except _BackwardFailed as failed:
+        return _backward_failed(failed.__cause__, raise_exception)
+
+
+class _BackwardFailed(Exception):
+    """The checked function's backward raised (its cause): a failed check, not a crash."""
+
+
+def _backward_failed(err, raise_exception):
+    """raise_exception: the backward's own error, as it was; else False, as PyTorch."""
+    if raise_exception:
+        raise err from None
+    return False
 
 
 def _analytic_vjp(outs, inputs, checked, seeds):
     """sum_k <seed_k, out_k> differentiated w.r.t. the checked inputs (zeros where unused)."""
     pairs = [(o, s) for o, s in zip(outs, seeds, strict=True) if o.requires_grad]
-    grads = backprop.grad([o for o, _ in pairs], [inputs[i] for i in checked],
-                          grad_outputs=[Tensor(s.reshape(o.shape)) for o, s in pairs],
-                          retain_graph=True, allow_unused=True)
+    try:
+        grads = backprop.grad([o for o, _ in pairs], [inputs[i] for i in checked],
+                              grad_outputs=[Tensor(s.reshape(o.shape)) for o, s in pairs],
+                              retain_graph=True, allow_unused=True)
+    except Exception as err:
+        raise _BackwardFailed() from err
     return [np.zeros(inputs[i].shape) if g is None else g._data
             for i, g in zip(checked, grads, strict=True)]
 
@@ -215,9 +233,12 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
 
     # the graph rules must give the first derivative that the array rules give, or the check
     # below would only test a wrong rule against itself
-    plain = backprop.grad(outs, [inputs[i] for i in checked], grad_outputs=[
-        v.detach() for v in grad_outputs], retain_graph=True, allow_unused=True)
-    recorded = first_derivative(*inputs, *grad_outputs)
+    try:
+        plain = backprop.grad(outs, [inputs[i] for i in checked], grad_outputs=[
+            v.detach() for v in grad_outputs], retain_graph=True, allow_unused=True)
+        recorded = first_derivative(*inputs, *grad_outputs)
+    except Exception as err:              # the backward (or its graph rule) raised
+        return _backward_failed(err, raise_exception)
     for i, a, b in zip(checked, plain, recorded, strict=True):
         a = np.zeros(inputs[i].shape) if a is None else a._data
         if not np.allclose(a, b._data, atol=atol, rtol=rtol):
@@ -225,5 +246,10 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
                          f"first derivative with create_graph=True differs from the one without "
                          f"(max |diff| {np.abs(a - b._data).max():.3g}): some op's "
                          f"backward_graph disagrees with its backward", raise_exception)
-    return gradcheck(first_derivative, tuple(inputs) + tuple(grad_outputs), eps, atol, rtol,
-                     fast_mode, raise_exception, seed)
+    try:
+        return gradcheck(first_derivative, tuple(inputs) + tuple(grad_outputs), eps, atol,
+                         rtol, fast_mode, raise_exception, seed)
+    except GradcheckError:
+        raise
+    except Exception as err:              # first_derivative runs the backward as its forward
+        return _backward_failed(err, raise_exception)
