@@ -514,7 +514,7 @@ def check_root(r):
 
 
 def _run_hooks(t, g):
-    for hook in t._hooks:
+    for _, hook in t._hooks:
         replaced = hook(Tensor._from_op(g, None))
         if replaced is not None:
             g = replaced._data if isinstance(replaced, Tensor) else np.asarray(replaced)

@@ -178,7 +178,7 @@ def run_backward_graph(roots, root_grads, retain_graph=True, store=None, inputs=
             if g is None:
                 continue
             if t._hooks:
-                for hook in t._hooks:
+                for _, hook in t._hooks:
                     replaced = hook(g)
                     if replaced is not None:
                         g = replaced

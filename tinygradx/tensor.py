@@ -13,7 +13,7 @@ import numbers
 
 import numpy as np
 
-from . import autograd, backprop, fused, movement, ops, ops_linalg
+from . import autograd, backprop, fused, hooks, movement, ops, ops_linalg
 from .autograd import OpError
 from .dims import check_dim, normalize_dims
 from .dtypes import as_dtype, result_type, to_array
@@ -156,10 +156,21 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMet
         return self._data.shape[0]
 
     def __array__(self, dtype=None, copy=None):
-        """np.asarray(t): the array itself (shared), or a copy when a dtype or copy asks."""
+        """np.asarray(t): the array itself (shared), or a copy when a dtype or copy asks. As in
+        PyTorch, refused for a tensor that requires grad (numpy would drop its gradient)."""
+        if self.requires_grad:
+            raise RuntimeError(f"numpy: a tensor that requires grad (shape {self.shape}) was "
+                               f"given to numpy, which would drop its gradient; use "
+                               f"t.detach() (np.asarray(t.detach()), t.detach().numpy())")
         if copy:
             return np.array(self._data, dtype=dtype, copy=True)
         return self._data if dtype is None else self._data.astype(dtype, copy=False)
+
+    def __array_function__(self, func, types, args, kwargs):
+        """NumPy's protocol for np.mean(t), np.max(t, axis=0), np.concatenate([t, a]): numpy
+        computes on the arrays (values, no graph). Operators (`arr + t`, `np.float32(2) * t`)
+        are not numpy functions: they stay Tensor ops with a graph (__array_priority__)."""
+        return func(*_arrays(args), **_arrays(kwargs))
 
     def numpy(self):
         """The underlying array (shared, not copied); detach first if you will modify it."""
@@ -196,13 +207,13 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMet
         return self
 
     def register_hook(self, fn):
-        """fn(grad) runs when this tensor's gradient is complete; it may return a replacement."""
+        """fn(grad) runs when this tensor's gradient is complete; it may return a replacement.
+        Returns a RemovableHandle (`handle.remove()`), as PyTorch."""
         if not self.requires_grad:
             raise RuntimeError("register_hook: the tensor does not require grad")
         if self._hooks is None:
             self._hooks = []
-        self._hooks.append(fn)
-        return fn
+        return hooks.add_tensor_hook(self._hooks, fn)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False):
         """Accumulate d(self)/d(leaf) into the .grad of every leaf that requires grad.
@@ -340,6 +351,19 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMet
             raise ValueError(f"the truth value of a tensor with shape {self.shape} is ambiguous"
                              f"; use .any() or .all()")
         return bool(self._data)
+
+    def __format__(self, spec):
+        """f"{loss:.4f}": a 0-d tensor formats its value, as PyTorch; others only as str()."""
+        if self._data.ndim == 0:
+            return self._data.item().__format__(spec)
+        if spec:
+            raise TypeError(f"format spec {spec!r} needs a 0-d tensor, this one has shape "
+                            f"{self.shape}; format t.item() or t.tolist() instead")
+        return str(self)
+
+    def __round__(self, ndigits=None):
+        raise TypeError("round() of a Tensor is refused, as PyTorch refuses it: use "
+                        "round(t.item(), n) for a number or t.round() for a tensor")
 
     def __float__(self):
         return float(self.item())
@@ -529,6 +553,17 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMet
     def log_softmax(self, dim):
         return fused.LogSoftmax.apply(self, dim=check_dim("log_softmax", dim,
                                                               self._data.ndim))
+
+
+def _arrays(value):
+    """Tensors inside (nested tuples, lists, dicts of) value as numpy arrays, via __array__."""
+    if isinstance(value, Tensor):
+        return value.__array__()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_arrays(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _arrays(v) for k, v in value.items()}
+    return value
 
 
 def _constant(name, x, instead):
