@@ -326,3 +326,7 @@ def test_graph_and_trace_show_the_op():
     a, b = MulSq.apply(x, y)
     dot = viz.to_dot_source(a + b, grads=False, legend=False)
     assert "mulsq" in dot and "output" in dot
+    with tgx.trace() as tr:                     # the node once, not the ops inside forward
+        Cube.apply(MulSq.apply(x, y)[0])
+    ops = [line.split()[2] for line in str(tr).splitlines()[2:]]
+    assert ops == ["mulsq", "output", "output", "cube"], ops

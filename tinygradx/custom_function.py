@@ -119,16 +119,23 @@ def apply(cls, args, kwargs):
     grad_on = STATE.grad_enabled
     needs = tuple(grad_on and isinstance(a, Tensor) and a.requires_grad for a in args)
     ctx = FunctionCtx(cls.name(), needs)
-    frame, start = STATE.frame, time.perf_counter()
-    with no_grad():
-        if _has_setup_context(cls):
-            out = cls.forward(*args, **rest)
-            cls.setup_context(ctx, args, out)
-        else:
-            out = cls.forward(ctx, *args, **rest)
+    record = True in needs
+    frame, start, observers = STATE.frame, time.perf_counter(), STATE.observers
+    if record:                    # trace and profile see the node, not the ops inside
+        STATE.observers = []
+        STATE.refresh()
+    try:
+        with no_grad():
+            if _has_setup_context(cls):
+                out = cls.forward(*args, **rest)
+                cls.setup_context(ctx, args, out)
+            else:
+                out = cls.forward(ctx, *args, **rest)
+    finally:
+        STATE.observers = observers
+        STATE.refresh()
     single = not isinstance(out, (tuple, list))
     items = (out,) if single else tuple(out)
-    record = True in needs
     inputs = {id(a) for a in args if isinstance(a, Tensor)}
     results, diff = [], []                 # diff: (position, the forward's own Tensor)
     for k, o in enumerate(items):
@@ -177,7 +184,7 @@ def _record(cls, ctx, frame, args, results, diff, seconds):
         r = results[k]
         node.out_version = r._version[0]
         r._ctx, r.requires_grad = node, True
-        hidden = r
+        _observe(node, r, seconds)
     else:                                 # one flat hidden output, a slice of it per output
         node.direct, spans, start = None, {}, 0
         for k in diff:
@@ -186,14 +193,18 @@ def _record(cls, ctx, frame, args, results, diff, seconds):
         node.spans = spans
         flat_dtype = np.result_type(*[results[k]._data.dtype for k in diff])
         hidden = Tensor._from_op(np.broadcast_to(np.zeros((), flat_dtype), (start,)), node)
+        _observe(node, hidden, seconds)
         for k in diff:
             r = results[k]
             a, b = spans[k]
             out = Output.apply(hidden, value=r._data, start=a, stop=b)
             out._version, out._ctx.out_version = r._version, r._version[0]
             results[k] = out
+
+
+def _observe(node, out, seconds):
     for fn in list(STATE.observers):      # trace, profile: the node as one op
-        fn(node, node.parents, hidden, seconds)
+        fn(node, node.parents, out, seconds)
 
 
 class CustomNode(Function):
