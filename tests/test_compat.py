@@ -468,3 +468,12 @@ def test_torch_style_function_through_the_look_alike():
     assert x.grad.tolist() == [2.0, -4.0, 6.0]
     assert torch.autograd.gradcheck(Square.apply, (x,))
     assert torch.func.grad(lambda t: Square.apply(t).sum())(x).tolist() == [2.0, -4.0, 6.0]
+
+
+def test_autograd_function_module():
+    with compat.installed():
+        ns = {}
+        exec("from torch.autograd.function import Function, FunctionCtx, once_differentiable",
+             ns)
+    assert ns["Function"] is tgx.Function
+    assert ns["once_differentiable"] is tgx.custom_function.once_differentiable

@@ -330,3 +330,27 @@ def test_graph_and_trace_show_the_op():
         Cube.apply(MulSq.apply(x, y)[0])
     ops = [line.split()[2] for line in str(tr).splitlines()[2:]]
     assert ops == ["mulsq", "output", "output", "cube"], ops
+
+
+def test_once_differentiable():
+    from tinygradx.custom_function import once_differentiable
+
+    class NumpyTanh(Function):
+        @staticmethod
+        def forward(ctx, x):
+            out = tgx.tensor(np.tanh(x.numpy()))
+            ctx.save_for_backward(out)
+            return out
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, g):
+            (out,) = ctx.saved_tensors
+            return tgx.tensor(g.numpy() * (1 - out.numpy() ** 2))
+
+    x = x64(4)
+    assert tgx.gradcheck(NumpyTanh.apply, (x,))
+    with pytest.raises(RuntimeError, match="numpytanh: its backward is marked "
+                                           "@once_differentiable"):
+        tgx.grad(NumpyTanh.apply(x).sum(), x, create_graph=True)
+    assert tgx.gradgradcheck(NumpyTanh.apply, (x,), raise_exception=False) is False

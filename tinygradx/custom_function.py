@@ -33,6 +33,7 @@ engine's (parents, frame, ...) and are freed with the node after backward.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import time
 
@@ -272,6 +273,22 @@ class CustomNode(Function):
     def backward_graph(self, g, *inputs):
         # grad is enabled here (backprop.run_backward_graph): the user's Tensor ops record
         return self._input_grads(self.fn.backward(self.ctx, *self._output_grads(g, True)), True)
+
+
+def once_differentiable(backward):
+    """PyTorch's decorator for a backward that cannot be differentiated (it leaves Tensors,
+    through numpy say): it runs under no_grad, and under create_graph=True it refuses rather
+    than hand back gradients whose own derivative would silently be zero."""
+
+    @functools.wraps(backward)
+    def wrapper(ctx, *grads):
+        if STATE.grad_enabled:
+            raise RuntimeError(f"{ctx._op}: its backward is marked @once_differentiable, so it "
+                               f"cannot be differentiated (create_graph=True)")
+        with no_grad():
+            return backward(ctx, *grads)
+
+    return wrapper
 
 
 def check_grad_shape(ctx, index, gshape, shape):

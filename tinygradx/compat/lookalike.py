@@ -10,6 +10,7 @@
     torch.autograd             Function (tinygradx.Function: PyTorch's static style works),
                                grad, gradcheck, gradgradcheck, no_grad, enable_grad,
                                set_grad_enabled, inference_mode, detect_anomaly
+    torch.autograd.function    Function, FunctionCtx, once_differentiable (custom_function.py)
     torch.autograd.functional  tinygradx.func's jacobian, hessian, hvp, vhp
     torch.func                 tinygradx.func: grad, grad_and_value, vjp, jvp, jacrev, jacfwd,
                                hessian, functional_call
@@ -23,7 +24,8 @@ module name to its facade: what `installed()` puts into sys.modules.
 from __future__ import annotations
 
 import tinygradx
-from tinygradx import clip_grad, dtypes, func, functional, init, lr_scheduler, nn, optim
+from tinygradx import (clip_grad, custom_function, dtypes, func, functional, init,
+                       lr_scheduler, nn, optim)
 
 from .facade import Facade
 
@@ -61,7 +63,11 @@ optim_ = Facade("torch.optim", optim, {"lr_scheduler": lr_scheduler_})
 # only the four whose signatures agree are mapped
 autograd_functional = Facade("torch.autograd.functional", None, {
     n: getattr(func, n) for n in ("jacobian", "hessian", "hvp", "vhp")})
+autograd_function = Facade("torch.autograd.function", None, {
+    "Function": tinygradx.Function, "FunctionCtx": custom_function.FunctionCtx,
+    "once_differentiable": custom_function.once_differentiable})
 autograd = Facade("torch.autograd", None, {
+    "function": autograd_function,
     "Function": tinygradx.Function, "gradcheck": tinygradx.gradcheck,
     "gradgradcheck": tinygradx.gradgradcheck, "functional": autograd_functional,
     "grad": tinygradx.grad, "no_grad": tinygradx.no_grad, "enable_grad": tinygradx.enable_grad,
@@ -80,5 +86,5 @@ torch = Facade("torch", tinygradx, dict(DTYPES, nn=nn_, optim=optim_, autograd=a
                doc="tinygradx under PyTorch's names (tinygradx.compat); not PyTorch.")
 
 MODULES = {m.__name__: m for m in (torch, nn_, functional_, init_, utils_nn, optim_,
-                                   lr_scheduler_, autograd, autograd_functional, func_, cuda,
-                                   utils)}
+                                   lr_scheduler_, autograd, autograd_function,
+                                   autograd_functional, func_, cuda, utils)}
