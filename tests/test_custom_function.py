@@ -354,3 +354,16 @@ def test_once_differentiable():
                                            "@once_differentiable"):
         tgx.grad(NumpyTanh.apply(x).sum(), x, create_graph=True)
     assert tgx.gradgradcheck(NumpyTanh.apply, (x,), raise_exception=False) is False
+
+
+def test_array_style_with_two_outputs_is_refused_not_stacked():
+    class TwoArrays(Function):
+        def forward(self, x):
+            return x * 2, x * 3
+
+        def backward(self, g):
+            return g
+
+    with pytest.raises(TypeError, match=r"twoarrays: forward on arrays returned a tuple.*"
+                                        r"PyTorch's style"):
+        TwoArrays.apply(x64(3))

@@ -138,7 +138,7 @@ def apply(cls, args, kwargs):
     single = not isinstance(out, (tuple, list))
     items = (out,) if single else tuple(out)
     inputs = {id(a) for a in args if isinstance(a, Tensor)}
-    results, diff = [], []                 # diff: (position, the forward's own Tensor)
+    results, diff = [], []                 # diff: positions of the differentiable outputs
     for k, o in enumerate(items):
         if not isinstance(o, Tensor):
             results.append(o)

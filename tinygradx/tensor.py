@@ -61,7 +61,7 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMet
     def _from_op(cls, data, ctx):
         """Fast constructor for op results: no conversion, no checks."""
         t = object.__new__(cls)
-        t._data = data if isinstance(data, np.ndarray) else np.asarray(data)
+        t._data = data if isinstance(data, np.ndarray) else _op_result(data, ctx)
         t.requires_grad = ctx is not None
         t.grad = t._hooks = t.name = t._base = t._history = None
         t._ctx = ctx
@@ -553,6 +553,17 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMet
     def log_softmax(self, dim):
         return fused.LogSoftmax.apply(self, dim=check_dim("log_softmax", dim,
                                                               self._data.ndim))
+
+
+def _op_result(data, ctx):
+    """A forward's result that is not an array: a number becomes one; a tuple is refused (numpy
+    would stack it into one array, and backward would fail far from the cause)."""
+    if isinstance(data, (tuple, list)):
+        op = ctx.name() if ctx is not None else "a Function"
+        raise TypeError(f"{op}: forward on arrays returned a {type(data).__name__}, but an op "
+                        f"written with methods on arrays has one output; write an op with "
+                        f"several outputs in PyTorch's style (@staticmethod forward(ctx, ...))")
+    return np.asarray(data)
 
 
 def _arrays(value):
