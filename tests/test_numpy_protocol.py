@@ -29,6 +29,8 @@ def test_a_tensor_that_requires_grad_is_refused_by_numpy():
         with pytest.raises(RuntimeError, match=r"requires grad \(shape \(2,\)\).*t\.detach\(\)"):
             call()
     assert np.mean(y.detach()) == 3.0
+    assert np.shape(y) == (2,) and np.ndim(x) == 1 and np.size(y) == 2   # shape only: fine
+    assert np.size(tgx.ones(2, 3, requires_grad=True), 1) == 3
     assert tgx.tensor(x).requires_grad is False                # a copy, as torch.tensor(t)
 
 

@@ -166,12 +166,6 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMet
             return np.array(self._data, dtype=dtype, copy=True)
         return self._data if dtype is None else self._data.astype(dtype, copy=False)
 
-    def __array_function__(self, func, types, args, kwargs):
-        """NumPy's protocol for np.mean(t), np.max(t, axis=0), np.concatenate([t, a]): numpy
-        computes on the arrays (values, no graph). Operators (`arr + t`, `np.float32(2) * t`)
-        are not numpy functions: they stay Tensor ops with a graph (__array_priority__)."""
-        return func(*_arrays(args), **_arrays(kwargs))
-
     def numpy(self):
         """The underlying array (shared, not copied); detach first if you will modify it."""
         return self._data
@@ -351,19 +345,6 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMet
             raise ValueError(f"the truth value of a tensor with shape {self.shape} is ambiguous"
                              f"; use .any() or .all()")
         return bool(self._data)
-
-    def __format__(self, spec):
-        """f"{loss:.4f}": a 0-d tensor formats its value, as PyTorch; others only as str()."""
-        if self._data.ndim == 0:
-            return self._data.item().__format__(spec)
-        if spec:
-            raise TypeError(f"format spec {spec!r} needs a 0-d tensor, this one has shape "
-                            f"{self.shape}; format t.item() or t.tolist() instead")
-        return str(self)
-
-    def __round__(self, ndigits=None):
-        raise TypeError("round() of a Tensor is refused, as PyTorch refuses it: use "
-                        "round(t.item(), n) for a number or t.round() for a tensor")
 
     def __float__(self):
         return float(self.item())
@@ -564,17 +545,6 @@ def _op_result(data, ctx):
                         f"written with methods on arrays has one output; write an op with "
                         f"several outputs in PyTorch's style (@staticmethod forward(ctx, ...))")
     return np.asarray(data)
-
-
-def _arrays(value):
-    """Tensors inside (nested tuples, lists, dicts of) value as numpy arrays, via __array__."""
-    if isinstance(value, Tensor):
-        return value.__array__()
-    if isinstance(value, (tuple, list)):
-        return type(value)(_arrays(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _arrays(v) for k, v in value.items()}
-    return value
 
 
 def _constant(name, x, instead):
