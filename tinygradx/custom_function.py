@@ -90,6 +90,7 @@ class FunctionCtx:
                                       f"gradient reached")
 
     def mark_dirty(self, *tensors):
+        """PyTorch's mark for an input changed in place by forward: refused here."""
         raise NotImplementedError(f"{self._op}: ctx.mark_dirty (a custom op changing its input "
                                   f"in place) is not available; return a new Tensor instead")
 
