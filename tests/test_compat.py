@@ -477,3 +477,16 @@ def test_autograd_function_module():
              ns)
     assert ns["Function"] is tgx.Function
     assert ns["once_differentiable"] is tgx.custom_function.once_differentiable
+
+
+def test_gradcheck_takes_pytorch_keywords():
+    torch = compat.torch
+    x = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(torch.tanh, (x,), eps=1e-6, atol=1e-5, nondet_tol=0.0,
+                                    check_undefined_grad=False, check_batched_grad=False)
+    assert torch.autograd.gradgradcheck(torch.tanh, (x,), check_fwd_over_rev=False,
+                                        gen_non_contig_grad_outputs=False)
+    with pytest.raises(ValueError, match="gradcheck: check_forward_ad=True is not available"):
+        torch.autograd.gradcheck(torch.tanh, (x,), check_forward_ad=True)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'epsilon'"):
+        torch.autograd.gradcheck(torch.tanh, (x,), epsilon=1e-6)

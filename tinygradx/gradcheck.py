@@ -80,8 +80,27 @@ def _fail(msg, raise_exception):
     return False
 
 
+# PyTorch's further keywords of gradcheck / gradgradcheck with their defaults: accepted at
+# the default; nondet_tol and check_undefined_grad at any value (the engine is deterministic,
+# and a backward always receives zeros, never None, for an unused output)
+TORCH_FLAGS = {"nondet_tol": 0.0, "check_undefined_grad": True, "check_grad_dtypes": False,
+               "check_batched_grad": False, "check_batched_forward_grad": False,
+               "check_forward_ad": False, "check_backward_ad": True, "masked": None,
+               "gen_non_contig_grad_outputs": False, "check_fwd_over_rev": False,
+               "check_rev_over_rev": True}
+
+
+def _torch_flags(name, flags):
+    for key, value in flags.items():
+        if key not in TORCH_FLAGS:
+            raise TypeError(f"{name}() got an unexpected keyword argument {key!r}")
+        if key not in ("nondet_tol", "check_undefined_grad") and value != TORCH_FLAGS[key]:
+            raise ValueError(f"{name}: {key}={value!r} is not available (tinygradx checks "
+                             f"reverse-mode gradients only); leave it at {TORCH_FLAGS[key]!r}")
+
+
 def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, fast_mode=False,
-              raise_exception=True, seed=0):
+              raise_exception=True, seed=0, **torch_flags):
     """Check d fn(*inputs) / d inputs against central finite differences in float64.
 
     Parameters
@@ -91,10 +110,13 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, fast_mode=False,
     eps, atol, rtol : step of the central difference and the tolerance
         |analytic - numeric| <= atol + rtol * |numeric|, PyTorch's defaults.
     fast_mode : compare v^T J u for random u, v instead of the full Jacobian.
-    raise_exception : raise GradcheckError on a mismatch (default) or return False.
+    raise_exception : raise GradcheckError on a mismatch (default) or return False (also
+        when the function's backward raises).
+    torch_flags : PyTorch's other keywords (`TORCH_FLAGS`), accepted at their defaults.
 
     Returns True when every checked gradient matches.
     """
+    _torch_flags("gradcheck", torch_flags)
     inputs, checked = _prepare(inputs)
     outs = _outputs(fn, inputs)
     for i, o in enumerate(outs):
@@ -196,7 +218,7 @@ def _check_fast(fn, inputs, checked, outs, eps, atol, rtol, raise_exception, see
 
 
 def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
-                  fast_mode=False, raise_exception=True, seed=0):
+                  fast_mode=False, raise_exception=True, seed=0, **torch_flags):
     """Check the second derivatives of fn against finite differences, as PyTorch's gradgradcheck.
 
     It runs `gradcheck` on the first derivative: the function (inputs, v) -> d<v, fn(inputs)>/d
@@ -205,6 +227,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
     gradient). `grad_outputs` are the v's (random float64 ones by default, one per output
     that needs a gradient); the other arguments are gradcheck's.
     """
+    _torch_flags("gradgradcheck", torch_flags)
     inputs, checked = _prepare(inputs)
     all_outs = _outputs(fn, inputs)
     diff = [k for k, o in enumerate(all_outs) if o.requires_grad]
