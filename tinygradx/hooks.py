@@ -50,6 +50,13 @@ def add_tensor_hook(hooks, fn):
     return RemovableHandle(hooks, key)
 
 
+def has_hooks(module):
+    """Whether a forward (pre-)hook is registered on `module`: a model's fast path that runs
+    its layers on arrays without calling them (models/nets) must then call them instead."""
+    d = module.__dict__
+    return bool(d.get("_forward_pre_hooks")) or bool(d.get("_forward_hooks"))
+
+
 def _table(module, name):
     table = module.__dict__.get(name)
     if table is None:

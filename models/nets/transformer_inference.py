@@ -25,6 +25,7 @@ import numpy as np
 
 import tinygradx.functional as F
 from tinygradx import Tensor, inference, nn
+from tinygradx.hooks import has_hooks
 
 from .layers import KVCache
 from .layers import layer_norm_on_array as _norm, linear_on_array as _linear
@@ -46,8 +47,9 @@ def padding_mask(key_padding_mask, dtype):
 
 
 def plain(module, cls):
-    """`module` is a `cls` itself, not a subclass, with no forward set on the instance."""
-    return type(module) is cls and "forward" not in vars(module)
+    """`module` is a `cls` itself, not a subclass, with no forward set on the instance and no
+    forward hook (which the array path would skip)."""
+    return type(module) is cls and "forward" not in vars(module) and not has_hooks(module)
 
 
 def inference_ok(mha):
