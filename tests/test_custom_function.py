@@ -367,3 +367,16 @@ def test_array_style_with_two_outputs_is_refused_not_stacked():
     with pytest.raises(TypeError, match=r"twoarrays: forward on arrays returned a tuple.*"
                                         r"PyTorch's style"):
         TwoArrays.apply(x64(3))
+
+
+def test_forward_only_function_runs_and_refuses_backward():
+    class Twice(Function):                    # PyTorch lets a Function define forward only
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+    x = x64(3)
+    y = Twice.apply(x)
+    np.testing.assert_allclose(y.detach().numpy(), 2 * x.detach().numpy())
+    with pytest.raises(RuntimeError, match="twice: the Function defines no backward"):
+        y.sum().backward()

@@ -233,7 +233,7 @@ class Function:
         super().__init_subclass__(**kwargs)
         f, b = (isinstance(inspect.getattr_static(cls, m), staticmethod)
                 for m in ("forward", "backward"))
-        if f != b:
+        if f != b and inspect.getattr_static(cls, "backward") is not Function.backward:
             raise TypeError(f"{cls.__name__}: forward and backward must both be @staticmethods "
                             f"taking ctx (PyTorch's style) or both plain methods on arrays")
         cls.static_style = f

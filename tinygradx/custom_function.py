@@ -266,14 +266,21 @@ class CustomNode(Function):
             out.append(r)
         return tuple(out)
 
+    def _rule(self):
+        if self.fn.backward is Function.backward:     # a class with forward only, as PyTorch
+            raise RuntimeError(f"{self.name()}: the Function defines no backward, so no "
+                               f"gradient flows through it; write @staticmethod backward")
+        return self.fn.backward
+
     def backward(self, g):
+        rule = self._rule()
         with no_grad():
-            res = self.fn.backward(self.ctx, *self._output_grads(g, False))
+            res = rule(self.ctx, *self._output_grads(g, False))
         return self._input_grads(res, False)
 
     def backward_graph(self, g, *inputs):
         # grad is enabled here (backprop.run_backward_graph): the user's Tensor ops record
-        return self._input_grads(self.fn.backward(self.ctx, *self._output_grads(g, True)), True)
+        return self._input_grads(self._rule()(self.ctx, *self._output_grads(g, True)), True)
 
 
 def once_differentiable(backward):
