@@ -106,7 +106,6 @@ ATTRIBUTES = [
     ("torch.distributed", "torch.distributed"),
     ("torch.functional", "torch.functional"),
     ("torch.profiler", "torch.profiler"),
-    ("torch.autograd.Function", "torch.autograd.Function"),
     ("torch.autograd.Variable", "torch.autograd.Variable"),
     ("torch.nn.MultiheadAttention", "torch.nn.MultiheadAttention"),
     ("torch.nn.Conv2d", "torch.nn.Conv2d"),
@@ -147,7 +146,8 @@ IMPORTS = [
     ("import torch.backends.cudnn", "torch.backends"),
     ("from torch.cuda.amp import autocast", "torch.cuda.amp"),
     ("from torch.optim.lr_scheduler import CyclicLR", "torch.optim.lr_scheduler.CyclicLR"),
-    ("from torch.autograd import Function", "torch.autograd.Function"),
+    ("from torch.func import vmap", "torch.func.vmap"),
+    ("from torch.autograd.functional import vjp", "torch.autograd.functional.vjp"),
     ("import torch.jit", "torch.jit"),
     ("from torch import compile", "torch.compile"),
 ]
@@ -427,3 +427,66 @@ def test_the_lookalike_imports_no_models():
     r = run_python(code)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
+
+
+def test_autograd_and_func_are_tinygradx_own():
+    """torch.autograd.Function / gradcheck / gradgradcheck / grad and torch.func are the
+    engine's objects under PyTorch's names, importable both ways."""
+    torch = compat.torch
+    assert torch.autograd.Function is tgx.Function
+    assert torch.autograd.gradcheck is tgx.gradcheck
+    assert torch.autograd.gradgradcheck is tgx.gradgradcheck
+    assert torch.autograd.grad is tgx.grad
+    assert torch.func.grad is tgx.func.grad and torch.func.functional_call is \
+        tgx.func.functional_call
+    assert torch.autograd.functional.hessian is tgx.func.hessian
+    with compat.installed():
+        ns = {}
+        exec("from torch.autograd import Function, gradcheck\n"
+             "from torch.func import jacrev, vjp\n"
+             "import torch.autograd.functional as AF", ns)
+    assert ns["Function"] is tgx.Function and ns["jacrev"] is tgx.func.jacrev
+    assert ns["AF"].vhp is tgx.func.vhp
+
+
+def test_torch_style_function_through_the_look_alike():
+    torch = compat.torch
+
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = torch.tensor([1.0, -2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    Square.apply(x).sum().backward()
+    assert x.grad.tolist() == [2.0, -4.0, 6.0]
+    assert torch.autograd.gradcheck(Square.apply, (x,))
+    assert torch.func.grad(lambda t: Square.apply(t).sum())(x).tolist() == [2.0, -4.0, 6.0]
+
+
+def test_autograd_function_module():
+    with compat.installed():
+        ns = {}
+        exec("from torch.autograd.function import Function, FunctionCtx, once_differentiable",
+             ns)
+    assert ns["Function"] is tgx.Function
+    assert ns["once_differentiable"] is tgx.custom_function.once_differentiable
+
+
+def test_gradcheck_takes_pytorch_keywords():
+    torch = compat.torch
+    x = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(torch.tanh, (x,), eps=1e-6, atol=1e-5, nondet_tol=0.0,
+                                    check_undefined_grad=False, check_batched_grad=False)
+    assert torch.autograd.gradgradcheck(torch.tanh, (x,), check_fwd_over_rev=False,
+                                        gen_non_contig_grad_outputs=False)
+    with pytest.raises(ValueError, match="gradcheck: check_forward_ad=True is not available"):
+        torch.autograd.gradcheck(torch.tanh, (x,), check_forward_ad=True)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'epsilon'"):
+        torch.autograd.gradcheck(torch.tanh, (x,), epsilon=1e-6)

@@ -10,6 +10,7 @@ inputs, with the results compared:
                     encoder-decoder attention, label smoothing (fill_, scatter_, KLDivLoss),
                     greedy decoding
     train_copy.py   a training script: the paper's rate through LambdaLR, driving Adam
+    custom_op.py    a torch.autograd.Function with two outputs inside a model, gradcheck'd
 
 The comparisons run in float64 (model.double()) with dropout 0, so the tolerances can be tight:
 logits and losses to rtol 1e-12, gradients per parameter to rtol 1e-9 / atol 1e-12, parameters
@@ -368,6 +369,40 @@ def test_training_script_runs_as_a_script():
     lines = r.stdout.splitlines()
     assert lines[0].startswith("step    0  loss ") and lines[1].startswith("step    2  loss ")
     assert len([s for s in lines if s.startswith("src [1, ")]) == 3
+
+
+def run_custom_op(*command):
+    r = subprocess.run([*command, "custom_op.py"], cwd=MODELS, capture_output=True, text=True,
+                       timeout=120, env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+    assert r.returncode == 0, r.stderr
+    return r.stdout.splitlines()
+
+
+def test_a_pytorch_style_function_in_a_model_file_runs_unchanged():
+    """custom_op.py: a torch.autograd.Function with two outputs, ctx.needs_input_grad, a
+    non-Tensor argument, checked by torch.autograd.gradcheck, trained five SGD steps and
+    printed with f"{loss:.10f}": the same lines as under PyTorch."""
+    mine = run_custom_op(sys.executable, "-m", "tinygradx.compat")
+    assert mine[0] == "gradcheck True" and len(mine) == 6
+    losses = [float(line.split()[3]) for line in mine[1:]]
+    assert losses == sorted(losses, reverse=True)
+    pytest.importorskip("torch")
+    theirs = run_custom_op(sys.executable)
+    assert mine[0] == theirs[0]
+    for a, b in zip(mine[1:], theirs[1:], strict=True):     # loss and gradient norm per step
+        np.testing.assert_allclose([float(v) for v in a.split()[3::2]],
+                                   [float(v) for v in b.split()[3::2]], rtol=1e-8, atol=1e-10)
+
+
+def test_the_custom_op_model_gives_torch_gradients_from_the_same_weights():
+    tm, xm = both("custom_op.py")
+    theirs, mine = tm.GatedNet(3, 5).double(), xm.GatedNet(3, 5).double()
+    copy_weights(theirs, mine)
+    for side, model in ((tm, theirs), (xm, mine)):
+        x, y = side.data()
+        pred, gate = model(x)
+        (((pred - y) ** 2).mean() + gate.sum()).backward()
+    assert_same_params(theirs, mine)
 
 
 # ------------------------------------------------------------------------------------------

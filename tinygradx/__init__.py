@@ -19,6 +19,7 @@ from .dtypes import (bool_, float16, float32, float64, int8, int16, int32,  # no
                      int64, uint8)
 from .devices import device  # noqa: E402
 from .tensor import Tensor  # noqa: E402
+from . import custom_function  # noqa: E402,F401  (Function.apply of PyTorch's style)
 from .creation import (arange, as_tensor, cat, concatenate, einsum, empty,  # noqa: E402
                        empty_like, eye, from_numpy, full, full_like, matmul, maximum, minimum,
                        ones, ones_like, rand, rand_like, randint, randn, randn_like, stack, tensor,

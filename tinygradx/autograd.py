@@ -11,8 +11,9 @@ The path of one op (see docs/design.md):
            buffers); a leaf's g goes into leaf.grad; free the node's saved arrays.
 
 Invariants: a node records its parents as a tuple (order and multiplicity kept, so `x * x` has the
-parent x twice); forward and backward see numpy arrays only, so this walk never builds a graph
-(backprop.py holds the public backward()/grad() and the walk for create_graph=True);
+parent x twice); forward and backward see numpy arrays (a PyTorch-style op's Tensors under
+no_grad, custom_function.py), so this walk never builds a graph (backprop.py holds the public
+backward()/grad() and the walk for create_graph=True);
 broadcasting is undone in exactly one place (`unbroadcast`, called by the walk on every edge); a
 node never refers to its own output tensor, so the graph has no reference cycles and is freed by
 reference counting alone.
@@ -20,6 +21,7 @@ reference counting alone.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import sys
 import time
@@ -33,6 +35,7 @@ from .versions import resolve_parents
 _AxisError = getattr(np, "exceptions", np).AxisError
 
 Tensor = None  # set by tensor.py once the class exists (tensor.py imports this module)
+apply_static = None  # set by custom_function.py: Function.apply of PyTorch's style
 
 
 class OpError(ValueError):
@@ -163,7 +166,9 @@ def fmt_shapes(arrays):
 class Function:
     """Base class of every differentiable op, built-in or user-written.
 
-    Subclass it and write two methods that take and return numpy arrays:
+    Users write PyTorch's style: `@staticmethod forward(ctx, ...)` and `backward(ctx, *grads)`
+    on Tensors, several outputs allowed (custom_function.py runs it). The engine's own ops, and
+    users who want the lower level, subclass it with two methods on numpy arrays:
 
         class Cube(Function):
             def forward(self, x):              # arrays in, one array out
@@ -179,13 +184,9 @@ class Function:
     scalars); keyword arguments are passed to `forward` unchanged (axes, shapes, flags).
     `backward` returns one array (or None) per positional input, in order; it may return a
     broadcast-shaped gradient, which the engine sums back to the input's shape.
-    `self.needs_input_grad[i]` tells whether input i needs a gradient at all.
-
-    For higher derivatives (`create_graph=True`, backprop.py) also write the same formula with
-    Tensor ops on the input Tensors; the ops it uses record a graph of their own:
-
-            def backward_graph(self, g, x):    # g and x are Tensors
-                return 3 * x * x * g
+    `self.needs_input_grad[i]` tells whether input i needs a gradient at all. For higher
+    derivatives (`create_graph=True`, backprop.py) also write the same formula with Tensor ops
+    on the input Tensors, `def backward_graph(self, g, x): return 3 * x * x * g`.
     """
 
     __slots__ = ("parents", "needs_input_grad", "frame", "callsite", "__dict__")
@@ -226,6 +227,17 @@ class Function:
         return f"cannot apply to input shapes {fmt_shapes(arrays)}: {err}"
 
     # -- engine ------------------------------------------------------------------------------
+    static_style = False             # forward is a staticmethod: PyTorch's style
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        f, b = (isinstance(inspect.getattr_static(cls, m), staticmethod)
+                for m in ("forward", "backward"))
+        if f != b and inspect.getattr_static(cls, "backward") is not Function.backward:
+            raise TypeError(f"{cls.__name__}: forward and backward must both be @staticmethods "
+                            f"taking ctx (PyTorch's style) or both plain methods on arrays")
+        cls.static_style = f
+
     @classmethod
     def name(cls):
         return cls.op_name or cls.__name__.lower()
@@ -233,6 +245,8 @@ class Function:
     @classmethod
     def apply(cls, *inputs, **kwargs):
         """Run forward on the inputs' arrays and, if a gradient is needed, record the node."""
+        if cls.static_style:
+            return apply_static(cls, inputs, kwargs)
         tensors = _as_tensors(inputs)
         ctx = cls.__new__(cls)
         if STATE.grad_enabled:
@@ -446,10 +460,21 @@ def _node_backward(ctx, g, grads):
         grads.add_slice(p, index, _cast(values, p, ctx))
         return
     in_grads = grads_per_input(ctx, ctx.backward(g), "backward")
-    for p, ig, need in zip(ctx.parents, in_grads, ctx.needs_input_grad, strict=True):
+    for i, (p, ig, need) in enumerate(zip(ctx.parents, in_grads, ctx.needs_input_grad,
+                                          strict=True)):
         if ig is not None and need:
-            new = _cast(unbroadcast(ig, p._data.shape), p, ctx)
+            try:
+                new = _cast(unbroadcast(ig, p._data.shape), p, ctx)
+            except (OpError, AttributeError):
+                raise bad_grad(ctx, "backward", i, ig, p) from None
             grads.add(p, new, ctx.fresh_grads or new is not ig)  # made here: ours to write
+
+
+def bad_grad(ctx, rule, i, ig, p):
+    """The error for a gradient that cannot belong to input i of ctx: the op's bug, named."""
+    what = f"shape {tuple(ig.shape)}" if hasattr(ig, "shape") else f"a {type(ig).__name__}"
+    return OpError(f"{ctx.name()}.{rule} returned a gradient of {what} for input {i} of shape "
+                   f"{tuple(p.shape)}")
 
 
 def grads_per_input(ctx, in_grads, rule):
@@ -489,7 +514,7 @@ def check_root(r):
 
 
 def _run_hooks(t, g):
-    for hook in t._hooks:
+    for _, hook in t._hooks:
         replaced = hook(Tensor._from_op(g, None))
         if replaced is not None:
             g = replaced._data if isinstance(replaced, Tensor) else np.asarray(replaced)

@@ -182,7 +182,7 @@ def run_backward_graph(roots, root_grads, retain_graph=True, store=None, inputs=
             if g is None:
                 continue
             if t._hooks:
-                for hook in t._hooks:
+                for _, hook in t._hooks:
                     replaced = hook(g)
                     if replaced is not None:
                         g = replaced
@@ -269,12 +269,16 @@ def _node_backward_graph(ctx, g, grads, changed=()):
     finally:
         STATE.frame = prev
     in_grads = autograd.grads_per_input(ctx, in_grads, "backward_graph")
-    for p, ig, need in zip(ctx.parents, in_grads, ctx.needs_input_grad, strict=True):
+    for i, (p, ig, need) in enumerate(zip(ctx.parents, in_grads, ctx.needs_input_grad,
+                                          strict=True)):
         if ig is None or not need:
             continue
         if not isinstance(ig, autograd.Tensor):
             ig = autograd.Tensor._from_op(np.asarray(ig), None)
-        ig = unbroadcast_graph(ig, p.shape)
+        try:
+            ig = unbroadcast_graph(ig, p.shape)
+        except OpError:
+            raise autograd.bad_grad(ctx, "backward_graph", i, ig, p) from None
         if ig.dtype != p.dtype:
             ig = ig.to(p.dtype)
         if STATE.anomaly and not np.all(np.isfinite(ig._data)):

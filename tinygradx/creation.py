@@ -58,7 +58,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     `from_numpy` / `as_tensor` share an array's memory instead."""
     check_device("tensor", device)
     arr = to_array(data, as_dtype(dtype))
-    if isinstance(data, (np.ndarray, Tensor)) and np.may_share_memory(arr, np.asarray(data)):
+    if isinstance(data, (np.ndarray, Tensor)) and np.may_share_memory(
+            arr, data._data if isinstance(data, Tensor) else data):
         arr = arr.copy()
     return Tensor(arr, requires_grad=requires_grad)
 

@@ -80,8 +80,27 @@ def _fail(msg, raise_exception):
     return False
 
 
+# PyTorch's further keywords of gradcheck / gradgradcheck with their defaults: accepted at
+# the default; nondet_tol and check_undefined_grad at any value (the engine is deterministic,
+# and a backward always receives zeros, never None, for an unused output)
+TORCH_FLAGS = {"nondet_tol": 0.0, "check_undefined_grad": True, "check_grad_dtypes": False,
+               "check_batched_grad": False, "check_batched_forward_grad": False,
+               "check_forward_ad": False, "check_backward_ad": True, "masked": None,
+               "gen_non_contig_grad_outputs": False, "check_fwd_over_rev": False,
+               "check_rev_over_rev": True}
+
+
+def _torch_flags(name, flags):
+    for key, value in flags.items():
+        if key not in TORCH_FLAGS:
+            raise TypeError(f"{name}() got an unexpected keyword argument {key!r}")
+        if key not in ("nondet_tol", "check_undefined_grad") and value != TORCH_FLAGS[key]:
+            raise ValueError(f"{name}: {key}={value!r} is not available (tinygradx checks "
+                             f"reverse-mode gradients only); leave it at {TORCH_FLAGS[key]!r}")
+
+
 def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, fast_mode=False,
-              raise_exception=True, seed=0):
+              raise_exception=True, seed=0, **torch_flags):
     """Check d fn(*inputs) / d inputs against central finite differences in float64.
 
     Parameters
@@ -91,10 +110,13 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, fast_mode=False,
     eps, atol, rtol : step of the central difference and the tolerance
         |analytic - numeric| <= atol + rtol * |numeric|, PyTorch's defaults.
     fast_mode : compare v^T J u for random u, v instead of the full Jacobian.
-    raise_exception : raise GradcheckError on a mismatch (default) or return False.
+    raise_exception : raise GradcheckError on a mismatch (default) or return False (also
+        when the function's backward raises).
+    torch_flags : PyTorch's other keywords (`TORCH_FLAGS`), accepted at their defaults.
 
     Returns True when every checked gradient matches.
     """
+    _torch_flags("gradcheck", torch_flags)
     inputs, checked = _prepare(inputs)
     outs = _outputs(fn, inputs)
     for i, o in enumerate(outs):
@@ -105,17 +127,35 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, fast_mode=False,
     if not diff_outs:
         return _fail("gradcheck: no output depends differentiably on the inputs",
                      raise_exception)
-    if fast_mode:
-        return _check_fast(fn, inputs, checked, outs, eps, atol, rtol, raise_exception, seed)
-    return _check_full(fn, inputs, checked, outs, eps, atol, rtol, raise_exception)
+    try:
+        if fast_mode:
+            return _check_fast(fn, inputs, checked, outs, eps, atol, rtol, raise_exception,
+                               seed)
+        return _check_full(fn, inputs, checked, outs, eps, atol, rtol, raise_exception)
+    except _BackwardFailed as failed:
+        return _backward_failed(failed.__cause__, raise_exception)
+
+
+class _BackwardFailed(Exception):
+    """The checked function's backward raised (its cause): a failed check, not a crash."""
+
+
+def _backward_failed(err, raise_exception):
+    """raise_exception: the backward's own error, as it was; else False, as PyTorch."""
+    if raise_exception:
+        raise err from None
+    return False
 
 
 def _analytic_vjp(outs, inputs, checked, seeds):
     """sum_k <seed_k, out_k> differentiated w.r.t. the checked inputs (zeros where unused)."""
     pairs = [(o, s) for o, s in zip(outs, seeds, strict=True) if o.requires_grad]
-    grads = backprop.grad([o for o, _ in pairs], [inputs[i] for i in checked],
-                          grad_outputs=[Tensor(s.reshape(o.shape)) for o, s in pairs],
-                          retain_graph=True, allow_unused=True)
+    try:
+        grads = backprop.grad([o for o, _ in pairs], [inputs[i] for i in checked],
+                              grad_outputs=[Tensor(s.reshape(o.shape)) for o, s in pairs],
+                              retain_graph=True, allow_unused=True)
+    except Exception as err:
+        raise _BackwardFailed() from err
     return [np.zeros(inputs[i].shape) if g is None else g._data
             for i, g in zip(checked, grads, strict=True)]
 
@@ -178,7 +218,7 @@ def _check_fast(fn, inputs, checked, outs, eps, atol, rtol, raise_exception, see
 
 
 def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
-                  fast_mode=False, raise_exception=True, seed=0):
+                  fast_mode=False, raise_exception=True, seed=0, **torch_flags):
     """Check the second derivatives of fn against finite differences, as PyTorch's gradgradcheck.
 
     It runs `gradcheck` on the first derivative: the function (inputs, v) -> d<v, fn(inputs)>/d
@@ -187,6 +227,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
     gradient). `grad_outputs` are the v's (random float64 ones by default, one per output
     that needs a gradient); the other arguments are gradcheck's.
     """
+    _torch_flags("gradgradcheck", torch_flags)
     inputs, checked = _prepare(inputs)
     all_outs = _outputs(fn, inputs)
     diff = [k for k, o in enumerate(all_outs) if o.requires_grad]
@@ -215,9 +256,12 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
 
     # the graph rules must give the first derivative that the array rules give, or the check
     # below would only test a wrong rule against itself
-    plain = backprop.grad(outs, [inputs[i] for i in checked], grad_outputs=[
-        v.detach() for v in grad_outputs], retain_graph=True, allow_unused=True)
-    recorded = first_derivative(*inputs, *grad_outputs)
+    try:
+        plain = backprop.grad(outs, [inputs[i] for i in checked], grad_outputs=[
+            v.detach() for v in grad_outputs], retain_graph=True, allow_unused=True)
+        recorded = first_derivative(*inputs, *grad_outputs)
+    except Exception as err:              # the backward (or its graph rule) raised
+        return _backward_failed(err, raise_exception)
     for i, a, b in zip(checked, plain, recorded, strict=True):
         a = np.zeros(inputs[i].shape) if a is None else a._data
         if not np.allclose(a, b._data, atol=atol, rtol=rtol):
@@ -225,5 +269,10 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
                          f"first derivative with create_graph=True differs from the one without "
                          f"(max |diff| {np.abs(a - b._data).max():.3g}): some op's "
                          f"backward_graph disagrees with its backward", raise_exception)
-    return gradcheck(first_derivative, tuple(inputs) + tuple(grad_outputs), eps, atol, rtol,
-                     fast_mode, raise_exception, seed)
+    try:
+        return gradcheck(first_derivative, tuple(inputs) + tuple(grad_outputs), eps, atol,
+                         rtol, fast_mode, raise_exception, seed)
+    except GradcheckError:
+        raise
+    except Exception as err:              # first_derivative runs the backward as its forward
+        return _backward_failed(err, raise_exception)

@@ -129,7 +129,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> 
 def _check_array(name: Any, value: Any, what: str) -> np.ndarray:
     if not isinstance(name, str) or not name:
         raise TypeError(f"{what}: array names must be non-empty strings, got {name!r}")
-    arr = np.asarray(value)
+    arr = np.asarray(getattr(value, "_data", value))       # a Tensor's values, grad or not
     if arr.dtype.hasobject:
         raise TypeError(
             f"{what}: array {name!r} has dtype {arr.dtype} (Python objects), which cannot be "

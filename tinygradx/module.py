@@ -16,6 +16,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .autograd import ROOT, STATE, Frame
+from .hooks import ModuleHooks
 from .tensor import Tensor
 from .tensor_convert import parse_to
 
@@ -77,7 +78,7 @@ def _walk(value, prefix):
             yield from _walk(v, f"{prefix}.{k}")
 
 
-class Module:
+class Module(ModuleHooks):
     """Base class of layers and models: override `forward`, call the module like a function."""
 
     training = True
@@ -93,6 +94,8 @@ class Module:
             _called_outermost(self)
         STATE.frame = _ModuleFrame(parent, self)
         try:
+            if "_hooks_with_kwargs" in self.__dict__:     # a hook was registered (hooks.py)
+                return self._call_with_hooks(args, kwargs)
             return self.forward(*args, **kwargs)
         finally:
             STATE.frame = parent

@@ -13,7 +13,7 @@ import numbers
 
 import numpy as np
 
-from . import autograd, backprop, fused, movement, ops, ops_linalg
+from . import autograd, backprop, fused, hooks, movement, ops, ops_linalg
 from .autograd import OpError
 from .dims import check_dim, normalize_dims
 from .dtypes import as_dtype, result_type, to_array
@@ -61,7 +61,7 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMet
     def _from_op(cls, data, ctx):
         """Fast constructor for op results: no conversion, no checks."""
         t = object.__new__(cls)
-        t._data = data if isinstance(data, np.ndarray) else np.asarray(data)
+        t._data = data if isinstance(data, np.ndarray) else _op_result(data, ctx)
         t.requires_grad = ctx is not None
         t.grad = t._hooks = t.name = t._base = t._history = None
         t._ctx = ctx
@@ -156,7 +156,12 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMet
         return self._data.shape[0]
 
     def __array__(self, dtype=None, copy=None):
-        """np.asarray(t): the array itself (shared), or a copy when a dtype or copy asks."""
+        """np.asarray(t): the array itself (shared), or a copy when a dtype or copy asks. As in
+        PyTorch, refused for a tensor that requires grad (numpy would drop its gradient)."""
+        if self.requires_grad:
+            raise RuntimeError(f"numpy: a tensor that requires grad (shape {self.shape}) was "
+                               f"given to numpy, which would drop its gradient; use "
+                               f"t.detach() (np.asarray(t.detach()), t.detach().numpy())")
         if copy:
             return np.array(self._data, dtype=dtype, copy=True)
         return self._data if dtype is None else self._data.astype(dtype, copy=False)
@@ -196,13 +201,13 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMet
         return self
 
     def register_hook(self, fn):
-        """fn(grad) runs when this tensor's gradient is complete; it may return a replacement."""
+        """fn(grad) runs when this tensor's gradient is complete; it may return a replacement.
+        Returns a RemovableHandle (`handle.remove()`), as PyTorch."""
         if not self.requires_grad:
             raise RuntimeError("register_hook: the tensor does not require grad")
         if self._hooks is None:
             self._hooks = []
-        self._hooks.append(fn)
-        return fn
+        return hooks.add_tensor_hook(self._hooks, fn)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False):
         """Accumulate d(self)/d(leaf) into the .grad of every leaf that requires grad.
@@ -529,6 +534,17 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMet
     def log_softmax(self, dim):
         return fused.LogSoftmax.apply(self, dim=check_dim("log_softmax", dim,
                                                               self._data.ndim))
+
+
+def _op_result(data, ctx):
+    """A forward's result that is not an array: a number becomes one; a tuple is refused (numpy
+    would stack it into one array, and backward would fail far from the cause)."""
+    if isinstance(data, (tuple, list)):
+        op = ctx.name() if ctx is not None else "a Function"
+        raise TypeError(f"{op}: forward on arrays returned a {type(data).__name__}, but an op "
+                        f"written with methods on arrays has one output; write an op with "
+                        f"several outputs in PyTorch's style (@staticmethod forward(ctx, ...))")
+    return np.asarray(data)
 
 
 def _constant(name, x, instead):

@@ -4,7 +4,8 @@ Tensor inherits (next to tensor_methods.ShapeMethods).
 Device (`x.device`, `x.to("cpu")`, `x.cpu()`: tinygradx has one device, the CPU; see
 devices.py), dtype conversion (`to`, `float()`, `long()`, `type_as`, ...), layout
 (`contiguous`, `is_contiguous`, `view_as`) and the `new_*` constructors that take the dtype
-of the tensor they are called on. Torch's names, argument names and semantics.
+of the tensor they are called on; numpy functions on a Tensor (`__array_function__`: values,
+no graph) and `format(t, spec)` of a 0-d tensor. Torch's names, argument names and semantics.
 """
 from __future__ import annotations
 
@@ -48,10 +49,47 @@ def parse_to(args, dtype, dev):
     return as_dtype(dtype)
 
 
+_METADATA = {np.shape, np.ndim, np.size}     # numpy functions of a Tensor's shape alone
+
+
+def _arrays(value, raw=False):
+    """Tensors inside (nested tuples, lists, dicts of) value as numpy arrays, via __array__
+    (raw: the arrays themselves, whatever requires_grad says)."""
+    if isinstance(value, autograd.Tensor):
+        return value._data if raw else value.__array__()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_arrays(v, raw) for v in value)
+    if isinstance(value, dict):
+        return {k: _arrays(v, raw) for k, v in value.items()}
+    return value
+
+
 class ConvertMethods:
-    """Device, dtype and layout conversion and the new_* constructors; mixed into Tensor."""
+    """Device, dtype and layout conversion and the new_* constructors; numpy's protocol and
+    formatting; mixed into Tensor."""
 
     __slots__ = ()
+
+    # -- numpy and Python's number protocols ------------------------------------------
+    def __array_function__(self, func, types, args, kwargs):
+        """NumPy's protocol for np.mean(t), np.max(t, axis=0), np.concatenate([t, a]): numpy
+        computes on the arrays (values, no graph). Operators (`arr + t`, `np.float32(2) * t`)
+        are not numpy functions: they stay Tensor ops with a graph (__array_priority__)."""
+        raw = func in _METADATA       # np.shape(t), np.ndim(t): no values read, grad or not
+        return func(*_arrays(args, raw), **_arrays(kwargs, raw))
+
+    def __format__(self, spec):
+        """f"{loss:.4f}": a 0-d tensor formats its value, as PyTorch; others only as str()."""
+        if self._data.ndim == 0:
+            return self._data.item().__format__(spec)
+        if spec:
+            raise TypeError(f"format spec {spec!r} needs a 0-d tensor, this one has shape "
+                            f"{self.shape}; format t.item() or t.tolist() instead")
+        return str(self)
+
+    def __round__(self, ndigits=None):
+        raise TypeError("round() of a Tensor is refused, as PyTorch refuses it: use "
+                        "round(t.item(), n) for a number or t.round() for a tensor")
 
     # -- device -----------------------------------------------------------------------------
     @property

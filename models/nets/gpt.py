@@ -28,7 +28,7 @@ import numpy as np
 
 import tinygradx as tgx
 import tinygradx.functional as F
-from tinygradx import Tensor, inference, nn
+from tinygradx import Tensor, hooks, inference, nn
 from tinygradx.nn import init
 
 from .layers import KVCache, as_ids, layer_norm_on_array, linear_on_array, sample_next
@@ -293,7 +293,7 @@ def _stock(model):
         mods += [(x, nn.Dropout) for x in (a.attn_dropout, a.resid_dropout, m.dropout)]
         if not a.packed or a.record_attn:
             return False
-    return all(type(m) is cls and "forward" not in vars(m)
+    return all(type(m) is cls and "forward" not in vars(m) and not hooks.has_hooks(m)
                and (cls is not nn.Dropout or m.p == 0 or not m.training)
                and (cls is not nn.LayerNorm or len(m.normalized_shape) == 1)
                for m, cls in mods)

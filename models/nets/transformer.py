@@ -202,7 +202,7 @@ def _arrays_ok(layer):
     module its forward calls of its stock class with no instance-level forward, no dropout
     active and no attention weights recorded. A swapped-in module takes the module path."""
     kind = type(layer)
-    if kind not in (EncoderLayer, DecoderLayer) or "forward" in vars(layer):
+    if kind not in (EncoderLayer, DecoderLayer) or not ti.plain(layer, kind):   # a hook too
         return False
     attns = [layer.self_attn] + ([layer.cross_attn] if kind is DecoderLayer else [])
     norms = [layer.norm1, layer.norm2] + ([layer.norm3] if kind is DecoderLayer else [])

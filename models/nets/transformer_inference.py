@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 import tinygradx.functional as F
-from tinygradx import Tensor, inference, nn
+from tinygradx import Tensor, hooks, inference, nn
 
 from .layers import KVCache
 from .layers import layer_norm_on_array as _norm, linear_on_array as _linear
@@ -46,8 +46,8 @@ def padding_mask(key_padding_mask, dtype):
 
 
 def plain(module, cls):
-    """`module` is a `cls` itself, not a subclass, with no forward set on the instance."""
-    return type(module) is cls and "forward" not in vars(module)
+    """`module` is a `cls` itself, not a subclass, with no instance forward and no hook."""
+    return type(module) is cls and "forward" not in vars(module) and not hooks.has_hooks(module)
 
 
 def inference_ok(mha):

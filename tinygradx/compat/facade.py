@@ -21,8 +21,6 @@ LAYER = "tinygradx's PyTorch compatibility layer (tinygradx.compat)"
 REASONS = {
     "torch.trace": "tinygradx.trace records a shape table, not the sum of a diagonal; write "
                    "x.diagonal().sum()",
-    "torch.autograd.Function": "a custom op subclasses tinygradx.Function, whose forward and "
-                               "backward take and return numpy arrays (docs/autograd.md)",
     "torch.utils.data": "there is no Dataset or DataLoader; slice or index your tensors in a "
                         "plain Python loop",
     "torch.compile": "tinygradx runs every op eagerly; call the model itself",

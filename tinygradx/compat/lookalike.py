@@ -7,8 +7,13 @@
     torch.nn.utils             tinygradx.clip_grad: clip_grad_norm_, clip_grad_value_
     torch.optim                tinygradx.optim
     torch.optim.lr_scheduler   tinygradx.optim.lr_scheduler (tinygradx/lr_scheduler.py)
-    torch.autograd             grad, no_grad, enable_grad, set_grad_enabled, inference_mode,
-                               detect_anomaly
+    torch.autograd             Function (tinygradx.Function: PyTorch's static style works),
+                               grad, gradcheck, gradgradcheck, no_grad, enable_grad,
+                               set_grad_enabled, inference_mode, detect_anomaly
+    torch.autograd.function    Function, FunctionCtx, once_differentiable (custom_function.py)
+    torch.autograd.functional  tinygradx.func's jacobian, hessian, hvp, vhp
+    torch.func                 tinygradx.func: grad, grad_and_value, vjp, jvp, jacrev, jacfwd,
+                               hessian, functional_call
     torch.cuda                 is_available() is False, device_count() is 0, manual_seed is a
                                no-op (what PyTorch answers on a machine without a GPU)
     torch.utils                nothing (torch.utils.data is refused with a hint)
@@ -19,7 +24,8 @@ module name to its facade: what `installed()` puts into sys.modules.
 from __future__ import annotations
 
 import tinygradx
-from tinygradx import clip_grad, dtypes, functional, init, lr_scheduler, nn, optim
+from tinygradx import (clip_grad, custom_function, dtypes, func, functional, init,
+                       lr_scheduler, nn, optim)
 
 from .facade import Facade
 
@@ -53,18 +59,32 @@ utils_nn = Facade("torch.nn.utils", clip_grad)
 nn_ = Facade("torch.nn", nn, {"functional": functional_, "init": init_, "utils": utils_nn})
 lr_scheduler_ = Facade("torch.optim.lr_scheduler", lr_scheduler)
 optim_ = Facade("torch.optim", optim, {"lr_scheduler": lr_scheduler_})
+# torch.autograd.functional's vjp and jvp take (func, inputs, v), not torch.func's arguments:
+# only the four whose signatures agree are mapped
+autograd_functional = Facade("torch.autograd.functional", None, {
+    n: getattr(func, n) for n in ("jacobian", "hessian", "hvp", "vhp")})
+autograd_function = Facade("torch.autograd.function", None, {
+    "Function": tinygradx.Function, "FunctionCtx": custom_function.FunctionCtx,
+    "once_differentiable": custom_function.once_differentiable})
 autograd = Facade("torch.autograd", None, {
+    "function": autograd_function,
+    "Function": tinygradx.Function, "gradcheck": tinygradx.gradcheck,
+    "gradgradcheck": tinygradx.gradgradcheck, "functional": autograd_functional,
     "grad": tinygradx.grad, "no_grad": tinygradx.no_grad, "enable_grad": tinygradx.enable_grad,
     "set_grad_enabled": tinygradx.set_grad_enabled, "inference_mode": tinygradx.inference_mode,
     "detect_anomaly": tinygradx.detect_anomaly})
+func_ = Facade("torch.func", None, {
+    n: getattr(func, n) for n in ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd",
+                                  "hessian", "functional_call")})
 cuda = Facade("torch.cuda", None, {
     "is_available": _cuda_is_available, "device_count": _cuda_device_count,
     "manual_seed": _no_gpu_seed, "manual_seed_all": _no_gpu_seed})
 utils = Facade("torch.utils")
 
 torch = Facade("torch", tinygradx, dict(DTYPES, nn=nn_, optim=optim_, autograd=autograd,
-                                        cuda=cuda, utils=utils),
+                                        func=func_, cuda=cuda, utils=utils),
                doc="tinygradx under PyTorch's names (tinygradx.compat); not PyTorch.")
 
 MODULES = {m.__name__: m for m in (torch, nn_, functional_, init_, utils_nn, optim_,
-                                   lr_scheduler_, autograd, cuda, utils)}
+                                   lr_scheduler_, autograd, autograd_function,
+                                   autograd_functional, func_, cuda, utils)}
