@@ -1,20 +1,23 @@
-"""docs/walkthrough.ipynb is what docs/make_notebook.py makes of docs/walkthrough.md, and it runs
-top to bottom in a fresh kernel, printing what the page says its snippets print and drawing its
-graphs inline.
+"""docs/walkthrough.ipynb and docs/zh/walkthrough.ipynb are what docs/make_notebook.py makes of
+their pages, committed with the outputs of a run: their cells are the page's, their outputs show
+what the page says its snippets print, the graphs inline and the copy task trained; and they
+still run top to bottom in a fresh kernel.
 
-    python docs/make_notebook.py       # regenerate after editing docs/walkthrough.md
+    python docs/make_notebook.py       # rebuild and run both after editing a walkthrough page
 """
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import re
 import sys
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NOTEBOOK = os.path.join(ROOT, "docs", "walkthrough.ipynb")
-PAGE = "docs/walkthrough.md"
+LANGS = ["en", "zh"]
+PAGE = {"en": "docs/walkthrough.md", "zh": "docs/zh/walkthrough.md"}
 
 
 def load_maker():
@@ -25,57 +28,96 @@ def load_maker():
     return mod
 
 
-def test_notebook_is_generated_from_the_page():
-    with open(NOTEBOOK, encoding="utf-8") as f:
-        committed = f.read()
-    assert committed == load_maker().build(), (
-        "docs/walkthrough.ipynb differs from what docs/make_notebook.py generates from "
-        "docs/walkthrough.md; run: python docs/make_notebook.py")
+def committed(maker, lang):
+    with open(maker.NOTEBOOKS[lang], encoding="utf-8") as f:
+        return json.load(f)
 
 
-def test_every_snippet_is_a_cell_in_order():
+def expected_outputs(lang):
+    """{page line of a python block: the text block the page shows after it}."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import test_docs
+    return test_docs, {b.start + 1: b.expected.code
+                       for b in test_docs.blocks(test_docs.read(PAGE[lang]))
+                       if b.lang == "python" and b.expected is not None}
+
+
+def stdout_of(cell):
+    """What a cell printed; a saved notebook keeps a stream's text as a list of lines."""
+    texts = [o.get("text", "") for o in cell.get("outputs", [])
+             if o.get("output_type") == "stream" and o.get("name") == "stdout"]
+    return "".join(t if isinstance(t, str) else "".join(t) for t in texts)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_notebook_cells_are_generated_from_the_page(lang):
+    maker = load_maker()
+    assert maker.cells_of(committed(maker, lang)) == maker.cells_of(maker.build(lang)), (
+        f"{maker.NOTEBOOKS[lang]} differs from what docs/make_notebook.py builds from "
+        f"{PAGE[lang]}; run: python docs/make_notebook.py")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_snippet_is_a_cell_in_order(lang):
     nbformat = pytest.importorskip("nbformat")
-    nb = nbformat.read(NOTEBOOK, as_version=4)
+    maker = load_maker()
+    nb = nbformat.read(maker.NOTEBOOKS[lang], as_version=4)
     nbformat.validate(nb)
+    test_docs, _ = expected_outputs(lang)
     lines = [c.metadata["walkthrough_line"] for c in nb.cells
              if c.cell_type == "code" and "walkthrough_line" in c.metadata]
-    snippets = [b.start + 1 for b in test_docs.blocks(test_docs.read(PAGE)) if b.lang == "python"]
+    snippets = [b.start + 1 for b in test_docs.blocks(test_docs.read(PAGE[lang]))
+                if b.lang == "python"]
     assert lines == snippets
-    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), \
-        "the committed notebook must carry no outputs"
 
 
-def test_notebook_runs_top_to_bottom(tmp_path):
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
+@pytest.mark.parametrize("lang", LANGS)
+def test_committed_outputs_show_what_the_page_says(lang):
+    """Every code cell ran (in order, without an error); each cell whose page block has a text
+    block printed that text; the graphs are shown inline; the copy task trained."""
+    maker = load_maker()
+    nb = committed(maker, lang)
+    test_docs, expected = expected_outputs(lang)
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert [c["execution_count"] for c in code] == list(range(1, len(code) + 1))
+    assert not [o for c in code for o in c["outputs"] if o.get("output_type") == "error"]
+    checked = 0
+    for c in code:
+        line = c["metadata"].get("walkthrough_line")
+        if line in expected:
+            assert test_docs.matches(expected[line], stdout_of(c)), (
+                f"the committed cell of {PAGE[lang]}:{line} printed\n{stdout_of(c)}\nbut the "
+                f"page says\n{expected[line]}\n(run: python docs/make_notebook.py)")
+            checked += 1
+    assert checked == len(expected) > 10
+    shown = [o for c in code for o in c["outputs"] if o.get("output_type") == "display_data"]
+    assert sum("image/svg+xml" in o["data"] for o in shown) >= 2      # Pre-LN and Post-LN
+    assert sum("image/png" in o["data"] for o in shown) >= 2          # masks, label smoothing
+    trained = stdout_of(next(c for c in code if c["metadata"].get("trains")))
+    m = re.search(r"exact match on 200 held-out strings: (\d+)%", trained)
+    assert m and int(m.group(1)) >= 80, trained
+    pairs = re.findall(r"^\s*(\w+)  ->  (\w*)$", trained, flags=re.M)
+    assert len(pairs) == 5 and sum(a == b for a, b in pairs) >= 3, trained
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", LANGS)
+def test_notebook_runs_top_to_bottom(lang):
+    """A fresh kernel runs the freshly built notebook, and it prints what the page says."""
+    pytest.importorskip("nbformat")
+    pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import test_docs
     from tinygradx.viz import find_renderer
     try:
         find_renderer()
     except Exception as err:                           # the graph cells need a renderer
         pytest.skip(f"no graph renderer installed (pip install '.[viz]'): {err}")
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
-                                     resources={"metadata": {"path": os.path.dirname(NOTEBOOK)}})
-    client.execute()                                   # raises CellExecutionError on any error
-    expected = {b.start + 1: b.expected.code for b in test_docs.blocks(test_docs.read(PAGE))
-                if b.lang == "python" and b.expected is not None}
-    checked = 0
-    for c in nb.cells:
-        line = c.metadata.get("walkthrough_line") if c.cell_type == "code" else None
-        if line not in expected:
-            continue
-        printed = "".join(o.get("text", "") for o in c.outputs
-                          if o.output_type == "stream" and o.name == "stdout")
-        assert test_docs.matches(expected[line], printed), (
-            f"the cell of {PAGE}:{line} printed\n{printed}\nbut the page says\n{expected[line]}")
-        checked += 1
-    assert checked == len(expected)
-    svgs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
-            if o.output_type == "display_data" and "image/svg+xml" in o.get("data", {})]
-    assert len(svgs) >= 2, "the Pre-LN and Post-LN graphs should be shown inline"
+    maker = load_maker()
+    nb = maker.run(maker.build(lang), lang)            # raises CellExecutionError on any error
+    test_docs, expected = expected_outputs(lang)
+    for c in nb["cells"]:
+        line = c["metadata"].get("walkthrough_line") if c["cell_type"] == "code" else None
+        if line in expected:
+            assert test_docs.matches(expected[line], stdout_of(c)), (
+                f"the cell of {PAGE[lang]}:{line} printed\n{stdout_of(c)}\nbut the page says\n"
+                f"{expected[line]}")
