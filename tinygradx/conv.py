@@ -309,6 +309,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             raise ValueError(f"interpolate: scale_factor must be positive, one per spatial "
                              f"dim, got {scale_factor!r}")
         out = [int(math.floor(L * s)) for L, s in zip(sizes, sf, strict=True)]
+        if min(out) < 1:
+            raise OpError(f"interpolate: scale_factor {scale_factor!r} makes an empty output "
+                          f"{tuple(out)} from input size {tuple(sizes)}")
         scales = [L / o if recompute_scale_factor else 1.0 / s
                   for L, o, s in zip(sizes, out, sf, strict=True)]
     y = input
