@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import tinygradx as tgx
 import tinygradx.functional as F
-from opinfo import FLOATS, OpInfo, S, Sample, TF, _f64, add, array, family, torch
+from opinfo import OpInfo, S, Sample, TF, _f64, add, array, family, torch
 
 # ------------------------------------------------------------------------------------------
 # numpy references: one output position at a time
@@ -32,24 +32,24 @@ def np_conv(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
     x = x[None] if unb else x
     k, s, d = w.shape[2:], _nt(stride, n), _nt(dilation, n)
     if padding == "same":
-        pads = [(t // 2, t - t // 2) for t in (dd * (kk - 1) for dd, kk in zip(d, k))]
+        pads = [(t // 2, t - t // 2) for t in (dd * (kk - 1) for dd, kk in zip(d, k, strict=True))]
     else:
         pads = [(p, p) for p in _nt(0 if padding == "valid" else padding, n)]
     xp = np.pad(x, [(0, 0), (0, 0)] + pads)
     out = [(xp.shape[2 + i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(n)]
-    N, O = x.shape[0], w.shape[0]
-    cg, og = w.shape[1], O // groups
-    y = np.zeros((N, O, *out))
+    N, n_out = x.shape[0], w.shape[0]
+    cg, og = w.shape[1], n_out // groups
+    y = np.zeros((N, n_out, *out))
     for pos in np.ndindex(*out):
         sl = tuple(slice(p * ss, p * ss + dd * (kk - 1) + 1, dd)
-                   for p, ss, dd, kk in zip(pos, s, d, k))
+                   for p, ss, dd, kk in zip(pos, s, d, k, strict=True))
         win = xp[(slice(None), slice(None)) + sl]               # (N, C, *k)
-        for o in range(O):
+        for o in range(n_out):
             g = o // og
             y[(slice(None), o) + pos] = (win[:, g * cg:(g + 1) * cg] * w[o]).sum(
                 axis=tuple(range(1, n + 2)))
     if b is not None:
-        y += b.reshape(O, *([1] * n))
+        y += b.reshape(n_out, *([1] * n))
     return y[0] if unb else y
 
 
@@ -96,7 +96,7 @@ def np_adaptive_avg(x, output_size, n=2):
     y = np.zeros(x.shape[:2] + out)
     for pos in np.ndindex(*out):
         sl = tuple(slice((o * L) // oo, -(-((o + 1) * L) // oo))
-                   for o, L, oo in zip(pos, sizes, out))
+                   for o, L, oo in zip(pos, sizes, out, strict=True))
         y[(slice(None), slice(None)) + pos] = x[(slice(None), slice(None)) + sl].mean(
             axis=tuple(range(2, 2 + n)))
     return y[0] if unb else y
@@ -107,7 +107,7 @@ def np_interpolate(x, size=None, scale_factor=None, mode="nearest", align_corner
     sizes = x.shape[2:]
     out = _nt(size, n) if size is not None else \
         tuple(int(math.floor(L * scale_factor)) for L in sizes)
-    scales = [L / o if size is not None else 1 / scale_factor for L, o in zip(sizes, out)]
+    scales = [L / o if size is not None else 1 / scale_factor for L, o in zip(sizes, out, strict=True)]
     y = x
     for i in range(n):
         L, o, sc = sizes[i], out[i], scales[i]
