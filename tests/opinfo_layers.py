@@ -121,7 +121,8 @@ def np_interpolate(x, size=None, scale_factor=None, mode="nearest", align_corner
                 (0.0 if align_corners else max((j + 0.5) * sc - 0.5, 0.0))
             i0 = min(int(math.floor(src)), L - 1)
             i1, lam = min(i0 + 1, L - 1), src - min(int(math.floor(src)), L - 1)
-            rows.append(np.take(y, i0, axis=2 + i) * (1 - lam) + np.take(y, i1, axis=2 + i) * lam)
+            rows.append(np.take(y, i0, axis=2 + i) * (1 - lam) +
+                        np.take(y, i1, axis=2 + i) * lam)
         y = np.stack(rows, axis=2 + i)
     return y
 
