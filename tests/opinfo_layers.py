@@ -107,7 +107,8 @@ def np_interpolate(x, size=None, scale_factor=None, mode="nearest", align_corner
     sizes = x.shape[2:]
     out = _nt(size, n) if size is not None else \
         tuple(int(math.floor(L * scale_factor)) for L in sizes)
-    scales = [L / o if size is not None else 1 / scale_factor for L, o in zip(sizes, out, strict=True)]
+    scales = [L / o if size is not None else 1 / scale_factor
+              for L, o in zip(sizes, out, strict=True)]
     y = x
     for i in range(n):
         L, o, sc = sizes[i], out[i], scales[i]
