@@ -316,3 +316,15 @@ def test_torch_modules_are_nn_layers_and_draw():
     out, _ = lstm(tgx.randn(3, 1, 2))
     dot = viz.to_dot_source(out.sum())
     assert "sigmoid" in dot and "tanh" in dot
+
+
+@pytest.mark.parametrize("build", [
+    lambda **f: nn.Conv1d(2, 3, 3, **f), lambda **f: nn.GRU(2, 3, **f),
+    lambda **f: nn.LSTMCell(2, 3, **f), lambda **f: nn.MultiheadAttention(4, 2, **f),
+    lambda **f: nn.Transformer(8, 2, 1, 1, 16, **f)])
+def test_factory_arguments(build):
+    """device='cpu' and dtype= as in torch; another device is refused by name."""
+    m = build(device="cpu", dtype=tgx.float64)
+    assert {p.dtype for p in m.parameters()} == {np.dtype(np.float64)}
+    with pytest.raises(RuntimeError, match="device 'cuda' is not available"):
+        build(device="cuda")

@@ -58,6 +58,8 @@ class _ConvNd(Module):
         self.weight = Parameter(STATE.rng.uniform(-bound, bound, shape).astype(np.float32))
         self.bias = Parameter(STATE.rng.uniform(-bound, bound, (out_channels,))
                               .astype(np.float32)) if bias else None
+        if device is not None or dtype is not None:       # torch's factory arguments
+            self.to(device=device, dtype=dtype)
 
     def forward(self, x):
         padding = self.padding

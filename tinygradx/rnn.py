@@ -92,6 +92,8 @@ class RNNBase(Module):
                 for name, shape in zip(names, shapes, strict=True):
                     setattr(self, name, _uniform(shape, bound))
                 self._names.append(names)
+        if device is not None or dtype is not None:       # torch's factory arguments
+            self.to(device=device, dtype=dtype)
 
     def _direction(self, k, x, h, c, reverse):
         """One layer, one direction over x (L, N, D_in) -> (outputs (L, N, H), h, c)."""
@@ -181,7 +183,8 @@ class RNN(RNNBase):
                              f"{nonlinearity!r}")
         self.nonlinearity = nonlinearity
         super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size,
-                         hidden_size, num_layers, bias, batch_first, dropout, bidirectional)
+                         hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+                         device=device, dtype=dtype)
 
 
 class GRU(RNNBase):
@@ -190,7 +193,7 @@ class GRU(RNNBase):
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, device=None, dtype=None):
         super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first,
-                         dropout, bidirectional)
+                         dropout, bidirectional, device=device, dtype=dtype)
 
 
 class LSTM(RNNBase):
@@ -199,7 +202,7 @@ class LSTM(RNNBase):
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
         super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first,
-                         dropout, bidirectional, proj_size)
+                         dropout, bidirectional, proj_size, device=device, dtype=dtype)
 
 
 class _Cell(Module):
@@ -216,6 +219,8 @@ class _Cell(Module):
         self.weight_hh = _uniform((G * H, H), bound)
         self.bias_ih = _uniform((G * H,), bound) if bias else None
         self.bias_hh = _uniform((G * H,), bound) if bias else None
+        if device is not None or dtype is not None:       # torch's factory arguments
+            self.to(device=device, dtype=dtype)
 
     def forward(self, input, hx=None):
         cls = type(self).__name__
@@ -255,7 +260,7 @@ class RNNCell(_Cell):
                              f"{nonlinearity!r}")
         self.nonlinearity = nonlinearity
         self.mode = "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
-        super().__init__(input_size, hidden_size, bias)
+        super().__init__(input_size, hidden_size, bias, device=device, dtype=dtype)
 
 
 class GRUCell(_Cell):

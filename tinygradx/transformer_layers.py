@@ -98,6 +98,8 @@ class MultiheadAttention(Module):
         self.out_proj = Linear(E, E, bias=bias)
         if bias:
             init.zeros_(self.out_proj.bias)
+        if device is not None or dtype is not None:       # torch's factory arguments
+            self.to(device=device, dtype=dtype)
 
     def _weights(self):
         E = self.embed_dim
@@ -205,6 +207,8 @@ class TransformerEncoderLayer(_Layer):
         self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
         self.dropout1, self.dropout2 = Dropout(dropout), Dropout(dropout)
         self.activation = activation
+        if device is not None or dtype is not None:       # torch's factory arguments
+            self.to(device=device, dtype=dtype)
 
     def _sa_block(self, x, mask, padding, is_causal):
         x = self.self_attn(x, x, x, attn_mask=mask, key_padding_mask=padding,
@@ -242,6 +246,8 @@ class TransformerDecoderLayer(_Layer):
         self.dropout1, self.dropout2 = Dropout(dropout), Dropout(dropout)
         self.dropout3 = Dropout(dropout)
         self.activation = activation
+        if device is not None or dtype is not None:       # torch's factory arguments
+            self.to(device=device, dtype=dtype)
 
     def _ff_block(self, x):
         return self.dropout3(self.linear2(self.dropout(self._act(self.linear1(x)))))
@@ -333,6 +339,8 @@ class Transformer(Module):
         for p in self.parameters():
             if p.ndim > 1:
                 init.xavier_uniform_(p)
+        if device is not None or dtype is not None:       # torch's factory arguments
+            self.to(device=device, dtype=dtype)
 
     def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None,
                 src_key_padding_mask=None, tgt_key_padding_mask=None,
