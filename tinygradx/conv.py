@@ -6,7 +6,7 @@ tools draw it and gradgradcheck holds without a new backward rule. A convolution
 written with ops: the padded input is read at every kernel offset with one strided slice
 (getitem with a step; its gradient fills a shared buffer, so the slices' gradients add into
 one array: col2im for free), the kh*kw slices are stacked into the column tensor, and one
-einsum contracts it with the weight. For the small kernels of small models that is a few
+(batched) matmul contracts it with the weight. For the small kernels of small models that is a few
 cheap nodes per layer, and nothing new has to be derived twice (array and graph form).
 Pooling stacks the same windows and reduces them (max with torch's first-maximum rule, or
 a sum divided by torch's divisor); interpolation is an index_select per spatial dim and,
@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from .autograd import OpError
-from .creation import einsum, stack
+from .creation import stack
 from .padding import pad as _pad_op
 from .tensor import Tensor
 
@@ -111,12 +111,11 @@ def _conv(op, n, input, weight, bias, stride, padding, dilation, groups):
     out = [_out_size(op, x.shape[2 + i], 0, kernel[i], stride[i], dilation[i])
            for i in range(n)]
     cols = stack(_windows(x, kernel, stride, dilation, out), dim=2)   # (N, C, K, *out)
-    K = math.prod(kernel)
-    cols = cols.reshape(N, groups, Cg, K, *out)               # (N, G, C/G, K, *out)
-    w = weight.reshape(groups, n_out // groups, Cg, K)            # (G, O/G, C/G, K)
-    sp = "hwd"[:n]
-    y = einsum(f"ngck{sp},gock->ngo{sp}", cols, w)           # (N, G, O/G, *out)
-    y = y.reshape(N, n_out, *out)                                 # (N, O, *out)
+    CK, P = Cg * math.prod(kernel), math.prod(out)
+    cols = cols.reshape(N, groups, CK, P)                     # (N, G, C/G*K, positions)
+    w = weight.reshape(groups, n_out // groups, CK)           # (G, O/G, C/G*K)
+    y = w @ cols                                              # (N, G, O/G, positions)
+    y = y.reshape(N, n_out, *out)                             # (N, O, *out)
     if bias is not None:
         y = y + bias.reshape(n_out, *([1] * n))
     return y.squeeze(0) if added else y
