@@ -285,14 +285,14 @@ def test_encoder_and_decoder_stacks(norm):
 
 
 def test_transformer_eval_matches_torch_fast_path():
-    """torch's encoder takes its nested-tensor fast path in eval with padding; the math is
-    the same."""
+    """torch's encoder takes its nested-tensor fast path in eval under no_grad (batch first,
+    padding given); the math is the same."""
     theirs, mine = _pair("Transformer", np.float32, d_model=8, nhead=2, num_encoder_layers=1,
-                         num_decoder_layers=1, dim_feedforward=16)
+                         num_decoder_layers=1, dim_feedforward=16, batch_first=True)
+    assert theirs.encoder.use_nested_tensor
     theirs.eval()
     mine.eval()
-    src, tgt = _x(2, 5, 8, dtype=np.float32).transpose(1, 0, 2).copy(), \
-        _x(4, 2, 8, dtype=np.float32, seed=1)
+    src, tgt = _x(2, 5, 8, dtype=np.float32), _x(2, 4, 8, dtype=np.float32, seed=1)
     padding = np.zeros((2, 5), bool)
     padding[1, 3:] = True
     with torch.no_grad():
