@@ -2382,6 +2382,9 @@ add(*(OpInfo(f"F.pad[{m}]" if m != "constant" else "F.pad",
                   S(_f64(2, 3).astype(np.float32), _f64(3), dim=-1, desc="f32_f64"))),
 )
 
+# convolution, pooling, interpolate and torch's recurrent / attention / Transformer modules
+import opinfo_layers  # noqa: E402, F401  (adds its entries to OPS)
+
 # ------------------------------------------------------------------------------------------
 # names in docs/api.md's op sections that are not ops (the coverage test skips only these)
 # ------------------------------------------------------------------------------------------

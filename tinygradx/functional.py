@@ -480,3 +480,11 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
         return x / (n + (n.clamp(min=eps) - n).detach())
 
     return (unit(x1) * unit(x2)).sum(dim)
+
+
+# convolution, pooling, interpolate live in conv.py (same floor)
+from .conv import (adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d,  # noqa: E402
+                   avg_pool2d, conv1d, conv2d, interpolate, max_pool1d, max_pool2d)
+
+__all__ += ["conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
+            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "interpolate"]

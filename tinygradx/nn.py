@@ -586,6 +586,14 @@ class Unflatten(Module):
 
 
 from .module import ParameterDict, ParameterList  # noqa: E402  (containers, as Module's)
+from . import conv_layers, rnn, transformer_layers  # noqa: E402  (torch's layers, by concept)
+from .conv_layers import *  # noqa: E402, F403
+from .rnn import *  # noqa: E402, F403
+from .transformer_layers import *  # noqa: E402, F403
+
+transformer_layers.Linear, transformer_layers.LayerNorm = Linear, LayerNorm
+transformer_layers.Dropout = Dropout
 
 __all__ += ["Softmax", "LogSoftmax", "Tanh", "Sigmoid", "Flatten", "Unflatten", "ParameterList",
             "ParameterDict"]
+__all__ += conv_layers.__all__ + rnn.__all__ + transformer_layers.__all__

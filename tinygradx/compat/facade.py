@@ -32,8 +32,6 @@ REASONS = {
                   "tinygradx.io.save_safetensors(path, arrays)",
     "torch.load": "read arrays with tinygradx.io.load_safetensors(path), then "
                   "model.load_state_dict(arrays)",
-    "torch.nn.MultiheadAttention": "tinygradx.nn.MultiHeadAttention has another signature "
-                                   "(batch first, a key_padding_mask where True blocks)",
 }
 
 
