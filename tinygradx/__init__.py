@@ -44,6 +44,15 @@ from .creation import linspace, logspace  # noqa: E402
 from .grad_mode import inference_mode, set_grad_enabled  # noqa: E402
 from .dtypes import finfo, get_default_dtype, iinfo, set_default_dtype  # noqa: E402
 from .dims import Size  # noqa: E402
+from .creation import Generator, bernoulli, randint_like, randperm  # noqa: E402
+from .math_methods import floor_divide, fmod, remainder  # noqa: E402
+from .tensor_functions import (add, amax, amin, argwhere, bitwise_and,  # noqa: E402
+                               bitwise_not, bitwise_or, bitwise_xor, broadcast_to, clamp_max,
+                               clamp_min, clone, count_nonzero, div, divide, dot, erf, ge,
+                               greater, greater_equal, gt, is_floating_point, le, less,
+                               less_equal, logical_and, logical_not, logical_or, logical_xor,
+                               logsumexp, lt, masked_fill, mm, mul, multiply, mv, ne, not_equal,
+                               ravel, relu, sub, subtract, true_divide)
 from . import functional, nn, optim  # noqa: E402
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
 from . import func  # noqa: E402
@@ -81,6 +90,14 @@ __all__ = [
     "expm1", "log1p", "neg", "negative", "reciprocal", "rsqrt", "square", "linspace",
     "logspace", "inference_mode", "set_grad_enabled", "finfo", "get_default_dtype", "iinfo",
     "set_default_dtype", "Size",
+    # the everyday surface: randomness, integer-style division, comparisons as functions, ...
+    "Generator", "bernoulli", "randint_like", "randperm", "floor_divide", "fmod", "remainder",
+    "add", "amax", "amin", "argwhere", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
+    "broadcast_to", "clamp_max", "clamp_min", "clone", "count_nonzero", "div", "divide", "dot",
+    "erf", "ge", "greater", "greater_equal", "gt", "is_floating_point", "le", "less",
+    "less_equal", "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "lt",
+    "masked_fill", "mm", "mul", "multiply", "mv", "ne", "not_equal", "ravel", "relu", "sub",
+    "subtract", "true_divide",
 ]
 
 # torch's dtype names: tgx.long, tgx.float, ... (as torch.long, torch.float). Set last, since

@@ -74,15 +74,20 @@ class _GradMode(contextlib.ContextDecorator):
         STATE.grad_enabled = self.prev
         return False
 
-
-def no_grad():
-    """Context manager and decorator: ops inside record no graph (their outputs need no grad)."""
-    return _GradMode(False)
+    def _recreate_cm(self):        # a decorated function's every call gets its own switch
+        return _GradMode(self.enabled)
 
 
-def enable_grad():
-    """Context manager and decorator: turn graph recording back on inside a no_grad block."""
-    return _GradMode(True)
+def no_grad(func=None):
+    """Context manager and decorator: ops inside record no graph (their outputs need no grad).
+    `@no_grad()` and a bare `@no_grad` alike, as torch."""
+    return _GradMode(False) if func is None else _GradMode(False)(func)
+
+
+def enable_grad(func=None):
+    """Context manager and decorator: turn graph recording back on inside a no_grad block
+    (`@enable_grad()` or a bare `@enable_grad`)."""
+    return _GradMode(True) if func is None else _GradMode(True)(func)
 
 
 def is_grad_enabled():

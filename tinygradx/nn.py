@@ -513,8 +513,7 @@ class RMSNorm(Module):
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}")
 
-# PyTorch's initialisers, as tgx.nn.init (tinygradx/init.py); imported last so the line
-# numbers the docs quote above stay put
+# PyTorch's initialisers, as tgx.nn.init (init.py); last, so line numbers the docs quote stay
 from . import init  # noqa: E402, F401  (re-exported: tgx.nn.init)
 
 
@@ -547,21 +546,18 @@ def _implicit_dim(dim, x):
 
 class Tanh(Module):
     """tanh(x)."""
-
     def forward(self, x):
         return x.tanh()
 
 
 class Sigmoid(Module):
     """1 / (1 + e^-x)."""
-
     def forward(self, x):
         return x.sigmoid()
 
 
 class Flatten(Module):
     """x.flatten(start_dim, end_dim); by default every dim but the batch (start_dim=1)."""
-
     def __init__(self, start_dim=1, end_dim=-1):
         self.start_dim, self.end_dim = start_dim, end_dim
 
@@ -574,7 +570,6 @@ class Flatten(Module):
 
 class Unflatten(Module):
     """x.unflatten(dim, unflattened_size): one dim becomes several."""
-
     def __init__(self, dim, unflattened_size):
         self.dim, self.unflattened_size = dim, tuple(unflattened_size)
 
@@ -585,6 +580,20 @@ class Unflatten(Module):
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
 
 
+def _from_pretrained(cls, embeddings, freeze=True, padding_idx=None):
+    """torch's Embedding.from_pretrained: on a copy of a 2-d float table, frozen by default."""
+    table = np.array(embeddings._data if isinstance(embeddings, Tensor) else embeddings)
+    if table.ndim != 2 or table.dtype.kind != "f":
+        raise ValueError(f"Embedding.from_pretrained: expected a 2-d float table, got shape "
+                         f"{table.shape} of dtype {table.dtype}")
+    state = STATE.rng.bit_generator.state    # the table it replaces must not use up draws
+    emb = cls(*table.shape, padding_idx=padding_idx)
+    STATE.rng.bit_generator.state = state
+    emb.weight = Parameter(table, requires_grad=not freeze)
+    return emb
+
+
+Embedding.from_pretrained = classmethod(_from_pretrained)   # here: docs quote lines above
 from .module import ParameterDict, ParameterList  # noqa: E402  (containers, as Module's)
 
 __all__ += ["Softmax", "LogSoftmax", "Tanh", "Sigmoid", "Flatten", "Unflatten", "ParameterList",

@@ -56,8 +56,11 @@ class IndexMethods:
 
     def roll(self, shifts, dims=None):
         if dims is None:
-            if not isinstance(shifts, int):
-                raise OpError("roll: without dims, shifts must be one int")
+            if isinstance(shifts, (tuple, list)) and len(shifts) == 1:
+                shifts = shifts[0]                    # roll((1,)): the flattened roll, as torch
+            if not isinstance(shifts, (int, np.integer)) or isinstance(shifts, bool):
+                raise OpError(f"roll: without dims, shifts must be one int, got {shifts!r}")
+            shifts = int(shifts)
             return ops_index.Roll.apply(self, shifts=shifts, dims=None)
         shifts = tuple(shifts) if isinstance(shifts, (tuple, list)) else (shifts,)
         dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)

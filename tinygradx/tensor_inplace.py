@@ -3,8 +3,8 @@
 
 - Augmented assignment is in place, as in PyTorch: `x += y` is `x.add_(y)` (the same object,
   the same memory: every alias sees it; a leaf that requires grad refuses it outside
-  `no_grad()`), likewise `-= *= /= **=` and `&= |= ^=`. `x @= y` rebinds (torch has no
-  in-place matmul either).
+  `no_grad()`), likewise `-= *= /= **= //= %=` and `&= |= ^= <<= >>=`. `x @= y` rebinds
+  (torch has no in-place matmul either).
 - scatter_, scatter_add_, index_fill_ (and its out-of-place index_fill), pow_.
 - Random fills drawn from tinygradx's one generator (`tgx.manual_seed`): normal_, uniform_,
   bernoulli_, exponential_. Where no graph is recorded (no_grad, or a tensor that does not
@@ -54,6 +54,23 @@ class InplaceMethods:
 
     def __ixor__(self, other):
         return self._inplace("__ixor__", lambda t, o: t ^ o, other)
+
+    def __ifloordiv__(self, other):
+        return self._inplace("floor_divide_", lambda t, o: t // o, other)
+
+    def __imod__(self, other):
+        return self._inplace("remainder_", lambda t, o: t % o, other)
+
+    def __ilshift__(self, other):
+        return self._inplace("__ilshift__", lambda t, o: t << o, other)
+
+    def __irshift__(self, other):
+        return self._inplace("__irshift__", lambda t, o: t >> o, other)
+
+    floor_divide_, remainder_ = __ifloordiv__, __imod__
+
+    def fmod_(self, other):
+        return self._inplace("fmod_", lambda t, o: t.fmod(o), other)
 
     def pow_(self, exponent):
         """self **= exponent, in place."""
