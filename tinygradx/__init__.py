@@ -45,6 +45,8 @@ from .grad_mode import inference_mode, set_grad_enabled  # noqa: E402
 from .dtypes import finfo, get_default_dtype, iinfo, set_default_dtype  # noqa: E402
 from .dims import Size  # noqa: E402
 from .creation import Generator, bernoulli, randint_like, randperm  # noqa: E402
+from .saving import load, save  # noqa: E402
+from . import data  # noqa: E402
 from .math_methods import floor_divide, fmod, remainder  # noqa: E402
 from .tensor_functions import (add, amax, amin, argwhere, bitwise_and,  # noqa: E402
                                bitwise_not, bitwise_or, bitwise_xor, broadcast_to, clamp_max,
@@ -91,7 +93,7 @@ __all__ = [
     "logspace", "inference_mode", "set_grad_enabled", "finfo", "get_default_dtype", "iinfo",
     "set_default_dtype", "Size",
     # the everyday surface: randomness, integer-style division, comparisons as functions, ...
-    "Generator", "bernoulli", "randint_like", "randperm", "floor_divide", "fmod", "remainder",
+    "data", "save", "load", "Generator", "bernoulli", "randint_like", "randperm", "floor_divide", "fmod", "remainder",
     "add", "amax", "amin", "argwhere", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
     "broadcast_to", "clamp_max", "clamp_min", "clone", "count_nonzero", "div", "divide", "dot",
     "erf", "ge", "greater", "greater_equal", "gt", "is_floating_point", "le", "less",

@@ -23,17 +23,11 @@ REASONS = {
                    "x.diagonal().sum()",
     "torch.autograd.Function": "a custom op subclasses tinygradx.Function, whose forward and "
                                "backward take and return numpy arrays (docs/autograd.md)",
-    "torch.utils.data": "there is no Dataset or DataLoader; slice or index your tensors in a "
-                        "plain Python loop",
     "torch.compile": "tinygradx runs every op eagerly; call the model itself",
     "torch.jit": "tinygradx runs every op eagerly; call the model itself",
     "torch.distributed": "tinygradx runs in one process on the CPU; docs/pytorch.md shows how "
                          "to continue a model in PyTorch",
     "torch.backends": "there is no accelerator backend to configure; remove the setting",
-    "torch.save": "write {name: t.numpy() for name, t in model.state_dict().items()} with "
-                  "tinygradx.io.save_safetensors(path, arrays)",
-    "torch.load": "read arrays with tinygradx.io.load_safetensors(path), then "
-                  "model.load_state_dict(arrays)",
     "torch.nn.MultiheadAttention": "tinygradx.nn.MultiHeadAttention has another signature "
                                    "(batch first, a key_padding_mask where True blocks)",
 }
