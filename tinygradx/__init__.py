@@ -49,7 +49,8 @@ from .saving import load, save  # noqa: E402
 from . import data  # noqa: E402
 from .math_methods import floor_divide, fmod, remainder  # noqa: E402
 from .tensor_functions import (add, amax, amin, argwhere, bitwise_and,  # noqa: E402
-                               bitwise_not, bitwise_or, bitwise_xor, broadcast_to, clamp_max,
+                               bitwise_left_shift, bitwise_not, bitwise_or,
+                               bitwise_right_shift, bitwise_xor, broadcast_to, clamp_max,
                                clamp_min, clone, count_nonzero, div, divide, dot, erf, ge,
                                greater, greater_equal, gt, is_floating_point, le, less,
                                less_equal, logical_and, logical_not, logical_or, logical_xor,
@@ -93,7 +94,8 @@ __all__ = [
     "logspace", "inference_mode", "set_grad_enabled", "finfo", "get_default_dtype", "iinfo",
     "set_default_dtype", "Size",
     # the everyday surface: randomness, integer-style division, comparisons as functions, ...
-    "data", "save", "load", "Generator", "bernoulli", "randint_like", "randperm", "floor_divide", "fmod", "remainder",
+    "data", "save", "load", "Generator", "bernoulli", "randint_like", "randperm",
+    "floor_divide", "fmod", "remainder", "bitwise_left_shift", "bitwise_right_shift",
     "add", "amax", "amin", "argwhere", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
     "broadcast_to", "clamp_max", "clamp_min", "clone", "count_nonzero", "div", "divide", "dot",
     "erf", "ge", "greater", "greater_equal", "gt", "is_floating_point", "le", "less",

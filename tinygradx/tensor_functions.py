@@ -408,6 +408,16 @@ def bitwise_not(input):
     return ~_tensor("bitwise_not", input)
 
 
+def bitwise_left_shift(input, other):
+    """input << other (integer tensors)."""
+    return _tensor("bitwise_left_shift", input) << other
+
+
+def bitwise_right_shift(input, other):
+    """input >> other (integer tensors; arithmetic shift, as torch)."""
+    return _tensor("bitwise_right_shift", input) >> other
+
+
 def erf(input):
     """The error function element-wise (int and bool inputs give float32)."""
     return _tensor("erf", input).erf()
