@@ -150,18 +150,23 @@ class Mul(_Binary):
 
 
 class Div(_Binary):
-    """d(a/b) = (g/b, -g*a/b^2). int / int is float32, as in PyTorch (true division)."""
+    """d(a/b) = (g/b, -g*a/b^2). int / int is float32, as in PyTorch (true division).
+
+    Keeps what backward reads, as PyTorch: b when any input needs a gradient, a only when b
+    does; never the output, so `s = q @ k.T / d; s.masked_fill_(m, -1e9)` may change s."""
     true_divide = True
 
     def forward(self, a, b):
-        self.b = b
-        self.out = a / b
-        return self.out
+        na, nb = self.needs_input_grad
+        self.b = b if na or nb else None
+        self.a = a if nb else None
+        return a / b
 
     def backward(self, g):
+        na, nb = self.needs_input_grad
         ga = g / self.b
-        gb = -ga * self.out if self.needs_input_grad[1] else None
-        return ga, gb
+        gb = -ga * self.a / self.b if nb else None
+        return (ga if na else None), gb
 
     def backward_graph(self, g, a, b):
         ga = g / b

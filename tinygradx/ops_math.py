@@ -163,7 +163,9 @@ class Sign(_Step):
 class Lerp(Function):
     """out = a + w*(b - a): d = (g*(1-w), g*w, g*(b-a))"""
     def forward(self, a, b, w):
-        self.a, self.b, self.w = a, b, w
+        na, nb, nw = self.needs_input_grad   # keep only what backward reads (as PyTorch)
+        self.w = w if na or nb else None
+        self.a, self.b = (a, b) if nw else (None, None)
         # torch's two branches: exact at w = 0 and at w = 1
         return np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
 
