@@ -250,16 +250,16 @@ def default_collate(batch):
     if isinstance(elem, numbers.Real):
         return Tensor(np.array(batch, dtype=np.float64))
     if isinstance(elem, (str, bytes)):
-        return list(batch)
+        return batch                      # as given: a list, or a tuple of one field
     if isinstance(elem, collections.abc.Mapping):
         return {key: default_collate([d[key] for d in batch]) for key in elem}
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):          # a named tuple
-        return type(elem)(*(default_collate(list(s)) for s in zip(*batch, strict=True)))
+        return type(elem)(*(default_collate(s) for s in zip(*batch, strict=True)))
     if isinstance(elem, collections.abc.Sequence):
         if any(len(b) != len(elem) for b in batch):
             raise ValueError("default_collate: each element in the batch should be of equal "
                              "size")
-        return [default_collate(list(s)) for s in zip(*batch, strict=True)]
+        return [default_collate(s) for s in zip(*batch, strict=True)]
     raise TypeError(f"default_collate: cannot batch elements of type {type(elem).__name__}; "
                     f"expected Tensors, numpy arrays, numbers, strings, dicts or sequences "
                     f"(pass collate_fn=)")
