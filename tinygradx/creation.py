@@ -115,23 +115,24 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
                   requires_grad=requires_grad)
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False):
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Standard normal samples from tinygradx's generator (seed it with tgx.manual_seed)."""
     check_device("randn", device)
     dtype = _random_dtype("randn", dtype)
-    data = STATE.rng.standard_normal(_shape(size, "randn"), dtype=np.float64)
+    data = _rng("randn", generator).standard_normal(_shape(size, "randn"), dtype=np.float64)
     return Tensor(data.astype(dtype), requires_grad=requires_grad)
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False):
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Uniform [0, 1) samples from tinygradx's generator (seed it with tgx.manual_seed)."""
     check_device("rand", device)
     dtype = _random_dtype("rand", dtype)
-    data = STATE.rng.random(_shape(size, "rand"), dtype=np.float64)
+    data = _rng("rand", generator).random(_shape(size, "rand"), dtype=np.float64)
     return Tensor(data.astype(dtype), requires_grad=requires_grad)
 
 
-def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=False):
+def randint(low, high=None, size=None, generator=None, dtype=None, device=None,
+            requires_grad=False):
     """Random integers in [low, high) of the given size (int64), from tinygradx's generator;
     randint(high, size) draws from [0, high), as in PyTorch."""
     check_device("randint", device)
@@ -143,8 +144,8 @@ def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=Fa
     if not low < high:
         raise ValueError(f"randint: low must be below high (the range is [low, high)), got "
                          f"low={low}, high={high}")
-    return Tensor(STATE.rng.integers(low, high, size=size).astype(as_dtype(dtype) or int64),
-                  requires_grad=requires_grad)
+    draw = _rng("randint", generator).integers(low, high, size=size)
+    return Tensor(draw.astype(as_dtype(dtype) or int64), requires_grad=requires_grad)
 
 
 class Generator:
