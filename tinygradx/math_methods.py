@@ -195,6 +195,18 @@ class MathMethods:
     def __rmod__(self, other):  # other % self
         return _division(ops_math.Remainder, "%", other, self)
 
+    def __pos__(self):
+        """+x: x itself, as torch (a bool tensor is refused there too)."""
+        if self.dtype.kind == "b":
+            raise TypeError("+x: unary plus is not defined for bool tensors (as in PyTorch)")
+        return self
+
+    def __abs__(self):
+        """abs(x), as x.abs() (a bool tensor is refused, as in PyTorch)."""
+        if self.dtype.kind == "b":
+            raise TypeError("abs: not defined for bool tensors (as in PyTorch)")
+        return self.abs()
+
     def __lshift__(self, other):
         return _shift(np.left_shift, "<<", self, other)
 

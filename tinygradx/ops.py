@@ -121,8 +121,17 @@ class Add(_Binary):
 
 
 class Sub(_Binary):
-    """d(a-b) = (g, -g)"""
+    """d(a-b) = (g, -g). A bool tensor operand is refused, as in PyTorch."""
     graph_reads_inputs = False     # its backward_graph reads no input values
+
+    @classmethod
+    def apply(cls, a, b, **kwargs):
+        for x in (a, b):
+            if isinstance(x, autograd.Tensor) and x._data.dtype.kind == "b":
+                raise TypeError("-: subtraction with a bool tensor is not supported (as in "
+                                "PyTorch); use ~x, x ^ y or logical_xor for bools, or cast "
+                                "with .long() first")
+        return super().apply(a, b, **kwargs)
     def forward(self, a, b):
         return a - b
 
@@ -177,8 +186,13 @@ class Pow(_Binary):
     """d(a**b) = (g*b*a**(b-1), g*a**b*log a), with torch's values at the edges: the first
     term is 0 where b == 0, the second 0 where a == 0 and b >= 0."""
     def forward(self, a, b):
+        if a.dtype.kind == "b":
+            raise OpError("not defined for two bool tensors (PyTorch refuses them too)")
         self.a, self.b = a, b
-        self.out = a ** b
+        if a.dtype.kind in "iu" and np.any(b < 0):
+            self.out = _int_pow(a, b)
+        else:
+            self.out = a ** b
         return self.out
 
     def backward(self, g):
@@ -212,6 +226,15 @@ class Pow(_Binary):
                 base = _put(a, edge, 1.0)
                 gb = g * _put(base ** b * base.log(), edge, 0.0)
         return ga, gb
+
+
+def _int_pow(a, b):
+    """Integer a ** b with negative exponents as torch's tensors (C's integer power): 1 ** b
+    is 1, (-1) ** b is +-1, anything else ** negative is 0 (0 ** -1 included)."""
+    neg = b < 0
+    out = a ** np.where(neg, 0, b)
+    at_neg = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
+    return np.where(neg, at_neg, out).astype(out.dtype, copy=False)
 
 
 class PowScalar(Function):

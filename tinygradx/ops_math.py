@@ -186,17 +186,20 @@ class Lerp(Function):
 # ------------------------------------------------------------------------------------------
 
 def _check_division(name, a, b):
-    """torch's refusals: no bool operands, and an integer division by zero is an error."""
+    """torch's refusals: no bool operands, and an integer division by zero is an error (the
+    engine puts the op's name, which says the operator, before the message)."""
     if a.dtype.kind == "b":
-        raise OpError(f"{name}: not defined for bool tensors (PyTorch refuses them too); cast "
-                      f"with .long() first")
+        raise OpError("not defined for bool tensors (PyTorch refuses them too); cast with "
+                      ".long() first")
     if a.dtype.kind in "iu" and not np.all(b):
-        raise OpError(f"{name}: integer division by zero")
+        raise OpError("integer division by zero")
 
 
 class FloorDivide(Function):
     """floor(a / b), Python's rounding (torch.floor_divide, `a // b`). Not differentiable, as
     in torch: a backward through it raises."""
+    op_name = "floor_divide (//)"
+
     def forward(self, a, b):
         _check_division("floor_divide", a, b)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -234,6 +237,8 @@ class DivRounded(Function):
 
 class Remainder(Function):
     """a - floor(a/b)*b, the sign of b (Python's %, torch.remainder): d = (g, -g*floor(a/b))"""
+    op_name = "remainder (%)"
+
     def forward(self, a, b):
         _check_division("remainder", a, b)
         self.a, self.b = (a, b) if self.needs_input_grad[1] else (None, None)
