@@ -2583,6 +2583,8 @@ NOT_OPS = {
     "tgx.get_default_dtype", "tgx.set_default_dtype", "tgx.Size",
     # predicates with a Python bool result (tests/test_more_torch.py, against torch)
     "tgx.allclose", "tgx.equal",
+    # a generator, a dtype predicate, saving (tests/test_torch_idioms.py)
+    "tgx.Generator", "tgx.is_floating_point", "tgx.save", "tgx.load",
 }
 
 

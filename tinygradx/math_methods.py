@@ -195,6 +195,14 @@ class MathMethods:
     def __rmod__(self, other):  # other % self
         return _division(ops_math.Remainder, "%", other, self)
 
+    def __getattr__(self, name):
+        # only reached when the attribute is missing: name the PyTorch API the code asked for
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(f"'Tensor' object has no attribute {name!r}: torch.Tensor.{name} "
+                             f"is not available in tinygradx (docs/pytorch-code.md lists what "
+                             f"is)", name=name, obj=self)
+
     def __pos__(self):
         """+x: x itself, as torch (a bool tensor is refused there too)."""
         if self.dtype.kind == "b":
