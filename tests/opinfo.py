@@ -2382,6 +2382,179 @@ add(*(OpInfo(f"F.pad[{m}]" if m != "constant" else "F.pad",
                   S(_f64(2, 3).astype(np.float32), _f64(3), dim=-1, desc="f32_f64"))),
 )
 
+# --- the everyday surface: //, %, fmod, shifts, function forms, random permutations ---------
+_DIV_B = dict(low_b=-2.0, high_b=2.0, avoid_b=(0,))      # no division by (nearly) zero
+
+
+def _away_from_steps(a, b):
+    """a moved so that a / b is at least 0.1 from an integer: the quotient's floor and trunc
+    are constant near every sample, so finite differences see no step."""
+    if a.dtype.kind != "f":
+        return a
+    q = a / b
+    frac = np.clip(q - np.floor(q), 0.1, 0.9)
+    return np.broadcast_to((np.floor(q) + frac) * b, np.broadcast_shapes(a.shape, b.shape)
+                           ).astype(a.dtype)
+
+
+def _quotient_samples(rounding=False):
+    """a, b for //, %, fmod and div(rounding_mode=): b at least 0.1 from 0, a / b away from
+    integers (a takes the broadcast shape)."""
+    def build(draw, dt):
+        sa, sb = broadcast_shapes(draw, 2)
+        b = array(draw, sb, dt, avoid=(0,))
+        a = _away_from_steps(array(draw, sa, dt), b)
+        kw = {"mode": draw(st.sampled_from(("floor", "trunc")))} if rounding else {}
+        return Sample((a, b), kw)
+    return family(build)
+
+
+def _rounded_div_samples():
+    return _quotient_samples(rounding=True)
+
+
+def _mm_samples(nd_a, nd_b):
+    """mm (2, 2), mv (2, 1), dot (1, 1): operands that chain."""
+    def build(draw, dt):
+        n, k, m = (draw(st.integers(0, 3)) for _ in range(3))
+        a = array(draw, (n, k)[2 - nd_a:], dt)
+        return Sample((a, array(draw, (k, m)[:nd_b], dt)))
+    return family(build)
+
+
+_NODERIV = "floor_divide has no derivative in torch (backward raises there and here)"
+add(
+    OpInfo("Tensor.floordiv", lambda a, b: a // b, ref=np.floor_divide, samples=binary(**_DIV_B),
+           dtypes=NUMERIC, grad=False, grad_reason=_NODERIV,
+           api=("Tensor.//", "Tensor.floor_divide"),
+           fixed=(S([5, -5, 7, -7], [2, 2, -3, -3], desc="int_signs"),
+                  S([1.0, -1.0, 5.0], [0.1, 0.1, 0.0], desc="float_rounding_and_zero"),
+                  S([5.0, -5.0], np.array([2, 2], np.int64), desc="float_int"))),
+    OpInfo("Tensor.mod", lambda a, b: a % b, ref=np.remainder, samples=_quotient_samples(),
+           dtypes=NUMERIC, api=("Tensor.%", "Tensor.remainder"),
+           fixed=(S([5, -5, 7, -7], [2, 2, -3, -3], desc="int_signs"),
+                  S([5.5, -5.5, 1.0], [2.0, 2.0, -3.0], desc="float_signs"))),
+    OpInfo("tgx.fmod", lambda a, b: tgx.fmod(a, b), torch_op=lambda a, b: torch.fmod(a, b),
+           ref=np.fmod, samples=_quotient_samples(), dtypes=NUMERIC,
+           api=("tgx.fmod", "Tensor.fmod"),
+           fixed=(S([5, -5, 7, -7], [2, 2, -3, -3], desc="int_signs"),)),
+    OpInfo("tgx.remainder", lambda a, b: tgx.remainder(a, b),
+           torch_op=lambda a, b: torch.remainder(a, b), ref=np.remainder,
+           samples=_quotient_samples(), dtypes=NUMERIC),
+    OpInfo("tgx.floor_divide", lambda a, b: tgx.floor_divide(a, b),
+           torch_op=lambda a, b: torch.floor_divide(a, b), ref=np.floor_divide,
+           samples=binary(**_DIV_B), dtypes=NUMERIC, grad=False, grad_reason=_NODERIV),
+    OpInfo("Tensor.div[rounding_mode]", lambda a, b, mode: a.div(b, rounding_mode=mode),
+           ref=lambda a, b, mode: (np.floor_divide(a, b) if mode == "floor" else
+                                   np.trunc(a / b).astype(np.result_type(a, b))),
+           samples=_rounded_div_samples(), dtypes=NUMERIC,
+           api=("tgx.div", "tgx.divide", "Tensor.divide"),
+           fixed=(S([7, -7, 7, -7], [2, 2, -2, -2], mode="trunc", desc="int_trunc"),
+                  S([7, -7, 7, -7], [2, 2, -2, -2], mode="floor", desc="int_floor"))),
+)
+# Python scalars on either side
+# (torch has no derivative of `number % tensor` either)
+add(*(OpInfo(f"Tensor.{n}[scalar]", f, ref=f,
+             samples=scalar_operand((2.5, -3, 2), avoid=(0, 2, -2)), dtypes=NUMERIC,
+             grad=n == "mod", grad_reason=_NODERIV,
+             api=(f"Tensor.__{n}__",))
+      for n, f in (("floordiv", lambda x, s: x // s), ("rfloordiv", lambda x, s: s // x),
+                   ("mod", lambda x, s: x % s), ("rmod", lambda x, s: s % x))))
+add(
+    OpInfo("Tensor.lshift", lambda a, b: a << b, ref=np.left_shift,
+           samples=binary(low=0, high=3), dtypes=(I64, I32), grad=False, grad_reason=_NOGRAD,
+           api=("Tensor.<<", "tgx.bitwise_left_shift")),
+    OpInfo("Tensor.rshift", lambda a, b: a >> b, ref=np.right_shift,
+           samples=binary(low=0, high=3), dtypes=(I64, I32), grad=False, grad_reason=_NOGRAD,
+           api=("Tensor.>>", "tgx.bitwise_right_shift")),
+)
+# torch's function forms of comparisons, logic, bit operations and arithmetic
+for _n, _f in (("gt", np.greater), ("lt", np.less), ("ge", np.greater_equal),
+               ("le", np.less_equal), ("ne", np.not_equal), ("greater", np.greater),
+               ("less", np.less), ("greater_equal", np.greater_equal),
+               ("less_equal", np.less_equal), ("not_equal", np.not_equal),
+               ("logical_and", np.logical_and), ("logical_or", np.logical_or),
+               ("logical_xor", np.logical_xor)):
+    add(OpInfo(f"tgx.{_n}", (lambda n: lambda a, b: getattr(tgx, n)(a, b))(_n),
+               torch_op=(lambda n: lambda a, b: getattr(torch, n)(a, b))(_n), ref=_f,
+               samples=binary(), dtypes=(F64, I64, BOOL), grad=False, grad_reason=_NOGRAD))
+for _n, _f in (("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_or),
+               ("bitwise_xor", np.bitwise_xor)):
+    add(OpInfo(f"tgx.{_n}", (lambda n: lambda a, b: getattr(tgx, n)(a, b))(_n),
+               torch_op=(lambda n: lambda a, b: getattr(torch, n)(a, b))(_n), ref=_f,
+               samples=binary(), dtypes=(BOOL, I64, I32), grad=False, grad_reason=_NOGRAD))
+add(OpInfo("tgx.logical_not", lambda a: tgx.logical_not(a), torch_op=lambda a: torch.logical_not(a),
+           ref=np.logical_not, samples=unary(), dtypes=(F64, I64, BOOL), grad=False,
+           grad_reason=_NOGRAD),
+    OpInfo("tgx.bitwise_not", lambda a: tgx.bitwise_not(a), torch_op=lambda a: torch.bitwise_not(a),
+           ref=np.invert, samples=unary(), dtypes=(BOOL, I64), grad=False, grad_reason=_NOGRAD))
+for _n, _f in (("add", np.add), ("sub", np.subtract), ("subtract", np.subtract),
+               ("mul", np.multiply), ("multiply", np.multiply), ("true_divide", np.true_divide)):
+    add(OpInfo(f"tgx.{_n}", (lambda n: lambda a, b: getattr(tgx, n)(a, b))(_n),
+               torch_op=(lambda n: lambda a, b: getattr(torch, n)(a, b))(_n), ref=_f,
+               samples=binary(**_DIV_B) if _n == "true_divide" else binary()))
+add(OpInfo("Tensor.multiply", lambda a, b: a.multiply(b), ref=np.multiply, samples=binary()),
+    OpInfo("Tensor.subtract", lambda a, b: a.subtract(b), ref=np.subtract, samples=binary()),
+    OpInfo("Tensor.true_divide", lambda a, b: a.true_divide(b), ref=np.true_divide,
+           samples=binary(**_DIV_B)),
+    OpInfo("tgx.erf", lambda x: tgx.erf(x), torch_op=lambda x: torch.erf(x), samples=unary(),
+           dtypes=(F64, F32, I64)),
+    OpInfo("tgx.relu", lambda x: tgx.relu(x), torch_op=lambda x: torch.relu(x),
+           ref=lambda x: np.maximum(x, 0), samples=unary(avoid=(0,))),
+    OpInfo("tgx.clone", lambda x: tgx.clone(x), torch_op=lambda x: torch.clone(x),
+           ref=np.copy, samples=unary(), dtypes=ALL),
+    OpInfo("tgx.amax", lambda x: tgx.amax(x), torch_op=lambda x: torch.amax(x), ref=np.max,
+           samples=unary(min_side=1, empty=False)),
+    OpInfo("tgx.amin", lambda x: tgx.amin(x, -1), torch_op=lambda x: torch.amin(x, -1),
+           ref=lambda x: np.min(x, -1), samples=unary(min_dims=1, empty=False)),
+    OpInfo("tgx.logsumexp", lambda x: tgx.logsumexp(x, -1),
+           torch_op=lambda x: torch.logsumexp(x, -1), samples=unary(min_dims=1)),
+    OpInfo("tgx.masked_fill", lambda x, mask, value: tgx.masked_fill(x, mask, value),
+           torch_op=lambda x, mask, value: torch.masked_fill(x, mask, value),
+           samples=unary(kw=_masked_fill_kw, min_dims=1)),
+    OpInfo("tgx.clamp_min", lambda x: tgx.clamp_min(x, 0.5),
+           torch_op=lambda x: torch.clamp_min(x, 0.5), samples=unary(avoid=(0.5,))),
+    OpInfo("tgx.clamp_max", lambda x: tgx.clamp_max(x, 0.5),
+           torch_op=lambda x: torch.clamp_max(x, 0.5), samples=unary(avoid=(0.5,))),
+    OpInfo("tgx.mm", lambda a, b: tgx.mm(a, b), torch_op=lambda a, b: torch.mm(a, b),
+           ref=np.matmul, samples=_mm_samples(2, 2)),
+    OpInfo("tgx.mv", lambda a, b: tgx.mv(a, b), torch_op=lambda a, b: torch.mv(a, b),
+           ref=np.matmul, samples=_mm_samples(2, 1)),
+    OpInfo("tgx.dot", lambda a, b: tgx.dot(a, b), torch_op=lambda a, b: torch.dot(a, b),
+           ref=np.dot, samples=_mm_samples(1, 1)),
+    OpInfo("tgx.broadcast_to", lambda x: tgx.broadcast_to(x, (2,) + x.shape),
+           torch_op=lambda x: torch.broadcast_to(x, (2,) + x.shape),
+           ref=lambda x: np.broadcast_to(x, (2,) + x.shape), samples=unary()),
+    OpInfo("tgx.ravel", lambda x: tgx.ravel(x), torch_op=lambda x: torch.ravel(x),
+           ref=np.ravel, samples=unary(), dtypes=ALL),
+    OpInfo("tgx.count_nonzero", lambda x: tgx.count_nonzero(x),
+           torch_op=lambda x: torch.count_nonzero(x), ref=np.count_nonzero, samples=unary(),
+           dtypes=(F64, I64, BOOL), grad=False, grad_reason=_NOGRAD),
+    OpInfo("tgx.argwhere", lambda x: tgx.argwhere(x), torch_op=lambda x: torch.argwhere(x),
+           ref=np.argwhere, samples=unary(), dtypes=(I64, BOOL), grad=False,
+           grad_reason=_NOGRAD),
+    OpInfo("tgx.where[condition]", lambda c: tgx.where(c)[-1] if c.ndim else tgx.where(c)[0],
+           torch_op=lambda c: torch.where(c)[-1] if c.ndim else torch.where(c)[0],
+           samples=unary(), dtypes=(BOOL,), grad=False, grad_reason=_NOGRAD,
+           api=("tgx.where",)),
+    OpInfo("tgx.randperm", lambda n: tgx.randperm(n), torch_op=lambda n: torch.randperm(n),
+           samples=none(st.fixed_dictionaries({"n": st.integers(0, 6)})), values=False,
+           torch_reason=_RANDOM, grad=False, grad_reason=_CONST),
+    OpInfo("tgx.bernoulli", lambda p: tgx.bernoulli(p), torch_op=lambda p: torch.bernoulli(p),
+           samples=unary(low=0.0, high=1.0), values=False, grad=False, grad_reason=_CONST),
+    OpInfo("tgx.randint_like", lambda x: tgx.randint_like(x, 5),
+           torch_op=lambda x: torch.randint_like(x, 5), samples=unary(), dtypes=(F64, I64),
+           values=False, grad=False, grad_reason=_CONST),
+    OpInfo("Tensor.masked_fill[input_up_to_mask]",
+           lambda x, mask, value: x.masked_fill(mask, value),
+           samples=unary(kw=lambda d, s: {"mask": np.ones((2,) + s, bool), "value": 1.5}),
+           fixed=(S(_f64(3), mask=np.array([[True, False, False], [False, False, True]]),
+                    value=1.0, desc="row_to_matrix"),
+                  S(_f64(2, 1), mask=np.array([[True, False, True]]), value=-1e9,
+                    desc="both_broadcast")),
+           api=("Tensor.masked_fill",)),
+)
+
 # convolution, pooling, interpolate and torch's recurrent / attention / Transformer modules
 import opinfo_layers  # noqa: E402, F401  (adds its entries to OPS)
 
@@ -2413,6 +2586,8 @@ NOT_OPS = {
     "tgx.get_default_dtype", "tgx.set_default_dtype", "tgx.Size",
     # predicates with a Python bool result (tests/test_more_torch.py, against torch)
     "tgx.allclose", "tgx.equal",
+    # a generator, a dtype predicate, saving (tests/test_torch_idioms.py)
+    "tgx.Generator", "tgx.is_floating_point", "tgx.save", "tgx.load",
 }
 
 

@@ -281,10 +281,12 @@ def test_attention_mask_shape_error_names_the_module():
     assert_clear_error(err, "MultiHeadAttention at attn", "(2, 4)", "(2, 3)")
 
 
-def test_masked_fill_mask_larger_than_input():
+def test_masked_fill_mask_that_does_not_broadcast():
+    # a larger mask broadcasts the input up to it, as torch: (1,) with (2,) gives (2,)
+    assert t(1).masked_fill(np.array([True, False]), 0.0).shape == (2,)
     with pytest.raises(OpError, match=r"masked_fill: mask of shape \(2,\) does not broadcast "
-                                      r"to the input shape \(1,\)"):
-        t(1).masked_fill(np.array([True, False]), 0.0)
+                                      r"to the input shape \(3,\)"):
+        t(3).masked_fill(np.array([True, False]), 0.0)
 
 
 # ------------------------------------------------------------------------------------------

@@ -12,8 +12,8 @@ process.blas_thread_timeout()
 # every import below loads numpy, so each must follow the BLAS setting above (hence E402)
 from . import autograd, fused, ops  # noqa: E402  (after the BLAS setting)
 from .autograd import (Function, OpError, detect_anomaly, enable_grad,  # noqa: E402
-                       get_rng_state, is_grad_enabled, manual_seed, no_grad,
-                       set_rng_state, unbroadcast)
+                       is_grad_enabled, no_grad, unbroadcast)
+from .rng import default_rng, get_rng_state, manual_seed, set_rng_state  # noqa: E402
 from .backprop import grad  # noqa: E402
 from .dtypes import (bool_, float16, float32, float64, int8, int16, int32,  # noqa: E402
                      int64, uint8)
@@ -45,6 +45,18 @@ from .creation import linspace, logspace  # noqa: E402
 from .grad_mode import inference_mode, set_grad_enabled  # noqa: E402
 from .dtypes import finfo, get_default_dtype, iinfo, set_default_dtype  # noqa: E402
 from .dims import Size  # noqa: E402
+from .creation import Generator, bernoulli, randint_like, randperm  # noqa: E402
+from .saving import load, save  # noqa: E402
+from . import data  # noqa: E402
+from .math_methods import floor_divide, fmod, remainder  # noqa: E402
+from .tensor_functions import (add, amax, amin, argwhere, bitwise_and,  # noqa: E402
+                               bitwise_left_shift, bitwise_not, bitwise_or,
+                               bitwise_right_shift, bitwise_xor, broadcast_to, clamp_max,
+                               clamp_min, clone, count_nonzero, div, divide, dot, erf, ge,
+                               greater, greater_equal, gt, is_floating_point, le, less,
+                               less_equal, logical_and, logical_not, logical_or, logical_xor,
+                               logsumexp, lt, masked_fill, mm, mul, multiply, mv, ne, not_equal,
+                               ravel, relu, sub, subtract, true_divide)
 from . import functional, nn, optim  # noqa: E402
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
 from . import func  # noqa: E402
@@ -58,7 +70,7 @@ __version__ = "0.1.0"
 # the public names of `import tinygradx as tgx` (re-exported from the modules above)
 __all__ = [
     "autograd", "fused", "ops", "functional", "func", "inference", "nn", "optim", "perf",
-    "Function", "OpError", "detect_anomaly", "enable_grad", "get_rng_state", "grad",
+    "Function", "OpError", "default_rng", "detect_anomaly", "enable_grad", "get_rng_state", "grad",
     "is_grad_enabled", "manual_seed", "no_grad", "set_rng_state", "unbroadcast",
     "Tensor", "bool_", "float16", "float32", "float64", "int32", "int64", "uint8", "device",
     "arange", "as_tensor", "cat", "concatenate", "einsum", "empty", "empty_like", "eye",
@@ -82,6 +94,15 @@ __all__ = [
     "expm1", "log1p", "neg", "negative", "reciprocal", "rsqrt", "square", "linspace",
     "logspace", "inference_mode", "set_grad_enabled", "finfo", "get_default_dtype", "iinfo",
     "set_default_dtype", "Size",
+    # the everyday surface: randomness, integer-style division, comparisons as functions, ...
+    "data", "save", "load", "Generator", "bernoulli", "randint_like", "randperm",
+    "floor_divide", "fmod", "remainder", "bitwise_left_shift", "bitwise_right_shift",
+    "add", "amax", "amin", "argwhere", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
+    "broadcast_to", "clamp_max", "clamp_min", "clone", "count_nonzero", "div", "divide", "dot",
+    "erf", "ge", "greater", "greater_equal", "gt", "is_floating_point", "le", "less",
+    "less_equal", "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "lt",
+    "masked_fill", "mm", "mul", "multiply", "mv", "ne", "not_equal", "ravel", "relu", "sub",
+    "subtract", "true_divide",
 ]
 
 # torch's dtype names: tgx.long, tgx.float, ... (as torch.long, torch.float). Set last, since

@@ -77,15 +77,20 @@ class _GradMode(contextlib.ContextDecorator):
         STATE.grad_enabled = self.prev
         return False
 
-
-def no_grad():
-    """Context manager and decorator: ops inside record no graph (their outputs need no grad)."""
-    return _GradMode(False)
+    def _recreate_cm(self):        # a decorated function's every call gets its own switch
+        return _GradMode(self.enabled)
 
 
-def enable_grad():
-    """Context manager and decorator: turn graph recording back on inside a no_grad block."""
-    return _GradMode(True)
+def no_grad(func=None):
+    """Context manager and decorator: ops inside record no graph (their outputs need no grad).
+    `@no_grad()` and a bare `@no_grad` alike, as torch."""
+    return _GradMode(False) if func is None else _GradMode(False)(func)
+
+
+def enable_grad(func=None):
+    """Context manager and decorator: turn graph recording back on inside a no_grad block
+    (`@enable_grad()` or a bare `@enable_grad`)."""
+    return _GradMode(True) if func is None else _GradMode(True)(func)
 
 
 def is_grad_enabled():
@@ -539,27 +544,6 @@ def _check_finite(ig, ctx, p):
             f"detect_anomaly: the backward of {ctx.name()} (module {ctx.scope or '<top>'}) "
             f"produced NaN/Inf in the gradient of an input of shape {p.shape}; the node was "
             f"created at {getattr(ctx, 'callsite', '<unknown>')}")
-
-
-def manual_seed(seed):
-    """Seed tinygradx's one random generator (randn, rand, dropout, initialisation)."""
-    STATE.rng = np.random.default_rng(seed)
-
-
-def get_rng_state():
-    """The generator's state as a JSON-serialisable dict (for checkpoints)."""
-    return STATE.rng.bit_generator.state
-
-
-def set_rng_state(state):
-    """Restore the generator from a dict made by get_rng_state()."""
-    rng = np.random.default_rng()
-    rng.bit_generator.state = state
-    STATE.rng = rng
-
-
-def default_rng():
-    return STATE.rng
 
 
 # --------------------------------------------------------------------------------------------

@@ -116,23 +116,24 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
                   requires_grad=requires_grad)
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False):
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Standard normal samples from tinygradx's generator (seed it with tgx.manual_seed)."""
     check_device("randn", device)
     dtype = _random_dtype("randn", dtype)
-    data = STATE.rng.standard_normal(_shape(size, "randn"), dtype=np.float64)
+    data = _rng("randn", generator).standard_normal(_shape(size, "randn"), dtype=np.float64)
     return Tensor(data.astype(dtype), requires_grad=requires_grad)
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False):
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Uniform [0, 1) samples from tinygradx's generator (seed it with tgx.manual_seed)."""
     check_device("rand", device)
     dtype = _random_dtype("rand", dtype)
-    data = STATE.rng.random(_shape(size, "rand"), dtype=np.float64)
+    data = _rng("rand", generator).random(_shape(size, "rand"), dtype=np.float64)
     return Tensor(data.astype(dtype), requires_grad=requires_grad)
 
 
-def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=False):
+def randint(low, high=None, size=None, generator=None, dtype=None, device=None,
+            requires_grad=False):
     """Random integers in [low, high) of the given size (int64), from tinygradx's generator;
     randint(high, size) draws from [0, high), as in PyTorch."""
     check_device("randint", device)
@@ -144,8 +145,79 @@ def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=Fa
     if not low < high:
         raise ValueError(f"randint: low must be below high (the range is [low, high)), got "
                          f"low={low}, high={high}")
-    return Tensor(STATE.rng.integers(low, high, size=size).astype(as_dtype(dtype) or int64),
-                  requires_grad=requires_grad)
+    draw = _rng("randint", generator).integers(low, high, size=size)
+    return Tensor(draw.astype(as_dtype(dtype) or int64), requires_grad=requires_grad)
+
+
+class Generator:
+    """A random generator of its own (torch.Generator): `g = tgx.Generator().manual_seed(0)`
+    draws a stream independent of tgx.manual_seed's, for randperm(..., generator=g) and the
+    shuffles of tinygradx.data. Its numbers are not PyTorch's."""
+
+    def __init__(self, device="cpu"):
+        check_device("Generator", device)
+        self._seed = 0
+        self.rng = np.random.default_rng(0)
+
+    def manual_seed(self, seed):
+        """Restart the stream from seed; returns the generator (as torch)."""
+        self._seed = int(seed)
+        self.rng = np.random.default_rng(self._seed)
+        return self
+
+    def initial_seed(self):
+        return self._seed
+
+    def seed(self):
+        """Seed from the operating system's entropy; returns the seed."""
+        return self.manual_seed(int(np.random.SeedSequence().entropy % 2 ** 63))._seed
+
+    def get_state(self):
+        return self.rng.bit_generator.state
+
+    def set_state(self, state):
+        self.rng.bit_generator.state = state
+
+
+def _rng(name, generator):
+    if generator is None:
+        return STATE.rng
+    if not isinstance(generator, Generator):
+        raise TypeError(f"{name}: generator must be a tgx.Generator (torch.Generator), got "
+                        f"{type(generator).__name__}")
+    return generator.rng
+
+
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """A random permutation of 0..n-1 (int64), from tinygradx's generator or `generator`."""
+    check_device("randperm", device)
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
+        raise ValueError(f"randperm: n must be a non-negative int, got {n!r}")
+    perm = _rng("randperm", generator).permutation(int(n))
+    return Tensor(perm.astype(as_dtype(dtype) or int64), requires_grad=requires_grad)
+
+
+def bernoulli(input, p=None, *, generator=None):
+    """0/1 samples, 1 with probability input (a float tensor of probabilities), or with
+    probability p for every element (input then gives the shape and dtype); no gradient."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"bernoulli: expected a Tensor of probabilities, got "
+                        f"{type(input).__name__}")
+    probs = input._data if p is None else np.asarray(p, dtype=np.float64)
+    if input.dtype.kind != "f":
+        raise TypeError(f"bernoulli: expects a floating-point tensor, got {input.dtype}")
+    if probs.size and not (np.all(probs >= 0) and np.all(probs <= 1)):
+        raise ValueError("bernoulli: probabilities must be in [0, 1]")
+    draw = _rng("bernoulli", generator).random(input.shape) < probs
+    return Tensor(draw.astype(input.dtype))
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False):
+    """randint over input's shape (and dtype, unless dtype= says otherwise)."""
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=device,
+                   requires_grad=requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
@@ -239,8 +311,16 @@ def stack(tensors, dim=0):
     return movement.Stack.apply(*tensors, dim=check_dim("stack", dim, nd, extra=1))
 
 
-def where(condition, input, other):
-    """Elements of input where condition is True, else of other (both may broadcast)."""
+def where(condition, input=None, other=None):
+    """Elements of input where condition is True, else of other (both may broadcast);
+    where(condition) alone is condition.nonzero(as_tuple=True): a tuple of index tensors."""
+    if input is None and other is None:
+        if not isinstance(condition, Tensor):
+            condition = Tensor(np.asarray(condition))
+        return condition.nonzero(as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where: give both input and other, or neither (where(condition) is "
+                        "the indices where condition holds)")
     cond = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
     if cond.dtype != np.bool_:
         raise TypeError(f"where: condition must be a bool tensor, got dtype {cond.dtype}")

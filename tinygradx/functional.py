@@ -288,7 +288,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if key.shape[-2] != value.shape[-2]:
         raise OpError(f"scaled_dot_product_attention{_where()}: key {key.shape} and value "
                       f"{value.shape} must have the same number of positions m")
-    d_k = query.shape[-1]
+    d_k, (key, value) = query.shape[-1], _own_constants(query, key, value)   # see below
     scale = 1.0 / math.sqrt(d_k) if scale is None else scale
     scores = (query * scale) @ key.transpose(-2, -1)                 # (..., n, m)
     n, m = scores.shape[-2], scores.shape[-1]
@@ -480,6 +480,16 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
         return x / (n + (n.clamp(min=eps) - n).detach())
 
     return (unit(x1) * unit(x2)).sum(dim)
+
+
+def _own_constants(query, key, value):
+    """key and value, copied where one needs no gradient but the call records a graph:
+    torch's attention keeps copies of them, so an in-place change of a constant K or V after
+    the call is allowed there, and here too (a copy only in that rare case)."""
+    if not (query.requires_grad or key.requires_grad or value.requires_grad) or \
+            not STATE.grad_enabled:
+        return key, value
+    return tuple(t if t.requires_grad else Tensor(t._data.copy()) for t in (key, value))
 
 
 # convolution, pooling, interpolate live in conv.py (same floor)

@@ -24,7 +24,8 @@ import math
 
 import numpy as np
 
-from .autograd import default_rng, no_grad
+from .autograd import no_grad
+from .rng import default_rng
 from .tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",

@@ -9,6 +9,8 @@ mat1 @ mat2) are compositions of other ops.
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from . import autograd, ops, ops_math
@@ -20,6 +22,36 @@ def _floating(name, *xs):
     for x in xs:
         if isinstance(x, autograd.Tensor) and x.dtype.kind != "f":
             raise TypeError(f"{name}: needs floating-point tensors, got {x.dtype}")
+
+
+def _operand_error(symbol, a, b, what):
+    """One line naming the operator and both operands' dtypes (or Python types)."""
+    def kind(x):
+        return str(x.dtype) if hasattr(x, "dtype") else type(x).__name__
+    return TypeError(f"{symbol}: {what}; got {kind(a)} and {kind(b)}")
+
+
+def _operands(symbol, a, b):
+    """a and b promoted to one dtype (torch's rule), or the operator's one-line refusal."""
+    for x in (a, b):
+        if not isinstance(x, (autograd.Tensor, numbers.Number, np.ndarray, np.generic)):
+            raise _operand_error(symbol, a, b, "expected Tensors, arrays or numbers")
+    return ops.promote((a, b))
+
+
+def _division(op, symbol, a, b):
+    return op.apply(*_operands(symbol, a, b))
+
+
+def _shift(fn, symbol, a, b):
+    """<< and >> on integer tensors (torch refuses float and bool operands)."""
+    x, y = _operands(symbol, a, b)
+    if x.dtype.kind not in "iu":
+        raise _operand_error(symbol, a, b, "needs integer tensors")
+    try:
+        return autograd.Tensor._from_op(fn(x._data, y._data), None)
+    except ValueError as err:
+        raise OpError(f"{symbol}: {ops.explain_broadcast([x._data, y._data])}") from err
 
 
 def _bool_result(data):
@@ -114,6 +146,92 @@ class MathMethods:
     def reciprocal(self):
         """1 / x; int and bool inputs give float32 (true division), as in torch."""
         return 1 / self
+
+    def div(self, other, *, rounding_mode=None):
+        """self / other; rounding_mode "floor" or "trunc" rounds the quotient (in the
+        operands' promoted dtype, a zero gradient), as torch.div."""
+        if rounding_mode is None:
+            return ops.Div.apply(self, other)
+        if rounding_mode not in ("floor", "trunc"):
+            raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got "
+                             f"{rounding_mode!r}")
+        return ops_math.DivRounded.apply(*_operands("div", self, other),
+                                         rounding_mode=rounding_mode)
+
+    divide = div
+
+    def true_divide(self, other):
+        return ops.Div.apply(self, other)
+
+    def multiply(self, other):
+        return ops.Mul.apply(self, other)
+
+    def subtract(self, other, *, alpha=1):
+        return ops.Sub.apply(self, other if alpha == 1 else other * alpha)
+
+    # -- integer-style division and shifts, as torch: `//` floors, `%` takes b's sign ---------
+    def floor_divide(self, other):
+        """floor(self / other) in the operands' promoted dtype (int // int is int64); no
+        gradient (torch has none)."""
+        return _division(ops_math.FloorDivide, "//", self, other)
+
+    def remainder(self, other):
+        """self - floor(self / other) * other: Python's %, with other's sign."""
+        return _division(ops_math.Remainder, "%", self, other)
+
+    def fmod(self, other):
+        """self - trunc(self / other) * other: C's fmod, with self's sign."""
+        return _division(ops_math.Fmod, "fmod", self, other)
+
+    def __floordiv__(self, other):
+        return _division(ops_math.FloorDivide, "//", self, other)
+
+    def __rfloordiv__(self, other):  # other // self
+        return _division(ops_math.FloorDivide, "//", other, self)
+
+    def __mod__(self, other):
+        return _division(ops_math.Remainder, "%", self, other)
+
+    def __rmod__(self, other):  # other % self
+        return _division(ops_math.Remainder, "%", other, self)
+
+    def __getattr__(self, name):
+        # only reached when the attribute is missing: name the PyTorch API the code asked for
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(f"'Tensor' object has no attribute {name!r}: torch.Tensor.{name} "
+                             f"is not available in tinygradx (docs/pytorch-code.md lists what "
+                             f"is)", name=name, obj=self)
+
+    def __pos__(self):
+        """+x: x itself, as torch (a bool tensor is refused there too)."""
+        if self.dtype.kind == "b":
+            raise TypeError("+x: unary plus is not defined for bool tensors (as in PyTorch)")
+        return self
+
+    def __abs__(self):
+        """abs(x), as x.abs() (a bool tensor is refused, as in PyTorch)."""
+        if self.dtype.kind == "b":
+            raise TypeError("abs: not defined for bool tensors (as in PyTorch)")
+        return self.abs()
+
+    def __lshift__(self, other):
+        return _shift(np.left_shift, "<<", self, other)
+
+    def __rlshift__(self, other):  # other << self
+        return _shift(np.left_shift, "<<", other, self)
+
+    def __rshift__(self, other):
+        return _shift(np.right_shift, ">>", self, other)
+
+    def __rrshift__(self, other):  # other >> self
+        return _shift(np.right_shift, ">>", other, self)
+
+    def bitwise_left_shift(self, other):
+        return _shift(np.left_shift, "<<", self, other)
+
+    def bitwise_right_shift(self, other):
+        return _shift(np.right_shift, ">>", self, other)
 
     def addmm(self, mat1, mat2, *, beta=1, alpha=1):
         """beta * self + alpha * (mat1 @ mat2) for matrices mat1 (n, m) and mat2 (m, p); self
@@ -253,3 +371,18 @@ def rsqrt(input):
 def square(input):
     """x * x element-wise (the dtype of x)."""
     return input.square()
+
+
+def floor_divide(input, other):
+    """input // other (floor; int // int is int64), no gradient, as torch.floor_divide."""
+    return _division(ops_math.FloorDivide, "floor_divide", input, other)
+
+
+def remainder(input, other):
+    """input % other: Python's modulo, the sign of other (torch.remainder)."""
+    return _division(ops_math.Remainder, "remainder", input, other)
+
+
+def fmod(input, other):
+    """C's fmod: the sign of input (torch.fmod)."""
+    return _division(ops_math.Fmod, "fmod", input, other)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
 
 import numpy as np
 
@@ -30,6 +30,10 @@ class StateDictError(KeyError):
 
 # the dtype kinds a checkpoint value may have, by the kind of the tensor it is loaded into
 _LOADABLE_KINDS = {"f": "fiu", "i": "iub", "u": "iub", "b": "b"}
+
+
+# what load_state_dict returns: torch's named tuple (result.missing_keys, or unpacked)
+IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 
 def _check_loaded(key, value, target):
@@ -278,7 +282,8 @@ class Module(ModuleHooks):
         shape that differs, or a dtype that would lose information (floats into an integer
         buffer, anything but bools into a bool one) is a problem whatever `strict` says;
         missing and unexpected keys are problems when strict. Non-finite values load (a buffer
-        may hold an additive -inf mask). Returns (missing_keys, unexpected_keys).
+        may hold an additive -inf mask). Returns (missing_keys, unexpected_keys), a named
+        tuple as torch's (`.missing_keys`, `.unexpected_keys`).
         """
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
             raise TypeError(f"load_state_dict for {type(self).__name__}: expected a mapping of "
@@ -306,7 +311,7 @@ class Module(ModuleHooks):
                            f"problem(s):\n  " + "\n  ".join(problems))
         for target, value in staged:           # checked above: these writes cannot fail
             target._data[...] = value
-        return missing, unexpected
+        return IncompatibleKeys(missing, unexpected)
 
     # -- repr ------------------------------------------------------------------------------
     def extra_repr(self):

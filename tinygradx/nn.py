@@ -257,127 +257,10 @@ class MultiHeadAttention(Module):
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, dropout={self.dropout}"
 
 
-# ------------------------------------------------------------------------------------------
-# losses as modules: each holds its arguments and calls the F function
-# ------------------------------------------------------------------------------------------
+from .loss_modules import *  # noqa: E402, F403  (the losses of F as modules)
+from .loss_modules import __all__ as _loss_names  # noqa: E402
 
-__all__ += ["MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",
-            "KLDivLoss", "CrossEntropyLoss", "NLLLoss"]
-
-
-class _Loss(Module):
-    def __init__(self, reduction="mean"):
-        self.reduction = reduction
-
-    def extra_repr(self):
-        return f"reduction={self.reduction!r}"
-
-
-class MSELoss(_Loss):
-    """F.mse_loss as a module."""
-
-    def forward(self, input, target):
-        return F.mse_loss(input, target, reduction=self.reduction)
-
-
-class L1Loss(_Loss):
-    """F.l1_loss as a module."""
-
-    def forward(self, input, target):
-        return F.l1_loss(input, target, reduction=self.reduction)
-
-
-class SmoothL1Loss(_Loss):
-    """F.smooth_l1_loss as a module."""
-
-    def __init__(self, reduction="mean", beta=1.0):
-        super().__init__(reduction)
-        self.beta = beta
-
-    def forward(self, input, target):
-        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
-
-
-class HuberLoss(_Loss):
-    """F.huber_loss as a module."""
-
-    def __init__(self, reduction="mean", delta=1.0):
-        super().__init__(reduction)
-        self.delta = delta
-
-    def forward(self, input, target):
-        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
-
-
-class BCELoss(_Loss):
-    """F.binary_cross_entropy as a module (weight: a constant per-element rescaling)."""
-
-    def __init__(self, weight=None, reduction="mean"):
-        super().__init__(reduction)
-        self.weight = weight
-
-    def forward(self, input, target):
-        return F.binary_cross_entropy(input, target, weight=self.weight,
-                                      reduction=self.reduction)
-
-
-class BCEWithLogitsLoss(_Loss):
-    """F.binary_cross_entropy_with_logits as a module."""
-
-    def __init__(self, weight=None, reduction="mean", pos_weight=None):
-        super().__init__(reduction)
-        self.weight, self.pos_weight = weight, pos_weight
-
-    def forward(self, input, target):
-        return F.binary_cross_entropy_with_logits(input, target, weight=self.weight,
-                                                  reduction=self.reduction,
-                                                  pos_weight=self.pos_weight)
-
-
-class KLDivLoss(_Loss):
-    """F.kl_div as a module."""
-
-    def __init__(self, reduction="mean", log_target=False):
-        super().__init__(reduction)
-        self.log_target = log_target
-
-    def forward(self, input, target):
-        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
-
-
-def _class_weight_buffer(module, weight):
-    """A class weight is state, as in PyTorch: a buffer (in state_dict) when given."""
-    if weight is None:
-        module.weight = None
-    else:
-        module.register_buffer("weight", weight)
-
-
-class CrossEntropyLoss(_Loss):
-    """F.cross_entropy as a module (weight: a constant (C,) rescaling of the classes)."""
-
-    def __init__(self, weight=None, *, ignore_index=-100, reduction="mean",
-                 label_smoothing=0.0):
-        super().__init__(reduction)
-        _class_weight_buffer(self, weight)
-        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
-
-    def forward(self, input, target):
-        return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index,
-                               reduction=self.reduction, label_smoothing=self.label_smoothing)
-
-
-class NLLLoss(_Loss):
-    """F.nll_loss as a module (weight: a constant (C,) rescaling of the classes)."""
-
-    def __init__(self, weight=None, *, ignore_index=-100, reduction="mean"):
-        super().__init__(reduction)
-        _class_weight_buffer(self, weight)
-        self.ignore_index = ignore_index
-
-    def forward(self, input, target):
-        return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index,
-                          reduction=self.reduction)
+__all__ += _loss_names
 
 
 # more activations and RMSNorm (at the end of the file: no line above moves)
@@ -513,8 +396,7 @@ class RMSNorm(Module):
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}")
 
-# PyTorch's initialisers, as tgx.nn.init (tinygradx/init.py); imported last so the line
-# numbers the docs quote above stay put
+# PyTorch's initialisers, as tgx.nn.init (init.py); last, so line numbers the docs quote stay
 from . import init  # noqa: E402, F401  (re-exported: tgx.nn.init)
 
 
@@ -547,21 +429,18 @@ def _implicit_dim(dim, x):
 
 class Tanh(Module):
     """tanh(x)."""
-
     def forward(self, x):
         return x.tanh()
 
 
 class Sigmoid(Module):
     """1 / (1 + e^-x)."""
-
     def forward(self, x):
         return x.sigmoid()
 
 
 class Flatten(Module):
     """x.flatten(start_dim, end_dim); by default every dim but the batch (start_dim=1)."""
-
     def __init__(self, start_dim=1, end_dim=-1):
         self.start_dim, self.end_dim = start_dim, end_dim
 
@@ -574,7 +453,6 @@ class Flatten(Module):
 
 class Unflatten(Module):
     """x.unflatten(dim, unflattened_size): one dim becomes several."""
-
     def __init__(self, dim, unflattened_size):
         self.dim, self.unflattened_size = dim, tuple(unflattened_size)
 
@@ -585,6 +463,20 @@ class Unflatten(Module):
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
 
 
+def _from_pretrained(cls, embeddings, freeze=True, padding_idx=None):
+    """torch's Embedding.from_pretrained: on a copy of a 2-d float table, frozen by default."""
+    table = np.array(embeddings._data if isinstance(embeddings, Tensor) else embeddings)
+    if table.ndim != 2 or table.dtype.kind != "f":
+        raise ValueError(f"Embedding.from_pretrained: expected a 2-d float table, got shape "
+                         f"{table.shape} of dtype {table.dtype}")
+    state = STATE.rng.bit_generator.state    # the table it replaces must not use up draws
+    emb = cls(*table.shape, padding_idx=padding_idx)
+    STATE.rng.bit_generator.state = state
+    emb.weight = Parameter(table, requires_grad=not freeze)
+    return emb
+
+
+Embedding.from_pretrained = classmethod(_from_pretrained)   # here: docs quote lines above
 from .module import ParameterDict, ParameterList  # noqa: E402  (containers, as Module's)
 from . import conv_layers, rnn, transformer_layers  # noqa: E402  (torch's layers, by concept)
 from .conv_layers import *  # noqa: E402, F403

@@ -121,8 +121,17 @@ class Add(_Binary):
 
 
 class Sub(_Binary):
-    """d(a-b) = (g, -g)"""
+    """d(a-b) = (g, -g). A bool tensor operand is refused, as in PyTorch."""
     graph_reads_inputs = False     # its backward_graph reads no input values
+
+    @classmethod
+    def apply(cls, a, b, **kwargs):
+        for x in (a, b):
+            if isinstance(x, autograd.Tensor) and x._data.dtype.kind == "b":
+                raise TypeError("-: subtraction with a bool tensor is not supported (as in "
+                                "PyTorch); use ~x, x ^ y or logical_xor for bools, or cast "
+                                "with .long() first")
+        return super().apply(a, b, **kwargs)
     def forward(self, a, b):
         return a - b
 
@@ -150,18 +159,23 @@ class Mul(_Binary):
 
 
 class Div(_Binary):
-    """d(a/b) = (g/b, -g*a/b^2). int / int is float32, as in PyTorch (true division)."""
+    """d(a/b) = (g/b, -g*a/b^2). int / int is float32, as in PyTorch (true division).
+
+    Keeps what backward reads, as PyTorch: b when any input needs a gradient, a only when b
+    does; never the output, so `s = q @ k.T / d; s.masked_fill_(m, -1e9)` may change s."""
     true_divide = True
 
     def forward(self, a, b):
-        self.b = b
-        self.out = a / b
-        return self.out
+        na, nb = self.needs_input_grad
+        self.b = b if na or nb else None
+        self.a = a if nb else None
+        return a / b
 
     def backward(self, g):
+        na, nb = self.needs_input_grad
         ga = g / self.b
-        gb = -ga * self.out if self.needs_input_grad[1] else None
-        return ga, gb
+        gb = -ga * self.a / self.b if nb else None
+        return (ga if na else None), gb
 
     def backward_graph(self, g, a, b):
         ga = g / b
@@ -172,8 +186,13 @@ class Pow(_Binary):
     """d(a**b) = (g*b*a**(b-1), g*a**b*log a), with torch's values at the edges: the first
     term is 0 where b == 0, the second 0 where a == 0 and b >= 0."""
     def forward(self, a, b):
+        if a.dtype.kind == "b":
+            raise OpError("not defined for two bool tensors (PyTorch refuses them too)")
         self.a, self.b = a, b
-        self.out = a ** b
+        if a.dtype.kind in "iu" and np.any(b < 0):
+            self.out = _int_pow(a, b)
+        else:
+            self.out = a ** b
         return self.out
 
     def backward(self, g):
@@ -207,6 +226,15 @@ class Pow(_Binary):
                 base = _put(a, edge, 1.0)
                 gb = g * _put(base ** b * base.log(), edge, 0.0)
         return ga, gb
+
+
+def _int_pow(a, b):
+    """Integer a ** b with negative exponents as torch's tensors (C's integer power): 1 ** b
+    is 1, (-1) ** b is +-1, anything else ** negative is 0 (0 ** -1 included)."""
+    neg = b < 0
+    out = a ** np.where(neg, 0, b)
+    at_neg = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
+    return np.where(neg, at_neg, out).astype(out.dtype, copy=False)
 
 
 class PowScalar(Function):

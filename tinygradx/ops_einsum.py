@@ -202,7 +202,13 @@ class Einsum(Function):
         self.plan, self.shapes = plan, [a.shape for a in arrays]
         xs = [np.squeeze(a, axis) if axis else a
               for a, axis in zip(arrays, plan.squeeze, strict=True)]
-        self.xs = xs
+        self.squeezed = [x.shape for x in xs]
+        # input j is kept only for the gradients of the others; a kept input that needs no
+        # gradient is copied, as torch's einsum (its bmm reads permuted copies), so that an
+        # in-place change of that constant after the call is allowed as there
+        needs = self.needs_input_grad
+        self.xs = [None if not any(n for k, n in enumerate(needs) if k != j) else
+                   x if needs[j] else x.copy() for j, x in enumerate(xs)]
         out = contract(plan.equation, xs)
         if len(xs) == 1 and out.dtype.kind in "iu" and set(plan.specs[0]) - set(plan.out):
             out = out.astype(np.int64)   # one input summed: torch.sum's rule, int64
@@ -236,13 +242,13 @@ class Einsum(Function):
             if spread:
                 gk = np.broadcast_to(gk.reshape(spread[0]), spread[1])
             if diagonal:
-                gk = _on_diagonal(gk, self.plan.specs[k], self.xs[k].shape)
+                gk = _on_diagonal(gk, self.plan.specs[k], self.squeezed[k])
             grads[k] = gk.reshape(self.shapes[k])
         return tuple(grads)
 
     def backward_graph(self, g, *inputs):
         """backward's formula with Einsum and OnDiagonal nodes, so it can be differentiated."""
-        xs = [x.reshape(a.shape) for x, a in zip(inputs, self.xs, strict=True)]   # squeezed
+        xs = [x.reshape(s) for x, s in zip(inputs, self.squeezed, strict=True)]   # squeezed
         grads = [None] * len(xs)
         for k, eq, others, spread, diagonal in self._gradients():
             operands = [g] + [xs[j] for j in others]
@@ -250,7 +256,7 @@ class Einsum(Function):
             if spread:
                 gk = gk.reshape(spread[0]).expand(spread[1])
             if diagonal:
-                gk = OnDiagonal.apply(gk, spec=self.plan.specs[k], shape=self.xs[k].shape)
+                gk = OnDiagonal.apply(gk, spec=self.plan.specs[k], shape=self.squeezed[k])
             grads[k] = gk.reshape(self.shapes[k])
         return tuple(grads)
 

@@ -46,7 +46,9 @@ def linear_forward(x, w, b=None):
 class MatMul(Function):
     """(...,n,k)@(...,k,m): da = g @ b^T, db = a^T @ g; batch dims broadcast; 1-D as numpy."""
     def forward(self, a, b):
-        self.a, self.b = a, b
+        na, nb = self.needs_input_grad     # keep only what backward reads (as PyTorch)
+        self.a, self.b = (a if nb else None), (b if na else None)
+        self.nd = (a.ndim, b.ndim)
         return _mm(a, b)
 
     @classmethod
@@ -62,26 +64,27 @@ class MatMul(Function):
 
     def backward(self, g):
         a, b = self.a, self.b
-        a2 = a[None, :] if a.ndim == 1 else a       # numpy's rule: a 1-D left operand is a row
-        b2 = b[:, None] if b.ndim == 1 else b       # and a 1-D right operand a column
-        if b.ndim == 1:                             # (vector @ vector gives a 0-d g: add
-            g = np.expand_dims(g, -1)               # the column axis first, then the row)
-        if a.ndim == 1:
-            g = np.expand_dims(g, -2)
+        a_nd, b_nd = self.nd
+        if b_nd == 1:                               # numpy's rule: a 1-D right operand is a
+            g = np.expand_dims(g, -1)               # column and a 1-D left one a row (vector
+        if a_nd == 1:                               # @ vector gives a 0-d g: add the column
+            g = np.expand_dims(g, -2)               # axis first, then the row)
         ga = gb = None
         if self.needs_input_grad[0]:
+            b2 = b[:, None] if b_nd == 1 else b
             ga = _mm(g, b2.swapaxes(-1, -2))
-            if a.ndim == 1:
+            if a_nd == 1:
                 ga = ga[..., 0, :]
         if self.needs_input_grad[1]:
-            if b2.ndim == 2 and a2.ndim > 2:
+            a2 = a[None, :] if a_nd == 1 else a
+            if max(b_nd, 2) == 2 and a2.ndim > 2:
                 # a shared 2-D weight: fold the batch into one GEMM instead of a batched GEMM
                 # followed by a sum over the batch
                 k = a2.shape[-1]
                 gb = a2.reshape(-1, k).T @ g.reshape(-1, g.shape[-1])
             else:
                 gb = np.matmul(a2.swapaxes(-1, -2), g)
-            if b.ndim == 1:
+            if b_nd == 1:
                 gb = gb[..., 0]
         return ga, gb
 
@@ -116,7 +119,8 @@ class Linear(Function):
         if x.shape[-1] != w.shape[-1]:
             raise OpError(f"input {x.shape} has {x.shape[-1]} features but the weight "
                           f"{w.shape} expects {w.shape[-1]} (weight is [out, in])")
-        self.x, self.w = x, w
+        nx, nw = self.needs_input_grad[:2]   # keep only what backward reads (as PyTorch)
+        self.x, self.w = (x if nw else None), (w if nx else None)
         return linear_forward(x, w, b)
 
     def backward(self, g):

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from .autograd import Function
+from .autograd import OpError
 from .ops import MaskedFill, as_float
 
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -162,7 +163,9 @@ class Sign(_Step):
 class Lerp(Function):
     """out = a + w*(b - a): d = (g*(1-w), g*w, g*(b-a))"""
     def forward(self, a, b, w):
-        self.a, self.b, self.w = a, b, w
+        na, nb, nw = self.needs_input_grad   # keep only what backward reads (as PyTorch)
+        self.w = w if na or nb else None
+        self.a, self.b = (a, b) if nw else (None, None)
         # torch's two branches: exact at w = 0 and at w = 1
         return np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
 
@@ -175,6 +178,101 @@ class Lerp(Function):
         na, nb, nw = self.needs_input_grad
         return (g * (1 - w) if na else None, g * w if nb else None,
                 g * (b - a) if nw else None)
+
+
+# ------------------------------------------------------------------------------------------
+# integer-style division: //, %, fmod; callers promote a and b first (ops.promote), so the
+# result has torch's dtype (int // int is int64, float % int is float)
+# ------------------------------------------------------------------------------------------
+
+def _check_division(name, a, b):
+    """torch's refusals: no bool operands, and an integer division by zero is an error (the
+    engine puts the op's name, which says the operator, before the message)."""
+    if a.dtype.kind == "b":
+        raise OpError("not defined for bool tensors (PyTorch refuses them too); cast with "
+                      ".long() first")
+    if a.dtype.kind in "iu" and not np.all(b):
+        raise OpError("integer division by zero")
+
+
+class FloorDivide(Function):
+    """floor(a / b), Python's rounding (torch.floor_divide, `a // b`). Not differentiable, as
+    in torch: a backward through it raises."""
+    op_name = "floor_divide (//)"
+
+    def forward(self, a, b):
+        _check_division("floor_divide", a, b)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.floor_divide(a, b)
+
+    def backward(self, g):
+        raise OpError("floor_divide (//) has no derivative (PyTorch: 'derivative for "
+                      "floor_divide is not implemented'); detach its inputs, or use "
+                      "torch.div(a, b, rounding_mode='floor') on values that need none")
+
+
+class DivRounded(Function):
+    """a / b rounded toward -inf ("floor") or toward 0 ("trunc"): torch.div(a, b,
+    rounding_mode=...), whose gradient is zero (torch's; floor_divide has none at all)."""
+    op_name = "div"
+    graph_reads_inputs = False
+
+    def forward(self, a, b, rounding_mode):
+        _check_division(f"div(rounding_mode={rounding_mode!r})", a, b)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if rounding_mode == "floor":
+                return np.floor_divide(a, b)
+            if a.dtype.kind == "f":
+                return np.trunc(a / b)
+            q = np.floor_divide(a, b)            # integers: exact, then toward 0
+            return q + ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0)))
+
+    def backward(self, g):
+        return tuple(np.zeros_like(g) if n else None for n in self.needs_input_grad)
+
+    def backward_graph(self, g, a, b):
+        zero = MaskedFill.apply(g, mask=np.ones((), bool), value=0)
+        return zero, zero
+
+
+class Remainder(Function):
+    """a - floor(a/b)*b, the sign of b (Python's %, torch.remainder): d = (g, -g*floor(a/b))"""
+    op_name = "remainder (%)"
+
+    def forward(self, a, b):
+        _check_division("remainder", a, b)
+        self.a, self.b = (a, b) if self.needs_input_grad[1] else (None, None)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.remainder(a, b)
+
+    def backward(self, g):
+        na, nb = self.needs_input_grad
+        if not nb:
+            return g, None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (g if na else None), -g * np.floor_divide(self.a, self.b)
+
+    def backward_graph(self, g, a, b):
+        return g, -g * FloorDivide.apply(a.detach(), b.detach())
+
+
+class Fmod(Function):
+    """a - trunc(a/b)*b, the sign of a (C's fmod, torch.fmod): d = (g, -g*trunc(a/b))"""
+    def forward(self, a, b):
+        _check_division("fmod", a, b)
+        self.a, self.b = (a, b) if self.needs_input_grad[1] else (None, None)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.fmod(a, b)
+
+    def backward(self, g):
+        na, nb = self.needs_input_grad
+        if not nb:
+            return g, None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (g if na else None), -g * np.trunc(self.a / self.b)
+
+    def backward_graph(self, g, a, b):
+        return g, -g * (a.detach() / b.detach()).trunc()
 
 
 # ------------------------------------------------------------------------------------------

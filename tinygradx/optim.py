@@ -131,9 +131,8 @@ class Optimizer:
             if p._data.dtype.kind != "f":
                 raise TypeError(f"{name}: {where} (shape {p.shape}) has dtype {p.dtype}; only "
                                 f"floating-point tensors can be optimized")
-            if not p.requires_grad:
-                raise ValueError(f"{name}: {where} (shape {p.shape}) does not require grad; "
-                                 f"create it with requires_grad=True or leave it out")
+            # requires_grad=False is allowed, as in PyTorch: a frozen tensor keeps grad None,
+            # and step() skips a parameter whose grad is None
             if not p.is_leaf:
                 raise ValueError(f"{name}: {where} (shape {p.shape}) is not a leaf tensor (it "
                                  f"was computed by an op); optimize the leaf it came from")

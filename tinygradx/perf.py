@@ -118,14 +118,16 @@ def _gemm_flops(ctx):
     """(forward, backward) multiply-add FLOPs (2 per multiply-add) of one node's GEMMs; (0, 0)
     for every op that is not a GEMM (element-wise work is not counted, as in MFU)."""
     name, need = ctx.name(), ctx.needs_input_grad
+    # shapes from the node's inputs: an op keeps only the arrays its backward reads
+    shapes = [p.shape for p in ctx.parents]
     if name == "linear":                                # x (..., k) W^T, W (n, k)
-        x, w = ctx.x, ctx.w
-        f = 2 * _prod(x.shape[:-1]) * x.shape[-1] * w.shape[0]
+        x, w = shapes[:2]
+        f = 2 * _prod(x[:-1]) * x[-1] * w[0]
         return f, f * need[0] + f * need[1]             # dX = g W, dW = g^T x
     if name == "matmul":                                # a (..., m, k) @ b (..., k, n)
-        a, b = ctx.a, ctx.b
-        a2 = a.shape if a.ndim > 1 else (1,) + a.shape
-        b2 = b.shape if b.ndim > 1 else b.shape + (1,)
+        a, b = shapes[:2]
+        a2 = a if len(a) > 1 else (1,) + a
+        b2 = b if len(b) > 1 else b + (1,)
         batch = max(_prod(a2[:-2]), _prod(b2[:-2]))     # broadcast batch dims
         f = 2 * batch * a2[-2] * a2[-1] * b2[-1]
         return f, f * need[0] + f * need[1]             # da = g b^T, db = a^T g

@@ -404,7 +404,7 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMet
     def __rmatmul__(self, other):  # other @ self
         return ops_linalg.MatMul.apply(other, self)
 
-    add, sub, mul, div, matmul = __add__, __sub__, __mul__, __truediv__, __matmul__
+    add, sub, mul, matmul = __add__, __sub__, __mul__, __matmul__   # div: math_methods.py
     pow = __pow__
 
     # comparisons make boolean tensors (no gradient flows through them); both sides are

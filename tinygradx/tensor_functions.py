@@ -346,3 +346,204 @@ LongTensor = _typed("LongTensor", int64)
 IntTensor = _typed("IntTensor", int32)
 BoolTensor = _typed("BoolTensor", bool_)
 ByteTensor = _typed("ByteTensor", uint8)
+
+
+# -- more of torch's function forms: comparisons, logical and bitwise ops, arithmetic --------
+
+def _compare(name, method):
+    def fn(input, other):
+        return getattr(_tensor(name, input), method)(other)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"input.{method}(other) element-wise (bool, broadcasting), as torch.{name}."
+    return fn
+
+
+gt, lt, ge, le, ne = (_compare(n, f"__{n}__") for n in ("gt", "lt", "ge", "le", "ne"))
+greater, less = _compare("greater", "__gt__"), _compare("less", "__lt__")
+greater_equal, less_equal = _compare("greater_equal", "__ge__"), _compare("less_equal", "__le__")
+not_equal = _compare("not_equal", "__ne__")
+
+
+def _truth(x):
+    return (x if isinstance(x, Tensor) else Tensor(np.asarray(x)))._data.astype(bool, copy=False)
+
+
+def logical_and(input, other):
+    """input and other are non-zero, element-wise (bool)."""
+    return Tensor(np.logical_and(_truth(_tensor("logical_and", input)), _truth(other)))
+
+
+def logical_or(input, other):
+    """input or other is non-zero, element-wise (bool)."""
+    return Tensor(np.logical_or(_truth(_tensor("logical_or", input)), _truth(other)))
+
+
+def logical_xor(input, other):
+    """Exactly one of input and other is non-zero, element-wise (bool)."""
+    return Tensor(np.logical_xor(_truth(_tensor("logical_xor", input)), _truth(other)))
+
+
+def logical_not(input):
+    """input == 0, element-wise (bool)."""
+    return Tensor(np.logical_not(_truth(_tensor("logical_not", input))))
+
+
+def bitwise_and(input, other):
+    """input & other (bool or integer tensors)."""
+    return _tensor("bitwise_and", input) & other
+
+
+def bitwise_or(input, other):
+    """input | other (bool or integer tensors)."""
+    return _tensor("bitwise_or", input) | other
+
+
+def bitwise_xor(input, other):
+    """input ^ other (bool or integer tensors)."""
+    return _tensor("bitwise_xor", input) ^ other
+
+
+def bitwise_not(input):
+    """~input (bool or integer tensors)."""
+    return ~_tensor("bitwise_not", input)
+
+
+def bitwise_left_shift(input, other):
+    """input << other (integer tensors)."""
+    return _tensor("bitwise_left_shift", input) << other
+
+
+def bitwise_right_shift(input, other):
+    """input >> other (integer tensors; arithmetic shift, as torch)."""
+    return _tensor("bitwise_right_shift", input) >> other
+
+
+def erf(input):
+    """The error function element-wise (int and bool inputs give float32)."""
+    return _tensor("erf", input).erf()
+
+
+def add(input, other, *, alpha=1):
+    """input + alpha * other, as torch.add."""
+    return _tensor("add", input) + (other if alpha == 1 else other * alpha)
+
+
+def sub(input, other, *, alpha=1):
+    """input - alpha * other, as torch.sub."""
+    return _tensor("sub", input) - (other if alpha == 1 else other * alpha)
+
+
+subtract = sub
+
+
+def mul(input, other):
+    """input * other, as torch.mul."""
+    return _tensor("mul", input) * other
+
+
+multiply = mul
+
+
+def div(input, other, *, rounding_mode=None):
+    """input / other (true division), or rounded: rounding_mode "floor" or "trunc" (a zero
+    gradient, as torch.div)."""
+    return _tensor("div", input).div(other, rounding_mode=rounding_mode)
+
+
+divide = div
+
+
+def true_divide(input, other):
+    """input / other (true division: int / int is float32)."""
+    return _tensor("true_divide", input) / other
+
+
+def amax(input, dim=(), keepdim=False):
+    """The largest value along dim (all dims by default); ties share the gradient."""
+    return _tensor("amax", input).amax(dim=dim if dim != () else None, keepdim=keepdim)
+
+
+def amin(input, dim=(), keepdim=False):
+    """The smallest value along dim (all dims by default); ties share the gradient."""
+    return _tensor("amin", input).amin(dim=dim if dim != () else None, keepdim=keepdim)
+
+
+def logsumexp(input, dim, keepdim=False):
+    """log(sum(exp(x))) along dim, computed stably."""
+    return _tensor("logsumexp", input).logsumexp(dim, keepdim=keepdim)
+
+
+def masked_fill(input, mask, value):
+    """input with value where mask is True (input.masked_fill(mask, value))."""
+    return _tensor("masked_fill", input).masked_fill(mask, value)
+
+
+def clone(input):
+    """A copy of input that keeps its graph (the gradient flows back to input)."""
+    return _tensor("clone", input).clone()
+
+
+def relu(input):
+    """max(x, 0) element-wise."""
+    return _tensor("relu", input).relu()
+
+
+def clamp_min(input, min):
+    """input clamped from below."""
+    return _tensor("clamp_min", input).clamp(min=min)
+
+
+def clamp_max(input, max):
+    """input clamped from above."""
+    return _tensor("clamp_max", input).clamp(max=max)
+
+
+def mm(input, mat2):
+    """The product of two matrices, (n, m) @ (m, p)."""
+    a, b = _tensor("mm", input), _tensor("mm", mat2)
+    if a.ndim != 2 or b.ndim != 2:
+        raise OpError(f"mm: expects two 2-d tensors, got shapes {a.shape} and {b.shape}")
+    return a @ b
+
+
+def mv(input, vec):
+    """The product of a matrix and a vector, (n, m) @ (m,)."""
+    a, b = _tensor("mv", input), _tensor("mv", vec)
+    if a.ndim != 2 or b.ndim != 1:
+        raise OpError(f"mv: expects a 2-d and a 1-d tensor, got shapes {a.shape} and "
+                      f"{b.shape}")
+    return a @ b
+
+
+def dot(input, other):
+    """The dot product of two 1-d tensors of the same size (a 0-d tensor)."""
+    a, b = _tensor("dot", input), _tensor("dot", other)
+    if a.ndim != 1 or b.ndim != 1:
+        raise OpError(f"dot: expects two 1-d tensors, got shapes {a.shape} and {b.shape}")
+    return a @ b
+
+
+def broadcast_to(input, size):
+    """input expanded to size (input.expand(size))."""
+    return _tensor("broadcast_to", input).expand(*size)
+
+
+def ravel(input):
+    """input flattened to one dim."""
+    return _tensor("ravel", input).reshape(-1)
+
+
+def count_nonzero(input, dim=None):
+    """How many elements are non-zero (along dim: an int or a tuple), int64."""
+    x = _tensor("count_nonzero", input)
+    return (x != 0).sum(dim=dim) if dim is not None else (x != 0).sum()
+
+
+def is_floating_point(input):
+    """True if input's dtype is a floating-point one."""
+    return _tensor("is_floating_point", input).dtype.kind == "f"
+
+
+def argwhere(input):
+    """The indices of the non-zero elements, one row each: (n, ndim) int64."""
+    return _tensor("argwhere", input).nonzero()

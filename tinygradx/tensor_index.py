@@ -13,6 +13,7 @@ import numpy as np
 from . import autograd, movement, ops_index
 from .autograd import OpError
 from .dims import check_dim, normalize_dims
+from . import rng as _rng
 
 SortResult = namedtuple("SortResult", ["values", "indices"])
 TopkResult = namedtuple("TopkResult", ["values", "indices"])
@@ -56,8 +57,11 @@ class IndexMethods:
 
     def roll(self, shifts, dims=None):
         if dims is None:
-            if not isinstance(shifts, int):
-                raise OpError("roll: without dims, shifts must be one int")
+            if isinstance(shifts, (tuple, list)) and len(shifts) == 1:
+                shifts = shifts[0]                    # roll((1,)): the flattened roll, as torch
+            if not isinstance(shifts, (int, np.integer)) or isinstance(shifts, bool):
+                raise OpError(f"roll: without dims, shifts must be one int, got {shifts!r}")
+            shifts = int(shifts)
             return ops_index.Roll.apply(self, shifts=shifts, dims=None)
         shifts = tuple(shifts) if isinstance(shifts, (tuple, list)) else (shifts,)
         dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
@@ -291,7 +295,7 @@ def _multinomial(w, k, replacement):
     total = rows.sum(axis=1)
     if n == 0 or np.any(total <= 0):
         raise OpError("multinomial: a row of weights sums to 0 (nothing to draw)")
-    rng = autograd.default_rng()
+    rng = _rng.default_rng()
     if replacement:
         cdf = np.cumsum(rows, axis=1)
         cdf /= cdf[:, -1:]                       # the last entry exactly 1: u < 1 always lands

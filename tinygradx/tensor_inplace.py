@@ -3,8 +3,8 @@
 
 - Augmented assignment is in place, as in PyTorch: `x += y` is `x.add_(y)` (the same object,
   the same memory: every alias sees it; a leaf that requires grad refuses it outside
-  `no_grad()`), likewise `-= *= /= **=` and `&= |= ^=`. `x @= y` rebinds (torch has no
-  in-place matmul either).
+  `no_grad()`), likewise `-= *= /= **= //= %=` and `&= |= ^= <<= >>=`. `x @= y` rebinds
+  (torch has no in-place matmul either).
 - scatter_, scatter_add_, index_fill_ (and its out-of-place index_fill), pow_.
 - Random fills drawn from tinygradx's one generator (`tgx.manual_seed`): normal_, uniform_,
   bernoulli_, exponential_. Where no graph is recorded (no_grad, or a tensor that does not
@@ -17,6 +17,7 @@ import numpy as np
 
 from . import autograd, movement
 from .dims import check_dim
+from . import rng as _rng
 
 
 def _floating(name, t):
@@ -54,6 +55,23 @@ class InplaceMethods:
 
     def __ixor__(self, other):
         return self._inplace("__ixor__", lambda t, o: t ^ o, other)
+
+    def __ifloordiv__(self, other):
+        return self._inplace("floor_divide_", lambda t, o: t // o, other)
+
+    def __imod__(self, other):
+        return self._inplace("remainder_", lambda t, o: t % o, other)
+
+    def __ilshift__(self, other):
+        return self._inplace("__ilshift__", lambda t, o: t << o, other)
+
+    def __irshift__(self, other):
+        return self._inplace("__irshift__", lambda t, o: t >> o, other)
+
+    floor_divide_, remainder_ = __ifloordiv__, __imod__
+
+    def fmod_(self, other):
+        return self._inplace("fmod_", lambda t, o: t.fmod(o), other)
 
     def pow_(self, exponent):
         """self **= exponent, in place."""
@@ -131,7 +149,7 @@ class InplaceMethods:
             raise ValueError(f"normal_: std must be >= 0, got {std}")
 
         def draw(out):
-            rng = autograd.default_rng()
+            rng = _rng.default_rng()
             if out.flags.c_contiguous and out.dtype in (np.float32, np.float64):
                 rng.standard_normal(out=out, dtype=out.dtype)   # no float64 copy
             else:
@@ -147,7 +165,7 @@ class InplaceMethods:
             raise ValueError(f"uniform_: expects a <= b, got a={a}, b={b}")
 
         def draw(out):
-            out[...] = autograd.default_rng().uniform(a, b, size=out.shape)
+            out[...] = _rng.default_rng().uniform(a, b, size=out.shape)
         return self._random_fill("uniform_", draw)
 
     def bernoulli_(self, p=0.5):
@@ -158,7 +176,7 @@ class InplaceMethods:
             raise ValueError("bernoulli_: p must be in [0, 1]")
 
         def draw(out):
-            out[...] = autograd.default_rng().random(out.shape) < pa
+            out[...] = _rng.default_rng().random(out.shape) < pa
         if self.dtype.kind == "f":
             return self._random_fill("bernoulli_", draw)
         return self._inplace("bernoulli_", lambda t: _drawn(t, draw))
@@ -170,7 +188,7 @@ class InplaceMethods:
             raise ValueError(f"exponential_: lambd must be > 0, got {lambd}")
 
         def draw(out):
-            out[...] = autograd.default_rng().exponential(1.0 / lambd, size=out.shape)
+            out[...] = _rng.default_rng().exponential(1.0 / lambd, size=out.shape)
         return self._random_fill("exponential_", draw)
 
 

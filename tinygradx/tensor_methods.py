@@ -218,10 +218,17 @@ class ShapeMethods:
         return self.split(-(-n // int(chunks)), dim)
 
     def masked_fill(self, mask, value):
-        """Put `value` where mask is True (mask broadcasts to self's shape)."""
+        """Put `value` where mask is True; self and mask broadcast together (as torch)."""
         m = mask._data if isinstance(mask, autograd.Tensor) else np.asarray(mask)
         if m.dtype != np.bool_:
             raise TypeError(f"masked_fill: mask must be a bool tensor, got dtype {m.dtype}")
+        if m.ndim > self.ndim or any(a == 1 < b for a, b in zip(self.shape[::-1],
+                                                                m.shape[::-1], strict=False)):
+            try:                   # torch broadcasts the input up to the mask's shape too
+                return self.expand(*np.broadcast_shapes(m.shape, self.shape)).masked_fill(
+                    mask, value)
+            except ValueError:
+                pass               # not broadcastable: MaskedFill's message below
         if isinstance(value, autograd.Tensor) and value.requires_grad:
             # a learned fill value: where() gives it the gradient of the filled positions
             if value.ndim != 0:

@@ -213,7 +213,7 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, rng=None):
         return z.argmax(axis=-1).astype(np.int64)
     if temperature < 0:
         raise ValueError(f"sample_next: temperature must be >= 0, got {temperature}")
-    rng = tgx.autograd.default_rng() if rng is None else rng
+    rng = tgx.default_rng() if rng is None else rng
     z = z / temperature
     if top_k is not None:
         k = min(int(top_k), z.shape[-1])

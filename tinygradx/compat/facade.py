@@ -21,17 +21,11 @@ LAYER = "tinygradx's PyTorch compatibility layer (tinygradx.compat)"
 REASONS = {
     "torch.trace": "tinygradx.trace records a shape table, not the sum of a diagonal; write "
                    "x.diagonal().sum()",
-    "torch.utils.data": "there is no Dataset or DataLoader; slice or index your tensors in a "
-                        "plain Python loop",
     "torch.compile": "tinygradx runs every op eagerly; call the model itself",
     "torch.jit": "tinygradx runs every op eagerly; call the model itself",
     "torch.distributed": "tinygradx runs in one process on the CPU; docs/pytorch.md shows how "
                          "to continue a model in PyTorch",
     "torch.backends": "there is no accelerator backend to configure; remove the setting",
-    "torch.save": "write {name: t.numpy() for name, t in model.state_dict().items()} with "
-                  "tinygradx.io.save_safetensors(path, arrays)",
-    "torch.load": "read arrays with tinygradx.io.load_safetensors(path), then "
-                  "model.load_state_dict(arrays)",
 }
 
 

@@ -16,7 +16,9 @@
                                hessian, functional_call
     torch.cuda                 is_available() is False, device_count() is 0, manual_seed is a
                                no-op (what PyTorch answers on a machine without a GPU)
-    torch.utils                nothing (torch.utils.data is refused with a hint)
+    torch.utils.data           tinygradx.data (Dataset, DataLoader, random_split, ...)
+    torch.Tensor               tinygradx.Tensor for isinstance and subclassing checks; called,
+                               torch's legacy constructor (FloatTensor: sizes or data)
 
 Every other name is refused with an error naming it (facade.py). `MODULES` maps each PyTorch
 module name to its facade: what `installed()` puts into sys.modules.
@@ -24,7 +26,7 @@ module name to its facade: what `installed()` puts into sys.modules.
 from __future__ import annotations
 
 import tinygradx
-from tinygradx import (clip_grad, custom_function, dtypes, func, functional, init,
+from tinygradx import (clip_grad, custom_function, data, dtypes, func, functional, init,
                        lr_scheduler, nn, optim)
 
 from .facade import Facade
@@ -53,6 +55,38 @@ def _cuda_device_count():
     return 0
 
 
+class _LegacyTensor:
+    """torch.Tensor as the look-alike shows it: isinstance and issubclass answer for
+    tinygradx's Tensor, `class T(torch.Tensor)` subclasses it, attributes are the Tensor
+    class's (torch.Tensor.add); a call is torch's legacy constructor: torch.Tensor(3, 4) is
+    float32 of that size, torch.Tensor([1, 2]) float32 data (tinygradx's own Tensor(data)
+    keeps the data's dtype and memory)."""
+
+    def __init__(self):
+        self.__name__ = self.__qualname__ = "Tensor"
+
+    def __instancecheck__(self, obj):
+        return isinstance(obj, tinygradx.Tensor)
+
+    def __subclasscheck__(self, sub):
+        return issubclass(sub, tinygradx.Tensor)
+
+    def __mro_entries__(self, bases):
+        return (tinygradx.Tensor,)
+
+    def __call__(self, *args, **kwargs):
+        return tinygradx.FloatTensor(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(tinygradx.Tensor, name)
+
+    def __repr__(self):
+        return "<class 'torch.Tensor' (tinygradx.Tensor, tinygradx.compat)>"
+
+
+Tensor = _LegacyTensor()
+
+
 functional_ = Facade("torch.nn.functional", functional)
 init_ = Facade("torch.nn.init", init)
 utils_nn = Facade("torch.nn.utils", clip_grad)
@@ -79,12 +113,13 @@ func_ = Facade("torch.func", None, {
 cuda = Facade("torch.cuda", None, {
     "is_available": _cuda_is_available, "device_count": _cuda_device_count,
     "manual_seed": _no_gpu_seed, "manual_seed_all": _no_gpu_seed})
-utils = Facade("torch.utils")
+data_ = Facade("torch.utils.data", data)
+utils = Facade("torch.utils", None, {"data": data_})
 
 torch = Facade("torch", tinygradx, dict(DTYPES, nn=nn_, optim=optim_, autograd=autograd,
-                                        func=func_, cuda=cuda, utils=utils),
+                                        func=func_, cuda=cuda, utils=utils, Tensor=Tensor),
                doc="tinygradx under PyTorch's names (tinygradx.compat); not PyTorch.")
 
 MODULES = {m.__name__: m for m in (torch, nn_, functional_, init_, utils_nn, optim_,
                                    lr_scheduler_, autograd, autograd_function,
-                                   autograd_functional, func_, cuda, utils)}
+                                   autograd_functional, func_, cuda, utils, data_)}
