@@ -28,4 +28,5 @@ def set_rng_state(state):
 
 
 def default_rng():
+    """The generator itself (a numpy Generator): draw from it to share tinygradx's seeding."""
     return STATE.rng
