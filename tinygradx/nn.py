@@ -1,12 +1,12 @@
 """tinygradx.nn: Module, Parameter and the layers a Transformer is made of.
 
-The layers (Linear, Embedding, LayerNorm, RMSNorm, Dropout, activations, MultiHeadAttention) live
-here; Module, Parameter, the containers and the module paths in module.py, re-exported here so
-that `tgx.nn.X` is the one public path for all of them.
+The seed's layers (Linear, Embedding, LayerNorm, Dropout, ReLU, GELU) live in layers.py;
+MultiHeadAttention, RMSNorm and more activations here; Module, Parameter, the containers and the
+module paths in module.py; torch's convolution, recurrent and Transformer modules and the losses
+as modules in their own files. All are re-exported here, so `tgx.nn.X` is the one public path.
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
@@ -16,154 +16,12 @@ from .module import (Identity, Module, ModuleDict, ModuleList, Parameter, Sequen
                      StateDictError)
 from .tensor import Tensor
 
+from .layers import (GELU, Dropout, Embedding, LayerNorm, Linear, ReLU,  # noqa: F401
+                     int_arg, prob_arg, uniform_table)
+
 __all__ = ["StateDictError", "Parameter", "Module", "Sequential", "ModuleList", "ModuleDict",
            "Identity", "Linear", "Embedding", "LayerNorm", "Dropout", "ReLU", "GELU",
            "MultiHeadAttention"]
-
-
-def _int_arg(cls, name, value, low=1):
-    """value as an int >= low, or an error naming the class and the argument."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{cls}: {name} must be an int, got {value!r}")
-    if value < low:
-        what = "positive" if low == 1 else f">= {low}"
-        raise ValueError(f"{cls}: {name} must be {what}, got {value}")
-    return int(value)
-
-
-def _prob_arg(cls, name, value, upper_open=False):
-    """A probability in [0, 1] (or [0, 1) with upper_open), else an error naming both."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{cls}: {name} must be a number, got {value!r}")
-    if not (0.0 <= value < 1.0 if upper_open else 0.0 <= value <= 1.0):
-        raise ValueError(f"{cls}: {name} must be in [0, {'1)' if upper_open else '1]'}, "
-                         f"got {value}")
-    return float(value)
-
-# ------------------------------------------------------------------------------------------
-# layers
-# ------------------------------------------------------------------------------------------
-
-def _uniform(shape, bound):
-    return STATE.rng.uniform(-bound, bound, size=shape).astype(np.float32)
-
-
-class Linear(Module):
-    """y = x W^T + b. weight: (out_features, in_features), bias: (out_features,).
-
-    Initialised as PyTorch: U(-1/sqrt(in), 1/sqrt(in)) for both weight and bias.
-    """
-
-    def __init__(self, in_features, out_features, bias=True):
-        in_features = _int_arg("Linear", "in_features", in_features)
-        out_features = _int_arg("Linear", "out_features", out_features)
-        self.in_features, self.out_features = in_features, out_features
-        bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
-        self.weight = Parameter(_uniform((out_features, in_features), bound))
-        self.bias = Parameter(_uniform((out_features,), bound)) if bias else None
-
-    def forward(self, x):
-        if x.shape[-1] != self.in_features:
-            raise OpError(f"Linear at {current_scope() or '<top>'}: input of shape "
-                          f"{x.shape} has {x.shape[-1]} features, expected "
-                          f"in_features={self.in_features}")
-        return F.linear(x, self.weight, self.bias)
-
-    def extra_repr(self):
-        return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"bias={self.bias is not None}")
-
-
-class Embedding(Module):
-    """A table of num_embeddings vectors of size embedding_dim, indexed by integer ids.
-
-    Initialised N(0, 1) as PyTorch; the padding_idx row starts at zero and gets no gradient.
-    """
-
-    def __init__(self, num_embeddings, embedding_dim, padding_idx=None):
-        num_embeddings = _int_arg("Embedding", "num_embeddings", num_embeddings)
-        embedding_dim = _int_arg("Embedding", "embedding_dim", embedding_dim)
-        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        if padding_idx is not None:
-            padding_idx = _int_arg("Embedding", "padding_idx", padding_idx, -num_embeddings)
-            if padding_idx >= num_embeddings:
-                raise ValueError(f"Embedding: padding_idx must be in {-num_embeddings}.."
-                                 f"{num_embeddings - 1} (num_embeddings={num_embeddings}), "
-                                 f"got {padding_idx}")
-            if padding_idx < 0:
-                padding_idx += num_embeddings
-        self.padding_idx = padding_idx
-        w = STATE.rng.standard_normal((num_embeddings, embedding_dim)).astype(np.float32)
-        if padding_idx is not None:
-            w[padding_idx] = 0
-        self.weight = Parameter(w)
-
-    def forward(self, ids):
-        return F.embedding(ids, self.weight, self.padding_idx)
-
-    def extra_repr(self):
-        pad = f", padding_idx={self.padding_idx}" if self.padding_idx is not None else ""
-        return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
-
-
-class LayerNorm(Module):
-    """LN(x) = (x - mean)/sqrt(var + eps) * weight + bias over the last dims (biased var)."""
-
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True):
-        if isinstance(normalized_shape, (int, np.integer)):
-            normalized_shape = (normalized_shape,)
-        if not isinstance(normalized_shape, (tuple, list)) or not normalized_shape:
-            raise TypeError(f"LayerNorm: normalized_shape must be an int or a non-empty tuple "
-                            f"of ints, got {normalized_shape!r}")
-        normalized_shape = tuple(_int_arg("LayerNorm", "normalized_shape", n)
-                                 for n in normalized_shape)
-        if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating)) or eps < 0:
-            raise ValueError(f"LayerNorm: eps must be a non-negative number, got {eps!r}")
-        self.normalized_shape, self.eps = normalized_shape, eps
-        self.weight = Parameter(np.ones(self.normalized_shape, np.float32)) \
-            if elementwise_affine else None
-        self.bias = Parameter(np.zeros(self.normalized_shape, np.float32)) \
-            if elementwise_affine and bias else None
-
-    def forward(self, x):
-        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
-
-    def extra_repr(self):
-        return f"{self.normalized_shape}, eps={self.eps}"
-
-
-class Dropout(Module):
-    """Zero each element with probability p while training (inverted: survivors scale 1/(1-p))."""
-
-    def __init__(self, p=0.5):
-        _prob_arg("Dropout", "p", p)
-        self.p = p
-
-    def forward(self, x):
-        return F.dropout(x, self.p, self.training)
-
-    def extra_repr(self):
-        return f"p={self.p}"
-
-
-class ReLU(Module):
-    def forward(self, x):
-        return F.relu(x)
-
-
-class GELU(Module):
-    """x * Phi(x); approximate='tanh' for the GPT-2 approximation."""
-
-    def __init__(self, approximate="none"):
-        if approximate not in ("none", "tanh"):
-            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
-        self.approximate = approximate
-
-    def forward(self, x):
-        return F.gelu(x, self.approximate)
-
-    def extra_repr(self):
-        return f"approximate={self.approximate!r}"
 
 
 class MultiHeadAttention(Module):
@@ -182,12 +40,12 @@ class MultiHeadAttention(Module):
     """
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, kdim=None, vdim=None):
-        embed_dim = _int_arg("MultiHeadAttention", "embed_dim", embed_dim)
-        num_heads = _int_arg("MultiHeadAttention", "num_heads", num_heads)
-        _prob_arg("MultiHeadAttention", "dropout", dropout, upper_open=True)
+        embed_dim = int_arg("MultiHeadAttention", "embed_dim", embed_dim)
+        num_heads = int_arg("MultiHeadAttention", "num_heads", num_heads)
+        prob_arg("MultiHeadAttention", "dropout", dropout, upper_open=True)
         for name, d in (("kdim", kdim), ("vdim", vdim)):
             if d is not None:
-                _int_arg("MultiHeadAttention", name, d)
+                int_arg("MultiHeadAttention", name, d)
         if embed_dim % num_heads:
             raise ValueError(f"MultiHeadAttention: embed_dim {embed_dim} is not divisible by "
                              f"num_heads {num_heads}")
@@ -380,7 +238,7 @@ class RMSNorm(Module):
         if not isinstance(normalized_shape, (tuple, list)):
             raise TypeError(f"RMSNorm: normalized_shape must be an int or a tuple of ints, "
                             f"got {normalized_shape!r}")
-        self.normalized_shape = tuple(_int_arg("RMSNorm", "normalized_shape", n)
+        self.normalized_shape = tuple(int_arg("RMSNorm", "normalized_shape", n)
                                       for n in normalized_shape)
         if eps is not None and (isinstance(eps, bool) or not isinstance(
                 eps, (int, float, np.floating)) or eps < 0):
@@ -483,8 +341,6 @@ from .conv_layers import *  # noqa: E402, F403
 from .rnn import *  # noqa: E402, F403
 from .transformer_layers import *  # noqa: E402, F403
 
-transformer_layers.Linear, transformer_layers.LayerNorm = Linear, LayerNorm
-transformer_layers.Dropout = Dropout
 
 __all__ += ["Softmax", "LogSoftmax", "Tanh", "Sigmoid", "Flatten", "Unflatten", "ParameterList",
             "ParameterDict"]
