@@ -152,6 +152,17 @@ def _clean_svg(svg):
     return svg
 
 
+def script_json(value):
+    """JSON to place inside a <script> element: `<`, `>` and `&` as \\u003c, \\u003e, \\u0026
+    (and U+2028/9, line breaks to old JavaScript), so no name in it (`</script>`, `<!--`) can
+    end or change the script block; JSON.parse and JavaScript read the same values."""
+    text = json.dumps(value, ensure_ascii=False)
+    for c, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                   ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(c, esc)
+    return text
+
+
 def page_html(svg, rows, nodes_info, title="", summary="", lang="en", head=None):
     """One HTML document: `svg` (text, or None for a page with the table only), the table `rows`
     (lists of cells, with the DOT id of each row's node as the first item, or None), the
@@ -166,8 +177,8 @@ def page_html(svg, rows, nodes_info, title="", summary="", lang="en", head=None)
         attrs = f' data-node="{esc(node_id)}"' if node_id else ""
         body.append(f"<tr{attrs}>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
     graph = _clean_svg(svg) if svg else f"<p>{esc(tr('no graph: the trace kept no graph'))}</p>"
-    data = json.dumps(nodes_info, ensure_ascii=False).replace("</", "<\\/")
-    labels = json.dumps({"grad": tr("grad")}, ensure_ascii=False)
+    data = script_json(nodes_info)
+    labels = script_json({"grad": tr("grad")})
     return "\n".join([
         "<!DOCTYPE html>",
         f'<html lang="{esc(lang)}"><head><meta charset="utf-8">',
