@@ -150,17 +150,20 @@ class Mul(_Binary):
 
 
 class Div(_Binary):
-    """d(a/b) = (g/b, -g*a/b^2). int / int is float32, as in PyTorch (true division)."""
+    """d(a/b) = (g/b, -g*a/b^2). int / int is float32, as in PyTorch (true division).
+
+    It keeps b, and a only when b needs a gradient, never its output: as in PyTorch, an
+    in-place change of the quotient (q = a / b; q.add_(1)) leaves its backward valid."""
     true_divide = True
 
     def forward(self, a, b):
         self.b = b
-        self.out = a / b
-        return self.out
+        self.a = a if self.needs_input_grad[1] else None
+        return a / b
 
     def backward(self, g):
         ga = g / self.b
-        gb = -ga * self.out if self.needs_input_grad[1] else None
+        gb = -ga * self.a / self.b if self.needs_input_grad[1] else None
         return ga, gb
 
     def backward_graph(self, g, a, b):
