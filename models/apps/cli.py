@@ -124,7 +124,9 @@ def _bool(text):
     raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
 
 
-def _int_at_least(low):
+def _int_at_least(low, high=None):
+    """An integer >= low (and <= high: every size a user can pass has an upper bound, so a
+    typo is a one-line error, not a hang)."""
     def parse(text):
         try:
             value = int(text)
@@ -132,9 +134,28 @@ def _int_at_least(low):
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
         if value < low:
             raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high:_}, got {value:_}")
         return value
     parse.__name__ = f"int >= {low}"
     return parse
+
+
+# the upper bounds of the commands' own sizes (TrainConfig's are config.UPPER)
+MAX_BEAM, MAX_NEW_TOKENS, MAX_DRAWN_LAYERS, MAX_EXPERIMENT_STEPS = 64, 100_000, 48, 100_000
+
+
+def _layer_list(text):
+    """experiment --layers: 2 to 8 comma-separated depths, each in [1, MAX_DRAWN_LAYERS]."""
+    try:
+        depths = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers like 2,6,12, got "
+                                         f"{text!r}") from None
+    if not 2 <= len(depths) <= 8 or depths[0] < 1 or depths[-1] > MAX_DRAWN_LAYERS:
+        raise argparse.ArgumentTypeError(f"give 2 to 8 depths in [1, {MAX_DRAWN_LAYERS}], got "
+                                         f"{text!r}")
+    return text
 
 
 def _float_in(low, high, low_open=False):
@@ -196,7 +217,8 @@ def cmd_train(args):
         # a resumed run writes beside the checkpoint it was given (or to --out_dir), never to
         # a directory recorded inside the file
         over.setdefault("out_dir", os.path.dirname(path) or ".")
-        trainer = _load_trainer(path, overwrite=args.overwrite, **over)
+        trainer = _load_trainer(path, overwrite=args.overwrite,
+                                allow_nonfinite=args.allow_nonfinite, **over)
         if trainer.cfg.max_steps <= trainer.step:
             raise ConfigError(f"--max_steps: {path} is already at step {trainer.step}; pass a "
                               f"larger --max_steps to train on, got {trainer.cfg.max_steps}")
@@ -204,13 +226,22 @@ def cmd_train(args):
         print(f"resumed from {path} at step {trainer.step}")
     else:
         cfg = TrainConfig.for_task(over.pop("task", TrainConfig.task), **over)
+        if "warmup" in over and cfg.schedule != "constant" and cfg.warmup > cfg.max_steps:
+            raise ConfigError(f"--warmup: must be at most --max_steps {cfg.max_steps} (the "
+                              f"learning rate would still be rising when the run ends), got "
+                              f"{cfg.warmup}")
         trainer = Trainer(cfg, overwrite=args.overwrite)       # checks the model's size too
         check_run_dir(cfg.out_dir, overwrite=args.overwrite)
     print(f"task {trainer.cfg.task}: {type(trainer.model).__name__} with "
           f"{trainer.model.num_parameters():,} parameters")
-    finished = trainer.train()
-    if not finished:
-        return 130
+    from tinygradx.models.training.health import NonFiniteError
+    try:
+        finished = trainer.train()
+    except NonFiniteError as err:          # diverged: one line, exit 3, good checkpoint kept
+        print(f"tinygradx train: error: {err}", file=sys.stderr)
+        return 3
+    if not finished:                       # Ctrl-C 130, SIGTERM 143, as a shell reports them
+        return 128 + int(trainer.stopped_by or signal.SIGINT)
     _report(trainer)
     return 0
 
@@ -226,7 +257,8 @@ def _report(trainer):
 
 
 def cmd_eval(args):
-    trainer = _load_trainer(args.checkpoint, progress=False)
+    trainer = _load_trainer(args.checkpoint, progress=False,
+                            allow_nonfinite=args.allow_nonfinite)
     split = "valid" if args.split == "val" else args.split
     if trainer.cfg.task == "chars" and split == "test":
         split = "valid"                # chars has only train/valid (90/10 in file order)
@@ -239,13 +271,19 @@ def cmd_eval(args):
 
 
 def cmd_translate(args):
-    trainer = _load_trainer(args.checkpoint, progress=False)
+    trainer = _load_trainer(args.checkpoint, progress=False,
+                            allow_nonfinite=args.allow_nonfinite)
     if trainer.lm:
         raise UsageError(f"the checkpoint is a {trainer.cfg.task} language model; use "
                          f"`tinygradx generate`")
+    import warnings
     sentences = args.sentences or [line.rstrip("\n") for line in sys.stdin if line.strip()]
-    for src, out in zip(sentences, trainer.translate(sentences, beam_size=args.beam),
-                        strict=True):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outs = trainer.translate(sentences, beam_size=args.beam)
+    for w in caught:                       # one line each, not Python's two-line format
+        print(f"tinygradx translate: warning: {w.message}", file=sys.stderr)
+    for src, out in zip(sentences, outs, strict=True):
         print(f"{src}\t{out}")
     return 0
 
@@ -254,7 +292,8 @@ def cmd_generate(args):
     import numpy as np
     import tinygradx as tgx
     from tinygradx.models.nets import decoding
-    trainer = _load_trainer(args.checkpoint, progress=False, need_data=False)
+    trainer = _load_trainer(args.checkpoint, progress=False, need_data=False,
+                            allow_nonfinite=args.allow_nonfinite)
     if not trainer.lm:
         raise UsageError("the checkpoint is a translation model; use `tinygradx translate`")
     tgx.manual_seed(args.seed)
@@ -307,7 +346,7 @@ def cmd_trace(args):
 
 
 def _depth(text):
-    return "all" if text == "all" else _int_at_least(1)(text)
+    return "all" if text == "all" else _int_at_least(1, 64)(text)
 
 
 def cmd_experiment(args):
@@ -332,6 +371,11 @@ def build_parser():
     return p
 
 
+def _allow_nonfinite(parser):
+    parser.add_argument("--allow_nonfinite", "--allow-nonfinite", action="store_true",
+                        help="load a checkpoint whose weights hold NaN or inf (default: refuse)")
+
+
 def _add_model_commands(sub):
     """train, eval, translate, generate, demo: the commands that train or run a model."""
     t = sub.add_parser("train", help="train a model on a built-in task")
@@ -341,6 +385,7 @@ def _add_model_commands(sub):
                         "given (default: a new run)")
     t.add_argument("--overwrite", action="store_true",
                    help="let a new run replace the run already in --out_dir (default: refuse)")
+    _allow_nonfinite(t)
     _train_config_args(t)
     t.set_defaults(fn=cmd_train)
 
@@ -348,37 +393,42 @@ def _add_model_commands(sub):
     e.add_argument("--checkpoint", required=True, help="a checkpoint.npz (required)")
     e.add_argument("--split", default="test", choices=["valid", "test", "val"],
                    help="held-out split (default test; chars: valid)")
-    e.add_argument("--beam", type=_int_at_least(1), default=1,
+    e.add_argument("--beam", type=_int_at_least(1, MAX_BEAM), default=1,
                    help="also report beam-search exact match with this beam (default 1: off)")
+    _allow_nonfinite(e)
     e.set_defaults(fn=cmd_eval)
 
     tr = sub.add_parser("translate", help="translate sentences (arguments or stdin)")
     tr.add_argument("--checkpoint", required=True, help="a translation checkpoint (required)")
-    tr.add_argument("--beam", type=_int_at_least(1), default=1,
+    tr.add_argument("--beam", type=_int_at_least(1, MAX_BEAM), default=1,
                     help="beam size (default 1: greedy)")
     tr.add_argument("sentences", nargs="*",
                     help="sentences to translate (default: one per line from stdin)")
+    _allow_nonfinite(tr)
     tr.set_defaults(fn=cmd_translate)
 
     g = sub.add_parser("generate", help="sample text from a language-model checkpoint")
     g.add_argument("--checkpoint", required=True, help="a chars checkpoint (required)")
     g.add_argument("--prompt", default="",
                    help="text to continue (default: a newline, or the first character)")
-    g.add_argument("--max_new_tokens", "--max-new-tokens", type=_int_at_least(0), default=200,
+    g.add_argument("--max_new_tokens", "--max-new-tokens",
+                   type=_int_at_least(0, MAX_NEW_TOKENS), default=200,
                    help="characters to sample (default 200)")
-    g.add_argument("--temperature", type=_float_in(0, float("inf")), default=1.0,
+    g.add_argument("--temperature", type=_float_in(0, 1e6), default=1.0,
                    help="softmax temperature; 0 is greedy (default 1.0)")
-    g.add_argument("--top_k", "--top-k", type=_int_at_least(1), default=None,
+    g.add_argument("--top_k", "--top-k", type=_int_at_least(1, 2**31 - 1), default=None,
                    help="sample among the k likeliest tokens only (default: all)")
     g.add_argument("--top_p", "--top-p", type=_float_in(0, 1, low_open=True), default=None,
                    help="nucleus sampling: the smallest set with this much mass (default: off)")
-    g.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    g.add_argument("--seed", type=_int_at_least(0, 2**32 - 1), default=0,
+                   help="sampling seed (default 0)")
+    _allow_nonfinite(g)
     g.set_defaults(fn=cmd_generate)
 
     d = sub.add_parser("demo", help="the main job: train, translate, save, draw")
     d.add_argument("--task", default="dates",
                    help="a translation task (default dates)")
-    d.add_argument("--steps", type=_int_at_least(1), default=None,
+    d.add_argument("--steps", type=_int_at_least(1, MAX_EXPERIMENT_STEPS), default=None,
                    help="training steps (default 1200)")
     d.add_argument("--out", default="runs/demo",
                    help="output directory; an earlier demo there is replaced "
@@ -398,7 +448,7 @@ def _add_drawing_commands(sub):
                     help="which model (default gpt)")
     gr.add_argument("--norm", choices=["pre", "post"], default=None,
                     help=_NORM_HELP)
-    gr.add_argument("--layers", type=_int_at_least(1), default=2,
+    gr.add_argument("--layers", type=_int_at_least(1, MAX_DRAWN_LAYERS), default=2,
                     help="layers (default 2)")
     gr.add_argument("--depth", type=_depth, default=4,
                     help="merge modules below this depth into boxes (default 4; 'all': every op)")
@@ -418,7 +468,7 @@ def _add_drawing_commands(sub):
                     help="which model (default transformer)")
     tc.add_argument("--norm", choices=["pre", "post"], default=None,
                     help=_NORM_HELP)
-    tc.add_argument("--layers", type=_int_at_least(1), default=1,
+    tc.add_argument("--layers", type=_int_at_least(1, MAX_DRAWN_LAYERS), default=1,
                     help="layers (default 1)")
     tc.add_argument("--format", choices=["text", "markdown", "html"], default="text",
                     help="table format; html writes the interactive page to stdout (default text)")
@@ -431,9 +481,9 @@ def _add_drawing_commands(sub):
     x.add_argument("name", choices=["ln-grad", "warmup"], help="which experiment")
     x.add_argument("--out", default="runs/experiments",
                    help="output directory (default runs/experiments)")
-    x.add_argument("--layers", default="2,6,12",
+    x.add_argument("--layers", type=_layer_list, default="2,6,12",
                    help="comma-separated depths (default 2,6,12)")
-    x.add_argument("--steps", type=_int_at_least(1), default=None,
+    x.add_argument("--steps", type=_int_at_least(1, MAX_EXPERIMENT_STEPS), default=None,
                    help="training steps per run (default: the experiment's own)")
     x.set_defaults(fn=cmd_experiment)
 

@@ -29,6 +29,7 @@ import signal
 import threading
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -48,8 +49,12 @@ from tinygradx.models.training.config import (BYTES_PER_PARAMETER, MEMORY_LIMIT,
                                               check_memory, config_from_args, default_out_dir,
                                               estimate_parameters, gpt_switches, is_finite,
                                               validate_config)
-from tinygradx.models.training.health import grad_sq_per_layer, layer_health, layer_of
-from tinygradx.models.training.rundir import (RunDirError, check_run_dir, claim_run_dir,
+from tinygradx.models.training.health import (NonFiniteError, check_step_finite,
+                                               check_weights_finite,
+                                               first_nonfinite, grad_sq_per_layer,
+                                               layer_health, layer_of)
+from tinygradx.models.training.rundir import (RunDirError, RunDirLockedError, RunLock,
+                                              check_run_dir, claim_run_dir,
                                               read_metrics, remove_stale_temp_files,
                                               truncate_metrics)
 
@@ -57,14 +62,19 @@ from tinygradx.models.training.rundir import (RunDirError, check_run_dir, claim_
 __all__ = ["Trainer", "TrainConfig", "TASK_DEFAULTS", "RESUMABLE", "ConfigError",
            "validate_config", "default_out_dir", "config_from_args", "estimate_parameters",
            "check_memory", "BYTES_PER_PARAMETER", "MEMORY_LIMIT", "CheckpointSaveError",
-           "RunDirError", "check_run_dir", "claim_run_dir", "remove_stale_temp_files",
-           "read_metrics", "truncate_metrics", "layer_of"]
+           "RunDirError", "RunDirLockedError", "RunLock", "check_run_dir", "claim_run_dir",
+           "remove_stale_temp_files",
+           "read_metrics", "truncate_metrics", "layer_of", "NonFiniteError"]
 _flatten = flatten      # the name tests/test_train.py has always imported
 
 
 # ------------------------------------------------------------------------------------------
 # the trainer
 # ------------------------------------------------------------------------------------------
+
+class UnknownTokenWarning(UserWarning):
+    """Trainer.translate met source tokens outside the task's vocabulary (read as <unk>)."""
+
 
 class Trainer:
     """Builds the task, model, optimizer and schedule from a TrainConfig and runs them."""
@@ -91,6 +101,7 @@ class Trainer:
         self._owns_dir = False         # set once train() has claimed cfg.out_dir
         self.last_health = None        # per-layer gradient norms / update ratios of the last step
         self._stop = False
+        self.stopped_by = None         # the signal that stopped train() (SIGINT or SIGTERM)
 
     # -- construction ----------------------------------------------------------------------
     def _make_task(self):
@@ -253,9 +264,11 @@ class Trainer:
             (loss * (n / total)).backward()
             loss_value += loss.item() * n / total
             ntok += n
+        # a NaN/inf loss or gradient stops here, before the update spoils the weights
+        named = list(self.model.named_parameters())
+        check_step_finite(self.step + 1, loss_value, named, self._kept_checkpoint())
         health = cfg.health_interval and (self.step + 1) % cfg.health_interval == 0
         if health:
-            named = list(self.model.named_parameters())
             grad_sq = grad_sq_per_layer(named)
             before = [p._data.copy() for _, p in named]
         norm = float(optim.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)) \
@@ -304,10 +317,17 @@ class Trainer:
         out = []
         src_vocab, tgt_vocab = self.task.src_vocab, self.task.tgt_vocab
         max_len = self.task.max_lengths()[1] + 2
+        tokens = [s if isinstance(s, (list, tuple)) else self.task.tokenize_src(s)
+                  for s in sentences]
+        unknown = sorted({t for toks in tokens for t in toks if t not in src_vocab})
+        if unknown:                          # they become <unk>: say so, never silently
+            warnings.warn(f"translate: {len(unknown)} source token(s) outside the vocabulary "
+                          f"of task {self.cfg.task} are read as <unk>: "
+                          f"{', '.join(map(repr, unknown[:10]))}"
+                          f"{' ...' if len(unknown) > 10 else ''}", UnknownTokenWarning,
+                          stacklevel=2)
         for start in range(0, len(sentences), batch):
-            chunk = sentences[start:start + batch]
-            ids = [src_vocab.encode(s if isinstance(s, (list, tuple))
-                                    else self.task.tokenize_src(s)) for s in chunk]
+            ids = [src_vocab.encode(t) for t in tokens[start:start + batch]]
             b = pad_batch([(i or [PAD], [EOS]) for i in ids])
             if beam_size == 1:
                 res = decoding.greedy_decode(self.model, b.src, b.src_key_padding, max_len,
@@ -336,14 +356,28 @@ class Trainer:
         """
         cfg = self.cfg
         end = cfg.max_steps if steps is None else self.step + steps
-        self._claim()
+        lock = RunLock(cfg.out_dir, log=self.log)      # one process per run directory
+        try:
+            self._claim()
+            return self._train_until(end)
+        finally:
+            lock.release()
+
+    def _train_until(self, end):
+        cfg = self.cfg
         log_path = os.path.join(cfg.out_dir, "metrics.jsonl")
         bar = _progress(end, self.step, cfg.progress)
         previous = signal.getsignal(signal.SIGINT)
         signal.signal(signal.SIGINT, self._on_sigint)
+        # SIGTERM (kill, a scheduler's stop) ends the run as Ctrl-C does: finish the step, save,
+        # release the run directory
+        previous_term = signal.signal(signal.SIGTERM, self._on_sigint)
         t0, tokens = time.perf_counter(), 0
         try:
-            with open(log_path, "a", encoding="utf-8") as logf:
+            # numpy's overflow warnings are noise here: a NaN/inf loss, gradient or validation
+            # loss stops the run with one line naming it (NonFiniteError)
+            with open(log_path, "a", encoding="utf-8") as logf, \
+                    np.errstate(over="ignore", invalid="ignore", divide="ignore"):
                 while self.step < end and not self._stop:
                     loss, ntok, lr, norm = self.train_step()
                     tokens += ntok
@@ -356,6 +390,9 @@ class Trainer:
                     evaluate = self.step % cfg.eval_interval == 0 or self.step == end
                     if evaluate:
                         ev = self.evaluate("valid")
+                        check_weights_finite(self.step, ev["loss"],
+                                             list(self.model.named_parameters()),
+                                             self._kept_checkpoint())
                         row["val_loss"] = ev["loss"]
                         if "exact_match" in ev:
                             row["val_exact_match"] = ev["exact_match"]
@@ -375,10 +412,12 @@ class Trainer:
                         self.save()
         finally:
             signal.signal(signal.SIGINT, previous)
+            signal.signal(signal.SIGTERM, previous_term)
             bar.close()
         if self._stop:
             path = self.save()
-            self.log(f"interrupted at step {self.step}: checkpoint saved to {path}")
+            how = "terminated" if self.stopped_by == signal.SIGTERM else "interrupted"
+            self.log(f"{how} at step {self.step}: checkpoint saved to {path}")
             return False
         return True
 
@@ -394,6 +433,7 @@ class Trainer:
     def _on_sigint(self, signum, frame):
         if self._stop:                 # a second Ctrl-C: stop at once
             raise KeyboardInterrupt
+        self.stopped_by = signum
         self._stop = True              # finish the current step, then save and leave
 
     # -- checkpoints -----------------------------------------------------------------------
@@ -403,6 +443,13 @@ class Trainer:
     def best_path(self):
         return os.path.join(self.cfg.out_dir, "best.npz")
 
+    def _kept_checkpoint(self, path=None):
+        """Which checkpoint a stop for non-finite values leaves as it was (one clause)."""
+        path = path or self.checkpoint_path()
+        if not self._owns_dir or not os.path.exists(path):
+            return "no checkpoint was written"
+        return f"the last good checkpoint {path} is kept"
+
     def save(self, path=None):
         """Model, optimizer, schedule step, both RNG states, config and vocabulary, atomically.
 
@@ -411,6 +458,12 @@ class Trainer:
         """
         path = path or self.checkpoint_path()
         arrays = {f"model/{k}": v.numpy() for k, v in self.model.state_dict().items()}
+        bad = first_nonfinite(arrays)
+        if bad:                                   # never over a good checkpoint
+            raise NonFiniteError(
+                f"step {self.step}: checkpoint not saved: {path}: the weights hold NaN or inf "
+                f"({bad[0][len('model/'):]}: {bad[1]} of {bad[2]} entries); "
+                f"{self._kept_checkpoint(path)}")
         opt_meta = flatten(self.optimizer.state_dict(), "optim", arrays)
         meta = {"config": dataclasses.asdict(self.cfg), "step": self.step,
                 "scheduler": self.scheduler.state_dict(), "optimizer": opt_meta,
@@ -425,9 +478,11 @@ class Trainer:
         return {"src": self.task.src_vocab.to_list(), "tgt": self.task.tgt_vocab.to_list()}
 
     @classmethod
-    def from_checkpoint(cls, path, log=print, overwrite=False, need_data=True, **overrides):
+    def from_checkpoint(cls, path, log=print, overwrite=False, need_data=True,
+                        allow_nonfinite=False, **overrides):
         """Rebuild a trainer from a checkpoint; its config wins.
 
+        A checkpoint whose weights hold NaN or inf is refused unless `allow_nonfinite`.
         `need_data=False` (decoding only): a chars checkpoint whose text file is gone still
         loads, from the vocabulary it carries. A data file that is there is always checked
         against that vocabulary (an edited file is an error, not a silently different model).
@@ -438,6 +493,12 @@ class Trainer:
         """
         validate_config(overrides)
         arrays, meta, values = read_checkpoint(path, overrides)
+        bad = first_nonfinite({k: v for k, v in arrays.items() if k.startswith("model/")})
+        if bad and not allow_nonfinite:           # a diverged run's weights decode garbage
+            raise io.CheckpointError(
+                f"checkpoint {path}: the weights hold NaN or inf ({bad[0][len('model/'):]}: "
+                f"{bad[1]} of {bad[2]} entries); load an earlier checkpoint, or pass "
+                f"--allow_nonfinite (allow_nonfinite=True) to load it anyway")
         where = f"checkpoint {path}: "
         cfg = TrainConfig(**values)
         trainer = cls(cfg, log=log, overwrite=overwrite, _where=where,
