@@ -347,9 +347,9 @@ class GraphMachine(RuleBasedStateMachine):
         np.testing.assert_allclose(node.tg.detach().numpy(), again, rtol=1e-12, atol=1e-12)
 
 
-# CI's short profile: a few programs of up to 25 steps (well under a minute on a loaded box)
+# CI's short profile: 15 programs of up to 40 steps (seconds; under a minute on a loaded box)
 CI = os.environ.get("CI") or os.environ.get("HYPOTHESIS_PROFILE") == "ci"
-FUZZ = settings(max_examples=6 if CI else 60, stateful_step_count=25 if CI else 50,
+FUZZ = settings(max_examples=15 if CI else 60, stateful_step_count=40 if CI else 50,
                 deadline=None, derandomize=bool(CI),
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
