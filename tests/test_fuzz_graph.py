@@ -133,7 +133,9 @@ class GraphMachine(RuleBasedStateMachine):
 
             def replay(d, m, value=value):
                 return tgx.tensor(value)
-        return self._add(tg, th, replay, diff)
+        node = self._add(tg, th, replay, diff)
+        node.stale = any(n.stale for n in inputs)     # its backward passes through theirs
+        return node
 
     @precondition(lambda self: self.nodes)
     @rule(data=st.data(), op=st.sampled_from(sorted(UNARY)))
@@ -229,7 +231,9 @@ class GraphMachine(RuleBasedStateMachine):
         for n in self.nodes:
             n.stale = True
         node.retired = True
-        return self._add(node.tg, node.th, replay, node.differentiable)
+        new = self._add(node.tg, node.th, replay, node.differentiable)
+        new.stale = True                   # its backward passes through the old node
+        return new
 
     @precondition(lambda self: self.nodes)
     @rule(data=st.data(), how=st.sampled_from(["add_", "mul_"]))

@@ -46,7 +46,12 @@ def linear_forward(x, w, b=None):
 class MatMul(Function):
     """(...,n,k)@(...,k,m): da = g @ b^T, db = a^T @ g; batch dims broadcast; 1-D as numpy."""
     def forward(self, a, b):
-        self.a, self.b = a, b
+        # as PyTorch: a is kept only for b's gradient and b only for a's, so an in-place
+        # change of an operand whose partner needs no gradient leaves backward valid
+        need_a, need_b = self.needs_input_grad
+        self.a = a if need_b else None
+        self.b = b if need_a else None
+        self.ndims = (a.ndim, b.ndim)
         return _mm(a, b)
 
     @classmethod
@@ -62,26 +67,27 @@ class MatMul(Function):
 
     def backward(self, g):
         a, b = self.a, self.b
-        a2 = a[None, :] if a.ndim == 1 else a       # numpy's rule: a 1-D left operand is a row
-        b2 = b[:, None] if b.ndim == 1 else b       # and a 1-D right operand a column
-        if b.ndim == 1:                             # (vector @ vector gives a 0-d g: add
+        a_ndim, b_ndim = self.ndims
+        if b_ndim == 1:                             # (vector @ vector gives a 0-d g: add
             g = np.expand_dims(g, -1)               # the column axis first, then the row)
-        if a.ndim == 1:
+        if a_ndim == 1:
             g = np.expand_dims(g, -2)
         ga = gb = None
         if self.needs_input_grad[0]:
-            ga = _mm(g, b2.swapaxes(-1, -2))
-            if a.ndim == 1:
+            b2 = b[:, None] if b_ndim == 1 else b   # numpy's rule: a 1-D right operand is a
+            ga = _mm(g, b2.swapaxes(-1, -2))        # column (and a 1-D left one a row)
+            if a_ndim == 1:
                 ga = ga[..., 0, :]
         if self.needs_input_grad[1]:
-            if b2.ndim == 2 and a2.ndim > 2:
+            a2 = a[None, :] if a_ndim == 1 else a
+            if b_ndim <= 2 and a2.ndim > 2:
                 # a shared 2-D weight: fold the batch into one GEMM instead of a batched GEMM
                 # followed by a sum over the batch
                 k = a2.shape[-1]
                 gb = a2.reshape(-1, k).T @ g.reshape(-1, g.shape[-1])
             else:
                 gb = np.matmul(a2.swapaxes(-1, -2), g)
-            if b.ndim == 1:
+            if b_ndim == 1:
                 gb = gb[..., 0]
         return ga, gb
 
