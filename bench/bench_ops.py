@@ -139,8 +139,8 @@ def mlp_step(pairs):
     y = rng.integers(0, 10, 256)
     tgx.manual_seed(0)
     l1, l2 = tgx.nn.Linear(784, 512), tgx.nn.Linear(512, 10)
-    params = {"w1": l1.weight.numpy(), "b1": l1.bias.numpy(),
-              "w2": l2.weight.numpy(), "b2": l2.bias.numpy()}
+    params = {"w1": l1.weight.detach().numpy(), "b1": l1.bias.detach().numpy(),
+              "w2": l2.weight.detach().numpy(), "b2": l2.bias.detach().numpy()}
     ref = NumpyMLP(params)
     opt = tgx.optim.SGD(list(l1.parameters()) + list(l2.parameters()), lr=0.1)
     xt = tgx.Tensor(x)

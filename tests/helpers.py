@@ -53,7 +53,7 @@ def check_forward(np_fn, tgx_fn, arrays, atol=1e-7, rtol=1e-7):
         e = np.asarray(e)
         assert g.shape == e.shape, f"forward shape {g.shape}, numpy {e.shape}"
         assert g.dtype == np.float64 or g.dtype.kind != "f", f"float64 in, {g.dtype} out"
-        np.testing.assert_allclose(g.numpy(), e, atol=atol, rtol=rtol)
+        np.testing.assert_allclose(g.detach().numpy(), e, atol=atol, rtol=rtol)
 
 
 def check_direct_backward(tgx_fn, arrays, seed=0, eps=1e-6, atol=1e-5, rtol=1e-4):
@@ -144,7 +144,7 @@ def value_and_grads(fn, arrays, g_seed=0):
     out = fn(*xs)
     g = np.random.default_rng(g_seed).standard_normal(out.shape)
     out.backward(g)
-    return out.numpy(), [x.grad.numpy() for x in xs]
+    return out.detach().numpy(), [x.grad.detach().numpy() for x in xs]
 
 
 def assert_same(fused, composite, arrays, atol=1e-10, rtol=1e-8, g_seed=0):

@@ -469,8 +469,10 @@ _BINARY = [
 ]
 _TORCH_BINARY = {"tgx.maximum": lambda a, b: torch.maximum(a, b),
                  "tgx.minimum": lambda a, b: torch.minimum(a, b)}
+# a / b with an int b holding 0 has an inf gradient there, which gradcheck counts as a failure
+_MIXED_DIV = S(_f64(2, 3).astype(np.float32), _ints + 1, desc="float32_int64")
 for _name, _op, _ref, _kw, _api in _BINARY:
-    _fixed = [_MIXED, _MIXED_0D, _MIXED_INT_0D,
+    _fixed = [_MIXED_DIV if _name == "Tensor.div" else _MIXED, _MIXED_0D, _MIXED_INT_0D,
               S(_f64(3, 2), _f64(3, 2, seed=1).astype(np.float32), desc="f64_f32")]
     if _name in ("Tensor.add", "Tensor.mul", "tgx.maximum"):
         _fixed.append(S(_ints > 2, _ints < 4, desc="bool_bool"))

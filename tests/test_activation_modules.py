@@ -23,7 +23,7 @@ def test_activation_module_matches_torch(name, kwargs):
     ours, theirs = getattr(nn, name)(**kwargs), getattr(torch.nn, name)(**kwargs)
     xt, tt = tgx.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     y, yt = ours(xt), theirs(tt)
-    np.testing.assert_allclose(y.numpy(), yt.detach().numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(y.detach().numpy(), yt.detach().numpy(), rtol=1e-12, atol=1e-12)
     (y * y).sum().backward()
     (yt * yt).sum().backward()
     np.testing.assert_allclose(xt.grad.numpy(), tt.grad.numpy(), rtol=1e-10, atol=1e-12)
@@ -35,12 +35,12 @@ def test_rms_norm_module_matches_torch(eps):
     x = np.random.default_rng(1).normal(size=(2, 3, 4)).astype(np.float32)
     ours, theirs = nn.RMSNorm((3, 4), eps=eps), torch.nn.RMSNorm((3, 4), eps=eps)
     w = np.random.default_rng(2).normal(size=(3, 4)).astype(np.float32)
-    ours.weight.numpy()[...] = w
+    ours.weight.detach().numpy()[...] = w
     with torch.no_grad():
         theirs.weight.copy_(torch.tensor(w))
     xt, tt = tgx.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     y, yt = ours(xt), theirs(tt)
-    np.testing.assert_allclose(y.numpy(), yt.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(y.detach().numpy(), yt.detach().numpy(), rtol=1e-5, atol=1e-6)
     (y * y).sum().backward()
     (yt * yt).sum().backward()
     np.testing.assert_allclose(xt.grad.numpy(), tt.grad.numpy(), rtol=1e-4, atol=1e-5)

@@ -68,7 +68,7 @@ def test_attention_fully_masked_row_gives_zeros_not_nan():
     allowed[1] = False                         # query 1 may read nothing
     z = F.attention(q, k, v, attn_mask=allowed)
     z.sum().backward()
-    assert np.all(z.numpy()[:, 1] == 0)
+    assert np.all(z.detach().numpy()[:, 1] == 0)
     for t in (q, k, v):
         assert np.all(np.isfinite(t.grad.numpy()))
 
@@ -284,8 +284,8 @@ def test_gpt_cache_with_grad_enabled_takes_the_differentiable_path():
     first = fused(np.array([[1, 2, 3]]), kv_cache=cache)[0]
     last = fused(np.array([[4]]), kv_cache=cache)[0]      # K, V of rows 0..2 from the cache
     assert last.requires_grad
-    np.testing.assert_allclose(last.numpy()[0, 0], full.numpy()[0, 3], atol=1e-12)
-    np.testing.assert_allclose(first.numpy(), full.numpy()[:, :3], atol=1e-12)
+    np.testing.assert_allclose(last.detach().numpy()[0, 0], full.detach().numpy()[0, 3], atol=1e-12)
+    np.testing.assert_allclose(first.detach().numpy(), full.detach().numpy()[:, :3], atol=1e-12)
     assert cache[0].rows is None and cache[0].length == 4
 
 

@@ -200,7 +200,7 @@ def test_loads_every_weight_by_name(tiny_dir, tiny_model):
     params = dict(tiny_model.named_parameters())
     assert set(params) == set(sd) - {"embeddings.position_ids"}
     for name, p in params.items():
-        np.testing.assert_array_equal(p.numpy(), sd[name], err_msg=name)
+        np.testing.assert_array_equal(p.detach().numpy(), sd[name], err_msg=name)
     assert tiny_model.embeddings.LayerNorm.eps == 1e-12
     assert not tiny_model.training                            # from_pretrained -> eval mode
 
@@ -211,7 +211,7 @@ def test_shapes_and_unit_norm(tiny_model):
     assert hidden.shape == (3, 7, 32)
     e = tiny_model.sentence_embeddings(ids, mask)
     assert e.shape == (3, 32)
-    np.testing.assert_allclose(np.linalg.norm(e.numpy(), axis=-1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(e.detach().numpy(), axis=-1), 1.0, atol=1e-6)
     assert tiny_model.pooler(hidden).shape == (3, 32)
     assert tiny_model(ids[0]).shape == (1, 7, 32)             # one unbatched sequence
 
@@ -220,34 +220,35 @@ def test_matches_numpy_forward(tiny_dir, tiny_model):
     sd = load_safetensors(tiny_dir / "model.safetensors")
     ids, mask = batch()
     ref = numpy_bert(sd, TINY_CONFIG, ids, mask)
-    got = tiny_model(ids, mask).numpy()
+    got = tiny_model(ids, mask).detach().numpy()
     np.testing.assert_allclose(got, ref, atol=1e-5, rtol=0)
-    e = tiny_model.sentence_embeddings(ids, mask).numpy()
+    e = tiny_model.sentence_embeddings(ids, mask).detach().numpy()
     np.testing.assert_allclose(e, numpy_sentence_embeddings(ref, mask), atol=1e-5, rtol=0)
     # float64 weights: the same numbers to near machine precision
     model64 = BertModel.from_pretrained(tiny_dir, dtype=np.float64)
-    np.testing.assert_allclose(model64(ids, mask).numpy(), ref, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(model64(ids, mask).detach().numpy(), ref, atol=1e-10, rtol=0)
     # segment ids reach the token-type table
     tt = (np.arange(7)[None] >= 3).astype(np.int64).repeat(3, 0)
-    np.testing.assert_allclose(tiny_model(ids, mask, token_type_ids=tt).numpy(),
+    np.testing.assert_allclose(tiny_model(ids, mask, token_type_ids=tt).detach().numpy(),
                                numpy_bert(sd, TINY_CONFIG, ids, mask, tt), atol=1e-5, rtol=0)
 
 
 def test_padding_does_not_change_real_positions(tiny_model):
     ids, mask = batch()
-    hidden = tiny_model(ids, mask).numpy()
-    emb = tiny_model.sentence_embeddings(ids, mask).numpy()
+    hidden = tiny_model(ids, mask).detach().numpy()
+    emb = tiny_model.sentence_embeddings(ids, mask).detach().numpy()
     for b in range(3):
         n = int(mask[b].sum())
-        alone = tiny_model(ids[b:b + 1, :n]).numpy()          # no padding at all
+        alone = tiny_model(ids[b:b + 1, :n]).detach().numpy()          # no padding at all
         np.testing.assert_allclose(hidden[b, :n], alone[0], atol=1e-5, rtol=0)
-        e_alone = tiny_model.sentence_embeddings(ids[b:b + 1, :n], mask[b:b + 1, :n]).numpy()
+        e_alone = tiny_model.sentence_embeddings(ids[b:b + 1, :n], mask[b:b + 1,
+                                                                        :n]).detach().numpy()
         np.testing.assert_allclose(emb[b], e_alone[0], atol=1e-5, rtol=0)
     # extra padding columns holding arbitrary ids change nothing at real positions
     junk = np.random.default_rng(2).integers(0, len(TINY_VOCAB), size=(3, 5))
     ids2 = np.concatenate([ids, junk], axis=1)                # (3, 12)
     mask2 = np.concatenate([mask, np.zeros((3, 5), np.int64)], axis=1)
-    hidden2 = tiny_model(ids2, mask2).numpy()
+    hidden2 = tiny_model(ids2, mask2).detach().numpy()
     for b in range(3):
         n = int(mask[b].sum())
         np.testing.assert_allclose(hidden2[b, :n], hidden[b, :n], atol=1e-5, rtol=0)
@@ -257,8 +258,8 @@ def test_fully_padded_row_gives_no_nan(tiny_model):
     ids, mask = batch()
     mask[2] = 0                                               # row 2 has no real token
     with np.errstate(all="raise"):                            # no 0/0 or inf-inf on the way
-        hidden = tiny_model(ids, mask).numpy()
-        e = tiny_model.sentence_embeddings(ids, mask).numpy()
+        hidden = tiny_model(ids, mask).detach().numpy()
+        e = tiny_model.sentence_embeddings(ids, mask).detach().numpy()
     assert np.isfinite(hidden).all() and np.isfinite(e).all()
     tiny_model.zero_grad()
     emb = tiny_model.sentence_embeddings(ids, mask)
@@ -306,7 +307,8 @@ def test_legacy_key_names_load(tmp_path, tiny_model):
     legacy["cls.predictions.bias"] = np.zeros(len(TINY_VOCAB), np.float32)   # a task head
     model = BertModel.from_pretrained(write_checkpoint(tmp_path, legacy))
     ids, mask = batch()
-    np.testing.assert_array_equal(model(ids, mask).numpy(), tiny_model(ids, mask).numpy())
+    np.testing.assert_array_equal(model(ids, mask).detach().numpy(),
+                                  tiny_model(ids, mask).detach().numpy())
 
 
 def test_bad_checkpoint_lists_every_problem(tmp_path):

@@ -223,7 +223,7 @@ def test_nll_loss_layouts_match_torch(shape, tshape, reduction):
     xt = torch.tensor(x, requires_grad=True)
     ref = torch.nn.functional.nll_loss(xt, torch.tensor(tgt), reduction=reduction)
     assert out.shape == tuple(ref.shape)
-    np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), atol=1e-12)
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), atol=1e-12)
     out.sum().backward()
     ref.sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), xt.grad.numpy(), atol=1e-12)
@@ -330,6 +330,6 @@ def test_load_state_dict_dtype_kinds():
     m.load_state_dict(dict(sd, **{"lin.bias": np.array([1, 2])}))     # ints into floats: fine
     inf = np.array([-np.inf, np.nan])
     m.load_state_dict(dict(sd, **{"lin.bias": inf}))                  # non-finite values load
-    np.testing.assert_array_equal(m.lin.bias.numpy(), inf.astype(np.float32))
+    np.testing.assert_array_equal(m.lin.bias.detach().numpy(), inf.astype(np.float32))
     with pytest.raises(TypeError, match="expected a mapping"):
         m.load_state_dict([("lin.bias", np.zeros(2))])

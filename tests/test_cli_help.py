@@ -152,8 +152,8 @@ def test_train_flags_are_in_five_groups():
         assert titles[group], group
     grouped = [d for g in ("data", "model", "optimisation", "run", "output") for d in titles[g]]
     # --bias and --no_bias share the field bias
-    assert sorted(set(grouped)) == sorted(FIELDS + ["resume", "overwrite"])
-    assert len(grouped) == len(FIELDS) + 3
+    assert sorted(set(grouped)) == sorted(FIELDS + ["resume", "overwrite", "allow_nonfinite"])
+    assert len(grouped) == len(FIELDS) + 4
 
 
 def test_every_commands_flags_are_in_the_named_groups():

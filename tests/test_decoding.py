@@ -295,7 +295,7 @@ def test_inference_encoder_attention_equals_the_module_path(norm_first):
     assert want.requires_grad
     with tgx.no_grad():
         got = model.encode(tgx.tensor(src), pad)
-    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=0, atol=1e-12)
 
 
 def test_decode_state_reorders_memory_lazily():
@@ -374,10 +374,10 @@ def _assert_no_grad_equals_graph(model, src, pad, tgt, steps=True):
     """The no-grad H (and with steps the cached log-probs, one decode_step per position)
     equal the graph path's, which runs every module (float64: 1e-12 and 1e-10)."""
     want_h = model.encode(tgx.tensor(src), pad)                # graph on: the module path
-    want = model.generator(model.decode(want_h, pad, tgx.tensor(tgt), None)).numpy()
+    want = model.generator(model.decode(want_h, pad, tgx.tensor(tgt), None)).detach().numpy()
     with tgx.no_grad():
         h = model.encode(tgx.tensor(src), pad)
-        np.testing.assert_allclose(h.numpy(), want_h.numpy(), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(h.detach().numpy(), want_h.detach().numpy(), rtol=0, atol=1e-12)
         state = model.init_decode_state(h, pad)
         for t in range(tgt.shape[1] if steps else 0):
             got = model.decode_step(tgt[:, t:t + 1], state).numpy()

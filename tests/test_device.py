@@ -100,7 +100,7 @@ def test_to_and_cpu_forms():
     assert x.to(tgx.zeros(1, dtype=tgx.int64)).dtype == np.int64   # to(other)
     assert x.to("float64").dtype == np.float64                     # a dtype name is a dtype
     c = x.to(copy=True)
-    assert c is not x and not np.shares_memory(c.numpy(), x.numpy())
+    assert c is not x and not np.shares_memory(c.detach().numpy(), x.detach().numpy())
     with pytest.raises(TypeError, match="to: the dtype is given twice"):
         x.to(tgx.float32, dtype=tgx.float64)
     with pytest.raises(TypeError, match="at most 2 positional"):

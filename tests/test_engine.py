@@ -27,7 +27,7 @@ def test_diamond():
     b, c = a * 2, a + 3
     d = b * c
     d.sum().backward()
-    np.testing.assert_allclose(a.grad.numpy(), 4 * a.numpy() + 6)
+    np.testing.assert_allclose(a.grad.detach().numpy(), 4 * a.detach().numpy() + 6)
 
 
 def test_reuse():
@@ -36,7 +36,7 @@ def test_reuse():
     b = a + a
     c = b * b
     c.sum().backward()
-    np.testing.assert_allclose(a.grad.numpy(), 8 * a.numpy())
+    np.testing.assert_allclose(a.grad.detach().numpy(), 8 * a.detach().numpy())
 
 
 def test_x_times_x_keeps_multiplicity():
@@ -90,7 +90,7 @@ def test_retain_graph_allows_a_second_backward():
     y = (x * x).sum()
     y.backward(retain_graph=True)
     y.backward()
-    np.testing.assert_allclose(x.grad.numpy(), 2 * 2 * x.numpy())
+    np.testing.assert_allclose(x.grad.detach().numpy(), 2 * 2 * x.detach().numpy())
 
 
 def test_second_backward_through_a_freed_graph_is_a_clear_error():
@@ -242,8 +242,8 @@ def test_hook_sees_the_gradient_on_a_leaf_and_a_non_leaf():
     x.register_hook(lambda g: seen.setdefault("x", g.numpy().copy()))
     y.register_hook(lambda g: seen.setdefault("y", g.numpy().copy()))
     (y * y).sum().backward()
-    np.testing.assert_allclose(seen["y"], 2 * y.numpy())
-    np.testing.assert_allclose(seen["x"], 18 * x.numpy())
+    np.testing.assert_allclose(seen["y"], 2 * y.detach().numpy())
+    np.testing.assert_allclose(seen["x"], 18 * x.detach().numpy())
     np.testing.assert_allclose(x.grad.numpy(), seen["x"])
 
 
@@ -269,7 +269,7 @@ def test_retain_grad_keeps_a_non_leaf_gradient():
     y = (x * 3).retain_grad()
     z = x * 4                                     # not retained
     (y * y + z).sum().backward()
-    np.testing.assert_allclose(y.grad.numpy(), 2 * y.numpy())
+    np.testing.assert_allclose(y.grad.detach().numpy(), 2 * y.detach().numpy())
     assert z.grad is None
     assert not y.is_leaf and x.is_leaf
 
@@ -277,11 +277,11 @@ def test_retain_grad_keeps_a_non_leaf_gradient():
 def test_tgx_grad_returns_gradients_without_touching_grad():
     x, w = leaf([1.0, 2.0]), leaf([3.0, 4.0])
     (gx, gw) = tgx.grad((x * w).sum(), (x, w))
-    np.testing.assert_allclose(gx.numpy(), w.numpy())
-    np.testing.assert_allclose(gw.numpy(), x.numpy())
+    np.testing.assert_allclose(gx.detach().numpy(), w.detach().numpy())
+    np.testing.assert_allclose(gw.detach().numpy(), x.detach().numpy())
     assert x.grad is None and w.grad is None
     (gx_only,) = tgx.grad((x * x).sum(), [x])
-    np.testing.assert_allclose(gx_only.numpy(), 2 * x.numpy())
+    np.testing.assert_allclose(gx_only.detach().numpy(), 2 * x.detach().numpy())
     g_single = tgx.grad((x * x).sum(), x)
     assert isinstance(g_single, tuple) and len(g_single) == 1
 
@@ -301,7 +301,7 @@ def test_tgx_grad_of_a_non_leaf():
     x = leaf([1.0, 2.0])
     h = x * 3
     (gh,) = tgx.grad((h * h).sum(), h)
-    np.testing.assert_allclose(gh.numpy(), 2 * h.numpy())
+    np.testing.assert_allclose(gh.detach().numpy(), 2 * h.detach().numpy())
     assert h.grad is None and x.grad is None
 
 
@@ -453,11 +453,12 @@ def test_item_numpy_detach_size():
     x = Tensor(np.array([[1.5, 2.0], [3.0, 4.0]]), requires_grad=True)
     assert x.size() == (2, 2) and x.size(1) == 2 and x.numel() == 4 and x.dim() == 2
     assert x.shape == (2, 2) and x.ndim == 2 and len(x) == 2
-    assert isinstance(x.numpy(), np.ndarray) and x.numpy() is x._data
+    assert isinstance(x.detach().numpy(), np.ndarray) and x.detach().numpy() is x._data
     d = x.data                                    # PyTorch's .data: a detached Tensor, same memory
-    assert isinstance(d, Tensor) and not d.requires_grad and d.numpy() is x.numpy()
+    assert isinstance(d,
+                      Tensor) and not d.requires_grad and d.detach().numpy() is x.detach().numpy()
     d[0, 0] = 7.0
-    assert x.numpy()[0, 0] == 7.0 and x._version == [0]      # not tracked by autograd
+    assert x.detach().numpy()[0, 0] == 7.0 and x._version == [0]      # not tracked by autograd
     x.data = np.zeros((3,))                        # swaps the memory, as in PyTorch
     assert x.shape == (3,) and x.requires_grad
     x.data = np.array([[1.5, 2.0], [3.0, 4.0]])
@@ -466,7 +467,7 @@ def test_item_numpy_detach_size():
         x.item()
     d = (x * 2).detach()
     assert not d.requires_grad and d._ctx is None
-    np.testing.assert_array_equal(d.numpy(), 2 * x.numpy())
+    np.testing.assert_array_equal(d.detach().numpy(), 2 * x.detach().numpy())
     assert float(Tensor(3.0)) == 3.0 and int(tgx.tensor(4)) == 4
     assert x.tolist() == [[1.5, 2.0], [3.0, 4.0]]
 

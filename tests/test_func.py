@@ -315,13 +315,14 @@ def _tied_value(emb, head, scale, x):
 
 def test_functional_call_replaces_weights_for_one_call():
     m, x = _Tied(), np.ones((1, 2))
-    emb = m.emb.numpy().copy()
+    emb = m.emb.detach().numpy().copy()
     w = _x(_arr((3, 2), 6), rg=True)
     out = tf.functional_call(m, {"emb": w}, (_x(x),))            # tied: head.weight is w too
-    np.testing.assert_allclose(out.numpy(), _tied_value(w.numpy(), w.numpy(), 2.0, x))
+    np.testing.assert_allclose(out.detach().numpy(), _tied_value(w.detach().numpy(),
+                                                                 w.detach().numpy(), 2.0, x))
     out = tf.functional_call(m, ({"emb": w}, {"scale": _x([3.0])}), _x(x), tie_weights=False)
-    np.testing.assert_allclose(out.numpy(), _tied_value(w.numpy(), emb, 3.0, x))
-    assert m.head.weight is m.emb and np.array_equal(m.emb.numpy(), emb)    # put back
+    np.testing.assert_allclose(out.detach().numpy(), _tied_value(w.detach().numpy(), emb, 3.0, x))
+    assert m.head.weight is m.emb and np.array_equal(m.emb.detach().numpy(), emb)    # put back
     (g,) = tgx.grad(tf.functional_call(m, {"emb": w}, (_x(x),)).sum(), w)
     assert g.shape == (3, 2) and m.emb.grad is None              # the gradient reaches w only
     with pytest.raises(ValueError):
@@ -335,8 +336,8 @@ def test_functional_call_hessian_of_a_module_matches_torch():
     lin = tgx.nn.Linear(3, 2).double()
     ref = torch.nn.Linear(3, 2).double()
     with torch.no_grad():
-        ref.weight.copy_(torch.tensor(lin.weight.numpy()))
-        ref.bias.copy_(torch.tensor(lin.bias.numpy()))
+        ref.weight.copy_(torch.tensor(lin.weight.detach().numpy()))
+        ref.bias.copy_(torch.tensor(lin.bias.detach().numpy()))
     xa = _arr((4, 3), 8)
 
     def ours(w):
@@ -344,7 +345,7 @@ def test_functional_call_hessian_of_a_module_matches_torch():
 
     def theirs(w):
         return tcf.functional_call(ref, {"weight": w}, (_t(xa),)).exp().sum()
-    h = tf.hessian(ours, _x(lin.weight.numpy()))
+    h = tf.hessian(ours, _x(lin.weight.detach().numpy()))
     assert_close(h, taf.hessian(theirs, ref.weight.detach()), tol=1e-10)
 
 

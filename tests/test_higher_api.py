@@ -33,7 +33,7 @@ def _pair(a, rg=True):
 
 def _same(ours, ref, tol=1e-10):
     ref = ref.detach().numpy() if torch is not None and isinstance(ref, torch.Tensor) else ref
-    np.testing.assert_allclose(ours.numpy(), ref, atol=tol, rtol=tol)
+    np.testing.assert_allclose(ours.detach().numpy(), ref, atol=tol, rtol=tol)
 
 
 def cubic(lib_x):
@@ -119,8 +119,8 @@ def test_create_graph_retains_the_graph_by_default():
     y.backward()                               # and here too; this plain pass frees it
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         tgx.grad(y, x)
-    np.testing.assert_allclose(g.numpy(), np.exp(A))
-    np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(A))
+    np.testing.assert_allclose(g.detach().numpy(), np.exp(A))
+    np.testing.assert_allclose(x.grad.detach().numpy(), 2 * np.exp(A))
 
 
 def test_create_graph_with_retain_graph_false_frees_it():
@@ -130,7 +130,7 @@ def test_create_graph_with_retain_graph_false_frees_it():
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         y.backward()
     (x.grad * x.grad).sum().backward()         # the recorded gradient has its own graph
-    np.testing.assert_allclose(x.grad.numpy(), np.exp(A) + 2 * np.exp(2 * A))
+    np.testing.assert_allclose(x.grad.detach().numpy(), np.exp(A) + 2 * np.exp(2 * A))
 
 
 # --------------------------------------------------------------------------------------------
@@ -199,15 +199,15 @@ def test_grad_leaves_the_graph_behind_its_inputs_alone():
     y2.backward()
     np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(2 * A))
     np.testing.assert_allclose(g.numpy(), 2 * np.exp(2 * A))
-    np.testing.assert_allclose(gg.numpy(), 3 * np.exp(4 * A))
+    np.testing.assert_allclose(gg.detach().numpy(), 3 * np.exp(4 * A))
 
 
 def test_grad_of_an_input_behind_another_input_sums_both_paths():
     x = Tensor(A, requires_grad=True)
     h = x * 3
     gx, gh = tgx.grad((h * x).sum(), [x, h], create_graph=True)
-    np.testing.assert_allclose(gx.numpy(), 6 * A)           # through h and directly
-    np.testing.assert_allclose(gh.numpy(), A)
+    np.testing.assert_allclose(gx.detach().numpy(), 6 * A)           # through h and directly
+    np.testing.assert_allclose(gh.detach().numpy(), A)
 
 
 # --------------------------------------------------------------------------------------------
@@ -226,7 +226,7 @@ class Critic(nn.Module):
 
 def _torch_twin(module):
     """A torch function with module's parameter values (in named order), and those tensors."""
-    ps = {n: torch.tensor(p.numpy().copy(), requires_grad=True)
+    ps = {n: torch.tensor(p.detach().numpy().copy(), requires_grad=True)
           for n, p in module.named_parameters()}
     act = torch.tanh if getattr(module, "act", "tanh") == "tanh" else torch.relu
 
@@ -261,8 +261,8 @@ def test_gradient_penalty_matches_torch(act, use_func):
     loss = _wgan_gp_loss(D, G, Tensor(real), Tensor(z), Tensor(eps), use_func=use_func)
     loss.backward()
     critic, ps = _torch_twin(D)
-    gw = torch.tensor(G.weight.numpy().copy(), requires_grad=True)
-    gb = torch.tensor(G.bias.numpy().copy(), requires_grad=True)
+    gw = torch.tensor(G.weight.detach().numpy().copy(), requires_grad=True)
+    gb = torch.tensor(G.bias.detach().numpy().copy(), requires_grad=True)
     fake = TF.linear(torch.tensor(z), gw, gb)
     et = torch.tensor(eps)
     x_hat = et * torch.tensor(real) + (1 - et) * fake
@@ -285,7 +285,7 @@ def test_gradient_penalty_matches_finite_differences():
                                 rng.uniform(size=(6, 1)))]
     _wgan_gp_loss(D, G, *data).backward()
     w, d = D.fc1.weight, rng.standard_normal(D.fc1.weight.shape)
-    saved = w.numpy().copy()
+    saved = w.detach().numpy().copy()
 
     def at(shift):
         w.data = Tensor(saved + shift * d)

@@ -124,7 +124,7 @@ def test_prod_second_derivative_between_two_zeros():
     # d2/dx_i dx_j prod(x) = the product of the others, also where x_i = x_j = 0
     x = Tensor(np.array([1.5, 0.0, 2.0, 0.0]), requires_grad=True)
     (g,) = tgx.grad(x.prod(), x, create_graph=True)
-    np.testing.assert_array_equal(g.numpy(), 0.0)
+    np.testing.assert_array_equal(g.detach().numpy(), 0.0)
     (h,) = tgx.grad(g[1], x)
     np.testing.assert_array_equal(h.numpy(), [0.0, 0.0, 0.0, 3.0])
 
@@ -157,10 +157,10 @@ def test_create_graph_gives_the_plain_first_derivative(name, f, dtype):
             # backward multiplies by the float64 scalar log(2) (in float64, then rounded);
             # the recorded rule stays in the input's dtype, and numpy versions order the
             # constant's product differently: one rounding apart
-            np.testing.assert_allclose(recorded.numpy(), plain.numpy(),
+            np.testing.assert_allclose(recorded.detach().numpy(), plain.detach().numpy(),
                                        rtol=1e-6 if dtype == np.float32 else 1e-14)
         else:
-            np.testing.assert_array_equal(recorded.numpy(), plain.numpy())
+            np.testing.assert_array_equal(recorded.detach().numpy(), plain.detach().numpy())
 
 
 # ------------------------------------------------------------------------------------------
@@ -186,8 +186,8 @@ def test_third_derivative(name, arrays, f):
 def test_scan_helper(reverse, shifted):
     """The recurrence the cumprod/prod rules use: its value, and two orders of gradients."""
     b, a = Tensor(_normal(3, 5), requires_grad=True), Tensor(_normal(3, 5), requires_grad=True)
-    h = Scan.apply(b, a, dim=1, reverse=reverse, shifted=shifted).numpy()
-    bb, aa = b.numpy(), a.numpy()
+    h = Scan.apply(b, a, dim=1, reverse=reverse, shifted=shifted).detach().numpy()
+    bb, aa = b.detach().numpy(), a.detach().numpy()
     for i in range(5):                       # the definition, term by term
         js = range(i, 5) if reverse else range(0, i + 1)
         want = 0.0

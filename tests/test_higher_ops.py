@@ -47,7 +47,8 @@ def check_hvp(tgx_op, torch_op, shapes, seed=0, low=-2.0, high=2.0):
                         lambda o, i, **k: torch.autograd.grad(o, i, **k))
     np.testing.assert_allclose(f.item(), tf.item(), **TOL)
     for i, (a, b) in enumerate(zip(gs, tgs, strict=True)):
-        np.testing.assert_allclose(a.numpy(), b.detach().numpy(), err_msg=f"gradient {i}", **TOL)
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), err_msg=f"gradient {i}",
+                                   **TOL)
     for i, (a, b) in enumerate(zip(hv, thv, strict=True)):
         np.testing.assert_allclose(a.numpy(), b.numpy(), err_msg=f"Hv of input {i}", **TOL)
 
@@ -165,11 +166,11 @@ def test_pow_edges():
     plain = tgx.grad((a ** b).sum(), (a, b))
     ga, gb = tgx.grad((a ** b).sum(), (a, b), create_graph=True)
     for p, r in zip(plain, (ga, gb), strict=True):
-        np.testing.assert_array_equal(p.numpy(), r.numpy())
+        np.testing.assert_array_equal(p.detach().numpy(), r.detach().numpy())
     ta, tb = (torch.tensor(x, requires_grad=True) for x in (a0, b0))
     tga, tgb = torch.autograd.grad((ta ** tb).sum(), (ta, tb))
-    np.testing.assert_allclose(ga.numpy(), tga.numpy())
-    np.testing.assert_allclose(gb.numpy(), tgb.numpy())
+    np.testing.assert_allclose(ga.detach().numpy(), tga.detach().numpy())
+    np.testing.assert_allclose(gb.detach().numpy(), tgb.detach().numpy())
     daa, dab = tgx.grad(ga.sum(), (a, b), retain_graph=True)
     dba, dbb = tgx.grad(gb.sum(), (a, b))
     for h in (daa, dab, dba, dbb):
@@ -190,7 +191,7 @@ def test_inplace_clamp_reads_the_saved_input():
     a = Tensor(np.array([-2.0, 0.1, 3.0]), requires_grad=True)
     y = (a * 1.0).clamp_(-1.0, 1.0)
     (g,) = tgx.grad((y * y).sum(), a, create_graph=True)
-    np.testing.assert_allclose(g.numpy(), [0.0, 0.2, 0.0])
+    np.testing.assert_allclose(g.detach().numpy(), [0.0, 0.2, 0.0])
     (h,) = tgx.grad(g.sum(), a)
     np.testing.assert_allclose(h.numpy(), [0.0, 2.0, 0.0])
 
@@ -225,7 +226,7 @@ def test_recorded_first_derivative_is_backwards_at_edges(name, op, arrays):
         plain = tgx.grad(y, xs, grad_outputs=seed, retain_graph=True)
         recorded = tgx.grad(y, xs, grad_outputs=seed, create_graph=True)
     for p, r in zip(plain, recorded, strict=True):
-        np.testing.assert_array_equal(p.numpy(), r.numpy())
+        np.testing.assert_array_equal(p.detach().numpy(), r.detach().numpy())
 
 
 @pytest.mark.parametrize("op", ["mul_", "div_"])
@@ -242,4 +243,4 @@ def test_create_graph_through_an_inplace_op(op):
     got = run(tgx, *(Tensor(x, requires_grad=True) for x in (a0, b0)))
     want = run(torch, *(torch.tensor(x, requires_grad=True) for x in (a0, b0)))
     for g, w in zip(got, want, strict=True):
-        np.testing.assert_allclose(g.numpy(), w.detach().numpy(), **TOL)
+        np.testing.assert_allclose(g.detach().numpy(), w.detach().numpy(), **TOL)

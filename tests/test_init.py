@@ -57,41 +57,42 @@ def test_each_returns_its_tensor_in_place_under_no_grad():
                      (init.constant_, (0.5,)), (init.ones_, ()), (init.zeros_, ()),
                      (init.eye_, ()), (init.xavier_uniform_, ()), (init.xavier_normal_, ()),
                      (init.kaiming_uniform_, ()), (init.kaiming_normal_, ())):
-        data = w.numpy()
-        assert fn(w, *args) is w and w.numpy() is data, fn.__name__
+        data = w.detach().numpy()
+        assert fn(w, *args) is w and w.detach().numpy() is data, fn.__name__
         assert w.requires_grad and w.is_leaf and w.grad is None
-    assert init.constant_(w, 0.5).numpy().min() == 0.5
-    assert init.ones_(w).numpy().min() == 1 and not init.zeros_(w).numpy().any()
-    np.testing.assert_array_equal(init.eye_(w).numpy(), np.eye(8, 4))
+    assert init.constant_(w, 0.5).detach().numpy().min() == 0.5
+    assert init.ones_(w).detach().numpy().min() == 1 and not init.zeros_(w).detach().numpy().any()
+    np.testing.assert_array_equal(init.eye_(w).detach().numpy(), np.eye(8, 4))
 
 
 def test_uniform_and_normal_moments_and_argument_order():
     tgx.manual_seed(0)
-    u = init.uniform_(big(300, 300), -2.0, 4.0).numpy()      # (tensor, a, b), as torch
+    u = init.uniform_(big(300, 300), -2.0, 4.0).detach().numpy()      # (tensor, a, b), as torch
     assert u.min() >= -2 and u.max() < 4
     assert u.mean() == pytest.approx(1.0, abs=0.02) and u.var() == pytest.approx(3.0, abs=0.05)
-    n = init.normal_(big(300, 300), 3.0, 0.5).numpy()        # (tensor, mean, std), as torch
+    n = init.normal_(big(300, 300), 3.0, 0.5).detach().numpy()   # (tensor, mean, std), as torch
     assert n.mean() == pytest.approx(3.0, abs=0.01) and n.std() == pytest.approx(0.5, abs=0.01)
-    n = init.normal_(big(300, 300), std=0.02).numpy()
+    n = init.normal_(big(300, 300), std=0.02).detach().numpy()
     assert abs(n.mean()) < 1e-3 and n.std() == pytest.approx(0.02, rel=0.02)
 
 
 def test_manual_seed_makes_them_repeatable():
     tgx.manual_seed(5)
-    a = init.kaiming_uniform_(big(16, 8)).numpy().copy()
+    a = init.kaiming_uniform_(big(16, 8)).detach().numpy().copy()
     tgx.manual_seed(5)
-    assert np.array_equal(init.kaiming_uniform_(big(16, 8)).numpy(), a)
+    assert np.array_equal(init.kaiming_uniform_(big(16, 8)).detach().numpy(), a)
 
 
 def test_trunc_normal_stays_inside_and_keeps_the_shape_of_the_normal():
     tgx.manual_seed(1)
-    t = init.trunc_normal_(big(400, 250), mean=0.0, std=1.0, a=-1.0, b=2.0).numpy()
+    t = init.trunc_normal_(big(400, 250), mean=0.0, std=1.0, a=-1.0, b=2.0).detach().numpy()
     assert t.min() >= -1.0 and t.max() <= 2.0
     # the mean of N(0, 1) truncated to [-1, 2]: (phi(-1) - phi(2)) / (Phi(2) - Phi(-1))
     phi = lambda x: math.exp(-x * x / 2) / math.sqrt(2 * math.pi)     # noqa: E731
     Phi = lambda x: 0.5 * (1 + math.erf(x / math.sqrt(2)))             # noqa: E731
     assert t.mean() == pytest.approx((phi(-1) - phi(2)) / (Phi(2) - Phi(-1)), abs=0.01)
-    g = init.trunc_normal_(big(500, 200), std=0.02).numpy()            # ViT's use: +-2 absolute
+    g = init.trunc_normal_(big(500, 200),
+                           std=0.02).detach().numpy()            # ViT's use: +-2 absolute
     assert g.std() == pytest.approx(0.02, rel=0.02)
     with pytest.raises(ValueError, match="expects a < b"):
         init.trunc_normal_(big(2, 2), a=1.0, b=0.0)
@@ -102,15 +103,15 @@ def test_xavier_and_kaiming_use_torchs_fans(shape):
     fan_in = shape[1] * math.prod(shape[2:])
     fan_out = shape[0] * math.prod(shape[2:])
     tgx.manual_seed(2)
-    w = init.xavier_uniform_(big(*shape), gain=2.0).numpy()
+    w = init.xavier_uniform_(big(*shape), gain=2.0).detach().numpy()
     bound = 2.0 * math.sqrt(6 / (fan_in + fan_out))
     assert np.abs(w).max() <= bound and np.abs(w).max() > 0.98 * bound
-    w = init.xavier_normal_(big(*shape)).numpy()
+    w = init.xavier_normal_(big(*shape)).detach().numpy()
     assert w.std() == pytest.approx(math.sqrt(2 / (fan_in + fan_out)), rel=0.05)
-    w = init.kaiming_uniform_(big(*shape), a=math.sqrt(5)).numpy()  # nn.Linear's own init
+    w = init.kaiming_uniform_(big(*shape), a=math.sqrt(5)).detach().numpy()  # nn.Linear's own init
     bound = math.sqrt(3) * math.sqrt(2 / (1 + 5)) / math.sqrt(fan_in)
     assert np.abs(w).max() <= bound and np.abs(w).max() > 0.98 * bound
-    w = init.kaiming_normal_(big(*shape), mode="fan_out", nonlinearity="relu").numpy()
+    w = init.kaiming_normal_(big(*shape), mode="fan_out", nonlinearity="relu").detach().numpy()
     assert w.std() == pytest.approx(math.sqrt(2) / math.sqrt(fan_out), rel=0.05)
     if torch is not None:      # the same spread as torch's own draw
         t = torch.empty(*shape)
@@ -142,8 +143,8 @@ def test_module_apply_with_init_as_pytorch_code_writes_it():
             init.normal_(m.weight, mean=0.0, std=0.02)
     net = nn.Sequential(nn.Embedding(10, 8), nn.Linear(8, 4))
     assert net.apply(weights_init) is net
-    assert not net[1].bias.numpy().any()
-    assert np.abs(net[1].weight.numpy()).max() <= math.sqrt(6 / 12)
+    assert not net[1].bias.detach().numpy().any()
+    assert np.abs(net[1].weight.detach().numpy()).max() <= math.sqrt(6 / 12)
 
 
 def test_models_use_the_public_initialisers():

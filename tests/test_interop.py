@@ -31,7 +31,8 @@ def trained_like(seed=0, **kw):
     m = GPT(GPTConfig(**{**SIZES, **kw}))
     rng = np.random.default_rng(seed)
     for _, p in m.named_parameters():
-        p.numpy()[...] = rng.normal(0, 0.2, p.shape) + (1.0 if p.ndim == 1 and "ln" in _ else 0.0)
+        p.detach().numpy()[...] = rng.normal(0, 0.2,
+                                             p.shape) + (1.0 if p.ndim == 1 and "ln" in _ else 0.0)
     return m.eval()
 
 
@@ -136,7 +137,7 @@ def test_export_runs_in_torch_with_the_same_logits(tmp_path, gelu):
     x = ids()
     with torch.no_grad():
         want = theirs(torch.from_numpy(x)).numpy()
-    got = ours(x)[0].numpy()
+    got = ours(x)[0].detach().numpy()
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
 
 
@@ -174,7 +175,7 @@ def test_torch_weights_import_with_the_same_logits(tmp_path):
     x = ids(2)
     with torch.no_grad():
         want = theirs(torch.from_numpy(x)).numpy()
-    np.testing.assert_allclose(ours(x)[0].numpy(), want, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(ours(x)[0].detach().numpy(), want, rtol=0, atol=1e-5)
 
 
 def test_round_trip_is_exact(tmp_path):
@@ -182,7 +183,7 @@ def test_round_trip_is_exact(tmp_path):
     save_pretrained(ours, tmp_path)
     back = from_pretrained(tmp_path)
     for (n, p), (_, q) in zip(ours.named_parameters(), back.named_parameters(), strict=True):
-        np.testing.assert_array_equal(p.numpy(), q.numpy(), err_msg=n)
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy(), err_msg=n)
     assert back.config.gelu_approximate == "tanh"
     assert from_pretrained(tmp_path, dtype=np.float64).transformer.wte.weight.dtype == np.float64
 
@@ -294,10 +295,10 @@ def test_nanogpt_state_round_trip(tmp_path):
     ckpt["_orig_mod.transformer.h.0.attn.bias"] = np.ones((1, 1, 16, 16), np.float32)
     back = from_nanogpt(ckpt, nanogpt_model_args(ours.config))
     x = ids()
-    np.testing.assert_array_equal(back(x)[0].numpy(), ours(x)[0].numpy())
+    np.testing.assert_array_equal(back(x)[0].detach().numpy(), ours(x)[0].detach().numpy())
     save_nanogpt(ours, tmp_path / "ckpt.safetensors")
     again = from_nanogpt(tmp_path / "ckpt.safetensors")           # model_args from metadata
-    np.testing.assert_array_equal(again(x)[0].numpy(), ours(x)[0].numpy())
+    np.testing.assert_array_equal(again(x)[0].detach().numpy(), ours(x)[0].detach().numpy())
 
 
 def test_nanogpt_against_torch():
@@ -314,7 +315,7 @@ def test_nanogpt_against_torch():
     x = ids()
     with torch.no_grad():
         want = theirs.eval()(torch.from_numpy(x)).numpy()
-    np.testing.assert_allclose(ours(x)[0].numpy(), want, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(ours(x)[0].detach().numpy(), want, rtol=0, atol=1e-5)
 
 
 def test_nanogpt_refusals():

@@ -71,7 +71,8 @@ def test_layer_norm_forward_and_backward(shape, dtype, affine, transpose, seed):
             .backward()
         with tgx.no_grad():                           # no saved xhat: the same y
             y2 = F.layer_norm(x, (n,), w, b)
-        return [y.numpy(), y2.numpy()] + [t.grad.numpy() for t in (x, w, b) if t is not None]
+        return [y.detach().numpy(),
+                y2.detach().numpy()] + [t.grad.detach().numpy() for t in (x, w, b) if t is not None]
 
     both(run, dtype)
 
@@ -83,7 +84,7 @@ def test_gelu_tanh_and_softmax_backward(shape, dtype, transpose, seed):
         x = tgx.Tensor(_array(shape, dt, seed, transpose), requires_grad=True)
         y = F.gelu(x, approximate="tanh") + F.softmax(x * 0.5, dim=-1)
         y.backward(tgx.Tensor(_array(shape, dt, seed + 3, transpose)))
-        return [y.numpy(), x.grad.numpy()]
+        return [y.detach().numpy(), x.grad.detach().numpy()]
 
     both(run, dtype)
 
@@ -97,7 +98,8 @@ def test_attention_backward(b, h, n, m, d, dtype, seed):
                    for i, s in enumerate((n, m, m)))
         z = F.attention(q, k, v)
         (z * z).sum().backward()
-        return [z.numpy(), q.grad.numpy(), k.grad.numpy(), v.grad.numpy()]
+        return [z.detach().numpy(), q.grad.detach().numpy(), k.grad.detach().numpy(),
+                v.grad.detach().numpy()]
 
     both(run, dtype)
 
@@ -116,9 +118,9 @@ def test_adam_steps(opt, dtype):
         o = cls(ps, lr=1e-2, weight_decay=0.0 if opt.endswith("decay") else 0.1)
         for step in range(3):
             for p in ps:
-                p.grad = tgx.Tensor(np.sin(p.numpy() * (step + 1)))
+                p.grad = tgx.Tensor(np.sin(p.detach().numpy() * (step + 1)))
             o.step()
-        return [p.numpy() for p in ps]
+        return [p.detach().numpy() for p in ps]
 
     both(run, dtype)
 
@@ -130,7 +132,7 @@ def test_nan_and_inf_propagate_as_in_numpy():
         x = tgx.Tensor(x0, requires_grad=True)
         y = F.layer_norm(x, (3,)) + F.gelu(x, approximate="tanh")
         y.backward(tgx.Tensor(np.ones_like(x0)))
-        return [y.numpy(), x.grad.numpy()]
+        return [y.detach().numpy(), x.grad.detach().numpy()]
 
     on = run()
     old = kernels.set_enabled(False)

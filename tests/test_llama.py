@@ -95,10 +95,10 @@ def test_model_checks_a_config_changed_after_construction():
 
 def test_rmsnorm_formula_and_gradient():
     norm = RMSNorm(6, eps=1e-5).double()
-    norm.weight.numpy()[...] = rand(6, seed=3)
+    norm.weight.detach().numpy()[...] = rand(6, seed=3)
     x = rand(2, 3, 6)
-    want = x / np.sqrt((x ** 2).mean(-1, keepdims=True) + 1e-5) * norm.weight.numpy()
-    np.testing.assert_allclose(norm(Tensor(x)).numpy(), want, rtol=1e-12)
+    want = x / np.sqrt((x ** 2).mean(-1, keepdims=True) + 1e-5) * norm.weight.detach().numpy()
+    np.testing.assert_allclose(norm(Tensor(x)).detach().numpy(), want, rtol=1e-12)
     xt = Tensor(x, requires_grad=True)
     assert gradcheck(lambda a: norm(a), (xt,))
 
@@ -131,10 +131,11 @@ def test_swiglu_formula():
     tgx.manual_seed(0)
     mlp = MLP(small()).double()
     x = rand(2, 3, 16)
-    W1, W3, W2 = (mlp.c_fc.weight.numpy(), mlp.c_up.weight.numpy(), mlp.c_proj.weight.numpy())
+    W1, W3, W2 = (mlp.c_fc.weight.detach().numpy(), mlp.c_up.weight.detach().numpy(),
+                  mlp.c_proj.weight.detach().numpy())
     g = x @ W1.T
     want = (g / (1 + np.exp(-g)) * (x @ W3.T)) @ W2.T
-    np.testing.assert_allclose(mlp(Tensor(x)).numpy(), want, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(mlp(Tensor(x)).detach().numpy(), want, rtol=1e-10, atol=1e-14)
 
 
 @pytest.mark.parametrize("n_kv_head", [1, 2, 4])
@@ -145,7 +146,7 @@ def test_gqa_against_numpy(n_kv_head):
     attn = CausalSelfAttention(cfg).double()
     B, T, C, nh, hs = 2, 5, 16, 4, 4
     x = rand(B, T, C)
-    qkv = x @ attn.c_attn.weight.numpy().T
+    qkv = x @ attn.c_attn.weight.detach().numpy().T
     q = qkv[..., :C].reshape(B, T, nh, hs).transpose(0, 2, 1, 3)
     k = qkv[..., C:C + n_kv_head * hs].reshape(B, T, n_kv_head, hs).transpose(0, 2, 1, 3)
     v = qkv[..., C + n_kv_head * hs:].reshape(B, T, n_kv_head, hs).transpose(0, 2, 1, 3)
@@ -160,10 +161,10 @@ def test_gqa_against_numpy(n_kv_head):
     s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(hs) + np.triu(np.full((T, T), -np.inf), 1)
     a = np.exp(s - s.max(-1, keepdims=True))
     a /= a.sum(-1, keepdims=True)
-    y = (a @ v).transpose(0, 2, 1, 3).reshape(B, T, C) @ attn.c_proj.weight.numpy().T
+    y = (a @ v).transpose(0, 2, 1, 3).reshape(B, T, C) @ attn.c_proj.weight.detach().numpy().T
     for fused in (True, False):
         attn.fused = fused
-        np.testing.assert_allclose(attn(Tensor(x)).numpy(), y, rtol=1e-10, atol=1e-13)
+        np.testing.assert_allclose(attn(Tensor(x)).detach().numpy(), y, rtol=1e-10, atol=1e-13)
 
 
 def test_fused_and_op_by_op_paths_agree_with_gradients():
@@ -171,7 +172,7 @@ def test_fused_and_op_by_op_paths_agree_with_gradients():
     x = np.random.default_rng(0).integers(0, 17, (2, 9))
     la, lossa = a(x, x)
     lb, lossb = b(x, x)
-    np.testing.assert_allclose(la.numpy(), lb.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(la.detach().numpy(), lb.detach().numpy(), rtol=1e-10, atol=1e-12)
     lossa.backward()
     lossb.backward()
     for (n, p), (_, q) in zip(a.named_parameters(), b.named_parameters(), strict=True):
@@ -224,9 +225,9 @@ def test_cached_generation_equals_uncached(kw):
 def test_crop_block_size_with_rope():
     m = model()
     x = np.random.default_rng(0).integers(0, 17, (1, 8))
-    before = m(x)[0].numpy()
+    before = m(x)[0].detach().numpy()
     m.crop_block_size(8)
-    np.testing.assert_allclose(m(x)[0].numpy(), before, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(m(x)[0].detach().numpy(), before, rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="block size"):
         m(np.zeros((1, 9), np.int64))
 

@@ -93,7 +93,8 @@ def test_transformer_block_shapes():
     assert model.decode(memory, None, tgt).shape == (B, T, D)
     logp = model(src, tgt)
     assert logp.shape == (B, T, 13)
-    np.testing.assert_allclose(logp.exp().sum(-1).numpy(), 1.0, rtol=1e-5)   # log-probabilities
+    np.testing.assert_allclose(logp.exp().sum(-1).detach().numpy(), 1.0,
+                               rtol=1e-5)   # log-probabilities
 
 
 def test_parameter_names_match_the_benchmark_references():
@@ -146,19 +147,20 @@ def test_embeddings_are_scaled_by_sqrt_d_model_before_pe():
     model = tiny_tf()
     tok = ids((1, 4), 11)
     x = model.pos_encoding(model.src_embed(tok))
-    want = model.src_embed.weight.numpy()[tok.numpy()] * math.sqrt(D) + sinusoidal_table(64, D)[:4]
-    np.testing.assert_allclose(x.numpy(), want, rtol=1e-5, atol=1e-6)
+    want = (model.src_embed.weight.detach().numpy()[tok.detach().numpy()] * math.sqrt(D)
+            + sinusoidal_table(64, D)[:4])
+    np.testing.assert_allclose(x.detach().numpy(), want, rtol=1e-5, atol=1e-6)
 
 
 def test_gpt_initialisation():
     model = tiny_gpt(seed=0, n_layer=3, n_embd=96, vocab_size=300)
     sd = dict(model.named_parameters())
-    assert np.std(sd["transformer.wte.weight"].numpy()) == pytest.approx(0.02, rel=0.05)
-    proj = np.concatenate([sd[f"transformer.h.{i}.mlp.c_proj.weight"].numpy().ravel()
+    assert np.std(sd["transformer.wte.weight"].detach().numpy()) == pytest.approx(0.02, rel=0.05)
+    proj = np.concatenate([sd[f"transformer.h.{i}.mlp.c_proj.weight"].detach().numpy().ravel()
                            for i in range(3)])
     assert np.std(proj) == pytest.approx(0.02 / math.sqrt(6), rel=0.05)
-    assert not sd["transformer.h.0.attn.c_attn.bias"].numpy().any()
-    assert (sd["transformer.h.0.ln_1.weight"].numpy() == 1).all()
+    assert not sd["transformer.h.0.attn.c_attn.bias"].detach().numpy().any()
+    assert (sd["transformer.h.0.ln_1.weight"].detach().numpy() == 1).all()
 
 
 # ------------------------------------------------------------------------------------------
@@ -174,9 +176,10 @@ def test_gpt_is_causal(norm_first):
         changed = idx.copy()
         changed[:, t + 1] = (changed[:, t + 1] + 1) % 11
         out, _ = model(changed)
-        np.testing.assert_allclose(out.numpy()[:, :t + 1], base.numpy()[:, :t + 1],
+        np.testing.assert_allclose(out.detach().numpy()[:, :t + 1], base.detach().numpy()[:,
+                                                                                          :t + 1],
                                    rtol=0, atol=1e-12)
-        assert not np.allclose(out.numpy()[:, t + 1], base.numpy()[:, t + 1])
+        assert not np.allclose(out.detach().numpy()[:, t + 1], base.detach().numpy()[:, t + 1])
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
@@ -188,9 +191,10 @@ def test_decoder_is_causal(norm_first):
         changed = tgt.copy()
         changed[:, t + 1] = (changed[:, t + 1] + 1) % 13
         out = model(src, changed)
-        np.testing.assert_allclose(out.numpy()[:, :t + 1], base.numpy()[:, :t + 1],
+        np.testing.assert_allclose(out.detach().numpy()[:, :t + 1], base.detach().numpy()[:,
+                                                                                          :t + 1],
                                    rtol=0, atol=1e-12)
-        assert not np.allclose(out.numpy()[:, t + 1], base.numpy()[:, t + 1])
+        assert not np.allclose(out.detach().numpy()[:, t + 1], base.detach().numpy()[:, t + 1])
 
 
 def test_padded_source_tokens_do_not_change_outputs():
@@ -204,8 +208,9 @@ def test_padded_source_tokens_do_not_change_outputs():
     other = src.copy()
     other[pad] = 7                                           # other tokens, still masked
     out, mem2 = model(other, tgt, pad), model.encode(other, pad)
-    np.testing.assert_allclose(out.numpy(), base.numpy(), rtol=0, atol=1e-12)
-    np.testing.assert_allclose(mem2.numpy()[~pad], mem.numpy()[~pad], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(out.detach().numpy(), base.detach().numpy(), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(mem2.detach().numpy()[~pad], mem.detach().numpy()[~pad], rtol=0,
+                               atol=1e-12)
 
 
 def test_padded_target_keys_do_not_change_real_positions():
@@ -218,7 +223,8 @@ def test_padded_target_keys_do_not_change_real_positions():
     other = tgt.copy()
     other[pad] = 5
     out = model(src, other, None, pad)
-    np.testing.assert_allclose(out.numpy()[~pad], base.numpy()[~pad], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(out.detach().numpy()[~pad], base.detach().numpy()[~pad], rtol=0,
+                               atol=1e-12)
 
 
 def test_fully_padded_rows_give_no_nan():
@@ -228,7 +234,7 @@ def test_fully_padded_rows_give_no_nan():
     tgt = ids((B, T), 13, low=1).numpy()
     tgt[2] = 0
     logp = model(src, tgt, pad_mask(src, 0), pad_mask(tgt, 0))
-    assert np.isfinite(logp.numpy()).all()
+    assert np.isfinite(logp.detach().numpy()).all()
     logp.sum().backward()
     assert all(np.isfinite(p.grad.numpy()).all() for p in model.parameters() if p.grad is not None)
 
@@ -240,11 +246,12 @@ def test_mha_key_padding_hides_keys():
     kp = np.zeros((B, S), dtype=bool)
     kp[0, 1], kp[2, [0, 4]] = True, True
     base, a = mha(q, kv, kv, key_padding_mask=kp, need_weights=True, average_attn_weights=False)
-    assert (a.numpy()[0, :, :, 1] == 0).all() and (a.numpy()[2][..., [0, 4]] == 0).all()
+    assert (a.detach().numpy()[0, :, :,
+                               1] == 0).all() and (a.detach().numpy()[2][..., [0, 4]] == 0).all()
     kv2 = kv.numpy().copy()
     kv2[kp] += 10.0
     out, _ = mha(q, Tensor(kv2), Tensor(kv2), key_padding_mask=kp)
-    np.testing.assert_allclose(out.numpy(), base.numpy(), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(out.detach().numpy(), base.detach().numpy(), rtol=0, atol=1e-12)
 
 
 # ------------------------------------------------------------------------------------------
@@ -459,11 +466,11 @@ def test_transformer_overfits_one_batch():
 def test_gpt_state_dict_round_trip():
     a, b = tiny_gpt(seed=0), tiny_gpt(seed=1)
     idx = ids((2, 6), 11)
-    assert not np.allclose(a(idx)[0].numpy(), b(idx)[0].numpy())
+    assert not np.allclose(a(idx)[0].detach().numpy(), b(idx)[0].detach().numpy())
     sd = {k: v.numpy().copy() for k, v in a.state_dict().items()}
     assert "lm_head.weight" not in sd                               # tied: stored once
     b.load_state_dict(sd)
-    np.testing.assert_array_equal(a(idx)[0].numpy(), b(idx)[0].numpy())
+    np.testing.assert_array_equal(a(idx)[0].detach().numpy(), b(idx)[0].detach().numpy())
     assert b.lm_head.weight is b.transformer.wte.weight             # still tied after loading
 
 
@@ -471,7 +478,7 @@ def test_transformer_state_dict_round_trip():
     a, b = tiny_tf(seed=0), tiny_tf(seed=1)
     src, tgt = ids((2, 5), 11), ids((2, 4), 13)
     b.load_state_dict(a.state_dict())
-    np.testing.assert_array_equal(a(src, tgt).numpy(), b(src, tgt).numpy())
+    np.testing.assert_array_equal(a(src, tgt).detach().numpy(), b(src, tgt).detach().numpy())
     assert not any("pe" in k.split(".") for k in a.state_dict())    # PE table is not stored
     assert a.double().pos_encoding.pe.dtype == np.float64           # ... but double() converts it
 
@@ -510,7 +517,7 @@ def test_gpt_kv_cache_logits_equal_uncached(norm_first):
         steps = [model(idx[:, t:t + 1], kv_cache=cache)[0] for t in range(4, 10)]
     cached = np.concatenate([first.data] + [s.numpy() for s in steps], axis=1)
     assert cache.length == 10
-    np.testing.assert_allclose(cached, full.numpy(), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(cached, full.detach().numpy(), rtol=0, atol=1e-10)
 
 
 def test_gpt_kv_cache_refuses_to_run_past_block_size():
@@ -546,7 +553,7 @@ def test_gpt_generate_is_repeatable_and_greedy_at_temperature_zero():
     seq = prompt.numpy()
     for _ in range(8):                                               # greedy by hand, uncached
         logits, _ = model(seq[:, -16:])
-        seq = np.concatenate([seq, logits.numpy()[:, -1].argmax(-1)[:, None]], axis=1)
+        seq = np.concatenate([seq, logits.detach().numpy()[:, -1].argmax(-1)[:, None]], axis=1)
     np.testing.assert_array_equal(g, seq)
 
 
@@ -582,12 +589,12 @@ def test_decode_step_equals_full_decode(norm_first):
         state = model.init_decode_state(model.encode(src, src_pad), src_pad)
         steps = [model.decode_step(tgt[:, t:t + 1], state).numpy() for t in range(T)]
     assert state.length == T
-    np.testing.assert_allclose(np.stack(steps, axis=1), full.numpy(), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(np.stack(steps, axis=1), full.detach().numpy(), rtol=0, atol=1e-10)
     # a prefix in one call, then one token
     with tgx.no_grad():
         state = model.init_decode_state(model.encode(src, src_pad), src_pad)
         last = model.decode_step(tgt[:, :4], state)
-    np.testing.assert_allclose(last.data, full.numpy()[:, 3], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(last.data, full.detach().numpy()[:, 3], rtol=0, atol=1e-10)
 
 
 def test_decode_state_reorder_for_beams():
@@ -601,7 +608,7 @@ def test_decode_state_reorder_for_beams():
         state.reorder(order)
         logp = model.decode_step(tgt[order, 3:4], state)
     want = model(src[order], tgt[order])[:, 3]
-    np.testing.assert_allclose(logp.numpy(), want.numpy(), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(logp.detach().numpy(), want.detach().numpy(), rtol=0, atol=1e-10)
 
 
 # ------------------------------------------------------------------------------------------
@@ -636,7 +643,7 @@ def test_shared_and_tied_embeddings():
 def test_gpt_num_parameters_non_embedding():
     model = tiny_gpt()
     assert model.num_parameters(non_embedding=True) == model.num_parameters() - 16 * D
-    assert model.num_parameters() == sum(p.numpy().size for p in model.parameters())
+    assert model.num_parameters() == sum(p.detach().numpy().size for p in model.parameters())
 
 
 def test_annotated_layer_norm_form_and_how_it_differs_from_torchs():
@@ -646,10 +653,10 @@ def test_annotated_layer_norm_form_and_how_it_differs_from_torchs():
     from tinygradx.models.nets.layers import AnnotatedLayerNorm, layer_norm
     x = np.random.default_rng(0).standard_normal((3, 4, 64))
     ln = AnnotatedLayerNorm(64).double()
-    got = ln(tgx.tensor(x)).numpy()
+    got = ln(tgx.tensor(x)).detach().numpy()
     mean, std = x.mean(-1, keepdims=True), x.std(-1, ddof=1, keepdims=True)
     np.testing.assert_allclose(got, (x - mean) / (std + 1e-6), rtol=1e-12, atol=1e-12)
-    torch_form = tgx.nn.LayerNorm(64).double()(tgx.tensor(x)).numpy()
+    torch_form = tgx.nn.LayerNorm(64).double()(tgx.tensor(x)).detach().numpy()
     np.testing.assert_allclose(got, torch_form * np.sqrt(63 / 64), rtol=2e-5, atol=1e-5)
     model = make_model(11, 11, N=1, d_model=8, d_ff=16, h=2, dropout=0.0,
                        layer_norm="annotated").double()

@@ -105,14 +105,14 @@ def test_state_dict_round_trip():
     b.load_state_dict(sd)
     for (n1, p1), (n2, p2) in zip(a.named_parameters(), b.named_parameters(), strict=True):
         assert n1 == n2 and p1 is not p2
-        np.testing.assert_array_equal(p1.numpy(), p2.numpy())
+        np.testing.assert_array_equal(p1.detach().numpy(), p2.detach().numpy())
     ids = tgx.tensor([[0, 3, 9]])
     a.eval(), b.eval()
-    np.testing.assert_array_equal(a(ids).numpy(), b(ids).numpy())
+    np.testing.assert_array_equal(a(ids).detach().numpy(), b(ids).detach().numpy())
     # numpy arrays load too, into the same Parameter objects (in place)
     w = b.emb.weight
     b.load_state_dict({k: np.zeros(v.shape, np.float32) for k, v in sd.items()})
-    assert b.emb.weight is w and np.all(w.numpy() == 0)
+    assert b.emb.weight is w and np.all(w.detach().numpy() == 0)
 
 
 def test_load_state_dict_reports_every_problem_once():
@@ -132,11 +132,11 @@ def test_load_state_dict_reports_every_problem_once():
     assert any("size mismatch" in ln and "'0.weight'" in ln and "(4, 4)" in ln
                and "(3, 4)" in ln for ln in lines)
     assert isinstance(err.value, KeyError)
-    before = net.layers[1].weight.numpy().copy()
+    before = net.layers[1].weight.detach().numpy().copy()
     del sd["0.weight"]
     missing, unexpected = net.load_state_dict(sd, strict=False)
     assert missing == ["0.weight", "1.bias"] and unexpected == ["1.extra"]
-    np.testing.assert_array_equal(net.layers[1].weight.numpy(), before)
+    np.testing.assert_array_equal(net.layers[1].weight.detach().numpy(), before)
 
 
 def test_train_eval_propagates():
@@ -256,17 +256,18 @@ def test_linear_shapes_and_init():
     lin = nn.Linear(300, 200)
     assert lin.weight.shape == (200, 300) and lin.bias.shape == (200,)
     bound = 1 / math.sqrt(300)
-    for p in (lin.weight.numpy(), lin.bias.numpy()):
+    for p in (lin.weight.detach().numpy(), lin.bias.detach().numpy()):
         assert p.dtype == np.float32
         assert np.abs(p).max() <= bound
         assert np.abs(p).max() > 0.95 * bound                   # uniform, filling the range
-    assert abs(lin.weight.numpy().std() - bound / math.sqrt(3)) < 0.02 * bound
-    assert abs(lin.weight.numpy().mean()) < 0.01 * bound
+    assert abs(lin.weight.detach().numpy().std() - bound / math.sqrt(3)) < 0.02 * bound
+    assert abs(lin.weight.detach().numpy().mean()) < 0.01 * bound
     assert lin(tgx.randn(2, 5, 300)).shape == (2, 5, 200)
     assert nn.Linear(3, 4, bias=False).bias is None
     x = tgx.randn(2, 300)
-    np.testing.assert_allclose(lin(x).numpy(), x.numpy() @ lin.weight.numpy().T
-                               + lin.bias.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(lin(x).detach().numpy(),
+                               x.detach().numpy() @ lin.weight.detach().numpy().T
+                               + lin.bias.detach().numpy(), rtol=1e-5, atol=1e-5)
 
 
 def test_linear_gradcheck():
@@ -279,7 +280,7 @@ def test_linear_gradcheck():
 def test_embedding_shapes_and_init():
     tgx.manual_seed(0)
     emb = nn.Embedding(1000, 64)
-    w = emb.weight.numpy()
+    w = emb.weight.detach().numpy()
     assert w.shape == (1000, 64) and w.dtype == np.float32
     assert abs(w.mean()) < 0.01 and abs(w.std() - 1.0) < 0.01
     assert emb(tgx.tensor([[1, 2], [3, 4]])).shape == (2, 2, 64)
@@ -287,9 +288,9 @@ def test_embedding_shapes_and_init():
 
 def test_embedding_padding_idx():
     emb = nn.Embedding(5, 3, padding_idx=1)
-    assert np.all(emb.weight.numpy()[1] == 0)
+    assert np.all(emb.weight.detach().numpy()[1] == 0)
     out = emb(tgx.tensor([[1, 2, 1, 0]]))
-    assert np.all(out.numpy()[0, 0] == 0)
+    assert np.all(out.detach().numpy()[0, 0] == 0)
     out.sum().backward()
     g = emb.weight.grad.numpy()
     assert np.all(g[1] == 0) and np.all(g[2] == 1) and np.all(g[0] == 1)
@@ -298,11 +299,11 @@ def test_embedding_padding_idx():
 
 def test_layer_norm_module():
     ln = nn.LayerNorm((3, 4))
-    assert ln.weight.shape == (3, 4) and np.all(ln.weight.numpy() == 1)
-    assert np.all(ln.bias.numpy() == 0)
+    assert ln.weight.shape == (3, 4) and np.all(ln.weight.detach().numpy() == 1)
+    assert np.all(ln.bias.detach().numpy() == 0)
     y = ln(tgx.randn(2, 3, 4) * 5 + 3)
     assert y.shape == (2, 3, 4)
-    np.testing.assert_allclose(y.numpy().mean(axis=(1, 2)), 0, atol=1e-5)
+    np.testing.assert_allclose(y.detach().numpy().mean(axis=(1, 2)), 0, atol=1e-5)
     assert list(nn.LayerNorm(4, elementwise_affine=False).parameters()) == []
     assert nn.LayerNorm(4, bias=False).bias is None
 
@@ -338,7 +339,7 @@ def test_mha_shapes_and_need_weights():
     assert out.shape == (2, 3, 8) and w is None
     out, w = mha(q, kv, kv, need_weights=True)
     assert w.shape == (2, 3, 4)
-    np.testing.assert_allclose(w.numpy().sum(-1), 1, rtol=1e-5)
+    np.testing.assert_allclose(w.detach().numpy().sum(-1), 1, rtol=1e-5)
     _, w = mha(q, kv, kv, need_weights=True, average_attn_weights=False)
     assert w.shape == (2, 2, 3, 4)
     with pytest.raises(ValueError, match="divisible"):
@@ -355,12 +356,12 @@ def test_mha_bool_attn_mask_true_means_blocked():
     blocked[:, 2] = True
     blocked[0, 0] = True
     _, w = mha(q, kv, kv, attn_mask=blocked, need_weights=True, average_attn_weights=False)
-    assert np.all(w.numpy()[..., blocked] == 0)
-    np.testing.assert_allclose(w.numpy().sum(-1), 1, rtol=1e-5)
+    assert np.all(w.detach().numpy()[..., blocked] == 0)
+    np.testing.assert_allclose(w.detach().numpy().sum(-1), 1, rtol=1e-5)
     # a float mask is added to the scores: -inf blocks the same positions
     fmask = np.where(blocked, -np.inf, 0.0).astype(np.float32)
     _, w2 = mha(q, kv, kv, attn_mask=fmask, need_weights=True, average_attn_weights=False)
-    np.testing.assert_allclose(w2.numpy(), w.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(w2.detach().numpy(), w.detach().numpy(), rtol=1e-6)
 
 
 def test_mha_key_padding_mask():
@@ -369,24 +370,25 @@ def test_mha_key_padding_mask():
     kp = np.zeros((2, 4), bool)
     kp[1, 2:] = True                                      # sequence 1 has 2 padded keys
     out, w = mha(q, kv, kv, key_padding_mask=kp, need_weights=True)
-    assert np.all(w.numpy()[1, :, 2:] == 0) and np.all(w.numpy()[0] > 0)
+    assert np.all(w.detach().numpy()[1, :, 2:] == 0) and np.all(w.detach().numpy()[0] > 0)
     # changing the padded keys' values changes nothing
-    kv2 = Tensor(kv.numpy().copy())
+    kv2 = Tensor(kv.detach().numpy().copy())
     kv2.numpy()[1, 2:] = 100.0
     out2, _ = mha(q, kv2, kv2, key_padding_mask=kp)
-    np.testing.assert_allclose(out2.numpy(), out.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out2.detach().numpy(), out.detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_mha_is_causal():
     mha = nn.MultiHeadAttention(8, 2)
     x, _ = mha_inputs(n=4)
     out, w = mha(x, x, x, is_causal=True, need_weights=True)
-    assert np.all(np.triu(np.ones((4, 4)), 1)[None] * w.numpy() == 0)
+    assert np.all(np.triu(np.ones((4, 4)), 1)[None] * w.detach().numpy() == 0)
     # position t's output does not depend on inputs after t
-    x2 = Tensor(x.numpy().copy())
+    x2 = Tensor(x.detach().numpy().copy())
     x2.numpy()[:, 3] += 10
     out2, _ = mha(x2, x2, x2, is_causal=True)
-    np.testing.assert_allclose(out2.numpy()[:, :3], out.numpy()[:, :3], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out2.detach().numpy()[:, :3], out.detach().numpy()[:, :3],
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_mha_fully_masked_row_has_no_nan():
@@ -395,13 +397,13 @@ def test_mha_fully_masked_row_has_no_nan():
     blocked = np.zeros((3, 4), bool)
     blocked[1] = True                                     # query 1 may attend to nothing
     out, w = mha(q, kv, kv, attn_mask=blocked, need_weights=True)
-    assert not np.any(np.isnan(out.numpy())) and not np.any(np.isnan(w.numpy()))
-    assert np.all(w.numpy()[:, 1] == 0)
+    assert not np.any(np.isnan(out.detach().numpy())) and not np.any(np.isnan(w.detach().numpy()))
+    assert np.all(w.detach().numpy()[:, 1] == 0)
     out.sum().backward()
     assert not np.any(np.isnan(q.grad.numpy())) and not np.any(np.isnan(kv.grad.numpy()))
     kp = np.ones((2, 4), bool)                            # every key of the batch padded
     out, _ = mha(q, kv, kv, key_padding_mask=kp)
-    assert not np.any(np.isnan(out.numpy()))
+    assert not np.any(np.isnan(out.detach().numpy()))
 
 
 def test_mha_gradcheck():
@@ -421,7 +423,7 @@ def test_mha_dropout_only_in_training():
     mha.eval()
     a, _ = mha(q, kv, kv)
     b, _ = mha(q, kv, kv)
-    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
     mha.train()
     c, _ = mha(q, kv, kv)
-    assert not np.allclose(c.numpy(), a.numpy())
+    assert not np.allclose(c.detach().numpy(), a.detach().numpy())

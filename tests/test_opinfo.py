@@ -39,7 +39,7 @@ def _outs(out):
 
 def _np(x):
     if isinstance(x, Tensor):
-        return x.numpy()
+        return x.detach().numpy()
     if torch is not None and isinstance(x, torch.Tensor):
         return x.detach().numpy()
     return np.asarray(x)

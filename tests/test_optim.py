@@ -15,7 +15,7 @@ def param(values, dtype=np.float64):
 
 
 def set_grad(p, g):
-    p.grad = tgx.Tensor(np.array(g, dtype=p.numpy().dtype))
+    p.grad = tgx.Tensor(np.array(g, dtype=p.detach().numpy().dtype))
 
 
 # A fixed non-quadratic objective, so that later gradients depend on earlier updates:
@@ -41,7 +41,7 @@ def run(opt, p, steps):
         opt.zero_grad()
         engine_step(p)
         opt.step()
-    return p.numpy().copy()
+    return p.detach().numpy().copy()
 
 
 # -- reference updates in plain numpy (the formulas of the module docstring) ------------------
@@ -79,7 +79,7 @@ def test_sgd_plain_step_by_hand():
     opt = SGD([p], lr=0.1)
     set_grad(p, [0.5, 0.5])
     opt.step()
-    np.testing.assert_allclose(p.numpy(), [0.95, -2.05], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(p.detach().numpy(), [0.95, -2.05], rtol=0, atol=1e-15)
 
 
 def test_sgd_momentum_two_steps_by_hand():
@@ -87,10 +87,10 @@ def test_sgd_momentum_two_steps_by_hand():
     opt = SGD([p], lr=0.1, momentum=0.9)
     set_grad(p, [1.0, 2.0])
     opt.step()                      # b = g = [1, 2];              p = [0.9, 0.8]
-    np.testing.assert_allclose(p.numpy(), [0.9, 0.8], atol=1e-15)
+    np.testing.assert_allclose(p.detach().numpy(), [0.9, 0.8], atol=1e-15)
     set_grad(p, [0.5, -1.0])
     opt.step()                      # b = 0.9b + g = [1.4, 0.8];   p = [0.76, 0.72]
-    np.testing.assert_allclose(p.numpy(), [0.76, 0.72], atol=1e-15)
+    np.testing.assert_allclose(p.detach().numpy(), [0.76, 0.72], atol=1e-15)
     np.testing.assert_allclose(opt.state[p]["momentum_buffer"], [1.4, 0.8], atol=1e-15)
 
 
@@ -99,7 +99,7 @@ def test_sgd_nesterov_weight_decay_one_step_by_hand():
     opt = SGD([p], lr=0.1, momentum=0.5, weight_decay=0.25, nesterov=True)
     set_grad(p, [1.0])
     opt.step()  # g = 1 + 0.25*2 = 1.5; b = 1.5; g = 1.5 + 0.5*1.5 = 2.25; p = 2 - 0.225
-    np.testing.assert_allclose(p.numpy(), [1.775], atol=1e-15)
+    np.testing.assert_allclose(p.detach().numpy(), [1.775], atol=1e-15)
 
 
 @pytest.mark.parametrize("kw", [
@@ -124,7 +124,7 @@ def test_adam_first_step_by_hand():
     opt = Adam([p], lr=0.01)
     set_grad(p, [0.2, -0.4])
     opt.step()
-    np.testing.assert_allclose(p.numpy(), [1 - 0.01 * 0.2 / (0.2 + 1e-8),
+    np.testing.assert_allclose(p.detach().numpy(), [1 - 0.01 * 0.2 / (0.2 + 1e-8),
                                         -1 + 0.01 * 0.4 / (0.4 + 1e-8)], atol=1e-15)
     np.testing.assert_allclose(opt.state[p]["exp_avg"], [0.02, -0.04], atol=1e-15)
     np.testing.assert_allclose(opt.state[p]["exp_avg_sq"], [0.001 * 0.04, 0.001 * 0.16],
@@ -137,7 +137,7 @@ def test_adamw_first_step_decays_then_steps():
     opt = AdamW([p], lr=0.1, weight_decay=0.5)
     set_grad(p, [3.0])
     opt.step()  # p = 2 * (1 - 0.1*0.5) - 0.1 * 3/(3 + 1e-8) = 1.9 - 0.1
-    np.testing.assert_allclose(p.numpy(), [1.8], atol=1e-9)
+    np.testing.assert_allclose(p.detach().numpy(), [1.8], atol=1e-9)
 
 
 def test_adam_l2_first_step_by_hand():
@@ -145,7 +145,7 @@ def test_adam_l2_first_step_by_hand():
     opt = Adam([p], lr=0.1, weight_decay=0.5)
     set_grad(p, [-3.0])
     opt.step()  # g = -3 + 0.5*2 = -2; step = lr * sign(g)
-    np.testing.assert_allclose(p.numpy(), [2.1], atol=1e-9)
+    np.testing.assert_allclose(p.detach().numpy(), [2.1], atol=1e-9)
     np.testing.assert_array_equal(p.grad.numpy(), [-3.0])  # the L2 term never leaks into .grad
 
 
@@ -172,13 +172,13 @@ def test_adamw_default_weight_decay_and_adam_default():
 
 def test_float32_updates_in_place_and_keep_dtype():
     p = param(P0, dtype=np.float32)
-    data = p.numpy()
+    data = p.detach().numpy()
     opt = AdamW([p], lr=0.05, weight_decay=0.1)
     run(opt, p, 3)
-    assert p.numpy() is data and p.numpy().dtype == np.float32
+    assert p.detach().numpy() is data and p.detach().numpy().dtype == np.float32
     assert opt.state[p]["exp_avg"].dtype == np.float32
     want = ref_adam(P0, 3, 0.05, 0.9, 0.999, 1e-8, 0.1, decoupled=True)
-    np.testing.assert_allclose(p.numpy(), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(p.detach().numpy(), want, rtol=1e-5, atol=1e-6)
     assert p._ctx is None  # no graph was recorded by the update
 
 
@@ -194,9 +194,11 @@ def test_param_groups_with_different_weight_decay():
         engine_step(w)
         engine_step(b)
         opt.step()
-    np.testing.assert_allclose(w.numpy(), ref_adam(P0, 5, 0.05, 0.9, 0.999, 1e-8, 0.2, True),
+    np.testing.assert_allclose(w.detach().numpy(), ref_adam(P0, 5, 0.05, 0.9, 0.999, 1e-8, 0.2,
+                                                            True),
                                atol=1e-12)
-    np.testing.assert_allclose(b.numpy(), ref_adam(P0[::-1], 5, 0.01, 0.9, 0.999, 1e-8, 0.0, True),
+    np.testing.assert_allclose(b.detach().numpy(), ref_adam(P0[::-1], 5, 0.01, 0.9, 0.999, 1e-8,
+                                                            0.0, True),
                                atol=1e-12)
 
 
@@ -213,7 +215,7 @@ def test_params_without_grad_are_skipped():
     opt = Adam([a, b], lr=0.1)
     set_grad(a, [1.0, 1.0])
     opt.step()
-    assert b.numpy()[0] == 3.0 and b not in opt.state
+    assert b.detach().numpy()[0] == 3.0 and b not in opt.state
     assert opt.state[a]["step"] == 1
 
 
@@ -235,7 +237,7 @@ def test_grads_accumulate_without_zero_grad_and_step_uses_the_sum():
     (p * 2.0).sum().backward()
     (p * 3.0).sum().backward()
     opt.step()
-    np.testing.assert_allclose(p.numpy(), [0.5], atol=1e-15)
+    np.testing.assert_allclose(p.detach().numpy(), [0.5], atol=1e-15)
 
 
 # -- state_dict round trip through npz + JSON (no pickle) ------------------------------------
@@ -290,7 +292,7 @@ def test_state_dict_round_trip_through_npz_and_json(tmp_path, make):
         opt.step()
     save_state_dict(opt.state_dict(), tmp_path)
 
-    a2, b2 = param(a.numpy().copy()), param(b.numpy().copy())
+    a2, b2 = param(a.detach().numpy().copy()), param(b.detach().numpy().copy())
     opt2 = make([a2, b2])
     opt2.param_groups[0]["lr"] = 123.0  # overwritten by the load
     opt2.load_state_dict(load_state_dict_file(tmp_path))
@@ -301,8 +303,8 @@ def test_state_dict_round_trip_through_npz_and_json(tmp_path, make):
             engine_step(x)
             engine_step(y)
             o.step()
-    np.testing.assert_array_equal(a2.numpy(), a.numpy())
-    np.testing.assert_array_equal(b2.numpy(), b.numpy())
+    np.testing.assert_array_equal(a2.detach().numpy(), a.detach().numpy())
+    np.testing.assert_array_equal(b2.detach().numpy(), b.detach().numpy())
 
 
 def test_state_dict_is_a_copy_and_names_params_by_position():
@@ -476,13 +478,13 @@ def test_matches_torch_optim(name, kw):
     topt = getattr(torch.optim, name)(theirs, **kw)
     for _ in range(20):
         for p, t in zip(mine, theirs, strict=True):
-            g = grad_fn_any(p.numpy())
+            g = grad_fn_any(p.detach().numpy())
             set_grad(p, g)
             t.grad = torch.tensor(g, dtype=torch.float64)
         opt.step()
         topt.step()
         for p, t in zip(mine, theirs, strict=True):
-            np.testing.assert_allclose(p.numpy(), t.detach().numpy(), rtol=1e-6, atol=1e-6)
+            np.testing.assert_allclose(p.detach().numpy(), t.detach().numpy(), rtol=1e-6, atol=1e-6)
 
 
 def grad_fn_any(x):

@@ -38,7 +38,7 @@ def test_augmented_assignment_refuses_a_leaf_that_requires_grad_outside_no_grad(
         w += 1
     with tgx.no_grad():
         w -= 0.5                       # what an optimizer step does
-    np.testing.assert_array_equal(w.numpy(), [0.5] * 3)
+    np.testing.assert_array_equal(w.detach().numpy(), [0.5] * 3)
     assert w.requires_grad and w.is_leaf
 
 
@@ -89,7 +89,7 @@ def test_tensor_copies_from_numpy_shares():
     assert a[1] == 7
     src = tgx.ones(2, requires_grad=True)
     d = tgx.tensor(src)                            # a detached copy, as torch.tensor(t)
-    assert not d.requires_grad and not np.shares_memory(d.numpy(), src.numpy())
+    assert not d.requires_grad and not np.shares_memory(d.detach().numpy(), src.detach().numpy())
     assert tgx.as_tensor(a).numpy() is a and tgx.as_tensor(src) is src
     with pytest.raises(TypeError, match="from_numpy: expected a numpy.ndarray"):
         tgx.from_numpy([1, 2])
@@ -198,17 +198,17 @@ def test_setitem_and_scatter_give_torch_gradients():
 def test_data_forms_of_initialisers():
     p = nn.Parameter(tgx.ones(3, 4))
     c = p.data.clone()
-    assert not np.shares_memory(c.numpy(), p.numpy())
+    assert not np.shares_memory(c.detach().numpy(), p.detach().numpy())
     assert p.data.unsqueeze(1).shape == (3, 1, 4)
     p.data.copy_(tgx.full((3, 4), 2.0))
-    assert p.numpy().sum() == 24
+    assert p.detach().numpy().sum() == 24
     tgx.manual_seed(0)
     p.data.normal_(0, 0.02)
-    assert abs(float(p.numpy().std()) - 0.02) < 0.015 and p.requires_grad
+    assert abs(float(p.detach().numpy().std()) - 0.02) < 0.015 and p.requires_grad
     p.data.zero_()
-    assert not p.numpy().any()
+    assert not p.detach().numpy().any()
     p.data.fill_(3.0)
-    assert p.numpy().min() == 3
+    assert p.detach().numpy().min() == 3
 
 
 def test_contiguous_and_is_contiguous_as_torch():
@@ -351,7 +351,7 @@ def test_random_fill_of_a_leaf_refuses_outside_no_grad_and_cuts_the_graph():
         w.normal_()
     with tgx.no_grad():
         w.uniform_(-0.1, 0.1)
-    assert np.abs(w.numpy()).max() <= 0.1
+    assert np.abs(w.detach().numpy()).max() <= 0.1
     x = tgx.ones(3, requires_grad=True)
     h = x * 2
     h.normal_()                     # the old value is overwritten: zero gradient to x

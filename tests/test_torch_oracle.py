@@ -22,7 +22,7 @@ def compare(torch_fn, tgx_fn, shapes, seed=0, low=-2.0, high=2.0, atol=1e-9, rto
     tt = [torch.tensor(a, requires_grad=True) for a in arrays]
     xt = [Tensor(a.copy(), requires_grad=True) for a in arrays]
     out_t, out_x = torch_fn(*tt), tgx_fn(*xt)
-    np.testing.assert_allclose(out_x.numpy(), out_t.detach().numpy(), atol=atol, rtol=rtol)
+    np.testing.assert_allclose(out_x.detach().numpy(), out_t.detach().numpy(), atol=atol, rtol=rtol)
     g = np.random.default_rng(seed + 7).standard_normal(tuple(out_t.shape))
     out_t.backward(torch.tensor(g))
     out_x.backward(g)
@@ -91,7 +91,7 @@ def test_reductions_with_ties_against_torch(which, keepdim):
     if which in ("max", "min"):
         np.testing.assert_array_equal(out_x.indices.numpy(), out_t.indices.numpy())
         out_t, out_x = out_t.values, out_x.values
-    np.testing.assert_array_equal(out_x.numpy(), out_t.detach().numpy())
+    np.testing.assert_array_equal(out_x.detach().numpy(), out_t.detach().numpy())
     out_t.sum().backward()
     out_x.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())
@@ -141,11 +141,13 @@ def test_multi_head_attention_against_torch(masks):
     ref = torch.nn.MultiheadAttention(E, H, batch_first=True, dtype=torch.float64)
     with torch.no_grad():
         ref.in_proj_weight.copy_(torch.tensor(np.concatenate(
-            [mha.w_q.weight.numpy(), mha.w_k.weight.numpy(), mha.w_v.weight.numpy()])))
+            [mha.w_q.weight.detach().numpy(), mha.w_k.weight.detach().numpy(),
+             mha.w_v.weight.detach().numpy()])))
         ref.in_proj_bias.copy_(torch.tensor(np.concatenate(
-            [mha.w_q.bias.numpy(), mha.w_k.bias.numpy(), mha.w_v.bias.numpy()])))
-        ref.out_proj.weight.copy_(torch.tensor(mha.w_o.weight.numpy()))
-        ref.out_proj.bias.copy_(torch.tensor(mha.w_o.bias.numpy()))
+            [mha.w_q.bias.detach().numpy(), mha.w_k.bias.detach().numpy(),
+             mha.w_v.bias.detach().numpy()])))
+        ref.out_proj.weight.copy_(torch.tensor(mha.w_o.weight.detach().numpy()))
+        ref.out_proj.bias.copy_(torch.tensor(mha.w_o.bias.detach().numpy()))
     rng = np.random.default_rng(1)
     q = rng.standard_normal((B, n, E))
     kv = rng.standard_normal((B, m if masks != "causal" else n, E))
@@ -170,8 +172,8 @@ def test_multi_head_attention_against_torch(masks):
     qx, kvx = Tensor(q, requires_grad=True), Tensor(kv, requires_grad=True)
     out_t, w_t = ref(qt, kvt, kvt, need_weights=True, average_attn_weights=False, **kw_t)
     out_x, w_x = mha(qx, kvx, kvx, need_weights=True, average_attn_weights=False, **kw_x)
-    np.testing.assert_allclose(out_x.numpy(), out_t.detach().numpy(), atol=1e-10)
-    np.testing.assert_allclose(w_x.numpy(), w_t.detach().numpy(), atol=1e-10)
+    np.testing.assert_allclose(out_x.detach().numpy(), out_t.detach().numpy(), atol=1e-10)
+    np.testing.assert_allclose(w_x.detach().numpy(), w_t.detach().numpy(), atol=1e-10)
     out_t.sum().backward()
     out_x.sum().backward()
     np.testing.assert_allclose(qx.grad.numpy(), qt.grad.numpy(), atol=1e-10)
@@ -184,7 +186,7 @@ def test_linear_and_embedding_init_match_torch_statistics():
     tgx.manual_seed(0)
     lin = nn.Linear(256, 128)
     ref = torch.nn.Linear(256, 128)
-    for a, b in ((lin.weight.numpy(), ref.weight.detach().numpy()),
-                 (lin.bias.numpy(), ref.bias.detach().numpy())):
+    for a, b in ((lin.weight.detach().numpy(), ref.weight.detach().numpy()),
+                 (lin.bias.detach().numpy(), ref.bias.detach().numpy())):
         assert abs(np.abs(a).max() - np.abs(b).max()) < 0.01
         assert abs(a.std() - b.std()) < 0.01

@@ -217,7 +217,7 @@ def test_random_contributions_equal_a_plain_sum(seed):
 
 def reference_walk(loss):
     """The textbook walk, without ownership or slice buffers: d(loss)/d(leaf) per leaf id."""
-    grads, leaves = {id(loss): np.ones_like(loss.numpy())}, {}
+    grads, leaves = {id(loss): np.ones_like(loss.detach().numpy())}, {}
     for node in toposort([loss]):
         g = grads.pop(id(node), None)
         if g is None:
@@ -231,7 +231,8 @@ def reference_walk(loss):
         for p, ig, need in edges:
             if ig is None or not need:
                 continue
-            ig = np.array(unbroadcast(ig, p.numpy().shape), dtype=p.numpy().dtype, copy=True)
+            ig = np.array(unbroadcast(ig, p.detach().numpy().shape),
+                          dtype=p.detach().numpy().dtype, copy=True)
             grads[id(p)] = ig if id(p) not in grads else grads[id(p)] + ig
     return leaves
 

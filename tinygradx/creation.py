@@ -13,7 +13,7 @@ from . import movement, ops, ops_einsum, ops_linalg
 from .autograd import STATE, OpError
 from .dims import check_dim
 from .devices import check_device
-from .dtypes import as_dtype, bool_, float32, int64, to_array
+from .dtypes import as_dtype, bool_, check_int_range, float32, int64, to_array
 from .tensor import Tensor
 
 
@@ -112,7 +112,12 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     elif dtype is None and isinstance(fill_value, numbers.Integral):
         dtype = int64
     size = _check_size("full", (size,) if isinstance(size, (int, np.integer)) else size)
-    return Tensor(np.full(size, fill_value, _float_dtype(dtype)),
+    dt = _float_dtype(dtype)
+    if isinstance(fill_value, numbers.Real):     # 2**63 into int64, 300 into uint8: torch raises
+        check_int_range("full", fill_value, dt)
+        if dt.kind == "u" and fill_value < 0:    # -1 into uint8 wraps to 255, as torch's
+            fill_value = np.array(fill_value, np.int64).astype(dt)
+    return Tensor(np.full(size, fill_value, dt),
                   requires_grad=requires_grad)
 
 
@@ -227,6 +232,9 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
         start, end = 0, start
     if step == 0:
         raise ValueError("arange: step must not be zero")
+    for v in (start, end, step):                 # numpy would compute in uint64 or objects
+        if isinstance(v, numbers.Integral):
+            check_int_range("arange", v, int64)
     data = np.arange(start, end, step)
     if dtype is None:
         dtype = float32 if data.dtype.kind == "f" else int64
@@ -424,6 +432,9 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
     check_device("linspace", device)
     start, end, steps = _steps("linspace", start, end, steps)
     dtype = _float_dtype(dtype)
+    if dtype.kind == "b":
+        raise TypeError("linspace: dtype bool is not supported (as in torch): give a numeric "
+                        "dtype and compare, e.g. linspace(...) > 0")
     if dtype.kind == "f":
         data = _spaced(start, end, steps)
     else:                                # the ends become integers first, as torch's

@@ -8,8 +8,14 @@ from __future__ import annotations
 from .dataflow import translate
 from .graph import within
 
-__all__ = ["STYLE", "RESIDUAL", "HIGHLIGHT", "EDGE", "BACKWARD", "parts", "label", "attrs",
-           "Clusters", "legend"]
+try:
+    from graphviz import nohtml
+except ImportError:                   # to_dot needs graphviz anyway; keep this module importable
+    def nohtml(text):
+        return text
+
+__all__ = ["STYLE", "RESIDUAL", "HIGHLIGHT", "EDGE", "BACKWARD", "parts", "label", "dot_text",
+           "attrs", "Clusters", "legend"]
 
 # node styles, one place (viz's docstring is their legend)
 STYLE = {
@@ -52,9 +58,21 @@ def parts(scope):
     return scope.split(".") if scope else []
 
 
+def dot_text(text):
+    """`text` as a DOT string shows it, whatever it holds (a user's module name included):
+    backslashes doubled (no \\N, \\l or a closing quote escaped away), quotes escaped, `&` as
+    `&amp;` (Graphviz reads entities in labels: `&lt;` would show as `<`), a
+    line break as DOT's \\n, other control characters as spaces; and never an HTML-like
+    label (`<b>bold</b>` is text, not markup). graphviz's quoting adds the quotes."""
+    out = str(text).replace("\\", "\\\\").replace('"', '\\"').replace("&", "&amp;")
+    out = out.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\\n")
+    out = "".join(c if c >= " " or c == "\t" else " " for c in out)
+    return nohtml(out)
+
+
 def label(lines):
     # DOT's own \n escape (a centred line break) keeps each node on one line of the source
-    return "\\n".join(lines)
+    return nohtml("\\n".join(dot_text(line) for line in lines))
 
 
 def attrs(kind, **extra):
@@ -120,8 +138,8 @@ class Clusters:
             for node_id, a in placed.get(frame, []):
                 graph.node(node_id, **a)
             for child in sorted(children.get(frame, []), key=first_seen):
-                with graph.subgraph(name="cluster_" + child) as sub:
-                    sub.attr(label=child, style="dashed", color="#999999", fontsize="10",
+                with graph.subgraph(name=dot_text("cluster_" + child)) as sub:
+                    sub.attr(label=dot_text(child), style="dashed", color="#999999", fontsize="10",
                              fontcolor="#555555")
                     fill(sub, child)
 
@@ -139,7 +157,7 @@ class Clusters:
                         outer.node(node_id, **a)
                     continue
                 with outer.subgraph(name=f"cluster_backward_{frames}") as sub:
-                    sub.attr(label=tr(self.titles[key], lang), style="dashed",
+                    sub.attr(label=dot_text(tr(self.titles[key], lang)), style="dashed",
                              color="#d9a0bd", fontsize="10", fontcolor=BACKWARD)
                     for node_id, a in items:
                         sub.node(node_id, **a)

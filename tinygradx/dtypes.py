@@ -51,6 +51,65 @@ def as_dtype(dtype):
     return out
 
 
+class IntegerOverflowError(OverflowError, ValueError):
+    """A Python number that the tensor's integer dtype cannot hold (torch raises too; numpy
+    would wrap it around: 2**63 -> -2**63)."""
+
+
+def _python_leaves(data):
+    """The numbers of a number or of nested lists/tuples of them."""
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(x)
+        else:
+            yield x
+
+
+def check_int_range(where, value, dtype):
+    """Raise IntegerOverflowError when the Python number `value` does not fit integer `dtype`
+    (torch's rule: an unsigned dtype also takes -max..-1, which wrap)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "iu" or isinstance(value, (bool, np.bool_)):
+        return
+    if isinstance(value, (float, np.floating)) and not np.isfinite(value):
+        return                      # NaN/inf into an integer dtype: numpy's cast, as before
+    info = np.iinfo(dtype)
+    low = -int(info.max) if dtype.kind == "u" else int(info.min)
+    if not low <= value <= int(info.max):
+        raise IntegerOverflowError(
+            f"{where}: value {value} cannot be converted to {dtype.name} without overflow "
+            f"(its range is [{int(info.min)}, {int(info.max)}])")
+
+
+def _big_ints(data, arr, dtype):
+    """Python data holding ints beyond int64: numpy made it uint64, object or float64, and a
+    cast to int64 would wrap (2**63 -> -2**63). Refused as torch refuses it when the tensor
+    would be an integer one (no float among the data and no float dtype asked for); else the
+    float64 array of the values."""
+    leaves = list(_python_leaves(data))
+    big = [v for v in leaves if isinstance(v, int) and not isinstance(v, bool)
+           and not -2**63 <= v < 2**63]
+    if not big:
+        return arr
+    floats = any(isinstance(v, float) for v in leaves)
+    if (dtype is None and not floats) or (dtype is not None and dtype.kind in "iu"):
+        check_int_range("tensor", big[0], np.int64 if dtype is None else dtype)
+    out = np.array([float(v) for v in leaves[::-1]], dtype=np.float64)
+    return out.reshape(arr.shape)
+
+
+def _check_int_dtype(arr, dtype):
+    """Python numbers asked into an integer dtype that cannot hold them (300 into uint8)."""
+    if dtype is None or dtype.kind not in "iu" or not arr.size or arr.dtype.kind not in "iuf":
+        return
+    finite = arr[np.isfinite(arr)] if arr.dtype.kind == "f" else arr
+    if finite.size:
+        for v in (finite.min(), finite.max()):
+            check_int_range("tensor", v.item(), dtype)
+
+
 def to_array(data, dtype):
     """Python data gets PyTorch's defaults (float32, int64); numpy arrays keep their dtype."""
     if isinstance(data, autograd.Tensor):
@@ -66,6 +125,11 @@ def to_array(data, dtype):
             raise ValueError(f"Tensor: cannot make a tensor from a ragged nested "
                              f"{type(data).__name__}: every row must have the same length"
                              ) from None
+        if not isinstance(data, np.generic) and (arr.dtype.kind in "uO" or (
+                arr.dtype.kind == "f" and arr.size and np.nanmax(np.abs(arr)) >= 2.0 ** 63)):
+            arr = _big_ints(data, arr, dtype)
+        if not isinstance(data, np.generic):
+            _check_int_dtype(arr, dtype)
         if arr.dtype == np.float64 and not isinstance(data, np.generic):
             arr = arr.astype(np.float32)  # Python floats; numpy float64 scalars stay float64
         elif arr.dtype.kind in "iu" and arr.dtype != np.int64 and not isinstance(data, np.generic):

@@ -160,7 +160,7 @@ def _stack_rows(rows, shape, create_graph):
     """Tensors (one per output element) stacked to one Tensor of `shape`."""
     if create_graph:
         return stack(rows).reshape(shape)
-    return Tensor(np.stack([r.numpy() for r in rows]).reshape(shape))
+    return Tensor(np.stack([r.detach().numpy() for r in rows]).reshape(shape))
 
 
 # --------------------------------------------------------------------------------------------
@@ -227,7 +227,7 @@ def _jac_columns(outs, xs, create_graph):
             elif create_graph:
                 per_x.append(stack(cols[k][i], dim=-1).reshape(o.shape + x.shape))
             else:
-                per_x.append(Tensor(np.stack([c.numpy() for c in cols[k][i]], axis=-1)
+                per_x.append(Tensor(np.stack([c.detach().numpy() for c in cols[k][i]], axis=-1)
                                     .reshape(o.shape + x.shape)))
         result.append(per_x)
     return result

@@ -99,6 +99,39 @@ def _torch_flags(name, flags):
                              f"reverse-mode gradients only); leave it at {TORCH_FLAGS[key]!r}")
 
 
+def _nonfinite(a):
+    """'NaN at element (i, j)' / 'inf at ...' of the first non-finite entry of a, else None."""
+    a = np.asarray(a)
+    if a.dtype.kind not in "fc" or np.isfinite(a).all():
+        return None
+    e = np.argwhere(~np.isfinite(a))[0]
+    kind = "NaN" if np.isnan(a[tuple(e)]) else "inf"
+    return f"{kind} at element {tuple(int(i) for i in e)}"
+
+
+def _bad_setup(name, inputs, checked, eps):
+    """Why the check cannot mean anything (eps not a finite number > 0, or an input holding NaN
+    or inf: a difference of NaNs compares as no mismatch at all), else None."""
+    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating, np.integer)) \
+            or not np.isfinite(eps) or eps <= 0:
+        return f"{name}: eps must be a finite number > 0, got {eps!r}"
+    for i in checked:
+        where = _nonfinite(inputs[i]._data)
+        if where is not None:
+            return (f"{name}: input {i} (shape {inputs[i].shape}) holds {where}; finite "
+                    f"differences of a non-finite input check nothing")
+    return None
+
+
+def _bad_jacobian(name, which, i, shape, jac):
+    """A failure message when a Jacobian (analytic or numeric) holds NaN or inf, else None."""
+    where = _nonfinite(jac)
+    if where is None:
+        return None
+    return (f"{name}: the {which} Jacobian for input {i} (shape {shape}) holds {where} "
+            f"(rows: input elements, columns: output elements); NaN or inf is never a match")
+
+
 def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, fast_mode=False,
               raise_exception=True, seed=0, **torch_flags):
     """Check d fn(*inputs) / d inputs against central finite differences in float64.
@@ -118,6 +151,9 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, fast_mode=False,
     """
     _torch_flags("gradcheck", torch_flags)
     inputs, checked = _prepare(inputs)
+    bad = _bad_setup("gradcheck", inputs, checked, eps)
+    if bad:
+        return _fail(bad, raise_exception)
     outs = _outputs(fn, inputs)
     for i, o in enumerate(outs):
         if o.dtype.kind == "f" and o.dtype != np.float64:
@@ -180,6 +216,10 @@ def _check_full(fn, inputs, checked, outs, eps, atol, rtol, raise_exception):
             plus = np.concatenate(_perturbed_outputs(fn, inputs, i, e, eps))
             minus = np.concatenate(_perturbed_outputs(fn, inputs, i, e, -eps))
             numeric[e] = (plus - minus) / (2 * eps)
+        for which, jac in (("analytic", analytic[i]), ("numeric", numeric)):
+            msg = _bad_jacobian("gradcheck", which, i, inputs[i].shape, jac)
+            if msg:
+                return _fail(msg, raise_exception)
         bad = np.abs(analytic[i] - numeric) > atol + rtol * np.abs(numeric)
         if bad.any():
             e, c = np.argwhere(bad)[0]
@@ -208,6 +248,11 @@ def _check_fast(fn, inputs, checked, outs, eps, atol, rtol, raise_exception, see
         minus = _perturbed_outputs(fn, inputs, i, None, -eps * u)
         rhs = sum(float(np.dot(v, (p - m) / (2 * eps)))                  # v^T J u, numeric
                   for v, p, m in zip(seeds, plus, minus, strict=True))
+        for which, value in (("analytic", lhs), ("numeric", rhs)):
+            if not np.isfinite(value):
+                return _fail(f"gradcheck (fast_mode): the {which} v^T J u for input {i} (shape "
+                             f"{inputs[i].shape}) is {value}; NaN or inf is never a match",
+                             raise_exception)
         if abs(lhs - rhs) > atol + rtol * abs(rhs):
             msg = (f"gradcheck (fast_mode): mismatch for input {i} (shape {inputs[i].shape}): "
                    f"v^T J u analytic {lhs:.8g} vs numeric {rhs:.8g} (|diff| "
@@ -229,6 +274,10 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
     """
     _torch_flags("gradgradcheck", torch_flags)
     inputs, checked = _prepare(inputs)
+    # a NaN input or eps is named here, before the comparison below could blame an op's rule
+    bad = _bad_setup("gradgradcheck", inputs, checked, eps)
+    if bad:
+        return _fail(bad, raise_exception)
     all_outs = _outputs(fn, inputs)
     diff = [k for k, o in enumerate(all_outs) if o.requires_grad]
     outs = [all_outs[k] for k in diff]
@@ -243,6 +292,10 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
         if len(grad_outputs) != len(outs):
             raise ValueError(f"gradgradcheck: {len(grad_outputs)} grad_outputs for "
                              f"{len(outs)} outputs that need a gradient")
+    for k, v in enumerate(grad_outputs):
+        where = _nonfinite(v._data) if isinstance(v, Tensor) else None
+        if where is not None:
+            return _fail(f"gradgradcheck: grad_outputs[{k}] holds {where}", raise_exception)
     n = len(inputs)
 
     def first_derivative(*args):
@@ -264,6 +317,13 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
         return _backward_failed(err, raise_exception)
     for i, a, b in zip(checked, plain, recorded, strict=True):
         a = np.zeros(inputs[i].shape) if a is None else a._data
+        for which, arr in (("without", a), ("with", b._data)):
+            where = _nonfinite(arr)
+            if where is not None:
+                return _fail(f"gradgradcheck: the first derivative for input {i} (shape "
+                             f"{inputs[i].shape}) {which} create_graph=True holds {where}; "
+                             f"the function is not differentiable at these inputs",
+                             raise_exception)
         if not np.allclose(a, b._data, atol=atol, rtol=rtol):
             return _fail(f"gradgradcheck: for input {i} (shape {inputs[i].shape}) the "
                          f"first derivative with create_graph=True differs from the one without "

@@ -327,6 +327,17 @@ def _clean_svg(svg):
     return svg
 
 
+def script_json(value):
+    """JSON to place inside a <script> element: `<`, `>` and `&` as \\u003c, \\u003e, \\u0026
+    (and U+2028/9, line breaks to old JavaScript), so no name in it (`</script>`, `<!--`) can
+    end or change the script block; JSON.parse and JavaScript read the same values."""
+    text = json.dumps(value, ensure_ascii=False)
+    for c, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                   ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(c, esc)
+    return text
+
+
 def page_html(svg, rows, nodes_info, title="", summary="", lang="en", head=None, steps=(),
               variants=None):
     """One HTML document: `svg` (text, or None for a page with the table only), the table `rows`
@@ -344,14 +355,14 @@ def page_html(svg, rows, nodes_info, title="", summary="", lang="en", head=None,
         attrs = f' data-node="{esc(node_id)}" data-row="{esc(cells[0])}"' if node_id else ""
         body.append(f"<tr{attrs}>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
     graph = _clean_svg(svg) if svg else f"<p>{esc(tr('no graph: the trace kept no graph'))}</p>"
-    data = json.dumps(nodes_info, ensure_ascii=False).replace("</", "<\\/")
-    step_data = json.dumps(list(steps), ensure_ascii=False).replace("</", "<\\/")
+    data = script_json(nodes_info)
+    step_data = script_json(list(steps))
     stepper = (f'<p id="stepper"><b>{esc(tr("backward, step by step"))}</b> '
                f'<button id="step-prev">{esc(tr("prev"))}</button>'
                f'<button id="step-next">{esc(tr("next"))}</button>'
                f'<span id="step"></span></p>') if steps else ""
-    labels = json.dumps({"grad": tr("grad"), "step": tr("step"),
-                         "arrives": tr("gradient arriving"), "vjp": "VJP"}, ensure_ascii=False)
+    labels = script_json({"grad": tr("grad"), "step": tr("step"),
+                          "arrives": tr("gradient arriving"), "vjp": "VJP"})
     return "\n".join([
         "<!DOCTYPE html>",
         f'<html lang="{esc(lang)}"><head><meta charset="utf-8">',
@@ -372,7 +383,7 @@ def page_html(svg, rows, nodes_info, title="", summary="", lang="en", head=None,
         f'<script id="node-data" type="application/json">{data}</script>',
         f'<script id="step-data" type="application/json">{step_data}</script>',
         '<script id="variant-data" type="application/json">' +
-        json.dumps(variants or {}, ensure_ascii=False).replace("</", "<\\/") + "</script>",
+        script_json(variants or {}) + "</script>",
         f"<script>var L = {labels};{_JS}</script>",
         "</body></html>", ""])
 

@@ -166,8 +166,17 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMet
             return np.array(self._data, dtype=dtype, copy=True)
         return self._data if dtype is None else self._data.astype(dtype, copy=False)
 
-    def numpy(self):
-        """The underlying array (shared, not copied); detach first if you will modify it."""
+    def numpy(self, *, force=False):
+        """The underlying array (shared, not copied), as torch's `.numpy()`.
+
+        Refused on a tensor that requires grad, as in PyTorch: a write into the array would
+        change values a graph node saved behind the version counter's back, and the gradient
+        would silently use them. `t.detach().numpy()` (or `force=True`, as torch's) says you
+        mean it.
+        """
+        if self.requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on a Tensor that requires grad: use "
+                               "tensor.detach().numpy() instead")
         return self._data
 
     def item(self):

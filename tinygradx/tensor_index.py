@@ -119,6 +119,9 @@ class IndexMethods:
         d = check_dim(name, dim, self.ndim)
         if not isinstance(src, autograd.Tensor):
             src = autograd.Tensor(np.asarray(src, dtype=self.dtype))
+        elif src.dtype != self.dtype:        # torch refuses it too (no silent promotion)
+            raise OpError(f"{name}: expected src of the same dtype as self ({self.dtype}), got "
+                          f"{src.dtype}; convert it first, e.g. src.to({self.dtype})")
         return ops_index.Scatter.apply(self, src, dim=d, index=_index_array(name, index),
                                        add=add)
 

@@ -42,7 +42,7 @@ import numpy as np
 
 from .dataflow import DataFlow, translate
 from .dataflow_names import sublayer_kind
-from .dotstyle import EDGE, HIGHLIGHT, RESIDUAL, Clusters, attrs, label, parts
+from .dotstyle import EDGE, HIGHLIGHT, RESIDUAL, Clusters, attrs, dot_text, label, parts
 from .dotstyle import legend as draw_legend
 from .graph import (Graph as _G, backward_frame, backward_title, edge_grads, forward_path,
                     has_grads, leaf_kind, residual_indices, residual_path, residual_summary,
@@ -209,7 +209,7 @@ def to_dot(tensor, params=None, show_saved=False, grads="auto", depth=None, high
               for m in (first_attentions(g, flow) if e == "attention" else [e])]
     drawing = _Drawing(g, params, depth, node_norm, _highlight_plan(g, highlight), flow, lang,
                        ids, expand or (), values)
-    dot = _graph_class()(name=title or "tinygradx")
+    dot = _graph_class()(name=dot_text(title or "tinygradx"))
     dot.attr(rankdir=rankdir, fontname="Helvetica", newrank="true")
     dot.attr("node", fontname="Helvetica", fontsize="10")
     dot.attr("edge", color=EDGE, arrowsize="0.6")

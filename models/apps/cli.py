@@ -14,6 +14,10 @@ import os
 import signal
 import sys
 
+from tinygradx.models.apps.cli_types import (GRAPH_FORMATS, MAX_BEAM, MAX_DRAWN_LAYERS,
+                                             MAX_EXPERIMENT_STEPS, MAX_NEW_TOKENS, bool_value,
+                                             depth_value, float_in, graph_file, int_at_least,
+                                             layer_list, typed)
 from tinygradx.models.apps.cli_help import (FIRST_STEPS, TRAIN_GROUPS, TRAIN_HELP, Formatter,
                                             canonical_argv, default_text, epilog, overview,
                                             unknown_command_message, unknown_flag_message)
@@ -41,78 +45,20 @@ def _train_config_args(parser, task=None):
         group = groups[name]
         text = f"{TRAIN_HELP.get(name, name.replace('_', ' '))} ({default_text(name, task)})"
         if name in NEGATABLE:        # --bias, --bias false, --no_bias
-            group.add_argument(f"--{name}", type=_bool, nargs="?", const=True, default=None,
+            group.add_argument(f"--{name}", type=bool_value, nargs="?", const=True, default=None,
                                metavar="BOOL", help=text)
             group.add_argument(f"--no_{name}", dest=name, action="store_const", const=False,
                                default=None, help=f"the same as --{name} false "
                                                   f"({default_text(name, task)})")
         elif f.type in (bool, "bool"):
-            group.add_argument(f"--{name}", type=_bool, default=None, metavar="BOOL", help=text)
+            group.add_argument(f"--{name}", type=bool_value, default=None, metavar="BOOL",
+                               help=text)
         else:
             kind = {"int": int, "float": float, "str": str}.get(f.type, f.type)
             metavar = {int: "N", float: "X"}.get(kind, name.upper())
-            group.add_argument(f"--{name}", type=_typed(kind, name), default=None,
+            group.add_argument(f"--{name}", type=typed(kind, name), default=None,
                                metavar=metavar, help=text)
     return groups
-
-
-def _typed(kind, name):
-    def parse(text):
-        try:
-            return kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected {'an integer' if kind is int else 'a number'}, got {text!r}") from None
-    parse.__name__ = kind.__name__
-    return parse
-
-
-GRAPH_FORMATS = ("svg", "png", "pdf", "jpeg", "jpg", "dot", "gv", "html")
-
-
-def _graph_file(text):
-    ext = os.path.splitext(text)[1].lstrip(".").lower()
-    if ext not in GRAPH_FORMATS:
-        raise argparse.ArgumentTypeError(
-            f"cannot write {text!r}: unknown format {('.' + ext) if ext else '(no suffix)'}; "
-            f"use {', '.join('.' + e for e in GRAPH_FORMATS)}")
-    return text
-
-
-def _bool(text):
-    low = text.lower()
-    if low in ("1", "true", "yes", "on"):
-        return True
-    if low in ("0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
-
-
-def _int_at_least(low):
-    def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
-        return value
-    parse.__name__ = f"int >= {low}"
-    return parse
-
-
-def _float_in(low, high, low_open=False):
-    def parse(text):
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if not ((low < value) if low_open else (low <= value)) or value > high:
-            lo = "(" if low_open else "["
-            raise argparse.ArgumentTypeError(f"must be in {lo}{low}, {high}], got {value}")
-        return value
-    parse.__name__ = "float"
-    return parse
 
 
 def _overrides(args):
@@ -160,7 +106,8 @@ def cmd_train(args):
         # a resumed run writes beside the checkpoint it was given (or to --out_dir), never to
         # a directory recorded inside the file
         over.setdefault("out_dir", os.path.dirname(path) or ".")
-        trainer = _load_trainer(path, overwrite=args.overwrite, **over)
+        trainer = _load_trainer(path, overwrite=args.overwrite,
+                                allow_nonfinite=args.allow_nonfinite, **over)
         if trainer.cfg.max_steps <= trainer.step:
             raise ConfigError(f"--max_steps: {path} is already at step {trainer.step}; pass a "
                               f"larger --max_steps to train on, got {trainer.cfg.max_steps}")
@@ -168,13 +115,22 @@ def cmd_train(args):
         print(f"resumed from {path} at step {trainer.step}")
     else:
         cfg = TrainConfig.for_task(over.pop("task", TrainConfig.task), **over)
+        if "warmup" in over and cfg.schedule != "constant" and cfg.warmup > cfg.max_steps:
+            raise ConfigError(f"--warmup: must be at most --max_steps {cfg.max_steps} (the "
+                              f"learning rate would still be rising when the run ends), got "
+                              f"{cfg.warmup}")
         trainer = Trainer(cfg, overwrite=args.overwrite)       # checks the model's size too
         check_run_dir(cfg.out_dir, overwrite=args.overwrite)
     print(f"task {trainer.cfg.task}: {type(trainer.model).__name__} with "
           f"{trainer.model.num_parameters():,} parameters")
-    finished = trainer.train()
-    if not finished:
-        return 130
+    from tinygradx.models.training.health import NonFiniteError
+    try:
+        finished = trainer.train()
+    except NonFiniteError as err:          # diverged: one line, exit 3, good checkpoint kept
+        print(f"tinygradx train: error: {err}", file=sys.stderr)
+        return 3
+    if not finished:                       # Ctrl-C 130, SIGTERM 143, as a shell reports them
+        return 128 + int(trainer.stopped_by or signal.SIGINT)
     _report(trainer)
     return 0
 
@@ -190,7 +146,8 @@ def _report(trainer):
 
 
 def cmd_eval(args):
-    trainer = _load_trainer(args.checkpoint, progress=False)
+    trainer = _load_trainer(args.checkpoint, progress=False,
+                            allow_nonfinite=args.allow_nonfinite)
     split = "valid" if args.split == "val" else args.split
     if trainer.cfg.task == "chars" and split == "test":
         split = "valid"                # chars has only train/valid (90/10 in file order)
@@ -209,13 +166,19 @@ def cmd_eval(args):
 def cmd_translate(args):
     # decoding needs only the vocabularies the checkpoint carries: a tsv task's data file may
     # be gone (one that is there is still checked against them)
-    trainer = _load_trainer(args.checkpoint, progress=False, need_data=False)
+    trainer = _load_trainer(args.checkpoint, progress=False, need_data=False,
+                            allow_nonfinite=args.allow_nonfinite)
     if trainer.lm:
         raise UsageError(f"the checkpoint is a {trainer.cfg.task} language model; use "
                          f"`tinygradx generate`")
+    import warnings
     sentences = args.sentences or [line.rstrip("\n") for line in sys.stdin if line.strip()]
-    for src, out in zip(sentences, trainer.translate(sentences, beam_size=args.beam),
-                        strict=True):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outs = trainer.translate(sentences, beam_size=args.beam)
+    for w in caught:                       # one line each, not Python's two-line format
+        print(f"tinygradx translate: warning: {w.message}", file=sys.stderr)
+    for src, out in zip(sentences, outs, strict=True):
         print(f"{src}\t{out}")
     return 0
 
@@ -224,7 +187,8 @@ def cmd_generate(args):
     import numpy as np
     import tinygradx as tgx
     from tinygradx.models.nets import decoding
-    trainer = _load_trainer(args.checkpoint, progress=False, need_data=False)
+    trainer = _load_trainer(args.checkpoint, progress=False, need_data=False,
+                            allow_nonfinite=args.allow_nonfinite)
     if not trainer.lm:
         raise UsageError("the checkpoint is a translation model; use `tinygradx translate`")
     tgx.manual_seed(args.seed)
@@ -275,10 +239,6 @@ def cmd_trace(args):
     print(trace_cli(args.model, norm=args.norm, layers=args.layers, fmt=args.format,
                     lang=args.lang, llama=args.llama))
     return 0
-
-
-def _depth(text):
-    return "all" if text == "all" else _int_at_least(1)(text)
 
 
 def cmd_experiment(args):
@@ -362,6 +322,11 @@ def _groups(parser, *titles):
     return [parser.add_argument_group(title) for title in titles]
 
 
+def _allow_nonfinite(group):
+    group.add_argument("--allow_nonfinite", action="store_true",
+                       help="load a checkpoint whose weights hold NaN or inf (default: refuse)")
+
+
 def _add_model_commands(sub, task=None):
     """train, eval, translate, generate, demo: the commands that train or run a model."""
     t = _command(sub, "train", "train a model on a built-in task",
@@ -377,6 +342,7 @@ def _add_model_commands(sub, task=None):
     groups["overwrite"].add_argument(
         "--overwrite", action="store_true",
         help="let a new run replace the run already in --out_dir (default: refuse)")
+    _allow_nonfinite(groups["allow_nonfinite"])
     t.set_defaults(fn=cmd_train)
 
     e = _command(sub, "eval", "evaluate a checkpoint on held-out data")
@@ -384,8 +350,9 @@ def _add_model_commands(sub, task=None):
     model.add_argument("--checkpoint", required=True, help="a checkpoint.npz (required)")
     data.add_argument("--split", default="test", choices=["valid", "test", "val"],
                       help="held-out split (default test; chars: valid)")
-    run.add_argument("--beam", type=_int_at_least(1), default=1, metavar="N",
+    run.add_argument("--beam", type=int_at_least(1, MAX_BEAM), default=1, metavar="N",
                      help="also report beam-search exact match with this beam (default 1: off)")
+    _allow_nonfinite(model)
     e.set_defaults(fn=cmd_eval)
 
     tr = _command(sub, "translate", "translate sentences (arguments or stdin)")
@@ -393,8 +360,9 @@ def _add_model_commands(sub, task=None):
     model.add_argument("--checkpoint", required=True,
                        help="a translation checkpoint (required); a tsv checkpoint needs no "
                             "data file")
-    run.add_argument("--beam", type=_int_at_least(1), default=1, metavar="N",
+    run.add_argument("--beam", type=int_at_least(1, MAX_BEAM), default=1, metavar="N",
                      help="beam size (default 1: greedy)")
+    _allow_nonfinite(model)
     data.add_argument("sentences", nargs="*",
                       help="sentences to translate (default: one per line from stdin)")
     tr.set_defaults(fn=cmd_translate)
@@ -404,15 +372,18 @@ def _add_model_commands(sub, task=None):
     model.add_argument("--checkpoint", required=True, help="a chars checkpoint (required)")
     data.add_argument("--prompt", default="",
                       help="text to continue (default: a newline, or the first character)")
-    run.add_argument("--max_new_tokens", type=_int_at_least(0), default=200, metavar="N",
+    run.add_argument("--max_new_tokens", type=int_at_least(0, MAX_NEW_TOKENS), default=200,
+                     metavar="N",
                      help="characters to sample (default 200)")
-    run.add_argument("--temperature", type=_float_in(0, float("inf")), default=1.0, metavar="X",
+    run.add_argument("--temperature", type=float_in(0, 1e6), default=1.0, metavar="X",
                      help="softmax temperature; 0 is greedy (default 1.0)")
-    run.add_argument("--top_k", type=_int_at_least(1), default=None, metavar="N",
+    run.add_argument("--top_k", type=int_at_least(1, 2**31 - 1), default=None, metavar="N",
                      help="sample among the k likeliest tokens only (default: all)")
-    run.add_argument("--top_p", type=_float_in(0, 1, low_open=True), default=None, metavar="X",
+    run.add_argument("--top_p", type=float_in(0, 1, low_open=True), default=None, metavar="X",
                      help="nucleus sampling: the smallest set with this much mass (default: off)")
-    run.add_argument("--seed", type=int, default=0, metavar="N", help="sampling seed (default 0)")
+    run.add_argument("--seed", type=int_at_least(0, 2**32 - 1), default=0, metavar="N",
+                     help="sampling seed (default 0)")
+    _allow_nonfinite(model)
     g.set_defaults(fn=cmd_generate)
 
     d = _command(sub, "demo", "the main job: train, translate, save, draw",
@@ -422,8 +393,8 @@ def _add_model_commands(sub, task=None):
     data, run, output = _groups(d, "data", "run", "output")
     data.add_argument("--task", default="dates",
                       help="a translation task (default dates)")
-    run.add_argument("--steps", type=_int_at_least(1), default=None, metavar="N",
-                     help="training steps (default 1200)")
+    run.add_argument("--steps", type=int_at_least(1, MAX_EXPERIMENT_STEPS), default=None,
+                     metavar="N", help="training steps (default 1200)")
     output.add_argument("--out", default="runs/demo",
                         help="output directory; an earlier demo there is replaced "
                              "(default runs/demo)")
@@ -442,7 +413,8 @@ def _model_flags(group, models):
     group.add_argument("--model", choices=models, default=DEFAULT_MODEL,
                        help=f"which model (default {DEFAULT_MODEL})")
     group.add_argument("--norm", choices=["pre", "post"], default=None, help=_NORM_HELP)
-    group.add_argument("--layers", type=_int_at_least(1), default=DEFAULT_LAYERS, metavar="N",
+    group.add_argument("--layers", type=int_at_least(1, MAX_DRAWN_LAYERS), default=DEFAULT_LAYERS,
+                       metavar="N",
                        help=f"layers (default {DEFAULT_LAYERS})")
     group.add_argument("--llama", action="store_true", help=_LLAMA_HELP)
 
@@ -455,11 +427,11 @@ def _add_drawing_commands(sub):
     _model_flags(model, ["gpt", "transformer"])
     model.add_argument("--checkpoint", default=None,
                        help="draw this checkpoint's model (default: a fresh small model)")
-    output.add_argument("--out", type=_graph_file, default="graph.svg",
+    output.add_argument("--out", type=graph_file, default="graph.svg",
                         help=f"output file; its suffix picks the format: "
                              f"{', '.join(GRAPH_FORMATS)}; .html is the interactive page "
                              f"(default graph.svg)")
-    output.add_argument("--depth", type=_depth, default=DEFAULT_DEPTH,
+    output.add_argument("--depth", type=depth_value, default=DEFAULT_DEPTH,
                         help=f"merge modules below this depth into boxes (default "
                              f"{DEFAULT_DEPTH}; 'all': every op); one attention is always "
                              f"drawn op by op")
@@ -485,9 +457,10 @@ def _add_drawing_commands(sub):
     run.add_argument("name", choices=["ln-grad", "warmup"], help="which experiment")
     output.add_argument("--out", default="runs/experiments",
                         help="output directory (default runs/experiments)")
-    run.add_argument("--layers", default="2,6,12",
+    run.add_argument("--layers", type=layer_list, default="2,6,12",
                      help="comma-separated depths (default 2,6,12)")
-    run.add_argument("--steps", type=_int_at_least(1), default=None, metavar="N",
+    run.add_argument("--steps", type=int_at_least(1, MAX_EXPERIMENT_STEPS), default=None,
+                     metavar="N",
                      help="training steps per run (default: the experiment's own, warmup 200)")
     x.set_defaults(fn=cmd_experiment)
 

@@ -475,7 +475,7 @@ class SentenceEncoder:
                     e = mean_pool(hidden, mask)                # (b, C)
                     if self.normalize:
                         e = l2_normalize(e)
-                    out[idx] = e.numpy()
+                    out[idx] = e.detach().numpy()
         finally:
             self.model.train(was_training)
         return out

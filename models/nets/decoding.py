@@ -34,7 +34,7 @@ def _next_logprobs(model, memory, src_pad, prefix):
     """log p(y_t | y_<t, x) for the last position of every prefix, recomputing the whole
     prefix: (B, V) numpy. The reference the cached path is tested against."""
     states = model.decode(memory, src_pad, tgx.tensor(prefix), None)     # (B, t, d_model)
-    return model.generator(states[:, -1:, :]).numpy()[:, 0, :]           # (B, V)
+    return model.generator(states[:, -1:, :]).detach().numpy()[:, 0, :]           # (B, V)
 
 
 class _Stepper:
@@ -67,7 +67,7 @@ class _Stepper:
         if not self.cached:
             return _next_logprobs(self.model, self.memory, self.src_pad, prefix)
         fed = self.state.length                                          # positions cached
-        return self.model.decode_step(tgx.tensor(prefix[:, fed:]), self.state).numpy()
+        return self.model.decode_step(tgx.tensor(prefix[:, fed:]), self.state).detach().numpy()
 
 
 # A call of the encoder costs about as much as this many extra source positions (its ops'
@@ -248,4 +248,4 @@ def sample(model, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, 
     with _eval_mode(model):
         out = model.generate(tgx.tensor(np.asarray(idx)), max_new_tokens,
                              temperature=temperature, top_k=top_k, top_p=top_p, eos_id=eos_id)
-    return out.numpy() if isinstance(out, tgx.Tensor) else np.asarray(out)
+    return out.detach().numpy() if isinstance(out, tgx.Tensor) else np.asarray(out)

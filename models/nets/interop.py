@@ -51,6 +51,8 @@ class InteropError(ValueError):
 
 
 def _fail(what, problems):
+    if len(problems) == 1:                  # one problem: one line
+        raise InteropError(f"{what}: {problems[0]}")
     raise InteropError(f"{what}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
 
 
@@ -114,6 +116,10 @@ def save_pretrained(model, directory):
     """Write `config.json` and `model.safetensors` (float32) to `directory`, the layout of
     `GPT2LMHeadModel.save_pretrained`; `from_pretrained` here or in transformers reads it."""
     config = hf_gpt2_config(model.config)
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise InteropError(f"save_pretrained: {os.fspath(directory)!r} is a file, not a "
+                           f"folder: give a folder (it holds config.json and "
+                           f"model.safetensors)")
     state = {k: v.astype(np.float32, copy=False) for k, v in hf_gpt2_state(model).items()}
     os.makedirs(directory, exist_ok=True)
     save_safetensors(os.path.join(directory, WEIGHTS_NAME), state, metadata={"format": "pt"})
@@ -145,7 +151,13 @@ def _config_from_hf(d, problems):
                       ("scale_attn_by_inverse_layer_idx", False), ("add_cross_attention", False)):
         if d.get(key, want) != want:
             problems.append(f"config.json: {key} is {d[key]!r}; only {want!r} is supported")
-    fields["norm_eps"] = float(d.get("layer_norm_epsilon", 1e-5))
+    eps = d.get("layer_norm_epsilon", 1e-5)
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not np.isfinite(eps) \
+            or eps <= 0:
+        problems.append(f"config.json: layer_norm_epsilon must be a finite number > 0, got "
+                        f"{eps!r}")
+    else:
+        fields["norm_eps"] = float(eps)
     if "n_embd" in fields and "n_head" in fields and fields["n_embd"] % fields["n_head"]:
         problems.append(f"config.json: n_embd {fields['n_embd']} is not divisible by n_head "
                         f"{fields['n_head']}")
@@ -153,6 +165,39 @@ def _config_from_hf(d, problems):
     if len(fields) < 7:                                     # a size is missing or invalid
         return None
     return GPTConfig(**fields)
+
+
+def _check_sizes(config, shapes, source, positions, what):
+    """Refuse, before a model is allocated, a config far larger than its weights: one whose
+    parameters would outnumber the weights' values more than twice (n_positions 10**9 beside
+    a table of 1024 rows), naming the sizes the weights' shapes contradict: the position
+    table's rows (`positions`: n_positions / block_size), the vocabulary, the width and the
+    number of blocks. `shapes` maps our tensor names to shapes. A config of about the
+    weights' size goes on to the full check, which lists every problem."""
+    d, L = config.n_embd, config.n_layer
+    wanted = L * (12 * d * d + 13 * d) + (config.vocab_size + config.block_size + 2) * d
+    held = sum(int(np.prod(s)) for s in shapes.values())
+    if wanted <= 2 * held + 2**20:
+        return
+    problems = []
+    wte, wpe = shapes.get("transformer.wte.weight"), shapes.get("transformer.wpe.weight")
+    if wpe is not None and len(wpe) == 2 and wpe[0] != config.block_size:
+        problems.append(f"{source}: {positions} is {config.block_size:_}, but the weights' "
+                        f"position table transformer.wpe.weight has {wpe[0]:_} rows")
+    if wte is not None and len(wte) == 2 and (wte[0], wte[1]) != (config.vocab_size,
+                                                                  config.n_embd):
+        problems.append(f"{source}: vocab_size {config.vocab_size:_} x n_embd "
+                        f"{config.n_embd:_}, but transformer.wte.weight is {wte[0]:_} x "
+                        f"{wte[1]:_}")
+    blocks = {int(m.group(1)) for k in shapes
+              if (m := re.match(r"transformer\.h\.(\d+)\.", k))}
+    if blocks and config.n_layer > max(blocks) + 1:
+        problems.append(f"{source}: n_layer is {config.n_layer:_}, but the weights hold "
+                        f"{max(blocks) + 1} blocks")
+    if not problems:
+        problems.append(f"{source}: the config's sizes make ~{wanted:_} parameters, the "
+                        f"weights hold {held:_} values")
+    _fail(what, problems)
 
 
 def _normalize_hf(arrays):
@@ -216,9 +261,14 @@ def from_pretrained(directory, dtype=np.float32):
         _fail(what, ["config.json does not hold a JSON object"])
     problems = []
     config = _config_from_hf(d, problems)
-    state, origin, head = _normalize_hf(load_safetensors(paths[WEIGHTS_NAME]))
     if config is None:
         _fail(what, problems)
+    # the sizes against the file's own tensors, from its header: a config asking for far more
+    # than the file holds (n_positions 10**9) is refused before anything is allocated
+    shapes = {k if k.startswith("transformer.") else "transformer." + k: tuple(v["shape"])
+              for k, v in read_safetensors_header(paths[WEIGHTS_NAME])[0].items()}
+    _check_sizes(config, shapes, f"{paths[CONFIG_NAME]}", "n_positions", what)
+    state, origin, head = _normalize_hf(load_safetensors(paths[WEIGHTS_NAME]))
     model = GPT(config)
     _check_state(model, state, origin, "file", problems, transpose=True)
     wte = state.get("transformer.wte.weight")
@@ -275,7 +325,14 @@ def from_nanogpt(state, model_args=None, dtype=np.float32):
         if model_args is None:
             meta = read_safetensors_header(state)[1]
             if "model_args" in meta:
-                model_args = json.loads(meta["model_args"])
+                try:
+                    model_args = json.loads(meta["model_args"])
+                except ValueError as e:
+                    _fail(what, [f"the metadata entry model_args is not JSON ({e}): "
+                                 f"{meta['model_args'][:60]!r}"])
+                if not isinstance(model_args, dict):
+                    _fail(what, [f"the metadata entry model_args is not a JSON object: "
+                                 f"{meta['model_args'][:60]!r}"])
         state = load_safetensors(state)
     if not isinstance(state, Mapping):
         raise TypeError(f"{what}: state must be a dict of arrays or a path, got {type(state)}")
@@ -285,6 +342,13 @@ def from_nanogpt(state, model_args=None, dtype=np.float32):
     args = dict(model_args)
     problems = [f"model_args lacks {k!r}" for k in ("n_layer", "n_head", "n_embd", "block_size",
                                                      "vocab_size") if k not in args]
+    for k in ("n_layer", "n_head", "n_embd", "block_size", "vocab_size"):
+        v = args[k]
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            problems.append(f"model_args: {k} must be a positive int, got {v!r}")
+    if not problems and args["n_embd"] % args["n_head"]:
+        problems.append(f"model_args: n_embd {args['n_embd']} is not divisible by n_head "
+                        f"{args['n_head']}")
     if problems:
         _fail(what, problems)
     config = GPTConfig(n_layer=args["n_layer"], n_head=args["n_head"], n_embd=args["n_embd"],
@@ -301,6 +365,8 @@ def from_nanogpt(state, model_args=None, dtype=np.float32):
             head = value
             continue
         clean[name], origin[name] = value, key
+    _check_sizes(config, {k: v.shape for k, v in clean.items()}, "model_args", "block_size",
+                 what)
     model = GPT(config)
     _check_state(model, clean, origin, "state dict", problems)
     wte = clean.get("transformer.wte.weight")

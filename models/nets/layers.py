@@ -201,6 +201,14 @@ class KVCache:
 # sampling
 # ------------------------------------------------------------------------------------------
 
+def _refuse_nonfinite(bad_rows):
+    """Sampling from NaN probabilities gives garbage (torch's sampler refuses them too)."""
+    rows = np.flatnonzero(bad_rows)
+    raise ValueError(f"sampling: the probabilities of row {int(rows[0])} contain NaN or inf "
+                     f"({len(rows)} of {len(bad_rows)} rows): the model's logits are not "
+                     f"finite (are its weights NaN?)")
+
+
 def sample_next(logits, temperature=1.0, top_k=None, top_p=None, rng=None):
     """Draw one token id per row from logits (B, V); returns an int64 array (B,).
 
@@ -209,6 +217,8 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, rng=None):
     (default: tinygradx's global generator, so `tgx.manual_seed` makes sampling repeatable).
     """
     z = np.asarray(logits._data if isinstance(logits, Tensor) else logits, dtype=np.float64)
+    if np.isnan(z).any():                 # argmax and the draw would pick a token regardless
+        _refuse_nonfinite(np.isnan(z).any(axis=-1))
     if temperature == 0:
         return z.argmax(axis=-1).astype(np.int64)
     if temperature < 0:
@@ -230,6 +240,8 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, rng=None):
         np.put_along_axis(keep, order, keep_sorted, axis=-1)
         p = np.where(keep, p, 0.0)
         p /= p.sum(axis=-1, keepdims=True)
+    if not np.isfinite(p).all():          # e.g. logits of +inf, or every one -inf
+        _refuse_nonfinite(~np.isfinite(p).all(axis=-1))
     # inverse-CDF draw: the first index whose cumulative probability exceeds u ~ U[0, 1)
     u = rng.random((p.shape[0], 1))                           # (B, 1)
     ids = (np.cumsum(p, axis=-1) <= u).sum(axis=-1)

@@ -125,8 +125,12 @@ def tsv_task(path: str | os.PathLike | None = None, seed: int = 0, reverse: bool
     # silently runs on nothing.
     n_te = max(int(round(test_frac * n)), int(test_frac > 0 and n >= 3))
     n_va = max(int(round(valid_frac * n)), int(valid_frac > 0 and n >= 3))
-    if n - n_te - n_va < 1:
-        raise ValueError(f"{os.fspath(path)}: only {n} distinct source sentences; too few to split")
+    need = 1 + (valid_frac > 0) + (test_frac > 0)   # one each to train, validate and test on
+    if n - n_te - n_va < 1 or (valid_frac > 0 and n_va < 1) or (test_frac > 0 and n_te < 1):
+        raise ValueError(f"{os.fspath(path)}: too few sentence pairs: {len(raw)} read, {n} "
+                         f"distinct usable source sentence(s) (1..{max_len} words); need at "
+                         f"least {need} to train, validate and "
+                         f"test on")
 
     def gather(part: Sequence[str], cap: int | None) -> list[Pair]:
         pairs = [p for s in part for p in by_source[s]]

@@ -178,6 +178,19 @@ _RULES = {
     "log_interval": (lambda v: v >= 0, "an integer >= 0 (0: only the evaluation lines)"),
 }
 
+# Upper bounds: every size a user can pass has one, so a typo (--grad_accum 100000000) is a
+# one-line error naming the flag and the bound instead of a hang or an allocation that never
+# ends. They are far beyond what a run on a laptop needs; check_memory bounds the bytes of the
+# model and of its activations as well.
+MAX_STEPS = 10**8
+UPPER = {
+    "seed": 2**32 - 1, "n_train": 10**7, "n_layer": 256, "d_model": 2**20, "n_head": 1024,
+    "d_ff": 2**22, "block_size": 65536, "n_kv_head": 1024, "warmup": MAX_STEPS,
+    "batch_size": 65536, "grad_accum": 4096, "max_steps": MAX_STEPS, "eval_interval": MAX_STEPS,
+    "eval_batches": 10000, "eval_examples": 10**6, "save_interval": MAX_STEPS,
+    "health_interval": MAX_STEPS, "log_interval": MAX_STEPS,
+}
+
 # field type -> does v have it (a float field takes an int too; inf and nan pass here, and
 # the field's rule in _RULES names them)
 _KINDS = {
@@ -212,6 +225,9 @@ def validate_config(values: dict, where: str = "") -> None:
             fail(name, f"must be {'a number' if kind == 'float' else 'a ' + kind}, got {v!r}")
         if name in _RULES and not _RULES[name][0](v):
             fail(name, f"must be {_RULES[name][1]}, got {v!r}")
+        if name in UPPER and v > UPPER[name]:
+            fail(name, f"must be at most {UPPER[name]:_} (the upper bound of --{name}), "
+                       f"got {v:_}")
     if "task" in values:
         from tinygradx.models.tasks import TASK_NAMES
         if values["task"] not in TASK_NAMES:
@@ -219,6 +235,10 @@ def validate_config(values: dict, where: str = "") -> None:
     if {"d_model", "n_head"} <= values.keys() and values["d_model"] % values["n_head"]:
         fail("n_head", f"must be a divisor of --d_model {values['d_model']} (d_model must be "
                        f"divisible by n_head), got {values['n_head']}")
+    if values.get("schedule", "cosine") == "cosine" and {"lr", "min_lr"} <= values.keys() \
+            and values["min_lr"] > values["lr"]:
+        fail("min_lr", f"must be at most --lr {values['lr']:g} (the cosine schedule decays "
+                       f"from --lr down to --min_lr), got {values['min_lr']:g}")
     if values.get("schedule") == "noam" and "warmup" in values and values["warmup"] < 1:
         fail("warmup", "must be >= 1 with --schedule noam (its peak is at step warmup), got "
                        f"{values['warmup']}")
@@ -272,10 +292,28 @@ def _gpt_parameters(cfg, v, max_len):
     return cfg.n_layer * (2 * norm + attn + mlp) + v * d + pos + norm * cfg.norm_first
 
 
+def estimate_activations(cfg: "TrainConfig", vocab_sizes, max_len: int) -> int:
+    """Bytes (float32) that one micro-batch's forward keeps for backward, roughly: per layer
+    and position ~12 d_model + 2 d_ff values and 3 attention maps of T keys per head; the
+    logits three times. An encoder-decoder counts its two stacks and three attentions."""
+    d, ff, T, B = cfg.d_model, cfg.d_ff or 4 * cfg.d_model, max_len, cfg.batch_size
+    stacks, attns = (1, 1) if len(vocab_sizes) == 1 else (2, 1.5)
+    per_layer = B * T * (12 * d + 2 * ff) + 3 * attns * B * cfg.n_head * T * T
+    return int(4 * (stacks * cfg.n_layer * per_layer + 3 * B * T * vocab_sizes[-1]))
+
+
 def check_memory(cfg: "TrainConfig", vocab_sizes, max_len: int, where: str = "") -> int:
     """Refuse a model whose parameters and optimizer state would not fit a sane budget."""
     n = estimate_parameters(cfg, vocab_sizes, max_len)
     need = n * BYTES_PER_PARAMETER
+    act = estimate_activations(cfg, vocab_sizes, max_len)
+    if need <= MEMORY_LIMIT < need + act:
+        raise ConfigError(
+            f"{where}one step would hold ~{act / 2**30:.1f} GiB of activations for backward "
+            f"(limit {MEMORY_LIMIT / 2**30:.0f} GiB with the model's ~{need / 2**30:.2f} GiB); "
+            f"lower --batch_size ({cfg.batch_size}; --grad_accum keeps the batch of a step), "
+            f"--block_size ({cfg.block_size}), --d_model ({cfg.d_model}) or --n_layer "
+            f"({cfg.n_layer})")
     if need > MEMORY_LIMIT:
         raise ConfigError(
             f"{where}the model would have ~{n:,} parameters, ~{need / 2**30:.1f} GiB with its "

@@ -56,3 +56,73 @@ def layer_health(named, before, grad_sq):
                     "update_ratio": math.sqrt(upd_sq[layer]) / max(math.sqrt(
                         par_sq[layer]), 1e-12)}
             for layer in par_sq}
+
+
+# ------------------------------------------------------------------------------------------
+# non-finite losses, gradients and weights: training stops, nothing non-finite is saved
+# ------------------------------------------------------------------------------------------
+
+class NonFiniteError(FloatingPointError):
+    """A loss, gradient or weight turned NaN or inf: training stops (the command exits 3) and
+    no checkpoint is written from it; the message names the step, the loss and the largest
+    gradient."""
+
+
+def _worst(named, arrays):
+    """(name, value) of the entry of largest magnitude over (name, array) pairs, NaN counting
+    as the largest and inf next; None when there is no entry."""
+    best, best_key = None, None
+    for name, a in arrays(named):
+        if a.size == 0:
+            continue
+        if np.isnan(a).any():
+            value, key = float("nan"), (2, 0.0)
+        else:
+            value = float(np.abs(a).max())
+            key = (1, 0.0) if math.isinf(value) else (0, value)
+        if best_key is None or key > best_key:
+            best, best_key = (name, value), key
+    return best
+
+
+def largest_gradient(named):
+    """(parameter name, largest |gradient| entry) of (name, Parameter) pairs (NaN first)."""
+    return _worst(named, lambda ps: ((n, p.grad._data) for n, p in ps if p.grad is not None))
+
+
+def grads_finite(named):
+    """Whether every gradient entry is finite (one float64 dot per parameter)."""
+    return all(math.isfinite(sq_norm(p.grad._data)) for _, p in named if p.grad is not None)
+
+
+def check_step_finite(step, loss, named, kept):
+    """Raise NonFiniteError before the update of `step` when its loss or a gradient is NaN or
+    inf. `kept` says which checkpoint stays (one line; it goes into the message)."""
+    if math.isfinite(loss) and grads_finite(named):
+        return
+    worst = largest_gradient(named)
+    grad = "no gradient" if worst is None else f"largest gradient {worst[1]:.4g} in {worst[0]}"
+    what = "loss" if not math.isfinite(loss) else "gradient"
+    raise NonFiniteError(f"step {step}: non-finite {what} (loss {loss:.4g}, {grad}); training "
+                         f"stopped before this step's update; {kept}")
+
+
+def check_weights_finite(step, val_loss, named, kept):
+    """Raise NonFiniteError when the validation loss after `step` is NaN or inf: the update
+    made the weights unusable (overflowing, if not yet inf), so nothing of it is saved."""
+    if math.isfinite(val_loss):
+        return
+    worst = _worst(named, lambda ps: ((n, p._data) for n, p in ps))
+    weight = "" if worst is None else f", largest weight {worst[1]:.4g} in {worst[0]}"
+    raise NonFiniteError(f"step {step}: non-finite validation loss (loss {val_loss:.4g}"
+                         f"{weight}); training stopped before saving this step; {kept}")
+
+
+def first_nonfinite(arrays):
+    """(name, entries that are NaN or inf, size) of the first such array of a {name: array}
+    dict, else None."""
+    for name, a in arrays.items():
+        a = np.asarray(a)
+        if a.dtype.kind == "f" and not math.isfinite(sq_norm(a)):
+            return name, int((~np.isfinite(a)).sum()), a.size
+    return None

@@ -20,15 +20,13 @@ The config, run-directory and checkpoint names are importable from here as befor
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import math
 import os
 import signal
-import threading
-import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -48,8 +46,13 @@ from tinygradx.models.training.config import (BYTES_PER_PARAMETER, MEMORY_LIMIT,
                                               check_memory, config_from_args, default_out_dir,
                                               estimate_parameters, gpt_switches, is_finite,
                                               validate_config)
-from tinygradx.models.training.health import grad_sq_per_layer, layer_health, layer_of
-from tinygradx.models.training.rundir import (RunDirError, check_run_dir, claim_run_dir,
+from tinygradx.models.training.health import (NonFiniteError, check_step_finite,
+                                               check_weights_finite,
+                                               first_nonfinite, grad_sq_per_layer,
+                                               layer_health, layer_of)
+from tinygradx.models.training.progress import Progress, ctrl_c_after, fmt_eval
+from tinygradx.models.training.rundir import (RunDirError, RunDirLockedError, RunLock,
+                                              check_run_dir, claim_run_dir,
                                               read_metrics, remove_stale_temp_files,
                                               truncate_metrics)
 
@@ -57,14 +60,19 @@ from tinygradx.models.training.rundir import (RunDirError, check_run_dir, claim_
 __all__ = ["Trainer", "TrainConfig", "TASK_DEFAULTS", "RESUMABLE", "ConfigError",
            "validate_config", "default_out_dir", "config_from_args", "estimate_parameters",
            "check_memory", "BYTES_PER_PARAMETER", "MEMORY_LIMIT", "CheckpointSaveError",
-           "RunDirError", "check_run_dir", "claim_run_dir", "remove_stale_temp_files",
-           "read_metrics", "truncate_metrics", "layer_of"]
+           "RunDirError", "RunDirLockedError", "RunLock", "check_run_dir", "claim_run_dir",
+           "remove_stale_temp_files",
+           "read_metrics", "truncate_metrics", "layer_of", "NonFiniteError"]
 _flatten = flatten      # the name tests/test_train.py has always imported
 
 
 # ------------------------------------------------------------------------------------------
 # the trainer
 # ------------------------------------------------------------------------------------------
+
+class UnknownTokenWarning(UserWarning):
+    """Trainer.translate met source tokens outside the task's vocabulary (read as <unk>)."""
+
 
 class Trainer:
     """Builds the task, model, optimizer and schedule from a TrainConfig and runs them."""
@@ -92,6 +100,7 @@ class Trainer:
         self.last_health = None        # per-layer gradient norms / update ratios of the last step
         self.last_flops = 0            # GEMM FLOPs of the last step, forward and backward
         self._stop = False
+        self.stopped_by = None         # the signal that stopped train() (SIGINT or SIGTERM)
 
     # -- construction ----------------------------------------------------------------------
     def _make_task(self):
@@ -264,9 +273,11 @@ class Trainer:
             (loss * (n / total)).backward()
             loss_value += loss.item() * n / total
             ntok += n
+        # a NaN/inf loss or gradient stops here, before the update spoils the weights
+        named = list(self.model.named_parameters())
+        check_step_finite(self.step + 1, loss_value, named, self._kept_checkpoint())
         health = cfg.health_interval and (self.step + 1) % cfg.health_interval == 0
         if health:
-            named = list(self.model.named_parameters())
             grad_sq = grad_sq_per_layer(named)
             before = [p._data.copy() for _, p in named]
         norm = float(optim.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)) \
@@ -315,10 +326,17 @@ class Trainer:
         out = []
         src_vocab, tgt_vocab = self.task.src_vocab, self.task.tgt_vocab
         max_len = self.task.max_lengths()[1] + 2
+        tokens = [s if isinstance(s, (list, tuple)) else self.task.tokenize_src(s)
+                  for s in sentences]
+        unknown = sorted({t for toks in tokens for t in toks if t not in src_vocab})
+        if unknown:                          # they become <unk>: say so, never silently
+            warnings.warn(f"translate: {len(unknown)} source token(s) outside the vocabulary "
+                          f"of task {self.cfg.task} are read as <unk>: "
+                          f"{', '.join(map(repr, unknown[:10]))}"
+                          f"{' ...' if len(unknown) > 10 else ''}", UnknownTokenWarning,
+                          stacklevel=2)
         for start in range(0, len(sentences), batch):
-            chunk = sentences[start:start + batch]
-            ids = [src_vocab.encode(s if isinstance(s, (list, tuple))
-                                    else self.task.tokenize_src(s)) for s in chunk]
+            ids = [src_vocab.encode(t) for t in tokens[start:start + batch]]
             b = pad_batch([(i or [PAD], [EOS]) for i in ids])
             if beam_size == 1:
                 res = decoding.greedy_decode(self.model, b.src, b.src_key_padding, max_len,
@@ -347,14 +365,28 @@ class Trainer:
         """
         cfg = self.cfg
         end = cfg.max_steps if steps is None else self.step + steps
-        self._claim()
+        lock = RunLock(cfg.out_dir, log=self.log)      # one process per run directory
+        try:
+            self._claim()
+            return self._train_until(end)
+        finally:
+            lock.release()
+
+    def _train_until(self, end):
+        cfg = self.cfg
         log_path = os.path.join(cfg.out_dir, "metrics.jsonl")
-        bar = _progress(end, self.step, cfg.progress, cfg.log_interval)
+        bar = Progress(end, self.step, cfg.progress, cfg.log_interval)
         previous = signal.getsignal(signal.SIGINT)
         signal.signal(signal.SIGINT, self._on_sigint)
+        # SIGTERM (kill, a scheduler's stop) ends the run as Ctrl-C does: finish the step, save,
+        # release the run directory
+        previous_term = signal.signal(signal.SIGTERM, self._on_sigint)
         t0, tokens = time.perf_counter(), 0
         try:
-            with open(log_path, "a", encoding="utf-8") as logf:
+            # numpy's overflow warnings are noise here: a NaN/inf loss, gradient or validation
+            # loss stops the run with one line naming it (NonFiniteError)
+            with open(log_path, "a", encoding="utf-8") as logf, \
+                    np.errstate(over="ignore", invalid="ignore", divide="ignore"):
                 while self.step < end and not self._stop:
                     started = time.perf_counter()
                     loss, ntok, lr, norm = self.train_step()
@@ -372,10 +404,13 @@ class Trainer:
                     evaluate = self.step % cfg.eval_interval == 0 or self.step == end
                     if evaluate:
                         ev = self.evaluate("valid")
+                        check_weights_finite(self.step, ev["loss"],
+                                             list(self.model.named_parameters()),
+                                             self._kept_checkpoint())
                         row["val_loss"] = ev["loss"]
                         if "exact_match" in ev:
                             row["val_exact_match"] = ev["exact_match"]
-                        bar.write(_fmt_eval(row))
+                        bar.write(fmt_eval(row))
                     self.metrics.append(row)
                     # the row goes to disk before the checkpoint of its step: a kill between
                     # the two leaves a row past the checkpoint, which a resume drops
@@ -391,10 +426,12 @@ class Trainer:
                         self.save()
         finally:
             signal.signal(signal.SIGINT, previous)
+            signal.signal(signal.SIGTERM, previous_term)
             bar.close()
         if self._stop:
             path = self.save()
-            self.log(f"interrupted at step {self.step}: checkpoint saved to {path}")
+            how = "terminated" if self.stopped_by == signal.SIGTERM else "interrupted"
+            self.log(f"{how} at step {self.step}: checkpoint saved to {path}")
             return False
         return True
 
@@ -410,6 +447,7 @@ class Trainer:
     def _on_sigint(self, signum, frame):
         if self._stop:                 # a second Ctrl-C: stop at once
             raise KeyboardInterrupt
+        self.stopped_by = signum
         self._stop = True              # finish the current step, then save and leave
 
     # -- checkpoints -----------------------------------------------------------------------
@@ -419,6 +457,13 @@ class Trainer:
     def best_path(self):
         return os.path.join(self.cfg.out_dir, "best.npz")
 
+    def _kept_checkpoint(self, path=None):
+        """Which checkpoint a stop for non-finite values leaves as it was (one clause)."""
+        path = path or self.checkpoint_path()
+        if not self._owns_dir or not os.path.exists(path):
+            return "no checkpoint was written"
+        return f"the last good checkpoint {path} is kept"
+
     def save(self, path=None):
         """Model, optimizer, schedule step, both RNG states, config and vocabulary, atomically.
 
@@ -427,6 +472,12 @@ class Trainer:
         """
         path = path or self.checkpoint_path()
         arrays = {f"model/{k}": v.numpy() for k, v in self.model.state_dict().items()}
+        bad = first_nonfinite(arrays)
+        if bad:                                   # never over a good checkpoint
+            raise NonFiniteError(
+                f"step {self.step}: checkpoint not saved: {path}: the weights hold NaN or inf "
+                f"({bad[0][len('model/'):]}: {bad[1]} of {bad[2]} entries); "
+                f"{self._kept_checkpoint(path)}")
         opt_meta = flatten(self.optimizer.state_dict(), "optim", arrays)
         meta = {"config": dataclasses.asdict(self.cfg), "step": self.step,
                 "scheduler": self.scheduler.state_dict(), "optimizer": opt_meta,
@@ -434,7 +485,7 @@ class Trainer:
                 "vocab": self._vocab_meta(), "best_val": self.best_val}
         if not self.lm:               # the decoding length and PE rows, without the data
             meta["max_lengths"] = [int(n) for n in self.task.max_lengths()]
-        with _ctrl_c_after():
+        with ctrl_c_after():
             return write_checkpoint(path, arrays, meta)
 
     def _vocab_meta(self):
@@ -443,9 +494,11 @@ class Trainer:
         return {"src": self.task.src_vocab.to_list(), "tgt": self.task.tgt_vocab.to_list()}
 
     @classmethod
-    def from_checkpoint(cls, path, log=print, overwrite=False, need_data=True, **overrides):
+    def from_checkpoint(cls, path, log=print, overwrite=False, need_data=True,
+                        allow_nonfinite=False, **overrides):
         """Rebuild a trainer from a checkpoint; its config wins.
 
+        A checkpoint whose weights hold NaN or inf is refused unless `allow_nonfinite`.
         `need_data=False` (decoding only): a chars or tsv checkpoint whose data file is gone
         still loads, from the vocabularies (and, tsv, the longest lengths) it carries. A data
         file that is there is always checked against that vocabulary (an edited file is an
@@ -457,6 +510,12 @@ class Trainer:
         """
         validate_config(overrides)
         arrays, meta, values = read_checkpoint(path, overrides)
+        bad = first_nonfinite({k: v for k, v in arrays.items() if k.startswith("model/")})
+        if bad and not allow_nonfinite:           # a diverged run's weights decode garbage
+            raise io.CheckpointError(
+                f"checkpoint {path}: the weights hold NaN or inf ({bad[0][len('model/'):]}: "
+                f"{bad[1]} of {bad[2]} entries); load an earlier checkpoint, or pass "
+                f"--allow_nonfinite (allow_nonfinite=True) to load it anyway")
         where = f"checkpoint {path}: "
         cfg = TrainConfig(**values)
         vocab = meta["vocab"] if isinstance(meta["vocab"], dict) else {}
@@ -487,82 +546,3 @@ class Trainer:
         self.step = int(meta["step"])
         best = meta.get("best_val")
         self.best_val = best if is_finite(best) else None
-
-
-class _progress:
-    """Progress of a run: when stderr is a terminal, a tqdm bar there (loss, lr, tokens/s);
-    elsewhere (a pipe, a file, CI's log) no carriage-return frames but one plain line every
-    `every` steps on stdout, flushed, in order with the evaluation lines."""
-
-    def __init__(self, total, initial, enabled, every=0):
-        self.bar, self.total, self.every = None, total, every if enabled else 0
-        self.step = initial
-        if enabled and _is_terminal(sys.stderr):
-            try:
-                from tqdm import tqdm
-                self.bar = tqdm(total=total, initial=initial, unit="step", dynamic_ncols=True,
-                                file=sys.stderr)
-                self.every = 0
-            except ImportError:
-                pass
-
-    def update(self, loss, lr, rate):
-        self.step += 1
-        if self.bar is not None:
-            self.bar.set_postfix(loss=f"{loss:.4f}", lr=f"{lr:.2e}", tok_s=f"{rate:,.0f}",
-                                 refresh=False)
-            self.bar.update(1)
-        elif self.every and self.step % self.every == 0:
-            print(f"step {self.step}/{self.total} | loss {loss:.4f} | lr {lr:.2e} | "
-                  f"{rate:,.0f} tok/s", flush=True)
-
-    def write(self, text):
-        if self.bar is not None:
-            self.bar.write(text)
-        else:
-            print(text, flush=True)
-
-    def close(self):
-        if self.bar is not None:
-            self.bar.close()
-
-
-def _is_terminal(stream):
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):         # no isatty, or a closed file
-        return False
-
-
-def _fmt_eval(row):
-    parts = [f"step {row['step']}", f"train loss {row['loss']:.4f}",
-             f"val loss {row['val_loss']:.4f}"]
-    if "val_exact_match" in row:
-        parts.append(f"val exact match {100 * row['val_exact_match']:.1f}%")
-    if "flops" in row:
-        parts.append(f"{row['flops'] / 1e9:.3f} GFLOP/step, {row['flop_per_s'] / 1e9:.1f} "
-                     f"GFLOP/s, MFU {row['mfu']:.0%}")
-    return " | ".join(parts)
-
-
-@contextlib.contextmanager
-def _ctrl_c_after():
-    """Hold a Ctrl-C that arrives during the block until the block is done, then hand it to the
-    handler that was in place (the Trainer's: stop after this step; or Python's: raise
-    KeyboardInterrupt). A save is never cut in the middle (numpy's zip writer turns an
-    interrupt into a "seek of closed file" error): the checkpoint on disk is the old one or
-    the complete new one."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(frame))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    for frame in caught:
-        if callable(previous):
-            previous(signal.SIGINT, frame)
-        elif previous != signal.SIG_IGN:
-            raise KeyboardInterrupt
