@@ -20,9 +20,11 @@ for any model built from tinygradx ops; the models' `record_attn` flags are the 
 from __future__ import annotations
 
 import csv
+import logging
 import math
 import os
 import re
+import warnings
 
 import numpy as np
 
@@ -56,10 +58,54 @@ def figure_class():
     return Figure
 
 
-def save_figure(fig, path):
-    fig.tight_layout()                     # keep tick labels of neighbouring panels apart
-    fig.savefig(path, dpi=100, bbox_inches="tight")
+def save_figure(fig, path, lang="en"):
+    """Write `fig` as a PNG; lang="zh" first gives its text a CJK font (`cjk_text`)."""
+    # a CJK face of weight 500 (WenQuanYi) makes matplotlib log that it has no "normal" one
+    log = logging.getLogger("matplotlib.font_manager")
+    quiet = lambda record: "find font weight" not in record.getMessage()   # noqa: E731
+    log.addFilter(quiet)
+    try:
+        if lang == "zh":
+            cjk_text(fig)
+        fig.tight_layout()                 # keep tick labels of neighbouring panels apart
+        fig.savefig(path, dpi=100, bbox_inches="tight")
+    finally:
+        log.removeFilter(quiet)
     return path
+
+
+def cjk_text(fig):
+    """Draw every text of `fig` in DejaVu Sans (matplotlib's own) falling back, glyph by glyph,
+    to the best CJK font installed (`renderer.cjk_fonts`), so Chinese labels are not boxes.
+
+    Set on the figure's texts, not in rcParams, so no global setting changes. The font file
+    is added to matplotlib's font list, whose cache may predate the font's installation. With
+    no CJK font this warns (renderer.FontWarning) once, with the package to install."""
+    from matplotlib import font_manager
+    from matplotlib.text import Text
+
+    from tinygradx import renderer
+    families = renderer.cjk_fonts()
+    if not families:
+        warnings.warn(renderer.cjk_note("matplotlib", "png", "中"), renderer.FontWarning,
+                      stacklevel=3)
+        return fig
+    path = renderer.cjk_font_file(families[0])
+    font_manager.fontManager.addfont(path)
+    name = font_manager.FontProperties(fname=path).get_name()
+    for draw in (True, False):
+        for text in fig.findobj(Text):
+            text.set_fontfamily(["DejaVu Sans", name])
+        if draw:
+            fig.draw_without_rendering()   # make the tick labels a draw makes, then set theirs
+    return fig
+
+
+def words(table, lang):
+    """A lookup of a picture's labels: the text itself in English, `table`'s entry in zh."""
+    if lang not in ("en", "zh"):
+        raise ValueError(f"lang must be 'en' or 'zh', got {lang!r}")
+    return (lambda text: table.get(text, text)) if lang == "zh" else (lambda text: text)
 
 
 def ensure_dir(out_dir):
