@@ -238,9 +238,9 @@ def test_masks_and_label_smoothing_png(tmp_path):
 
 def _drawn_texts(monkeypatch, fn, *args, **kwargs):
     """The texts of the figures `fn` saves, and the lang each was saved with (not written)."""
-    from tinygradx.models.apps import formula_pictures
+    import sys
     saved = []
-    monkeypatch.setattr(formula_pictures, "save_figure",
+    monkeypatch.setattr(sys.modules[fn.__module__], "save_figure",
                         lambda fig, path, lang="en": saved.append((fig, lang)))
     fn(*args, **kwargs)
     from matplotlib.text import Text
@@ -294,3 +294,16 @@ def test_without_a_cjk_font_zh_pictures_say_which_package_to_install(tmp_path, m
     monkeypatch.setattr(renderer, "cjk_fonts", lambda: ())
     with pytest.warns(renderer.FontWarning, match="fonts-noto-cjk"):
         pictures.save_figure(_one_line_figure("x"), str(tmp_path / "x.png"), lang="zh")
+
+
+@pytest.mark.skipif(not HAVE_MPL, reason="matplotlib not installed")
+def test_pe_and_schedule_pictures_write_their_labels_in_chinese(tmp_path, monkeypatch):
+    [(zh, lang)] = _drawn_texts(monkeypatch, pictures.positional_encoding, 8, 4, str(tmp_path),
+                                lang="zh")
+    assert lang == "zh" and {"位置", "正弦位置编码 PE，max_len=8，d_model=4"} <= set(zh)
+    [(en, lang)] = _drawn_texts(monkeypatch, pictures.positional_encoding, 8, 4, str(tmp_path))
+    assert lang == "en" and "sinusoidal PE, max_len=8, d_model=4" in en
+    [(zh, _)] = _drawn_texts(monkeypatch, pictures.lr_schedule,
+                             {"常数": TrainConfig(schedule="constant", max_steps=5)},
+                             out_dir=str(tmp_path), lang="zh")
+    assert {"学习率调度", "学习率", "步数", "常数"} <= set(zh)

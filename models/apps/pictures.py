@@ -344,10 +344,22 @@ def write_matrix_csv(M, header, path, index_name):
     return path
 
 
-def positional_encoding(max_len=50, d_model=64, out_dir="pictures"):
+# the words of the PE and schedule pictures in Chinese (lang="zh")
+ZH = {
+    "dimension (even: sin, odd: cos; the wavelength grows with the index)":
+        "维度（偶数列 sin，奇数列 cos；波长随序号增长）",
+    "position": "位置", "sinusoidal PE, max_len={max_len}, d_model={d_model}":
+        "正弦位置编码 PE，max_len={max_len}，d_model={d_model}",
+    "step": "步数", "learning rate": "学习率", "learning-rate schedule": "学习率调度",
+}
+
+
+def positional_encoding(max_len=50, d_model=64, out_dir="pictures", lang="en"):
     """The sinusoidal table PE (max_len, d_model) of the encoder-decoder, as a heatmap
-    (positions down, dimensions across) and a CSV matrix (one row per position)."""
+    (positions down, dimensions across) and a CSV matrix (one row per position); lang="zh"
+    labels the picture in Chinese."""
     from tinygradx.models.nets.transformer import sinusoidal_table
+    tr = words(ZH, lang)
     pe = sinusoidal_table(max_len, d_model)                      # (max_len, d_model)
     out_dir = ensure_dir(out_dir)
     write_matrix_csv(pe, [f"dim{j}" for j in range(d_model)],
@@ -357,11 +369,12 @@ def positional_encoding(max_len=50, d_model=64, out_dir="pictures"):
         fig = Figure(figsize=(8, 4.5))
         ax = fig.subplots()
         im = ax.imshow(pe, cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
-        ax.set_xlabel("dimension (even: sin, odd: cos; the wavelength grows with the index)")
-        ax.set_ylabel("position")
-        ax.set_title(f"sinusoidal PE, max_len={max_len}, d_model={d_model}")
+        ax.set_xlabel(tr("dimension (even: sin, odd: cos; the wavelength grows with the index)"))
+        ax.set_ylabel(tr("position"))
+        ax.set_title(tr("sinusoidal PE, max_len={max_len}, d_model={d_model}").format(
+            max_len=max_len, d_model=d_model))
         fig.colorbar(im, ax=ax)
-        save_figure(fig, os.path.join(out_dir, "positional_encoding.png"))
+        save_figure(fig, os.path.join(out_dir, "positional_encoding.png"), lang)
     return pe
 
 
@@ -373,12 +386,14 @@ class _ScheduleOf:
         self.cfg = cfg
 
 
-def lr_schedule(configs, steps=None, out_dir="pictures", name="lr_schedule"):
+def lr_schedule(configs, steps=None, out_dir="pictures", name="lr_schedule", lang="en"):
     """The learning rate at every step of one TrainConfig or of {label: TrainConfig}.
 
     Returns {label: lr array (steps,)}; steps defaults to each config's max_steps. The CSV has
-    one column per config.
+    one column per config. lang="zh" labels the axes and title in Chinese (the legend is the
+    labels given).
     """
+    tr = words(ZH, lang)
     from tinygradx.models.training.trainer import Trainer, TrainConfig
     if isinstance(configs, TrainConfig):
         configs = {configs.schedule: configs}
@@ -400,11 +415,11 @@ def lr_schedule(configs, steps=None, out_dir="pictures", name="lr_schedule"):
         ax = fig.subplots()
         for label, v in curves.items():
             ax.plot(np.arange(len(v)), v, label=label)
-        ax.set_xlabel("step")
-        ax.set_ylabel("learning rate")
+        ax.set_xlabel(tr("step"))
+        ax.set_ylabel(tr("learning rate"))
         ax.legend()
-        ax.set_title("learning-rate schedule")
-        save_figure(fig, os.path.join(out_dir, name + ".png"))
+        ax.set_title(tr("learning-rate schedule"))
+        save_figure(fig, os.path.join(out_dir, name + ".png"), lang)
     return curves
 
 
