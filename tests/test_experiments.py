@@ -124,3 +124,41 @@ def test_warmup_outputs(tmp_path, monkeypatch):
         rows = list(csv.reader(f))
     assert rows[0] == ["step", "post_warmup0", "post_warmup2", "pre_warmup0", "pre_warmup2"]
     assert rows[3][1] == ""                                  # the NaN step is left empty
+
+
+def _saved_texts(monkeypatch):
+    """Collects (texts, lang) of each figure pictures.save_figure is given, writing nothing."""
+    from matplotlib.text import Text
+    saved = []
+
+    def save(fig, path, lang="en"):
+        saved.append((sorted({t.get_text() for t in fig.findobj(Text) if t.get_text()}), lang))
+        return path
+    monkeypatch.setattr(pictures, "save_figure", save)
+    return saved
+
+
+@pytest.mark.skipif(not pictures.have_matplotlib(), reason="matplotlib not installed")
+def test_experiment_pictures_write_their_labels_in_chinese(tmp_path, monkeypatch, small):
+    saved = _saved_texts(monkeypatch)
+    E.plot_ln_grad(small, str(tmp_path / "a.png"), lang="zh")
+    E.plot_score_scale_grads(E.score_scale_grads(d_k=16, n_keys=4, n_queries=20),
+                             str(tmp_path / "b.png"), d_k=16, lang="zh")
+    curves = {("post", 0): np.array([3.0, 2.5]), ("post", 2): np.array([3.0, 2.0]),
+              ("pre", 0): np.array([3.0, 1.9]), ("pre", 2): np.array([3.0, 2.1])}
+    E.write_warmup(curves, str(tmp_path), lr=1e-2, lang="zh")
+    E.plot_ln_grad(small, str(tmp_path / "c.png"))
+    (ln, ln_lang), (score, _), (warm, _), (ln_en, en_lang) = saved
+    assert ln_lang == "zh" and en_lang == "en"
+    assert {"层数 L", "最后一层与深度", "Post-LN：初始化时的 W_2"} <= set(ln)
+    assert "last layer vs depth" in ln_en and "last layer vs depth" not in ln
+    assert {"Query 个数", "到达 Query 的梯度，d_k = 16，20 个 Query"} <= set(score)
+    assert {"Post-LN, 无 warm-up", "Adam，lr=0.01：Post-LN 需要 warm-up"} <= set(warm)
+
+
+def test_experiment_cli_takes_lang(monkeypatch):
+    from tinygradx.models.apps import cli
+    seen = {}
+    monkeypatch.setattr(E, "main", lambda name, out, **kw: seen.update(kw) or 0)
+    assert cli.main(["experiment", "ln-grad", "--out", "unused", "--lang", "zh"]) == 0
+    assert seen["lang"] == "zh"

@@ -230,3 +230,80 @@ def test_masks_and_label_smoothing_png(tmp_path):
     formula_pictures.label_smoothing(4, 1, (0.0, 0.2), str(tmp_path))
     for name in ("masks.png", "label_smoothing.png"):
         assert os.path.getsize(tmp_path / name) > 1000
+
+
+# ------------------------------------------------------------------------------------------
+# Chinese labels (lang="zh") and their font
+# ------------------------------------------------------------------------------------------
+
+def _drawn_texts(monkeypatch, fn, *args, **kwargs):
+    """The texts of the figures `fn` saves, and the lang each was saved with (not written)."""
+    import sys
+    saved = []
+    monkeypatch.setattr(sys.modules[fn.__module__], "save_figure",
+                        lambda fig, path, lang="en": saved.append((fig, lang)))
+    fn(*args, **kwargs)
+    from matplotlib.text import Text
+    return [(sorted({t.get_text() for t in fig.findobj(Text) if t.get_text()}), lang)
+            for fig, lang in saved]
+
+
+@pytest.mark.skipif(not HAVE_MPL, reason="matplotlib not installed")
+def test_formula_pictures_write_their_labels_in_chinese(tmp_path, monkeypatch):
+    from tinygradx.models.apps import formula_pictures as fp
+    [(zh, lang)] = _drawn_texts(monkeypatch, fp.masks, (4, 2), str(tmp_path), lang="zh")
+    assert lang == "zh" and "注意力掩码（深色：可以关注）" in zh and "键" in zh
+    assert "解码器，长度 4" in zh and not any("attention masks" in t for t in zh)
+    [(en, lang)] = _drawn_texts(monkeypatch, fp.masks, (4, 2), str(tmp_path))
+    assert lang == "en" and "attention masks (dark: may attend)" in en
+    [(zh, _)] = _drawn_texts(monkeypatch, fp.label_smoothing, 4, 1, (0.0, 0.2), str(tmp_path),
+                             lang="zh")
+    assert {"平滑后的目标分布", "类别（目标：1）", "交叉熵"} <= set(zh)
+    with pytest.raises(ValueError, match="lang must be 'en' or 'zh'"):
+        fp.masks((4, 2), str(tmp_path), lang="fr")
+
+
+def _ink_rows(path):
+    from matplotlib.image import imread
+    a = imread(path)
+    return int((a[..., :3].mean(-1) < 0.5).any(axis=1).sum())
+
+
+def _one_line_figure(text):
+    fig = pictures.figure_class()(figsize=(3, 1))
+    fig.text(0.1, 0.4, text, fontsize=28)
+    return fig
+
+
+@pytest.mark.skipif(not HAVE_MPL, reason="matplotlib not installed")
+def test_chinese_labels_are_drawn_with_a_cjk_font(tmp_path):
+    from tinygradx import renderer
+    if not renderer.cjk_fonts():
+        pytest.skip("no CJK font installed (fonts-noto-cjk)")
+    # 一 is one horizontal stroke: drawn, it inks a few rows; DejaVu Sans's missing-glyph box
+    # inks the whole line height
+    zh = pictures.save_figure(_one_line_figure("一一一"), str(tmp_path / "zh.png"), lang="zh")
+    with pytest.warns(UserWarning, match="missing from font"):
+        en = pictures.save_figure(_one_line_figure("一一一"), str(tmp_path / "en.png"))
+    assert _ink_rows(zh) <= 6 < _ink_rows(en)
+
+
+@pytest.mark.skipif(not HAVE_MPL, reason="matplotlib not installed")
+def test_without_a_cjk_font_zh_pictures_say_which_package_to_install(tmp_path, monkeypatch):
+    from tinygradx import renderer
+    monkeypatch.setattr(renderer, "cjk_fonts", lambda: ())
+    with pytest.warns(renderer.FontWarning, match="fonts-noto-cjk"):
+        pictures.save_figure(_one_line_figure("x"), str(tmp_path / "x.png"), lang="zh")
+
+
+@pytest.mark.skipif(not HAVE_MPL, reason="matplotlib not installed")
+def test_pe_and_schedule_pictures_write_their_labels_in_chinese(tmp_path, monkeypatch):
+    [(zh, lang)] = _drawn_texts(monkeypatch, pictures.positional_encoding, 8, 4, str(tmp_path),
+                                lang="zh")
+    assert lang == "zh" and {"位置", "正弦位置编码 PE，max_len=8，d_model=4"} <= set(zh)
+    [(en, lang)] = _drawn_texts(monkeypatch, pictures.positional_encoding, 8, 4, str(tmp_path))
+    assert lang == "en" and "sinusoidal PE, max_len=8, d_model=4" in en
+    [(zh, _)] = _drawn_texts(monkeypatch, pictures.lr_schedule,
+                             {"常数": TrainConfig(schedule="constant", max_steps=5)},
+                             out_dir=str(tmp_path), lang="zh")
+    assert {"学习率调度", "学习率", "步数", "常数"} <= set(zh)

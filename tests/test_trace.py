@@ -261,3 +261,42 @@ def test_fused_llama_attention_is_one_row_after_rope_and_the_head_repeat():
     assert "RoPE(K) = K·cos(mθ) + rotate_half(K)·sin(mθ)  (rotary position embedding)" in rows
     att = rows["head_i = softmax(QKᵀ/√d_k + M)·V"]
     assert att.op == "attention" and att.in_shapes[1] == (1, 4, 3, 4)
+
+
+def _cells(text):
+    """Terminal cells, counted here independently of the trace module: a wide or fullwidth
+    character takes two, a combining mark none."""
+    import unicodedata
+    return sum(0 if unicodedata.combining(c) else
+               2 if unicodedata.east_asian_width(c) in ("W", "F") else 1 for c in text)
+
+
+def _column_starts(line):
+    """The display columns at which a table line's cells start (after a run of 2+ spaces)."""
+    import re
+    return [_cells(line[:m.end()]) for m in re.finditer(r"\S\s{2,}(?=\S)", line)]
+
+
+@pytest.mark.parametrize("args", [["--lang", "zh"], ["--lang", "zh", "--model", "transformer"],
+                                  ["--lang", "zh", "--llama"], ["--model", "attention"]])
+def test_text_table_columns_line_up_in_display_cells(args, capsys):
+    from tinygradx.models.apps import cli
+    assert cli.main(["trace", *args]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("#"))
+    starts = _column_starts(lines[head])
+    assert len(starts) == 4                      # module, op, formula, shapes after "#"
+    zh = args[:2] == ["--lang", "zh"]
+    assert any(_cells(line) > len(line) for line in lines) == zh   # wide characters are in it
+    for line in lines[head + 1:]:
+        # each header column start is where a cell of this row starts, counted in cells
+        assert set(starts) <= set(_column_starts(line)) | {0}, line
+
+
+def test_width_counts_wide_fullwidth_and_combining_characters():
+    from tinygradx.trace import _ljust, _width
+    assert _width("层归一化") == 8 and _width("：") == 2 and _width("한국") == 4
+    assert _width("ｶﾀ") == 2                   # halfwidth katakana: one cell each
+    assert _width("e\u0301") == 1              # e + combining acute accent
+    assert _width("·→√ᵀ") == 4
+    assert _cells(_ljust("掩码", 6)) == 6

@@ -18,6 +18,7 @@ paper's W (in, out), the transpose of the stored (out, in) array.
 """
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 
 from .autograd import observe
@@ -145,9 +146,12 @@ class Trace:
 
 
 def _width(text):
-    """Columns a string takes in a terminal: CJK characters take two."""
-    return sum(2 if "\u2e80" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef" else 1
-               for ch in text)
+    """Cells a string takes in a terminal: East Asian Wide and Fullwidth characters (CJK
+    ideographs, kana, Hangul, fullwidth punctuation such as '：') take two, combining marks none
+    (they sit on the character before). Ambiguous ones (·, →, √, Greek) take one, as in
+    terminals outside East Asian locales."""
+    return sum(0 if unicodedata.combining(ch) else
+               2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
 
 
 def _ljust(text, width):

@@ -37,6 +37,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import warnings
 
 import numpy as np
 
@@ -47,7 +48,8 @@ from .dotstyle import legend as draw_legend
 from .graph import (Graph as _G, backward_frame, backward_title, edge_grads, forward_path,
                     has_grads, leaf_kind, residual_indices, residual_path, residual_summary,
                     walk, within)
-from .renderer import RendererNotFound, find_renderer, renderer_for, run_renderer
+from .renderer import (FontWarning, RendererNotFound, cjk_note, dot_fontname, find_renderer,
+                       renderer_for, run_renderer)
 from .tensor import Tensor
 
 __all__ = ["to_dot", "to_dot_source", "residual_path", "residual_summary", "render",
@@ -210,8 +212,9 @@ def to_dot(tensor, params=None, show_saved=False, grads="auto", depth=None, high
     drawing = _Drawing(g, params, depth, node_norm, _highlight_plan(g, highlight), flow, lang,
                        ids, expand or (), values)
     dot = _graph_class()(name=dot_text(title or "tinygradx"))
-    dot.attr(rankdir=rankdir, fontname="Helvetica", newrank="true")
-    dot.attr("node", fontname="Helvetica", fontsize="10")
+    font = dot_fontname(lang)            # zh: Helvetica, then CJK families (renderer.py)
+    dot.attr(rankdir=rankdir, fontname=font, newrank="true")
+    dot.attr("node", fontname=font, fontsize="10")
     dot.attr("edge", color=EDGE, arrowsize="0.6")
     drawing.emit_nodes(dot, show_saved)
     drawing.emit_modules()
@@ -567,9 +570,12 @@ def _source(graph):
 
 
 def pipe(graph, format="svg", renderer="auto"):
-    """Render to bytes in memory (what Jupyter's inline display uses)."""
-    found = renderer_for(format, renderer)
-    return run_renderer(found, _source(graph), format)
+    """Render to bytes in memory (Jupyter's inline display); FontWarning: Chinese as boxes."""
+    found, source = renderer_for(format, renderer), _source(graph)
+    note = cjk_note(found[0], format, source)
+    if note:
+        warnings.warn(note, FontWarning, stacklevel=2)
+    return run_renderer(found, source, format)
 
 
 def render(graph, path, format=None, renderer="auto", **to_dot_kwargs):

@@ -243,7 +243,8 @@ def cmd_trace(args):
 
 def cmd_experiment(args):
     from tinygradx.models.apps import experiments
-    return experiments.main(args.name, args.out, layers=args.layers, steps=args.steps)
+    return experiments.main(args.name, args.out, layers=args.layers, steps=args.steps,
+                            lang=args.lang)
 
 
 # ------------------------------------------------------------------------------------------
@@ -462,6 +463,8 @@ def _add_drawing_commands(sub):
     run.add_argument("--steps", type=int_at_least(1, MAX_EXPERIMENT_STEPS), default=None,
                      metavar="N",
                      help="training steps per run (default: the experiment's own, warmup 200)")
+    output.add_argument("--lang", choices=["en", "zh"], default="en",
+                        help="the picture's label language (default en)")
     x.set_defaults(fn=cmd_experiment)
 
     pl = _command(sub, "plot", "draw a run's loss, exact match, lr, gradient norms and "

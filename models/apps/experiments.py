@@ -35,6 +35,27 @@ from tinygradx.models.nets.transformer import make_model
 MATRICES = ("W_Q", "W_K", "W_V", "W_O", "W_1", "W_2")
 PLACEMENTS = ("post", "pre")
 _LABEL = {"post": "Post-LN", "pre": "Pre-LN"}
+# the pictures' words in Chinese (lang="zh"); formulas and names stay as written
+ZH = {
+    "layer (1 = bottom, L = next to the output)": "层（1 = 最底层，L = 紧挨输出）",
+    "{label}: {m} at initialisation": "{label}：初始化时的 {m}",
+    "number of layers L": "层数 L", "last layer ||dL/dW_2||_F": "最后一层的 ||dL/dW_2||_F",
+    "last layer vs depth": "最后一层与深度",
+    "l (input of layer l; {L} = output of the stack)": "l（第 l 层的输入；{L} = 整个堆叠的输出）",
+    "residual stream scale, L={L}": "残差流的尺度，L={L}",
+    "decoder layers of the encoder-decoder": "编码器—解码器的解码器层", "encoder": "编码器",
+    "Xiong et al. 2020, {what}, d_model={d}: mean over {n} initialisations":
+        "Xiong et al. 2020，{what}，d_model={d}：{n} 次初始化的平均值",
+    "||dL/dq|| of one query (log scale)": "一个 Query 的 ||dL/dq||（对数坐标）",
+    "queries": "Query 个数",
+    "Gradient reaching the queries, d_k = {d_k}, {n} queries":
+        "到达 Query 的梯度，d_k = {d_k}，{n} 个 Query",
+    "{label}: mean {mean:.3f}, median {median:.2g}":
+        "{label}：均值 {mean:.3f}，中位数 {median:.2g}",
+    "step": "步数", "training loss (moving mean)": "训练损失（滑动平均）",
+    "Adam at lr={lr:g}: Post-LN needs warm-up": "Adam，lr={lr:g}：Post-LN 需要 warm-up",
+    "warm-up {wu} steps": "warm-up {wu} 步", "no warm-up": "无 warm-up",
+}
 
 
 # ------------------------------------------------------------------------------------------
@@ -266,9 +287,9 @@ def format_ln_grad(result):
     return "\n".join(out)
 
 
-def write_ln_grad(result, out_dir):
+def write_ln_grad(result, out_dir, lang="en"):
     """ln_grad.csv (every run, layer and matrix), ln_grad_mean.csv (seed means per layer, with
-    E||x_l||^2/d), and ln_grad.png with matplotlib. Returns the paths written."""
+    E||x_l||^2/d), and ln_grad.png with matplotlib (labels in `lang`). Returns the paths."""
     os.makedirs(out_dir, exist_ok=True)
     paths = [os.path.join(out_dir, "ln_grad.csv"), os.path.join(out_dir, "ln_grad_mean.csv")]
     with open(paths[0], "w", newline="", encoding="utf-8") as f:
@@ -285,14 +306,15 @@ def write_ln_grad(result, out_dir):
             for i in range(L):
                 w.writerow([n, L, i, *(f"{mean[m][i]:.6g}" for m in MATRICES),
                             f"{mean['x_norm2'][i]:.6g}"])
-    png = plot_ln_grad(result, os.path.join(out_dir, "ln_grad.png"))
+    png = plot_ln_grad(result, os.path.join(out_dir, "ln_grad.png"), lang)
     if png:
         paths.append(png)
     return paths
 
 
-def plot_ln_grad(result, path):
-    from .pictures import figure_class, save_figure
+def plot_ln_grad(result, path, lang="en"):
+    from .pictures import figure_class, save_figure, words
+    tr = words(ZH, lang)
     Figure = figure_class()
     if Figure is None:
         return None
@@ -306,33 +328,34 @@ def plot_ln_grad(result, path):
             for L in layers:
                 ax.plot(np.arange(1, L + 1), mean[n, L][m], "o-", ms=3, label=f"L={L}")
             ax.set_ylim(0, top)
-            ax.set_xlabel("layer (1 = bottom, L = next to the output)")
+            ax.set_xlabel(tr("layer (1 = bottom, L = next to the output)"))
             ax.set_ylabel(f"||dL/d{m}||_F")
-            ax.set_title(f"{_LABEL[n]}: {m} at initialisation")
+            ax.set_title(tr("{label}: {m} at initialisation").format(label=_LABEL[n], m=m))
             ax.legend(fontsize=8)
     ax = axes[0][2]
     for n in PLACEMENTS:
         ax.plot(layers, s["last"][n], "o-", label=_LABEL[n])
     ref = s["last"]["pre"][0] * np.sqrt(layers[0] / np.asarray(layers, dtype=float))
     ax.plot(layers, ref, "k:", label="Pre-LN at L=%d x sqrt(%d/L)" % (layers[0], layers[0]))
-    ax.set_xlabel("number of layers L")
-    ax.set_ylabel("last layer ||dL/dW_2||_F")
+    ax.set_xlabel(tr("number of layers L"))
+    ax.set_ylabel(tr("last layer ||dL/dW_2||_F"))
     ax.set_ylim(0, None)
-    ax.set_title("last layer vs depth")
+    ax.set_title(tr("last layer vs depth"))
     ax.legend(fontsize=8)
     ax = axes[1][2]
     Lmax = layers[-1]
     for n in PLACEMENTS:
         ax.plot(np.arange(Lmax + 1), mean[n, Lmax]["x_norm2"], "o-", ms=3, label=_LABEL[n])
-    ax.set_xlabel(f"l (input of layer l; {Lmax} = output of the stack)")
+    ax.set_xlabel(tr("l (input of layer l; {L} = output of the stack)").format(L=Lmax))
     ax.set_ylabel("E||x_l||^2 / d")
-    ax.set_title(f"residual stream scale, L={Lmax}")
+    ax.set_title(tr("residual stream scale, L={L}").format(L=Lmax))
     ax.legend(fontsize=8)
     what = {"decoder": "decoder layers of the encoder-decoder", "encoder": "encoder",
             "gpt": "GPT"}[result["model"]]
-    fig.suptitle(f"Xiong et al. 2020, {what}, d_model={result['d_model']}: mean over "
-                 f"{len(result['seeds'])} initialisations", fontsize=11)
-    return save_figure(fig, path)
+    fig.suptitle(tr("Xiong et al. 2020, {what}, d_model={d}: mean over {n} initialisations")
+                 .format(what=tr(what), d=result["d_model"], n=len(result["seeds"])),
+                 fontsize=11)
+    return save_figure(fig, path, lang)
 
 
 # ------------------------------------------------------------------------------------------
@@ -369,10 +392,11 @@ def score_scale_summary(grads, small=1e-3):
             for name, g in grads.items()}
 
 
-def plot_score_scale_grads(grads, path, d_k=512):
+def plot_score_scale_grads(grads, path, d_k=512, lang="en"):
     """Histogram (log-spaced bins) of ||dL/dq|| per query, scaled vs unscaled; None without
-    matplotlib."""
-    from .pictures import figure_class, save_figure
+    matplotlib. lang="zh" labels it in Chinese."""
+    from .pictures import figure_class, save_figure, words
+    tr = words(ZH, lang)
     Figure = figure_class()
     if Figure is None:
         return None
@@ -385,14 +409,16 @@ def plot_score_scale_grads(grads, path, d_k=512):
                                ("scaled", "softmax(QK^T / sqrt(d_k))", "tab:blue")):
         g = grads[name]
         ax.hist(g, bins=bins, alpha=0.6, color=color,
-                label=f"{label}: mean {g.mean():.3f}, median {np.median(g):.2g}")
+                label=tr("{label}: mean {mean:.3f}, median {median:.2g}").format(
+                    label=label, mean=g.mean(), median=np.median(g)))
     ax.axvline(1e-3, color="k", ls=":", lw=1, label="1e-3")
     ax.set_xscale("log")
-    ax.set_xlabel("||dL/dq|| of one query (log scale)")
-    ax.set_ylabel("queries")
-    ax.set_title(f"Gradient reaching the queries, d_k = {d_k}, {len(grads['scaled'])} queries")
+    ax.set_xlabel(tr("||dL/dq|| of one query (log scale)"))
+    ax.set_ylabel(tr("queries"))
+    ax.set_title(tr("Gradient reaching the queries, d_k = {d_k}, {n} queries").format(
+        d_k=d_k, n=len(grads["scaled"])))
     ax.legend(fontsize=8, loc="upper left")
-    return save_figure(fig, path)
+    return save_figure(fig, path, lang)
 
 
 # ------------------------------------------------------------------------------------------
@@ -450,7 +476,9 @@ def final_loss(losses, frac=0.1):
     return float(np.mean(tail)) if np.all(np.isfinite(tail)) else math.inf
 
 
-def write_warmup(curves, out_dir, lr):
+def write_warmup(curves, out_dir, lr, lang="en"):
+    """warmup.csv (the loss of every run at every step) and warmup.png with matplotlib (labels
+    in `lang`). Returns the paths written."""
     os.makedirs(out_dir, exist_ok=True)
     keys = list(curves)
     paths = [os.path.join(out_dir, "warmup.csv")]
@@ -461,7 +489,8 @@ def write_warmup(curves, out_dir, lr):
         for i in range(steps):
             w.writerow([i + 1] + ["" if not np.isfinite(curves[k][i]) else f"{curves[k][i]:.5g}"
                                   for k in keys])
-    from .pictures import figure_class, save_figure
+    from .pictures import figure_class, save_figure, words
+    tr = words(ZH, lang)
     Figure = figure_class()
     if Figure is not None:
         fig = Figure(figsize=(7.5, 4.5))
@@ -471,12 +500,13 @@ def write_warmup(curves, out_dir, lr):
             k = max(1, len(v) // 40)                      # light smoothing: a moving mean
             sm = np.convolve(v, np.ones(k) / k, mode="valid")
             ax.plot(np.arange(len(sm)) + k, sm, color=styles[n], ls="-" if wu else "--",
-                    label=f"{_LABEL[n]}, " + (f"warm-up {wu} steps" if wu else "no warm-up"))
-        ax.set_xlabel("step")
-        ax.set_ylabel("training loss (moving mean)")
-        ax.set_title(f"Adam at lr={lr:g}: Post-LN needs warm-up")
+                    label=f"{_LABEL[n]}, " + (tr("warm-up {wu} steps").format(wu=wu) if wu
+                                              else tr("no warm-up")))
+        ax.set_xlabel(tr("step"))
+        ax.set_ylabel(tr("training loss (moving mean)"))
+        ax.set_title(tr("Adam at lr={lr:g}: Post-LN needs warm-up").format(lr=lr))
         ax.legend()
-        paths.append(save_figure(fig, os.path.join(out_dir, "warmup.png")))
+        paths.append(save_figure(fig, os.path.join(out_dir, "warmup.png"), lang))
     return paths
 
 
@@ -513,17 +543,17 @@ def _parse_layers(layers):
     return layers
 
 
-def main(name, out_dir, layers="2,6,12", steps=None, **kw):
-    """`tinygradx experiment ln-grad|warmup --out DIR [--layers 2,6,12] [--steps N]`.
+def main(name, out_dir, layers="2,6,12", steps=None, lang="en", **kw):
+    """`tinygradx experiment ln-grad|warmup --out DIR [--layers 2,6,12] [--steps N] [--lang]`.
 
-    Prints the summary, writes CSV (and PNG with matplotlib) into out_dir and returns 0 when
-    the paper's qualitative claims hold, 1 when they do not. Extra keyword arguments go to
-    ln_grad_experiment or warmup_curves (e.g. d_model=32, seeds=(0, 1)).
+    Prints the summary, writes CSV (and PNG with matplotlib, labelled in `lang`) into out_dir
+    and returns 0 when the paper's qualitative claims hold, 1 when they do not. Extra keyword
+    arguments go to ln_grad_experiment or warmup_curves (e.g. d_model=32, seeds=(0, 1)).
     """
     if name == "ln-grad":
         result = ln_grad_experiment(_parse_layers(layers), **kw)
         print(format_ln_grad(result))
-        for p in write_ln_grad(result, out_dir):
+        for p in write_ln_grad(result, out_dir, lang):
             print(f"wrote {p}")
         return 0 if all(result["summary"]["checks"].values()) else 1
     if name == "warmup":
@@ -544,7 +574,7 @@ def main(name, out_dir, layers="2,6,12", steps=None, **kw):
               f"warm-up ends worse than with it")
         print(f"  [{'ok' if checks['pre_trains_without_warmup'] else 'FAILED'}] Post-LN "
               f"without warm-up ends worse than Pre-LN without it")
-        for p in write_warmup(curves, out_dir, lr):
+        for p in write_warmup(curves, out_dir, lr, lang):
             print(f"wrote {p}")
         return 0 if all(checks.values()) else 1
     raise ValueError(f"unknown experiment {name!r}; known: ln-grad, warmup")

@@ -6,6 +6,8 @@ a PNG when matplotlib can be imported (as pictures.py does).
     from tinygradx.models.apps import formula_pictures
     m = formula_pictures.masks((8, 6, 3), "pics")        # m["decoder"]: (3, 8, 8) bool
     s = formula_pictures.label_smoothing(5, 2, (0.0, 0.1), "pics")
+
+lang="zh" writes the titles and axis labels in Chinese (ZH), with a CJK font (pictures.cjk_text).
 """
 from __future__ import annotations
 
@@ -17,16 +19,32 @@ import tinygradx as tgx
 import tinygradx.functional as F
 from tinygradx.models.nets.layers import pad_mask
 
-from .pictures import ensure_dir, figure_class, save_figure, write_matrix_csv
+from .pictures import ensure_dir, figure_class, save_figure, words, write_matrix_csv
+
+# the pictures' words in Chinese (lang="zh"); a text missing here stays English
+ZH = {
+    "causal: query i reads keys j <= i": "因果掩码：查询 i 读键 j <= i",
+    "key padding: real keys per sentence": "键填充：每句话的真实键",
+    "decoder, length {n}": "解码器，长度 {n}",
+    "key": "键", "query": "查询", "sentence": "句子",
+    "attention masks (dark: may attend)": "注意力掩码（深色：可以关注）",
+    "class (target: {target})": "类别（目标：{target}）",
+    "target probability q": "目标概率 q",
+    "the smoothed target": "平滑后的目标分布",
+    "probability the model gives the target": "模型给目标的概率",
+    "cross-entropy": "交叉熵",
+    "loss against confidence": "损失与置信度",
+}
 
 
-def masks(lengths=(8, 6, 3), out_dir="pictures"):
+def masks(lengths=(8, 6, 3), out_dir="pictures", lang="en"):
     """What attention may read, as the models build it: the decoder's causal mask (T, T) and
     the key padding of sentences of `lengths` padded to T = max(lengths), (B, T). Returns
     {"causal": (T, T), "padding": (B, T), "decoder": (B, T, T)}, each bool with True where a
     query may read a key; "decoder" is both at once (causal and not padding), per sentence.
     The causal mask comes from F.causal_mask (0 allowed, -inf blocked), the padding from
     layers.pad_mask (True at padding), so the picture is what training uses."""
+    tr = words(ZH, lang)
     lengths = np.asarray(lengths, dtype=np.int64)                # (B,)
     T = int(lengths.max())
     ids = np.where(np.arange(T) < lengths[:, None], 1, 0)       # (B, T), pad id 0
@@ -43,20 +61,22 @@ def masks(lengths=(8, 6, 3), out_dir="pictures"):
     if Figure is not None:
         fig = Figure(figsize=(3.2 * (2 + len(lengths)), 3.4))
         axes = fig.subplots(1, 2 + len(lengths))
-        panels = [(causal, "causal: query i reads keys j <= i"),
-                  (padding, "key padding: real keys per sentence")]
-        panels += [(decoder[b], f"decoder, length {n}") for b, n in enumerate(lengths)]
+        panels = [(causal, tr("causal: query i reads keys j <= i")),
+                  (padding, tr("key padding: real keys per sentence"))]
+        panels += [(decoder[b], tr("decoder, length {n}").format(n=n))
+                   for b, n in enumerate(lengths)]
         for ax, (m, title) in zip(axes, panels, strict=True):
             ax.imshow(m, cmap="Greys", vmin=0, vmax=1)
             ax.set_title(title, fontsize=9)
-            ax.set_xlabel("key")
-            ax.set_ylabel("sentence" if m is padding else "query")
-        fig.suptitle("attention masks (dark: may attend)")
-        save_figure(fig, os.path.join(out_dir, "masks.png"))
+            ax.set_xlabel(tr("key"))
+            ax.set_ylabel(tr("sentence") if m is padding else tr("query"))
+        fig.suptitle(tr("attention masks (dark: may attend)"))
+        save_figure(fig, os.path.join(out_dir, "masks.png"), lang)
     return {"causal": causal, "padding": padding, "decoder": decoder}
 
 
-def label_smoothing(n_classes=5, target=2, eps=(0.0, 0.1, 0.3), out_dir="pictures"):
+def label_smoothing(n_classes=5, target=2, eps=(0.0, 0.1, 0.3), out_dir="pictures",
+                    lang="en"):
     """What F.cross_entropy(label_smoothing=e) trains towards, read off the function itself.
 
     The gradient of the loss with respect to the logits is p - q (p = softmax of the logits,
@@ -65,7 +85,7 @@ def label_smoothing(n_classes=5, target=2, eps=(0.0, 0.1, 0.3), out_dir="picture
     model gives the target (the rest spread evenly): without smoothing it falls all the way
     to c = 1 (logits pushed without bound), with it the minimum sits at c = 1 - e + e / C.
     Returns {"targets": (len(eps), C), "confidence": (K,), "loss": (len(eps), K)}."""
-    C = n_classes
+    C, tr = n_classes, words(ZH, lang)
     targets = []
     for e in eps:
         z = tgx.tensor(np.zeros((1, C)), requires_grad=True)    # any logits give the same q
@@ -90,12 +110,12 @@ def label_smoothing(n_classes=5, target=2, eps=(0.0, 0.1, 0.3), out_dir="picture
         for i, (e, q) in enumerate(zip(eps, targets, strict=True)):
             ax1.bar(np.arange(C) + i * width, q, width, label=f"e = {e:g}")
             ax2.plot(conf, loss[i], label=f"e = {e:g}")
-        ax1.set_xlabel("class (target: %d)" % target)
-        ax1.set_ylabel("target probability q")
-        ax1.set_title("the smoothed target")
-        ax2.set_xlabel("probability the model gives the target")
-        ax2.set_ylabel("cross-entropy")
-        ax2.set_title("loss against confidence")
+        ax1.set_xlabel(tr("class (target: {target})").format(target=target))
+        ax1.set_ylabel(tr("target probability q"))
+        ax1.set_title(tr("the smoothed target"))
+        ax2.set_xlabel(tr("probability the model gives the target"))
+        ax2.set_ylabel(tr("cross-entropy"))
+        ax2.set_title(tr("loss against confidence"))
         ax2.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
-        save_figure(fig, os.path.join(out_dir, "label_smoothing.png"))
+        save_figure(fig, os.path.join(out_dir, "label_smoothing.png"), lang)
     return {"targets": np.asarray(targets), "confidence": conf, "loss": loss}

@@ -6,6 +6,9 @@ trained checkpoint, with a random batch that fits it.
 """
 from __future__ import annotations
 
+import sys
+import warnings
+
 import numpy as np
 
 import tinygradx as tgx
@@ -13,6 +16,7 @@ import tinygradx.functional as F
 from tinygradx import nn, viz
 from tinygradx.models.nets import gpt, transformer
 from tinygradx.models.training import trainer as train
+from tinygradx.renderer import FontWarning
 from tinygradx.trace import Trace
 
 # Sizes of the CLI's small models, all different so the trace can name every dimension.
@@ -174,7 +178,14 @@ def build_graph_for_cli(model_name, norm, layers, depth, out, checkpoint=None,
         summary = viz.residual_summary(loss)
         dot = viz.to_dot(loss, params=model, depth=depth, highlight="residual", title=title,
                          dims=dims, lang=lang, expand="attention", values=values)
-        path = viz.render(dot, out, renderer=renderer)
+        with warnings.catch_warnings(record=True) as notes:   # Chinese drawn as boxes
+            warnings.simplefilter("always", FontWarning)
+            path = viz.render(dot, out, renderer=renderer)
+        for note in notes:
+            if issubclass(note.category, FontWarning):
+                print(f"note: {note.message}", file=sys.stderr)
+            else:
+                warnings.warn_explicit(note.message, note.category, note.filename, note.lineno)
     if log is not None:
         log(f"drew {what} ({depth_text}) to {path}")
         log(summary)

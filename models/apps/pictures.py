@@ -20,9 +20,11 @@ for any model built from tinygradx ops; the models' `record_attn` flags are the 
 from __future__ import annotations
 
 import csv
+import logging
 import math
 import os
 import re
+import warnings
 
 import numpy as np
 
@@ -56,10 +58,54 @@ def figure_class():
     return Figure
 
 
-def save_figure(fig, path):
-    fig.tight_layout()                     # keep tick labels of neighbouring panels apart
-    fig.savefig(path, dpi=100, bbox_inches="tight")
+def save_figure(fig, path, lang="en"):
+    """Write `fig` as a PNG; lang="zh" first gives its text a CJK font (`cjk_text`)."""
+    # a CJK face of weight 500 (WenQuanYi) makes matplotlib log that it has no "normal" one
+    log = logging.getLogger("matplotlib.font_manager")
+    quiet = lambda record: "find font weight" not in record.getMessage()   # noqa: E731
+    log.addFilter(quiet)
+    try:
+        if lang == "zh":
+            cjk_text(fig)
+        fig.tight_layout()                 # keep tick labels of neighbouring panels apart
+        fig.savefig(path, dpi=100, bbox_inches="tight")
+    finally:
+        log.removeFilter(quiet)
     return path
+
+
+def cjk_text(fig):
+    """Draw every text of `fig` in DejaVu Sans (matplotlib's own) falling back, glyph by glyph,
+    to the best CJK font installed (`renderer.cjk_fonts`), so Chinese labels are not boxes.
+
+    Set on the figure's texts, not in rcParams, so no global setting changes. The font file
+    is added to matplotlib's font list, whose cache may predate the font's installation. With
+    no CJK font this warns (renderer.FontWarning) once, with the package to install."""
+    from matplotlib import font_manager
+    from matplotlib.text import Text
+
+    from tinygradx import renderer
+    families = renderer.cjk_fonts()
+    if not families:
+        warnings.warn(renderer.cjk_note("matplotlib", "png", "中"), renderer.FontWarning,
+                      stacklevel=3)
+        return fig
+    path = renderer.cjk_font_file(families[0])
+    font_manager.fontManager.addfont(path)
+    name = font_manager.FontProperties(fname=path).get_name()
+    for draw in (True, False):
+        for text in fig.findobj(Text):
+            text.set_fontfamily(["DejaVu Sans", name])
+        if draw:
+            fig.draw_without_rendering()   # make the tick labels a draw makes, then set theirs
+    return fig
+
+
+def words(table, lang):
+    """A lookup of a picture's labels: the text itself in English, `table`'s entry in zh."""
+    if lang not in ("en", "zh"):
+        raise ValueError(f"lang must be 'en' or 'zh', got {lang!r}")
+    return (lambda text: table.get(text, text)) if lang == "zh" else (lambda text: text)
 
 
 def ensure_dir(out_dir):
@@ -298,10 +344,22 @@ def write_matrix_csv(M, header, path, index_name):
     return path
 
 
-def positional_encoding(max_len=50, d_model=64, out_dir="pictures"):
+# the words of the PE and schedule pictures in Chinese (lang="zh")
+ZH = {
+    "dimension (even: sin, odd: cos; the wavelength grows with the index)":
+        "维度（偶数列 sin，奇数列 cos；波长随序号增长）",
+    "position": "位置", "sinusoidal PE, max_len={max_len}, d_model={d_model}":
+        "正弦位置编码 PE，max_len={max_len}，d_model={d_model}",
+    "step": "步数", "learning rate": "学习率", "learning-rate schedule": "学习率调度",
+}
+
+
+def positional_encoding(max_len=50, d_model=64, out_dir="pictures", lang="en"):
     """The sinusoidal table PE (max_len, d_model) of the encoder-decoder, as a heatmap
-    (positions down, dimensions across) and a CSV matrix (one row per position)."""
+    (positions down, dimensions across) and a CSV matrix (one row per position); lang="zh"
+    labels the picture in Chinese."""
     from tinygradx.models.nets.transformer import sinusoidal_table
+    tr = words(ZH, lang)
     pe = sinusoidal_table(max_len, d_model)                      # (max_len, d_model)
     out_dir = ensure_dir(out_dir)
     write_matrix_csv(pe, [f"dim{j}" for j in range(d_model)],
@@ -311,11 +369,12 @@ def positional_encoding(max_len=50, d_model=64, out_dir="pictures"):
         fig = Figure(figsize=(8, 4.5))
         ax = fig.subplots()
         im = ax.imshow(pe, cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
-        ax.set_xlabel("dimension (even: sin, odd: cos; the wavelength grows with the index)")
-        ax.set_ylabel("position")
-        ax.set_title(f"sinusoidal PE, max_len={max_len}, d_model={d_model}")
+        ax.set_xlabel(tr("dimension (even: sin, odd: cos; the wavelength grows with the index)"))
+        ax.set_ylabel(tr("position"))
+        ax.set_title(tr("sinusoidal PE, max_len={max_len}, d_model={d_model}").format(
+            max_len=max_len, d_model=d_model))
         fig.colorbar(im, ax=ax)
-        save_figure(fig, os.path.join(out_dir, "positional_encoding.png"))
+        save_figure(fig, os.path.join(out_dir, "positional_encoding.png"), lang)
     return pe
 
 
@@ -327,12 +386,14 @@ class _ScheduleOf:
         self.cfg = cfg
 
 
-def lr_schedule(configs, steps=None, out_dir="pictures", name="lr_schedule"):
+def lr_schedule(configs, steps=None, out_dir="pictures", name="lr_schedule", lang="en"):
     """The learning rate at every step of one TrainConfig or of {label: TrainConfig}.
 
     Returns {label: lr array (steps,)}; steps defaults to each config's max_steps. The CSV has
-    one column per config.
+    one column per config. lang="zh" labels the axes and title in Chinese (the legend is the
+    labels given).
     """
+    tr = words(ZH, lang)
     from tinygradx.models.training.trainer import Trainer, TrainConfig
     if isinstance(configs, TrainConfig):
         configs = {configs.schedule: configs}
@@ -354,11 +415,11 @@ def lr_schedule(configs, steps=None, out_dir="pictures", name="lr_schedule"):
         ax = fig.subplots()
         for label, v in curves.items():
             ax.plot(np.arange(len(v)), v, label=label)
-        ax.set_xlabel("step")
-        ax.set_ylabel("learning rate")
+        ax.set_xlabel(tr("step"))
+        ax.set_ylabel(tr("learning rate"))
         ax.legend()
-        ax.set_title("learning-rate schedule")
-        save_figure(fig, os.path.join(out_dir, name + ".png"))
+        ax.set_title(tr("learning-rate schedule"))
+        save_figure(fig, os.path.join(out_dir, name + ".png"), lang)
     return curves
 
 
