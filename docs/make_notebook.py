@@ -48,13 +48,14 @@ _shown = set()
 
 
 def show_new_graphs():
-    """Display every SVG and PNG written to GRAPHS since the last call."""
-    for name in sorted(os.listdir(GRAPHS)):
-        path = os.path.join(GRAPHS, name)
-        if name in _shown or not name.endswith((".svg", ".png")):
-            continue
-        _shown.add(name)
-        display(SVG(filename=path) if name.endswith(".svg") else Image(filename=path))'''
+    """Display every SVG and PNG written under GRAPHS since the last call."""
+    for folder, _, names in sorted(os.walk(GRAPHS)):
+        for name in sorted(names):
+            path = os.path.join(folder, name)
+            if path in _shown or not name.endswith((".svg", ".png")):
+                continue
+            _shown.add(path)
+            display(SVG(filename=path) if name.endswith(".svg") else Image(filename=path))'''
 
 INTRO = {
     "en": """*This notebook is generated from [walkthrough.md](walkthrough.md) by

@@ -2570,7 +2570,8 @@ NOT_OPS = {
     "tgx.bool_",
     # autograd machinery, switches and context managers (tests/test_engine.py and friends)
     "tgx.grad", "tgx.no_grad", "tgx.enable_grad", "tgx.is_grad_enabled", "tgx.detect_anomaly",
-    "tgx.manual_seed", "tgx.get_rng_state", "tgx.set_rng_state", "tgx.gradcheck", "tgx.trace",
+    "tgx.manual_seed", "tgx.get_rng_state", "tgx.set_rng_state", "tgx.default_rng",
+    "tgx.gradcheck", "tgx.trace",
     "tgx.gradgradcheck",
     "tgx.profile",
     # Tensor attributes and accessors: no computation

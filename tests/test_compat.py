@@ -398,7 +398,8 @@ def test_main_runs_a_script(tmp_path):
     elsewhere.mkdir()
     r = run_main(str(tmp_path / "script.py"), "3", "--flag", cwd=elsewhere)
     assert r.returncode == 3, r.stderr
-    assert r.stdout.strip() == "tinygradx.nn ['3', '--flag'] (3, 2)"
+    # the layer is tinygradx's own (its class lives in the module that defines nn.Linear)
+    assert r.stdout.strip() == f"{tgx.nn.Linear.__module__} ['3', '--flag'] (3, 2)"
 
 
 def test_main_reports_a_refusal_with_a_traceback(tmp_path):

@@ -77,7 +77,7 @@ def test_static_style_forward_backward_and_ctx():
     y = Cube.apply(x)
     assert y.grad_fn.name() == "cube" and y.requires_grad
     y.sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), 3 * x.numpy() ** 2)
+    np.testing.assert_allclose(x.grad.detach().numpy(), 3 * x.detach().numpy() ** 2)
     assert tgx.gradcheck(Cube.apply, (x,)) and tgx.gradgradcheck(Cube.apply, (x,))
 
 
@@ -99,16 +99,16 @@ def test_needs_input_grad_keywords_and_non_tensor_arguments():
     x, w = x64(3), tgx.tensor([1.0, 2.0, 3.0], dtype="float64")
     Probe.apply(x, w, k=2.0).sum().backward()
     assert seen == {"needs": (True, False, False, False), "k": 2.0}
-    np.testing.assert_allclose(x.grad.numpy(), 4.0)
+    np.testing.assert_allclose(x.grad.detach().numpy(), 4.0)
 
 
 def test_several_outputs_and_unused_output_gets_zeros():
     x = x64(4)
     lin, sq = ScaleShift.apply(x, 3.0, shift=1.0)
-    np.testing.assert_allclose(lin.numpy(), x.numpy() * 3 + 1)
+    np.testing.assert_allclose(lin.detach().numpy(), x.detach().numpy() * 3 + 1)
     assert lin.requires_grad and sq.requires_grad
     lin.sum().backward()                       # sq unused: its gradient arrives as zeros
-    np.testing.assert_allclose(x.grad.numpy(), 3.0)
+    np.testing.assert_allclose(x.grad.detach().numpy(), 3.0)
 
 
 def test_several_outputs_gradcheck_and_second_derivatives():
@@ -119,15 +119,15 @@ def test_several_outputs_gradcheck_and_second_derivatives():
     a, b = MulSq.apply(x, y)
     (gx,) = tgx.grad((a + b).sum(), x, create_graph=True)     # y + 2x
     (hx,) = tgx.grad(gx.sum(), x)
-    np.testing.assert_allclose(hx.numpy(), 2.0)
+    np.testing.assert_allclose(hx.detach().numpy(), 2.0)
 
 
 def test_create_graph_through_static_backward():
     x = tgx.tensor([1.0, 2.0, 3.0], dtype="float64", requires_grad=True)
     (g,) = tgx.grad(Cube.apply(x).sum(), x, create_graph=True)
     (h,) = tgx.grad(g.sum(), x)
-    np.testing.assert_allclose(g.numpy(), 3 * x.numpy() ** 2)
-    np.testing.assert_allclose(h.numpy(), 6 * x.numpy())
+    np.testing.assert_allclose(g.detach().numpy(), 3 * x.detach().numpy() ** 2)
+    np.testing.assert_allclose(h.detach().numpy(), 6 * x.detach().numpy())
 
 
 def test_mark_non_differentiable():
@@ -136,8 +136,8 @@ def test_mark_non_differentiable():
     assert m.requires_grad and not i.requires_grad and i.dtype == np.int64
     m.backward()
     expected = np.zeros(5)
-    expected[int(np.argmax(x.numpy()))] = 1
-    np.testing.assert_allclose(x.grad.numpy(), expected)
+    expected[int(np.argmax(x.detach().numpy()))] = 1
+    np.testing.assert_allclose(x.grad.detach().numpy(), expected)
     assert tgx.gradcheck(lambda t: MaxWithIndex.apply(t)[0], (x,))
 
 
@@ -155,7 +155,7 @@ def test_no_graph_without_grad_and_input_returned_as_is():
     y = Ident.apply(x)
     assert y is not x and y.requires_grad
     y.sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), 3.0)
+    np.testing.assert_allclose(x.grad.detach().numpy(), 3.0)
     with tgx.no_grad():
         assert not Ident.apply(x).requires_grad
     assert not Ident.apply(x.detach()).requires_grad
@@ -298,26 +298,26 @@ def test_agrees_with_torch():
     x, y = x64(2, 3), x64(2, 3, seed=1)
     a, b = MulSq.apply(x, y)
     ((a * 2).sum() + (b * b).sum()).backward(retain_graph=True)
-    tx = torch.tensor(x.numpy(), requires_grad=True)
-    ty = torch.tensor(y.numpy(), requires_grad=True)
+    tx = torch.tensor(x.detach().numpy(), requires_grad=True)
+    ty = torch.tensor(y.detach().numpy(), requires_grad=True)
     ta, tb = TorchMulSq.apply(tx, ty)
     ((ta * 2).sum() + (tb * tb).sum()).backward(retain_graph=True)
-    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
-    np.testing.assert_allclose(y.grad.numpy(), ty.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(x.grad.detach().numpy(), tx.grad.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(y.grad.detach().numpy(), ty.grad.detach().numpy(), rtol=1e-12)
     # second derivative through both outputs
     (gx,) = tgx.grad((a * b).sum(), x, create_graph=True)
     (tgx_,) = torch.autograd.grad((ta * tb).sum(), tx, create_graph=True)
-    np.testing.assert_allclose(tgx.grad(gx.sum(), y)[0].numpy(),
-                               torch.autograd.grad(tgx_.sum(), ty)[0].numpy(), rtol=1e-12)
+    np.testing.assert_allclose(tgx.grad(gx.sum(), y)[0].detach().numpy(),
+                               torch.autograd.grad(tgx_.sum(), ty)[0].detach().numpy(), rtol=1e-12)
     # a non-differentiable output: the same value, no grad, zeros to backward
     z = x64(5, seed=2)
     m, i = MaxWithIndex.apply(z)
-    tz = torch.tensor(z.numpy(), requires_grad=True)
+    tz = torch.tensor(z.detach().numpy(), requires_grad=True)
     tm, ti = TorchMax.apply(tz)
     assert int(i) == int(ti) and i.requires_grad == ti.requires_grad
     m.backward()
     tm.backward()
-    np.testing.assert_allclose(z.grad.numpy(), tz.grad.numpy())
+    np.testing.assert_allclose(z.grad.detach().numpy(), tz.grad.detach().numpy())
 
 
 def test_graph_and_trace_show_the_op():
@@ -338,7 +338,7 @@ def test_once_differentiable():
     class NumpyTanh(Function):
         @staticmethod
         def forward(ctx, x):
-            out = tgx.tensor(np.tanh(x.numpy()))
+            out = tgx.tensor(np.tanh(x.detach().numpy()))
             ctx.save_for_backward(out)
             return out
 
@@ -346,7 +346,7 @@ def test_once_differentiable():
         @once_differentiable
         def backward(ctx, g):
             (out,) = ctx.saved_tensors
-            return tgx.tensor(g.numpy() * (1 - out.numpy() ** 2))
+            return tgx.tensor(g.detach().numpy() * (1 - out.detach().numpy() ** 2))
 
     x = x64(4)
     assert tgx.gradcheck(NumpyTanh.apply, (x,))

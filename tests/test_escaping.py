@@ -134,10 +134,12 @@ def test_html_page_parses_with_names_as_text(hostile_page):
     p = _Page()
     p.feed(hostile_page)
     p.close()
-    assert p.tags.count("script") == 2 and "b" not in p.tags     # no element from a name
-    (data_attrs, data), (_, code) = p.scripts
+    # the page's own four: node data, backward steps, opened pictures (JSON) and its code
+    assert p.tags.count("script") == 4 and "b" not in p.tags     # no element from a name
+    (data_attrs, data), *json_blocks, (_, code) = p.scripts
     assert data_attrs.get("id") == "node-data"
     info = json.loads(data)                                     # the data block is whole
+    assert all(isinstance(json.loads(block), (list, dict)) for _, block in json_blocks)
     scopes = "\n".join(d["scope"] for d in info.values())
     assert "var L = " in code and code.rstrip().endswith("})();")
     text = "".join(p.text)
@@ -175,7 +177,7 @@ def test_page_in_a_browser_shows_names_and_runs_its_script(hostile_page, tmp_pat
         driver.get(path.as_uri())
         with pytest.raises(NoAlertPresentException):
             _ = driver.switch_to.alert.text                      # nothing ran from a name
-        assert driver.execute_script("return document.scripts.length") == 2
+        assert driver.execute_script("return document.scripts.length") == 4
         assert driver.execute_script("return document.getElementsByTagName('b').length") == 0
         body = driver.execute_script("return document.body.textContent")
         for name in NAMES:

@@ -29,16 +29,16 @@ def test_forward_hooks_see_args_and_output_in_call_order():
 def test_return_values_replace_args_and_output():
     m = Two()
     x = tgx.randn(2, 3)
-    plain = m(x).numpy().copy()
+    plain = m(x).detach().numpy().copy()
     h = m.register_forward_pre_hook(lambda mod, args: args[0] * 2)     # a bare value: wrapped
-    doubled = m(x).numpy().copy()
-    np.testing.assert_allclose(doubled, m.forward(x * 2).numpy())
+    doubled = m(x).detach().numpy().copy()
+    np.testing.assert_allclose(doubled, m.forward(x * 2).detach().numpy())
     h.remove()
     h.remove()                                            # twice: nothing happens
-    np.testing.assert_allclose(m(x).numpy(), plain)
+    np.testing.assert_allclose(m(x).detach().numpy(), plain)
     with m.register_forward_hook(lambda mod, args, out: out + 1):
-        np.testing.assert_allclose(m(x).numpy(), plain + 1)
-    np.testing.assert_allclose(m(x).numpy(), plain)
+        np.testing.assert_allclose(m(x).detach().numpy(), plain + 1)
+    np.testing.assert_allclose(m(x).detach().numpy(), plain)
 
 
 def test_with_kwargs_and_prepend():
@@ -57,7 +57,8 @@ def test_with_kwargs_and_prepend():
     x = tgx.randn(2, 3)
     out = m(x, scale=1.0)
     assert order == [0, 1, 2] and seen == {"scale": 3.0}
-    np.testing.assert_allclose(out.numpy(), m.forward(x, scale=3.0).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(out.detach().numpy(),
+                               m.forward(x, scale=3.0).detach().numpy(), rtol=1e-6)
 
 
 def test_a_hooked_output_keeps_its_graph():
@@ -65,7 +66,7 @@ def test_a_hooked_output_keeps_its_graph():
     m.b.register_forward_hook(lambda mod, args, out: out * 2)
     x = tgx.randn(2, 3)
     m(x).sum().backward()
-    g = m.b.bias.grad.numpy().copy()
+    g = m.b.bias.grad.detach().numpy().copy()
     np.testing.assert_allclose(g, 4.0)                   # 2 rows * the hook's factor 2
 
 
@@ -74,16 +75,16 @@ def test_tensor_hook_handles():
     h = t.register_hook(lambda g: g * 10)
     keep = t.register_hook(lambda g: g + 1)
     (t * 2).sum().backward()
-    np.testing.assert_allclose(t.grad.numpy(), 21.0)
+    np.testing.assert_allclose(t.grad.detach().numpy(), 21.0)
     h.remove()
     t.grad = None
     (t * 2).sum().backward()
-    np.testing.assert_allclose(t.grad.numpy(), 3.0)
+    np.testing.assert_allclose(t.grad.detach().numpy(), 3.0)
     keep.remove()
     t.grad = None
     with t.register_hook(lambda g: g * 0):
         (t * 2).sum().backward()
-    np.testing.assert_allclose(t.grad.numpy(), 0.0)
+    np.testing.assert_allclose(t.grad.detach().numpy(), 0.0)
 
 
 def test_uncallable_hook_is_refused():
@@ -110,7 +111,7 @@ def test_same_as_torch():
         h1.remove()
         h2.remove()
         z = lin(x)
-        results.append((record, y.detach().numpy(), x.grad.numpy(), z.detach().numpy()))
+        results.append((record, y.detach().numpy(), x.grad.detach().numpy(), z.detach().numpy()))
     (r1, *a1), (r2, *a2) = results
     assert r1 == r2 == ["tuple"]
     for a, b in zip(a1, a2, strict=True):
@@ -125,13 +126,13 @@ def test_model_fast_paths_call_hooked_modules():
     tgx.manual_seed(0)
     gpt = GPT(GPTConfig(block_size=16, vocab_size=11, n_layer=1, n_head=2, n_embd=8)).eval()
     prompt = np.random.default_rng(0).integers(0, 11, (2, 3))
-    plain = gpt.generate(prompt, 4, temperature=0.0).numpy()
+    plain = gpt.generate(prompt, 4, temperature=0.0).detach().numpy()
     assert _stock(gpt)
     shapes = []
     with gpt.transformer.h[0].mlp.register_forward_hook(
             lambda m, args, out: shapes.append(out.shape)):
         assert not _stock(gpt)
-        hooked = gpt.generate(prompt, 4, temperature=0.0).numpy()
+        hooked = gpt.generate(prompt, 4, temperature=0.0).detach().numpy()
     assert len(shapes) == 4 and np.array_equal(hooked, plain)      # prompt, then 3 single steps
     assert _stock(gpt)
 

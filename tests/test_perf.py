@@ -28,7 +28,7 @@ for _ in range(3):
     opt.zero_grad(); loss.backward(); opt.step()
     losses.append(loss.item())
 print(json.dumps({"tuned": tgx.process.MALLOC_TUNED, "losses": losses,
-                  "w": float(np.abs(m.transformer.wte.weight.numpy()).sum())}))
+                  "w": float(np.abs(m.transformer.wte.weight.detach().numpy()).sum())}))
 """
 
 

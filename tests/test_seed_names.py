@@ -3,6 +3,7 @@ rule that a name is given only where the code computes that formula (a user's mo
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -12,6 +13,8 @@ import tinygradx.functional as F
 from tinygradx import nn
 from tinygradx.models.apps.inspect_models import named_dims, small_model, training_loss
 from tinygradx.trace import trace
+
+MODELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compat_models")
 
 # The seed's symbols, restated here by hand (module-path suffix, op) -> name. The seed writes
 # Q = XW^Q, K = XW^K, V = XW^V; Score = QKᵀ (its scaled and masked forms keep the name); A is
@@ -175,10 +178,8 @@ def test_a_model_file_through_the_look_alike_gets_no_guessed_names(tmp_path):
     """tests/compat_models/gpt.py (plain PyTorch code, its projection called `qkv`) loaded with
     `torch` being the look-alike: A·V and the reshapes after it are not A, masked_fill is not a
     mask add of some guessed Y; a name the file sets on a tensor would be shown."""
-    import os
-
     import tinygradx.compat as compat
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compat_models", "gpt.py")
+    path = os.path.join(MODELS, "gpt.py")
     mod = compat.load_module(path)
     tgx.manual_seed(0)
     model = mod.GPT(mod.GPTConfig(vocab_size=20, context=8, n_layer=1, d_model=16))

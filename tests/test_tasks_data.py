@@ -267,8 +267,11 @@ def test_tsv_task(tmp_path):
     assert task.tokenize_src("The CAT sees the dog!") == ["the", "cat", "sees", "the", "dog", "!"]
     rev = make_translation_task("tsv", path=path, reverse=True)
     assert all(s[0] in ("le", "va", "marche", "bouge") for s, _ in rev.train)
-    short = make_translation_task("tsv", path=path, max_len=2)
-    assert len(short.train) + len(short.valid) + len(short.test) == 3
+    # at most 2 words leaves the three "go ." pairs: one source sentence cannot be split into
+    # train, validation and test, so it is refused with the counts (not trained on unevaluated)
+    with pytest.raises(ValueError, match=r"too few sentence pairs: 104 read, 1 distinct usable "
+                                         r"source sentence\(s\) \(1\.\.2 words\)"):
+        make_translation_task("tsv", path=path, max_len=2)
 
 
 def test_tsv_errors(tmp_path):

@@ -50,7 +50,7 @@ def test_division_forms_match_torch(a, b, op):
             return
         got = run(tgx, tgx.tensor(a), yb if yb is not None else tgx.tensor(b))
     assert str(got.dtype) == str(want.dtype).replace("torch.", "")
-    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
 
 
 def test_division_gradients_match_torch():
@@ -61,11 +61,11 @@ def test_division_gradients_match_torch():
         xa, xb = tgx.tensor(a, requires_grad=True), tgx.tensor(b, requires_grad=True)
         getattr(torch, name)(ta, tb).sum().backward()
         getattr(tgx, name)(xa, xb).sum().backward()
-        np.testing.assert_allclose(xa.grad.numpy(), ta.grad.numpy())
-        np.testing.assert_allclose(xb.grad.numpy(), tb.grad.numpy())
+        np.testing.assert_allclose(xa.grad.detach().numpy(), ta.grad.detach().numpy())
+        np.testing.assert_allclose(xb.grad.detach().numpy(), tb.grad.detach().numpy())
     xa = tgx.tensor(a, requires_grad=True)
     xa.div(2.0, rounding_mode="floor").sum().backward()     # a zero gradient, as torch
-    assert np.all(xa.grad.numpy() == 0)
+    assert np.all(xa.grad.detach().numpy() == 0)
     with pytest.raises(tgx.OpError, match="floor_divide .* has no derivative"):
         (tgx.tensor(a, requires_grad=True) // 2).sum().backward()
 
@@ -100,7 +100,7 @@ def test_binary_function_forms_match_torch(name):
     got = getattr(tgx, name)(tgx.tensor(a), tgx.tensor(b if name not in (
         "remainder", "fmod", "div", "floor_divide", "true_divide") else b + (b == 0)))
     assert str(got.dtype) == str(want.dtype).replace("torch.", "")
-    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
 
 
 @pytest.mark.parametrize("name,args", [
@@ -118,18 +118,18 @@ def test_unary_function_forms_match_torch(name, args):
         assert got is want
         return
     assert str(got.dtype) == str(want.dtype).replace("torch.", "")
-    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12)
 
 
 def test_matrix_function_forms_match_torch():
     rng = np.random.default_rng(0)
     m, v, w = rng.normal(size=(3, 4)), rng.normal(size=4), rng.normal(size=4)
-    np.testing.assert_allclose(tgx.mm(tgx.tensor(m), tgx.tensor(m.T)).numpy(),
-                               torch.mm(_t(m), _t(m.T)).numpy())
-    np.testing.assert_allclose(tgx.mv(tgx.tensor(m), tgx.tensor(v)).numpy(),
-                               torch.mv(_t(m), _t(v)).numpy())
-    np.testing.assert_allclose(tgx.dot(tgx.tensor(v), tgx.tensor(w)).numpy(),
-                               torch.dot(_t(v), _t(w)).numpy())
+    np.testing.assert_allclose(tgx.mm(tgx.tensor(m), tgx.tensor(m.T)).detach().numpy(),
+                               torch.mm(_t(m), _t(m.T)).detach().numpy())
+    np.testing.assert_allclose(tgx.mv(tgx.tensor(m), tgx.tensor(v)).detach().numpy(),
+                               torch.mv(_t(m), _t(v)).detach().numpy())
+    np.testing.assert_allclose(tgx.dot(tgx.tensor(v), tgx.tensor(w)).detach().numpy(),
+                               torch.dot(_t(v), _t(w)).detach().numpy())
     with pytest.raises(tgx.OpError, match="mm: expects two 2-d tensors"):
         tgx.mm(tgx.tensor(v), tgx.tensor(m))
 
@@ -139,7 +139,7 @@ def test_where_with_one_argument_is_nonzero_as_a_tuple():
     got, want = tgx.where(tgx.tensor(c)), torch.where(_t(c))
     assert isinstance(got, tuple) and len(got) == len(want) == 2
     for g, w in zip(got, want, strict=True):
-        np.testing.assert_array_equal(g.numpy(), w.numpy())
+        np.testing.assert_array_equal(g.detach().numpy(), w.detach().numpy())
     with pytest.raises(TypeError, match="give both input and other"):
         tgx.where(tgx.tensor(c), tgx.ones(2, 3))
 
@@ -147,8 +147,8 @@ def test_where_with_one_argument_is_nonzero_as_a_tuple():
 def test_roll_without_dims_flattens_as_torch():
     a = np.arange(6).reshape(2, 3)
     for shifts in (1, (1,), [2], -4):
-        np.testing.assert_array_equal(tgx.tensor(a).roll(shifts).numpy(),
-                                      _t(a).roll(shifts).numpy())
+        np.testing.assert_array_equal(tgx.tensor(a).roll(shifts).detach().numpy(),
+                                      _t(a).roll(shifts).detach().numpy())
     with pytest.raises(tgx.OpError, match="without dims, shifts must be one int"):
         tgx.tensor(a).roll((1, 2))
 
@@ -165,7 +165,7 @@ def test_randperm_and_generators():
     with pytest.raises(ValueError, match="randperm: n must be a non-negative int"):
         tgx.randperm(-1)
     b = tgx.bernoulli(tgx.full((1000,), 0.25))
-    assert b.dtype == np.float32 and set(np.unique(b.numpy())) <= {0.0, 1.0}
+    assert b.dtype == np.float32 and set(np.unique(b.detach().numpy())) <= {0.0, 1.0}
     assert 150 < b.sum().item() < 350
 
 
@@ -187,7 +187,7 @@ def test_save_and_load_round_trip_a_checkpoint_dict(tmp_path):
     assert isinstance(back["array"], np.ndarray) and back["param"].requires_grad
     fresh = nn.Linear(3, 2)
     assert fresh.load_state_dict(back["model"]) == ([], [])
-    np.testing.assert_array_equal(fresh.weight.numpy(), model.weight.numpy())
+    np.testing.assert_array_equal(fresh.weight.detach().numpy(), model.weight.detach().numpy())
     opt2 = tgx.optim.AdamW(fresh.parameters(), lr=1e-3)
     opt2.load_state_dict(back["optimizer"])
 
@@ -220,7 +220,7 @@ def test_embedding_from_pretrained_as_torch():
         theirs = torch.nn.Embedding.from_pretrained(_t(table), freeze=freeze, padding_idx=pad)
         assert mine.weight.requires_grad == theirs.weight.requires_grad
         out, want = mine(tgx.tensor(ids)), theirs(_t(ids))
-        np.testing.assert_array_equal(out.numpy(), want.detach().numpy())
+        np.testing.assert_array_equal(out.detach().numpy(), want.detach().numpy())
         if not freeze:
             out.sum().backward()
             want.sum().backward()
@@ -304,10 +304,10 @@ def test_masked_fill_broadcasts_the_input_up_to_the_mask():
     mask = np.array([[True, False, False], [False, False, True]])
     tx, xx = _t(x).requires_grad_(), tgx.tensor(x, requires_grad=True)
     want, got = tx.masked_fill(_t(mask), -1.0), xx.masked_fill(tgx.tensor(mask), -1.0)
-    np.testing.assert_array_equal(got.numpy(), want.detach().numpy())
+    np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
     want.sum().backward()
     got.sum().backward()
-    np.testing.assert_array_equal(xx.grad.numpy(), tx.grad.numpy())
+    np.testing.assert_array_equal(xx.grad.detach().numpy(), tx.grad.detach().numpy())
     with pytest.raises(tgx.OpError, match="the result has shape \\(2, 3\\)"):
         tgx.tensor(x).masked_fill_(tgx.tensor(mask), 0.0)
 
@@ -330,8 +330,8 @@ def test_ties_break_as_torch(seed):
         for desc in (False, True):
             sv, si = x.sort(dim=dim, descending=desc)
             tv, ti = t.sort(dim=dim, descending=desc, stable=True)
-            np.testing.assert_array_equal(si.numpy(), ti.numpy())
-            np.testing.assert_array_equal(sv.numpy(), tv.numpy())
+            np.testing.assert_array_equal(si.detach().numpy(), ti.detach().numpy())
+            np.testing.assert_array_equal(sv.detach().numpy(), tv.detach().numpy())
     assert x.argmax().item() == t.argmax().item()
     k = min(3, a.shape[1])
     for largest in (True, False):
@@ -339,4 +339,4 @@ def test_ties_break_as_torch(seed):
         np.testing.assert_array_equal(v.numpy(), t.topk(k, largest=largest)[0].numpy())
         order = np.argsort(-a if largest else a, axis=-1, kind="stable")[:, :k]
         nan_rows = np.isnan(a).any(-1)
-        np.testing.assert_array_equal(i.numpy()[~nan_rows], order[~nan_rows])
+        np.testing.assert_array_equal(i.detach().numpy()[~nan_rows], order[~nan_rows])

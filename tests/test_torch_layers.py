@@ -45,7 +45,7 @@ def _compare(theirs, mine, inputs, dtype, call=lambda m, *xs, **kw: m(*xs, **kw)
     assert len(touts) == len(mouts)
     for t, m in zip(touts, mouts, strict=True):
         assert m.dtype == np.dtype(dtype)
-        np.testing.assert_allclose(m.numpy(), t.detach().numpy(), **TOL[dtype])
+        np.testing.assert_allclose(m.detach().numpy(), t.detach().numpy(), **TOL[dtype])
     sum((t * t.detach().sin()).sum() for t in touts).backward()
     sum((m * m.detach().sin()).sum() for m in mouts).backward()
     for t, m in zip(tt, mt, strict=True):
@@ -103,9 +103,9 @@ def test_conv_init_and_shapes():
     c = nn.Conv2d(6, 8, (3, 5), groups=2)
     assert c.weight.shape == (8, 3, 3, 5) and c.bias.shape == (8,)
     bound = 1 / np.sqrt(3 * 3 * 5)                 # torch: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
-    w = c.weight.numpy()
+    w = c.weight.detach().numpy()
     assert np.abs(w).max() <= bound and np.abs(w).max() > 0.9 * bound
-    assert np.abs(c.bias.numpy()).max() <= bound
+    assert np.abs(c.bias.detach().numpy()).max() <= bound
 
 
 def test_conv_and_pool_errors_name_the_op():
@@ -187,9 +187,9 @@ def test_lstm_dropout_between_layers_and_second_derivatives():
     m = nn.LSTM(2, 3, num_layers=2, dropout=0.5)
     x = tgx.randn(4, 1, 2)
     a, b = m(x)[0], m(x)[0]
-    assert not np.allclose(a.numpy(), b.numpy())         # dropout while training
+    assert not np.allclose(a.detach().numpy(), b.detach().numpy())         # dropout while training
     m.eval()
-    np.testing.assert_array_equal(m(x)[0].numpy(), m(x)[0].numpy())
+    np.testing.assert_array_equal(m(x)[0].detach().numpy(), m(x)[0].detach().numpy())
     small = nn.GRU(2, 2).double()
     xs = tgx.Tensor(np.random.default_rng(0).standard_normal((3, 1, 2)), requires_grad=True)
     assert tgx.gradgradcheck(lambda x: small(x)[0], (xs,))
@@ -199,7 +199,7 @@ def test_recurrent_init_and_errors():
     tgx.manual_seed(0)
     m = nn.LSTM(3, 4, bidirectional=True)
     assert m.weight_ih_l0_reverse.shape == (16, 3) and m.bias_hh_l0.shape == (16,)
-    assert np.abs(m.weight_hh_l0.numpy()).max() <= 0.5    # U(-1/sqrt(4), 1/sqrt(4))
+    assert np.abs(m.weight_hh_l0.detach().numpy()).max() <= 0.5    # U(-1/sqrt(4), 1/sqrt(4))
     with pytest.raises(ValueError, match="LSTM: input has 2 features, expected input_size=3"):
         m(tgx.randn(5, 1, 2))
     with pytest.raises(ValueError, match=r"initial state has shape \(1, 1, 4\)"):
@@ -257,10 +257,10 @@ def test_transformer(dtype, batch_first, norm_first):
     tgt = _x(*((N, T, 8) if batch_first else (T, N, 8)), dtype=dtype, seed=1)
     mask_t = torch.nn.Transformer.generate_square_subsequent_mask(T, dtype=torch.float64)
     mask_m = nn.Transformer.generate_square_subsequent_mask(T, dtype=np.float64)
-    np.testing.assert_array_equal(mask_m.numpy(), mask_t.numpy())
+    np.testing.assert_array_equal(mask_m.detach().numpy(), mask_t.detach().numpy())
     padding = np.zeros((N, S), bool)
     padding[0, -2:] = True
-    _compare(theirs, mine, [src, tgt], dtype, tgt_mask=mask_m.numpy().astype(dtype),
+    _compare(theirs, mine, [src, tgt], dtype, tgt_mask=mask_m.detach().numpy().astype(dtype),
              src_key_padding_mask=padding, memory_key_padding_mask=padding,
              tgt_is_causal=True)
 
@@ -298,9 +298,9 @@ def test_transformer_eval_matches_torch_fast_path():
     with torch.no_grad():
         want = theirs(torch.tensor(src), torch.tensor(tgt),
                       src_key_padding_mask=torch.tensor(padding),
-                      memory_key_padding_mask=torch.tensor(padding)).numpy()
+                      memory_key_padding_mask=torch.tensor(padding)).detach().numpy()
     got = mine(tgx.Tensor(src), tgx.Tensor(tgt), src_key_padding_mask=tgx.Tensor(padding),
-               memory_key_padding_mask=tgx.Tensor(padding)).numpy()
+               memory_key_padding_mask=tgx.Tensor(padding)).detach().numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 

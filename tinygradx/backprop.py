@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import autograd, process
+from . import autograd
 from .autograd import (STATE, Frame, OpError, run_backward, toposort, toposort_to,
                        unbroadcast_axes)
 
@@ -66,8 +66,6 @@ def backward(tensor, gradient=None, retain_graph=None, create_graph=False):
     With create_graph=True the gradients are Tensors with a graph of their own (a leaf's .grad
     can be differentiated again); retain_graph defaults to create_graph, as in PyTorch.
     """
-    if process.MALLOC_PENDING:
-        process.first_backward()
     retain_graph = create_graph if retain_graph is None else retain_graph
     if create_graph:
         seed = gradient if isinstance(gradient, autograd.Tensor) else None
@@ -88,8 +86,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     the outputs do not depend on is an error, or None with allow_unused=True, or zeros with
     materialize_grads=True.
     """
-    if process.MALLOC_PENDING:
-        process.first_backward()
     Tensor = autograd.Tensor
     outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
     inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)

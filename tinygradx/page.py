@@ -357,7 +357,7 @@ def page_html(svg, rows, nodes_info, title="", summary="", lang="en", head=None,
     graph = _clean_svg(svg) if svg else f"<p>{esc(tr('no graph: the trace kept no graph'))}</p>"
     data = script_json(nodes_info)
     step_data = script_json(list(steps))
-    stepper = (f'<p id="stepper"><b>{esc(tr("backward, step by step"))}</b> '
+    stepper = (f'<p id="stepper"><strong>{esc(tr("backward, step by step"))}</strong> '
                f'<button id="step-prev">{esc(tr("prev"))}</button>'
                f'<button id="step-next">{esc(tr("next"))}</button>'
                f'<span id="step"></span></p>') if steps else ""

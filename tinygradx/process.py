@@ -33,7 +33,7 @@ import sys
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 
 MALLOC_TUNED = False       # whether keep_freed_memory() has been applied in this process
-MALLOC_PENDING = True      # the first backward still has to decide (backprop reads this flag)
+MALLOC_PENDING = True      # the first backward still has to decide (Tensor.backward reads it)
 _AUTO_MALLOC = os.environ.get("TINYGRADX_MALLOC_TUNE", "1") != "0"
 _NOTICED = set()
 

@@ -13,7 +13,7 @@ import numbers
 
 import numpy as np
 
-from . import autograd, backprop, fused, hooks, movement, ops, ops_linalg
+from . import autograd, backprop, fused, hooks, movement, ops, ops_linalg, process
 from .autograd import OpError
 from .dims import check_dim, normalize_dims
 from .dtypes import as_dtype, result_type, to_array
@@ -223,6 +223,8 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMet
 
         create_graph=True records the backward pass itself, so .grad can be differentiated
         again (backprop.py); retain_graph defaults to create_graph, as in PyTorch."""
+        if process.MALLOC_PENDING:               # the process's first backward: the allocator
+            process.first_backward()             # setting of process.py, said once
         backprop.backward(self, gradient, retain_graph, create_graph)
 
     # -- in-place ops (docs/design.md, "In-place operations") ------------------------------
