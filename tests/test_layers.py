@@ -181,6 +181,9 @@ def _attributes(mod, path, known):
                 if a.asname and a.name in {n.rsplit(".", 1)[-1] for n in aliases.values()}:
                     aliases[a.asname] = next(v for v in aliases.values()
                                              if v.endswith("." + a.name))
+    froms = [a for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for a in node.names]
+    for name in {a.name for a in froms if a.asname} - {a.name for a in froms if not a.asname}:
+        aliases.pop(name, None)     # `from pkg import mod as alias` binds the alias only
     return [(aliases[n.value.id], n.attr, n.lineno) for n in ast.walk(tree)
             if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
             and n.value.id in aliases and aliases[n.value.id] != mod]

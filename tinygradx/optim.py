@@ -27,7 +27,7 @@ AdamW (Loshchilov & Hutter; decoupled weight decay, applied before the Adam step
 
 Gradient clipping (`clip_grad_norm_`, `clip_grad_value_`) is in clip_grad.py, re-exported here.
 The learning-rate schedules (`noam`, `warmup_cosine`, `constant`) are plain functions of the step
-in schedules.py, re-exported here; `LRScheduler` writes one into every group's 'lr'. PyTorch's
+in lr_scheduler.py, re-exported here; `LRScheduler` writes one into every group's 'lr'. PyTorch's
 schedulers (LambdaLR, StepLR, CosineAnnealingLR, OneCycleLR, ...) are `optim.lr_scheduler`
 (lr_scheduler.py), whose base class `LRScheduler` subclasses.
 
@@ -54,7 +54,7 @@ import numpy as np
 
 from . import kernels, lr_scheduler, parallel
 from .clip_grad import clip_grad_norm_, clip_grad_value_
-from .schedules import constant, noam, warmup_cosine
+from .lr_scheduler import constant, noam, warmup_cosine
 from .tensor import Tensor
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "clip_grad_norm_", "clip_grad_value_", "noam",
@@ -520,7 +520,7 @@ class AdamW(Adam):
 
 
 # --------------------------------------------------------------------------------------------
-# learning-rate scheduler (the schedules themselves are in schedules.py)
+# learning-rate scheduler (the schedules themselves are in lr_scheduler.py)
 # --------------------------------------------------------------------------------------------
 
 class LRScheduler(lr_scheduler.LRScheduler):
