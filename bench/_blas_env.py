@@ -18,6 +18,6 @@ os.environ.setdefault("GOMP_SPINCOUNT", "30000")
 
 # The benchmarks own their process, as the Trainer does: keep freed memory in glibc's heap for
 # every implementation measured here (tinygradx.process explains; TINYGRADX_MALLOC_TUNE=0 skips).
-from tinygradx import process  # noqa: E402
+from tinygradx.fast import process  # noqa: E402
 
 process.keep_freed_memory()

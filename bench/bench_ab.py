@@ -36,7 +36,7 @@ def _find_model(fn, kind, depth=0):
 
 
 def arms(what, spec, params, batch):
-    from tinygradx import parallel
+    from tinygradx.fast import parallel
     from tinygradx.models.nets.gpt import GPT, CausalSelfAttention
     if what == "threads":
         step = bf._tinygradx_adapter(spec, params, batch)

@@ -20,7 +20,7 @@ import timeit
 import numpy as np
 
 try:
-    from tinygradx._erf import erf
+    from tinygradx.fast._erf import erf
 except ImportError:  # package __init__ missing or mid-edit: load the module file directly
     _path = pathlib.Path(__file__).resolve().parents[1] / "tinygradx" / "_erf.py"
     _spec = importlib.util.spec_from_file_location("_erf", _path)

@@ -158,7 +158,7 @@ def _tinygradx_adapter(spec, params, batch, pkg="tinygradx", fused=True, kernels
     loaded with the same initial parameters by name. Written against the torch-like API of issue 3;
     if that API moves, this is the one function to adjust. fused=False builds the GPT op by op
     (GPTConfig.fused_attention=False: attention from matmul, masked softmax and reshapes);
-    kernels=False runs each step with tinygradx.kernels switched off (the numpy path)."""
+    kernels=False runs each step with tinygradx.fast.kernels switched off (the numpy path)."""
     try:
         tgx, optim, F, tgpt, ttr = _import_tgx(pkg)
     except ImportError as e:

@@ -121,7 +121,7 @@ def _threadpools():
 def _kernels_info():
     """Whether tinygradx's optional compiled kernels (numba) run in this process."""
     try:
-        from tinygradx import kernels
+        from tinygradx.fast import kernels
     except ImportError:
         return "not in this checkout"
     if not kernels.ENABLED:

@@ -5,7 +5,7 @@ tables under a Chinese title, introduction and headings (the help texts stay Eng
     python docs/make_cli_reference.py            # rewrite docs/cli.md and docs/zh/cli.md
     python docs/make_cli_reference.py --check    # exit 1 when either page is out of date
 
-tests/test_cli_help.py fails when a committed page differs from what this writes.
+tests/models/test_cli_help.py fails when a committed page differs from what this writes.
 """
 from __future__ import annotations
 

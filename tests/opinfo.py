@@ -1,6 +1,6 @@
 """The op-info table: one entry per public op, checked against numpy, torch and gradcheck.
 
-tests/test_opinfo.py runs three checks on every entry of OPS, over hypothesis-drawn samples
+tests/ops/test_opinfo.py runs three checks on every entry of OPS, over hypothesis-drawn samples
 (0-d tensors, size-0 dims, broadcasting pairs, negative dims, transposed and strided inputs,
 int/bool inputs where the op takes them):
 
@@ -41,7 +41,7 @@ from hypothesis.extra import numpy as hnp
 import tinygradx as tgx
 import tinygradx.functional as F
 from tinygradx import Tensor
-from tinygradx.testing import matmul_shapes
+from tinygradx.gradcheck.testing import matmul_shapes
 
 try:
     import torch
@@ -436,7 +436,7 @@ add(
     OpInfo("Tensor.pow[scalar]", lambda x, s: x ** s, ref=lambda x, s: x ** s,
            samples=scalar_operand((2, 3, -1, 0.5, 1.5, -2.0), low=0.3, high=2.0),
            api=("Tensor.**",),
-           # int ** -1 raises in torch and here (tests/test_ops.py)
+           # int ** -1 raises in torch and here (tests/ops/test_ops.py)
            fixed=(S([0.0, 1.0, -2.0], s=0, desc="x**0_at_0", only=("torch",)),
                   S(_ints, s=2, desc="int64**2"),
                   S(_ints > 2, s=2, desc="bool**2"),
@@ -760,7 +760,7 @@ add(
                   S(_f64(2, 3, 4), index=([1, 0], slice(None), [0, 3]), desc="list_slice_list"),
                   # torch applies ints first: (3, 2) where numpy gives (2, 3); the numpy
                   # reference follows numpy, so only torch and gradcheck (more mixes:
-                  # tests/test_semantics.py)
+                  # tests/ops/test_semantics.py)
                   S(_f64(2, 3, 4), index=(0, slice(None), [0, 1]), desc="int_slice_list",
                     only=("torch", "gradcheck")))),
     OpInfo("Tensor.masked_fill", lambda x, mask, value: x.masked_fill(mask, value),
@@ -1068,7 +1068,7 @@ add(
            ref=np_nll_loss,
            samples=_ce_family(layout_nd=False, smoothing=False)),
     OpInfo("F.dropout", _dropout_seeded, torch_op=None,
-           torch_reason="random mask: torch's generator differs (tests/test_torch_oracle.py "
+           torch_reason="random mask: torch's generator differs (tests/ops/test_torch_oracle.py "
            "checks the scaling)", samples=unary(kw=lambda d, s: {"p": d(st.sampled_from(
                (0.25, 0.5)))})),
     OpInfo("F.dropout[eval]", lambda x, p, training: F.dropout(x, p, training),
@@ -2044,7 +2044,7 @@ def _torch_einsum(*xs, equation):
 def _np_einsum(*xs, equation):
     """numpy's einsum after PyTorch's size-1 broadcasting of named subscripts (numpy does not
     broadcast them): each operand broadcast to the size its subscripts have elsewhere."""
-    from tinygradx.ops_einsum import plan
+    from tinygradx.ops.einsum import plan
     p = plan(equation, tuple(x.shape for x in xs))
     full = [np.squeeze(x, ax) if ax else x for x, ax in zip(xs, p.squeeze, strict=True)]
     return np.einsum(p.equation, *full)
@@ -2281,7 +2281,7 @@ add(
            torch_op=lambda start, end, steps, dtype: torch.linspace(start, end, steps,
                                                                     dtype=tdtype(dtype)),
            # integer dtypes: exact values here, torch's floating-point ones may be one less
-           # where a value is an integer (tests/test_more_torch.py), so fixed cases only
+           # where a value is an integer (tests/ops/test_more_torch.py), so fixed cases only
            samples=lambda dtypes: st.sampled_from([
                S(start=0, end=10, steps=5, dtype=I64, desc="int64"),
                S(start=-3, end=2.5, steps=7, dtype=I64, desc="int64_float_end"),
@@ -2568,7 +2568,7 @@ NOT_OPS = {
     "tgx.Tensor", "tgx.Function", "tgx.GradcheckError", "tgx.OpError",
     "tgx.float16", "tgx.float32", "tgx.float64", "tgx.int32", "tgx.int64", "tgx.uint8",
     "tgx.bool_",
-    # autograd machinery, switches and context managers (tests/test_engine.py and friends)
+    # autograd machinery, switches and context managers (tests/autograd/test_engine.py and friends)
     "tgx.grad", "tgx.no_grad", "tgx.enable_grad", "tgx.is_grad_enabled", "tgx.detect_anomaly",
     "tgx.manual_seed", "tgx.get_rng_state", "tgx.set_rng_state", "tgx.default_rng",
     "tgx.gradcheck", "tgx.trace",
@@ -2584,12 +2584,12 @@ NOT_OPS = {
     "tgx.device", "Tensor.device", "Tensor.is_cuda", "Tensor.is_contiguous", "tgx.is_tensor",
     "tgx.numel", "tgx.int8", "tgx.int16", "tgx.long", "tgx.float", "tgx.double", "tgx.half",
     "tgx.int", "tgx.short", "tgx.bool",
-    # switches, dtype limits and the default dtype, Size (tests/test_more_torch.py)
+    # switches, dtype limits and the default dtype, Size (tests/ops/test_more_torch.py)
     "tgx.set_grad_enabled", "tgx.inference_mode", "tgx.finfo", "tgx.iinfo",
     "tgx.get_default_dtype", "tgx.set_default_dtype", "tgx.Size",
-    # predicates with a Python bool result (tests/test_more_torch.py, against torch)
+    # predicates with a Python bool result (tests/ops/test_more_torch.py, against torch)
     "tgx.allclose", "tgx.equal",
-    # a generator, a dtype predicate, saving (tests/test_torch_idioms.py)
+    # a generator, a dtype predicate, saving (tests/tensor/test_torch_idioms.py)
     "tgx.Generator", "tgx.is_floating_point", "tgx.save", "tgx.load",
 }
 

@@ -156,7 +156,7 @@ def snippet_pages():
 @pytest.mark.parametrize("page", snippet_pages())
 def test_snippets(page):
     try:
-        from tinygradx.viz import RendererNotFound
+        from tinygradx.graph.viz import RendererNotFound
     except ImportError:                                   # pragma: no cover
         RendererNotFound = ()
     start = time.perf_counter()

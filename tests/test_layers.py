@@ -187,3 +187,41 @@ def _attributes(mod, path, known):
     return [(aliases[n.value.id], n.attr, n.lineno) for n in ast.walk(tree)
             if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
             and n.value.id in aliases and aliases[n.value.id] != mod]
+
+
+# -- rules of particular rooms (docs/design.md, "Floors") -------------------------------------
+# house rules: one floor per package
+
+def test_one_floor_per_package():
+    """The floors block names packages (or the facade's own files), never a module inside one."""
+    table, known = floors(), modules()
+    packages = {m for m, p in known.items() if p.endswith("__init__.py")}
+    inner = sorted(n for n in table if n.startswith("tinygradx.") and not
+                   n.startswith("tinygradx.models") and n not in packages
+                   and n.count(".") > 1)
+    assert not inner, f"floors name modules inside a package: {inner}"
+
+
+def _imports_of_room(room):
+    known, edges = graph()
+    return [(m, dep, line, known[m]) for m, deps in edges.items()
+            if m == room or m.startswith(room + ".") for dep, _, line in deps]
+
+
+def test_the_autograd_core_imports_nothing_else_of_tinygradx():
+    bad = [f"{path}:{line}: {m} imports {dep}" for m, dep, line, path in
+           _imports_of_room("tinygradx.autograd")
+           if not (dep == "tinygradx.autograd" or dep.startswith("tinygradx.autograd."))]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_speed_layer_imports_only_the_autograd_core():
+    ok = ("tinygradx.fast", "tinygradx.autograd")
+    bad = [f"{path}:{line}: {m} imports {dep}" for m, dep, line, path in
+           _imports_of_room("tinygradx.fast")
+           if not any(dep == r or dep.startswith(r + ".") for r in ok)]
+    assert not bad, "\n".join(bad)
+
+
+def test_io_imports_nothing_of_tinygradx():
+    assert not _imports_of_room("tinygradx.io")

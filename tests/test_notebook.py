@@ -107,7 +107,7 @@ def test_notebook_runs_top_to_bottom(lang):
     pytest.importorskip("nbformat")
     pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
-    from tinygradx.viz import find_renderer
+    from tinygradx.graph.viz import find_renderer
     try:
         find_renderer()
     except Exception as err:                           # the graph cells need a renderer

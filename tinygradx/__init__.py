@@ -10,46 +10,50 @@ from . import process  # first: a setting that OpenBLAS reads when numpy loads
 process.blas_thread_timeout()
 
 # every import below loads numpy, so each must follow the BLAS setting above (hence E402)
-from . import autograd, fused, ops  # noqa: E402  (after the BLAS setting)
+from . import autograd, ops  # noqa: E402  (after the BLAS setting)
+from .ops import fused  # noqa: E402  (after the BLAS setting)
 from .autograd import (Function, OpError, detect_anomaly, enable_grad,  # noqa: E402
                        is_grad_enabled, no_grad, unbroadcast)
-from .rng import default_rng, get_rng_state, manual_seed, set_rng_state  # noqa: E402
-from .backprop import grad  # noqa: E402
-from .dtypes import (bool_, float16, float32, float64, int8, int16, int32,  # noqa: E402
-                     int64, uint8)
-from .devices import device  # noqa: E402
+from .autograd.rng import default_rng, get_rng_state, manual_seed, set_rng_state  # noqa: E402
+from .autograd.backprop import grad  # noqa: E402
+from .ops.dtypes import (bool_, float16, float32, float64, int8, int16, int32,  # noqa: E402
+                         int64, uint8)
+from .tensor.devices import device  # noqa: E402
 from .tensor import Tensor  # noqa: E402
-from . import custom_function  # noqa: E402,F401  (Function.apply of PyTorch's style)
-from .creation import (arange, as_tensor, cat, concatenate, einsum, empty,  # noqa: E402
-                       empty_like, eye, from_numpy, full, full_like, matmul, maximum, minimum,
-                       ones, ones_like, rand, rand_like, randint, randn, randn_like, stack, tensor,
-                       where, zeros, zeros_like)
-from .tensor_index import (argsort, cumprod, cumsum, diagonal, flip, gather,  # noqa: E402
-                           masked_select, repeat_interleave, roll, scatter, scatter_add, sort,
-                           topk, unflatten)
-from .tensor_functions import (BoolTensor, ByteTensor, DoubleTensor,  # noqa: E402
+from .autograd import custom_function  # noqa: E402,F401  (Function.apply of PyTorch's style)
+from .tensor.creation import (arange, as_tensor, cat, concatenate, einsum,  # noqa: E402
+                              empty, empty_like, eye, from_numpy, full,
+                              full_like, matmul, maximum, minimum, ones,
+                              ones_like, rand, rand_like, randint, randn,
+                              randn_like, stack, tensor, where, zeros,
+                              zeros_like)
+from .tensor.index_methods import (argsort, cumprod, cumsum, diagonal, flip,  # noqa: E402
+                                   gather, masked_select, repeat_interleave,
+                                   roll, scatter, scatter_add, sort, topk,
+                                   unflatten)
+from .tensor.functions import (BoolTensor, ByteTensor, DoubleTensor,  # noqa: E402
                                FloatTensor, IntTensor, LongTensor, abs, argmax, argmin, bmm,
                                clamp, clip, eq, exp, is_tensor, log, log_softmax, max, mean,
                                min, multinomial, nonzero, numel, pow, sigmoid, softmax, sqrt,
                                sum, tanh, tril, triu)
-from .math_methods import (ceil, cos, exp2, floor, isclose, isfinite, isinf,  # noqa: E402
-                           isnan, lerp, log2, log10, logaddexp, round, sign, sin, trunc)
-from .tensor_functions import (addmm, all, allclose, any, chunk, equal,  # noqa: E402
+from .tensor.math_methods import (ceil, cos, exp2, floor, isclose, isfinite, isinf,  # noqa: E402
+                                  isnan, lerp, log2, log10, logaddexp, round, sign, sin, trunc)
+from .tensor.functions import (addmm, all, allclose, any, chunk, equal,  # noqa: E402
                                flatten, moveaxis, movedim, narrow, norm, outer, permute, prod,
                                reshape, select, split, squeeze, std, swapaxes, swapdims, t,
                                transpose, unbind, unsqueeze, var)
-from .tensor_index import index_select  # noqa: E402
-from .math_methods import (expm1, log1p, neg, negative, reciprocal, rsqrt,  # noqa: E402
-                           square)
-from .creation import linspace, logspace  # noqa: E402
-from .grad_mode import inference_mode, set_grad_enabled  # noqa: E402
-from .dtypes import finfo, get_default_dtype, iinfo, set_default_dtype  # noqa: E402
-from .dims import Size  # noqa: E402
-from .creation import Generator, bernoulli, randint_like, randperm  # noqa: E402
-from .saving import load, save  # noqa: E402
+from .tensor.index_methods import index_select  # noqa: E402
+from .tensor.math_methods import (expm1, log1p, neg, negative, reciprocal, rsqrt,  # noqa: E402
+                                  square)
+from .tensor.creation import linspace, logspace  # noqa: E402
+from .autograd.grad_mode import inference_mode, set_grad_enabled  # noqa: E402
+from .ops.dtypes import finfo, get_default_dtype, iinfo, set_default_dtype  # noqa: E402
+from .ops.dims import Size  # noqa: E402
+from .tensor.creation import Generator, bernoulli, randint_like, randperm  # noqa: E402
+from .tensor.saving import load, save  # noqa: E402
 from . import data  # noqa: E402
-from .math_methods import floor_divide, fmod, remainder  # noqa: E402
-from .tensor_functions import (add, amax, amin, argwhere, bitwise_and,  # noqa: E402
+from .tensor.math_methods import floor_divide, fmod, remainder  # noqa: E402
+from .tensor.functions import (add, amax, amin, argwhere, bitwise_and,  # noqa: E402
                                bitwise_left_shift, bitwise_not, bitwise_or,
                                bitwise_right_shift, bitwise_xor, broadcast_to, clamp_max,
                                clamp_min, clone, count_nonzero, div, divide, dot, erf, ge,

@@ -67,7 +67,7 @@ TRAIN_HELP = {
 
 
 # train's flags in the groups its --help shows them in; every TrainConfig field (and --resume,
-# --overwrite) is in exactly one (tests/test_cli_help.py checks it)
+# --overwrite) is in exactly one (tests/models/test_cli_help.py checks it)
 TRAIN_GROUPS = {
     "data": ("what the model learns", ["task", "n_train", "ndigit", "text", "path"]),
     "model": ("the network's shape (a checkpoint keeps its own on --resume)",
@@ -240,8 +240,8 @@ def unknown_command_message(word, commands):
 REFERENCE_HEADER = """\
 # The `tinygradx` command
 
-Generated from the parser by `python docs/make_cli_reference.py`; `tests/test_cli_help.py` fails
-when this page and the parser differ, so edit the help texts in `models/apps/cli.py` (and
+Generated from the parser by `python docs/make_cli_reference.py`; `tests/models/test_cli_help.py`
+fails when this page and the parser differ, so edit the help texts in `models/apps/cli.py` (and
 `models/apps/cli_help.py`) and regenerate instead of editing this page. `tinygradx COMMAND --help`
 prints the same, and `tinygradx train --task TASK --help` the defaults of that one task.
 
@@ -259,7 +259,7 @@ REFERENCE_HEADER_ZH = "\n\n".join([
     "# `tinygradx` 命令",
     "本页由 `python docs/make_cli_reference.py` 从命令行解析器生成"
     "（英文版见 [../cli.md](../cli.md)）；"
-    "本页与解析器不一致时 `tests/test_cli_help.py` 会失败，"
+    "本页与解析器不一致时 `tests/models/test_cli_help.py` 会失败，"
     "所以请修改 `models/apps/cli.py`"
     "（以及 `models/apps/cli_help.py`）中的帮助文本并重新生成，而不要直接编辑本页。"
     "`tinygradx COMMAND --help` 打印同样的内容，`tinygradx train --task TASK --help` "

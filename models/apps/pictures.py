@@ -84,7 +84,7 @@ def cjk_text(fig):
     from matplotlib import font_manager
     from matplotlib.text import Text
 
-    from tinygradx import renderer
+    from tinygradx.graph import renderer
     families = renderer.cjk_fonts()
     if not families:
         warnings.warn(renderer.cjk_note("matplotlib", "png", "中"), renderer.FontWarning,

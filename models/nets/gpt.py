@@ -28,7 +28,9 @@ import numpy as np
 
 import tinygradx as tgx
 import tinygradx.functional as F
-from tinygradx import Tensor, hooks, inference, nn
+from tinygradx import Tensor, nn
+from tinygradx.autograd import hooks
+from tinygradx.ops import inference
 from tinygradx.nn import init
 
 from .layers import KVCache, as_ids, layer_norm_on_array, linear_on_array, sample_next

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 import tinygradx as tgx
-from tinygradx import Tensor, inference, nn
+from tinygradx import Tensor, nn
+from tinygradx.ops import inference
 
 
 # ------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ Two things make decoding the held-out set fast (models/nets/decoding.py drives t
    (`transformer._arrays_ok`), a layer runs on its parameters' arrays through
    `tinygradx.inference` -- the ops' own forward functions -- with Q, K, V from one GEMM of
    the stacked [W^Q W^K W^V]. No graph node, Tensor or module call per op; the same numbers
-   as the module path's no-grad run, bit for bit (tests/test_decoding.py), and to rounding
+   as the module path's no-grad run, bit for bit (tests/models/test_decoding.py), and to rounding
    those of the graph path (the stacked GEMM), tested to 1e-10 in float64.
 
 Shapes: B batch, n new positions, S source length, t target positions so far, d = d_model,
@@ -24,7 +24,9 @@ from __future__ import annotations
 import numpy as np
 
 import tinygradx.functional as F
-from tinygradx import Tensor, hooks, inference, nn
+from tinygradx import Tensor, nn
+from tinygradx.autograd import hooks
+from tinygradx.ops import inference
 
 from .layers import KVCache
 from .layers import layer_norm_on_array as _norm, linear_on_array as _linear

@@ -63,7 +63,7 @@ __all__ = ["Trainer", "TrainConfig", "TASK_DEFAULTS", "RESUMABLE", "ConfigError"
            "RunDirError", "RunDirLockedError", "RunLock", "check_run_dir", "claim_run_dir",
            "remove_stale_temp_files",
            "read_metrics", "truncate_metrics", "layer_of", "NonFiniteError"]
-_flatten = flatten      # the name tests/test_train.py has always imported
+_flatten = flatten      # the name tests/models/test_train.py has always imported
 
 
 # ------------------------------------------------------------------------------------------

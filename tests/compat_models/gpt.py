@@ -1,6 +1,6 @@
 """A small GPT (a decoder-only Transformer language model) in plain PyTorch.
 
-Nothing in this file knows about tinygradx: tests/test_compat_models.py runs it once with
+Nothing in this file knows about tinygradx: tests/compat/test_compat_models.py runs it once with
 PyTorch and once with `torch` being tinygradx's look-alike (tinygradx.compat), from the same
 weights, and compares the two.
 

@@ -2,8 +2,8 @@
 plain PyTorch, as the paper draws it: Post-LN sublayers LayerNorm(x + Sublayer(x)), sinusoidal
 positions, embeddings scaled by sqrt(d_model), label smoothing, greedy decoding.
 
-Nothing in this file knows about tinygradx: tests/test_compat_models.py runs it with PyTorch and
-with tinygradx's look-alike `torch` (tinygradx.compat) and compares the two.
+Nothing in this file knows about tinygradx: tests/compat/test_compat_models.py runs it with PyTorch
+and with tinygradx's look-alike `torch` (tinygradx.compat) and compares the two.
 
     model = Transformer(src_vocab=12, tgt_vocab=12, n_layers=2, d_model=32, d_ff=64, n_heads=4)
     logp = model(src, tgt_in)                      # (B, T, tgt_vocab) log-probabilities

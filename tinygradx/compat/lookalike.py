@@ -3,10 +3,10 @@
     torch                      tinygradx (its public names) + the dtype names below
     torch.nn                   tinygradx.nn
     torch.nn.functional        tinygradx.functional
-    torch.nn.init              tinygradx.nn.init (tinygradx/init.py)
-    torch.nn.utils             tinygradx.clip_grad: clip_grad_norm_, clip_grad_value_
+    torch.nn.init              tinygradx.nn.init (tinygradx/nn/init.py)
+    torch.nn.utils             tinygradx.optim.clip_grad: clip_grad_norm_, clip_grad_value_
     torch.optim                tinygradx.optim
-    torch.optim.lr_scheduler   tinygradx.optim.lr_scheduler (tinygradx/lr_scheduler.py)
+    torch.optim.lr_scheduler   tinygradx.optim.lr_scheduler (tinygradx/optim/lr_scheduler.py)
     torch.autograd             Function (tinygradx.Function: PyTorch's static style works),
                                grad, gradcheck, gradgradcheck, no_grad, enable_grad,
                                set_grad_enabled, inference_mode, detect_anomaly
@@ -26,8 +26,12 @@ module name to its facade: what `installed()` puts into sys.modules.
 from __future__ import annotations
 
 import tinygradx
-from tinygradx import (clip_grad, custom_function, data, dtypes, func, functional, init,
-                       lr_scheduler, nn, optim)
+from tinygradx.optim import clip_grad, lr_scheduler
+from tinygradx.autograd import custom_function
+from tinygradx import data, functional, nn, optim
+from tinygradx.ops import dtypes
+from tinygradx.gradcheck import func
+from tinygradx.nn import init
 
 from .facade import Facade
 

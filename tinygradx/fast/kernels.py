@@ -1,0 +1,418 @@
+"""Optional compiled kernels: one loop over memory where numpy needs a chain of calls.
+
+numpy runs LayerNorm as about ten calls (mean, subtract, variance, square root, scale, shift),
+each a pass over memory with ~1 us of call cost of its own. On a Transformer's activations
+that is ten passes; on the one row of a generated token it is ~12 us of mostly call cost for
+128 numbers. With numba installed (`pip install tinygradx[fast]`), the few ops below run as
+one compiled loop per row instead. Nothing else changes: each kernel has the numpy code in
+fused.py, rowwise.py and optim.py as its fallback and reference, and tests/fast/test_kernels.py
+holds the two equal to float32 rounding. Sums run in float64 here (numpy sums float32
+pairwise in float32), so the kernels round no worse than the numpy path.
+
+    TINYGRADX_KERNELS=0        numpy only, even with numba installed (CI runs both ways)
+    TINYGRADX_CACHE_DIR=path   where the compiled module is kept (default ~/.cache/tinygradx)
+
+The loops below are plain Python. On first use a child process (`python -m
+tinygradx.fast.kernels_build`) compiles them ahead of time with numba into one small extension
+module for this machine's CPU, float32 and float64 each, and caches it; this process then
+imports that module and never numba itself, whose LLVM would add ~100 MB of resident memory.
+The fast-math flags allow reordering sums (so loops vectorise) but not assuming finite
+values: NaN and inf propagate as in numpy. The compiled functions trust their arguments'
+layout, so `_call` passes only C-contiguous arrays of the kernel's dtype.
+
+The first build says so in one line on the "tinygradx" logger (`process.notice`: stderr unless
+logging is configured), since the step that triggers it waits ~20 s; a build that fails turns
+the kernels off for the process, keeps the reason in `BUILD_ERROR` and says so once.
+Every entry point below returns its result when it did the work (True for those that write
+into arrays given) and None when it did not (the kernels off, a dtype or layout it does not
+take): the caller then runs its numpy path.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import os
+import platform
+import subprocess
+import sys
+import threading
+
+import numpy as np
+
+from . import parallel, process
+
+ENABLED = (os.environ.get("TINYGRADX_KERNELS", "1") != "0"
+           and importlib.util.find_spec("numba") is not None)
+FLAGS = {"reassoc", "contract", "nsz", "arcp"}      # no "nnan"/"ninf": NaN and inf stay exact
+BUILD_ERROR = None      # why the compiled module could not be had, when it could not
+_module = None
+_compiled = {}          # (loop, dtype) -> the compiled function
+_LOAD_LOCK = threading.Lock()
+
+
+def set_enabled(flag):
+    """Use the compiled kernels (when numba is installed) or numpy only; returns the old setting."""
+    global ENABLED
+    old = ENABLED
+    ENABLED = bool(flag) and importlib.util.find_spec("numba") is not None
+    return old
+
+
+def cache_dir():
+    """Where the compiled module lives: $TINYGRADX_CACHE_DIR, else ~/.cache/tinygradx."""
+    env = os.environ.get("TINYGRADX_CACHE_DIR")
+    if env:
+        return env
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "tinygradx")
+
+
+def module_name():
+    """tgx_kernels_<hash>: the loops' source, the builder, Python, numpy and the CPU (the module
+    is compiled for this CPU's instruction set) all go into the name."""
+    h = hashlib.sha256()
+    for fn in (*HELPERS, *LOOPS):
+        h.update(inspect.getsource(fn).encode())
+    build = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels_build.py")
+    with open(build, "rb") as f:
+        h.update(f.read())
+    h.update(f"{sys.version} {np.__version__} {platform.machine()} {_cpu()}".encode())
+    return f"tgx_kernels_{h.hexdigest()[:16]}"
+
+
+def _cpu():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return "".join(line for line in f.read().splitlines(True)[:30]
+                           if line.startswith(("model name", "flags")))
+    except OSError:
+        return platform.processor()
+
+
+def _load():
+    """The compiled module, built by a child process if it is not cached yet; None if it
+    cannot be had (the kernels are then off for this process). Two row blocks may ask at
+    once: the lock makes one build, and the other waits for it."""
+    with _LOAD_LOCK:
+        return _load_locked()
+
+
+def _load_locked():
+    global _module, ENABLED, BUILD_ERROR
+    if _module is None:
+        name, where = module_name(), cache_dir()
+        try:
+            path = _built(where, name)
+            if path is None:
+                process.notice("kernels-build", f"compiling faster LayerNorm, softmax, GELU "
+                               f"and AdamW loops for this CPU (numba is installed): about 20 "
+                               f"s, once, cached in {where}; TINYGRADX_KERNELS=0 skips them")
+                _build(where, name)
+                path = _built(where, name)
+                if path is None:
+                    raise RuntimeError(f"the build wrote no module {name} into {where}")
+            spec = importlib.util.spec_from_file_location(name, path)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            _module = mod
+        except Exception as e:   # no compiler setup, an unwritable cache, a failed build
+            ENABLED = False
+            BUILD_ERROR = _reason(e)
+            process.notice("kernels-failed", f"the optional compiled kernels are off for this "
+                           f"process ({BUILD_ERROR}); the numpy path runs instead")
+            return None
+    return _module
+
+
+def _build(where, name):
+    """Compile the loops into module `name` in `where` in a child process (kernels_build.py)."""
+    subprocess.run([sys.executable, "-m", "tinygradx.fast.kernels_build", where, name],
+                   check=True, capture_output=True, text=True, timeout=900)
+
+
+def _reason(e):
+    """One line saying why the compiled module could not be had."""
+    if isinstance(e, subprocess.CalledProcessError):
+        lines = [ln for ln in (e.stderr or "").strip().splitlines() if ln.strip()]
+        return f"the build exited with {e.returncode}: {lines[-1] if lines else 'no output'}"
+    if isinstance(e, subprocess.TimeoutExpired):
+        return f"the build took over {e.timeout:.0f} s"
+    return f"{type(e).__name__}: {e}"
+
+
+def _built(where, name):
+    """The path of the compiled module `name` in `where`, or None."""
+    try:
+        found = [f for f in os.listdir(where) if f.startswith(name + ".")]
+    except OSError:
+        return None
+    return os.path.join(where, found[0]) if found else None
+
+
+def _call(fn, dtype, *args):
+    """Run loop `fn` compiled for `dtype` on args: True, or None (the caller's numpy path) when
+    the kernels are off or an array is not C-contiguous of dtype (float64 work arrays aside)."""
+    compiled = _compiled.get((fn, dtype))
+    if compiled is None:
+        if not ENABLED or dtype not in (np.float32, np.float64) or _load() is None:
+            return None
+        compiled = getattr(_module, f"{fn.__name__[1:]}_{'f4' if dtype == np.float32 else 'f8'}")
+        _compiled[fn, dtype] = compiled
+    elif not ENABLED:
+        return None
+    for a in args:
+        if isinstance(a, np.ndarray) and not a.flags.c_contiguous:
+            return None
+    compiled(*args)
+    return True
+
+
+# ------------------------------------------------------------------------------------------
+# LayerNorm over the last axis of a (rows, n) array
+# ------------------------------------------------------------------------------------------
+
+def _ln_forward(x, w, b, eps, y, xhat, rstd):
+    rows, n = x.shape
+    for i in range(rows):
+        s = 0.0
+        for j in range(n):
+            s += x[i, j]
+        mean = s / n
+        v = 0.0
+        for j in range(n):
+            d = x[i, j] - mean
+            v += d * d
+        r = 1.0 / np.sqrt(v / n + eps)                  # biased variance, eps inside the root
+        rstd[i, 0] = r
+        for j in range(n):
+            h = (x[i, j] - mean) * r
+            xhat[i, j] = h
+            y[i, j] = h * w[j] + b[j]
+
+
+def layer_norm(x2, w, b, eps, keep):
+    """y, xhat (None unless keep), rstd (rows, 1) of x2 (rows, n); w, b (n,) or None."""
+    n = x2.shape[1]
+    w = np.ones(n, x2.dtype) if w is None else w
+    b = np.zeros(n, x2.dtype) if b is None else b
+    y = np.empty(x2.shape, x2.dtype)
+    # xhat apart from y even when it is not kept: with the two aliased the loop does not
+    # vectorise ((1000, 64): 89 us aliased, 50 us apart)
+    xhat = np.empty(x2.shape, x2.dtype)
+    rstd = np.empty((x2.shape[0], 1), x2.dtype)
+    # x2 C-contiguous: then every row block is, and no block can decline while another runs;
+    # (768, 128): 65 us on one thread, 95 us split; (2048, 384): 401 -> 271 us split
+    if not (w.dtype == b.dtype == x2.dtype and x2.flags.c_contiguous and parallel.rows(
+            lambda x_, y_, h_, r_: _call(_ln_forward, x2.dtype, x_, w, b, float(eps), y_, h_, r_),
+            x2, y, xhat, rstd, min_elements=parallel.MIN_KERNEL_ELEMENTS)):
+        return None
+    return y, (xhat if keep else None), rstd
+
+
+def _ln_backward(g, xhat, rstd, w, dx, gw, gb):
+    rows, n = g.shape
+    for i in range(rows):
+        a = 0.0
+        c = 0.0
+        for j in range(n):
+            gh = g[i, j] * w[j]
+            a += gh
+            c += gh * xhat[i, j]
+        a /= n                                          # mean(g w)
+        c /= n                                          # mean(g w xhat)
+        r = rstd[i, 0]
+        for j in range(n):
+            dx[i, j] = r * (g[i, j] * w[j] - a - xhat[i, j] * c)
+            gw[j] += g[i, j] * xhat[i, j]
+            gb[j] += g[i, j]
+
+
+def layer_norm_backward(g2, xhat, rstd, w):
+    """dx (rows, n), dw (n,), db (n,) of LayerNorm given g2 (rows, n); w (n,) or None."""
+    n = g2.shape[1]
+    w = np.ones(n, g2.dtype) if w is None else w
+    dx = np.empty(g2.shape, g2.dtype)
+    gw, gb = np.zeros(n), np.zeros(n)                   # float64 column sums
+    if not (w.dtype == xhat.dtype == rstd.dtype == g2.dtype
+            and _call(_ln_backward, g2.dtype, g2, xhat, rstd, w, dx, gw, gb)):
+        return None
+    return dx, gw.astype(g2.dtype), gb.astype(g2.dtype)
+
+
+# ------------------------------------------------------------------------------------------
+# element-wise chains without a transcendental function (numpy's exp and tanh are vectorised;
+# numba's are not, so those stay with numpy)
+# ------------------------------------------------------------------------------------------
+
+def _gelu_tanh_inner(x, u, c1, c3):
+    for i in range(x.size):
+        xi = x[i]
+        u[i] = (xi * xi * c3 + c1) * xi                 # sqrt(2/pi) (x + 0.044715 x^3)
+
+
+def _gelu_tanh_outer(x, t, y, half, one):
+    for i in range(x.size):
+        y[i] = (t[i] + one) * x[i] * half
+
+
+def gelu_tanh(x, t, y):
+    """t <- tanh(sqrt(2/pi) (x + 0.044715 x^3)), y <- 0.5 x (1 + t); all 1-D of one dtype;
+    True, or None when not handled. Two compiled loops around numpy's tanh (three passes
+    instead of eight)."""
+    f = x.dtype.type
+    c1 = np.sqrt(2.0 / np.pi)
+    if not (x.dtype == t.dtype == y.dtype
+            and _call(_gelu_tanh_inner, x.dtype, x, t, f(c1), f(0.044715 * c1))):
+        return None
+    np.tanh(t, out=t)
+    return _call(_gelu_tanh_outer, x.dtype, x, t, y, f(0.5), f(1))
+
+
+def _gelu_tanh_grad(x, t, g, d, half, one, c1, c3):
+    for i in range(x.size):
+        xi, ti = x[i], t[i]
+        du = c1 + c3 * xi * xi                          # sqrt(2/pi) (1 + 3*0.044715 x^2)
+        d[i] = g[i] * (half * (one + ti) + half * xi * (one - ti * ti) * du)
+
+
+def gelu_tanh_grad(x, t, g, d):
+    """d <- GELU (tanh form)'s dx from x, t = tanh(...) and g, all 1-D of one dtype; True, or
+    None when not handled."""
+    f = x.dtype.type
+    c1 = np.sqrt(2.0 / np.pi)
+    if x.dtype == t.dtype == g.dtype == d.dtype:
+        return _call(_gelu_tanh_grad, x.dtype, x, t, g, d, f(0.5), f(1), f(c1),
+                     f(3 * 0.044715 * c1))
+    return None
+
+
+def _row_dot(g, s, i):
+    dot = 0.0
+    for j in range(g.shape[1]):
+        dot += g[i, j] * s[i, j]
+    return dot                                          # sum_j g_ij s_ij, in float64
+
+
+def _softmax_grad(g, s, out):
+    for i in range(g.shape[0]):
+        dot = _row_dot(g, s, i)
+        for j in range(g.shape[1]):
+            out[i, j] = s[i, j] * (g[i, j] - dot)
+
+
+def _softmax_grad_inplace(g, s):
+    for i in range(g.shape[0]):
+        dot = _row_dot(g, s, i)
+        for j in range(g.shape[1]):
+            g[i, j] = s[i, j] * (g[i, j] - dot)
+
+
+def softmax_grad(g, s, out, inplace=False):
+    """out <- s * (g - rowsum(g s)) for 2-D g, s, out; inplace=True when out is g (its own
+    loop: with two aliased arguments the compiled loop does not vectorise, (3072, 64) 144 us
+    against 60). True, or None when not handled."""
+    if g.dtype != s.dtype or out.dtype != g.dtype:
+        return None
+    if inplace:
+        return _call(_softmax_grad_inplace, g.dtype, g, s)
+    return _call(_softmax_grad, g.dtype, g, s, out)
+
+
+def _adam(p, g, m, v, b1, c1, b2, c2, shrink, eps_s, step_size):
+    for i in range(p.size):
+        gi = g[i]
+        mi = m[i] * b1 + gi * c1
+        vi = v[i] * b2 + gi * gi * c2
+        m[i] = mi
+        v[i] = vi
+        p[i] = p[i] * shrink + mi / (np.sqrt(vi) + eps_s) * step_size
+
+
+def adam(p, g, m, v, beta1, beta2, shrink, eps_s, step_size):
+    """One Adam step on 1-D arrays in place (the coefficients as optim.Adam._adam_kernel
+    computes them: shrink = 1 - lr wd for AdamW, else 1); True, or None when not handled."""
+    f = p.dtype.type
+    if not p.dtype == g.dtype == m.dtype == v.dtype:
+        return None
+    return _call(_adam, p.dtype, p, g, m, v, f(beta1), f(1 - beta1), f(beta2), f(1 - beta2),
+                 f(shrink), f(eps_s), f(step_size))
+
+
+# ------------------------------------------------------------------------------------------
+# softmax over the last axis of (rows, n), around numpy's exp: the row max and the shift in
+# one loop, then np.exp, then the row sum and the division in another
+# ------------------------------------------------------------------------------------------
+
+def _row_top(x, i):
+    top = x[i, 0]
+    bad = 0
+    for j in range(x.shape[1]):
+        top = max(top, x[i, j])
+        bad += x[i, j] != x[i, j]                       # a NaN makes the row max NaN
+    if bad:
+        top = np.nan
+    elif top == -np.inf:
+        top = 0                                         # a fully masked row: zeros, not NaN
+    return top
+
+
+def _softmax_shift(x, out):
+    for i in range(x.shape[0]):
+        top = _row_top(x, i)
+        for j in range(x.shape[1]):
+            out[i, j] = x[i, j] - top
+
+
+def _softmax_shift_inplace(x):
+    for i in range(x.shape[0]):
+        top = _row_top(x, i)
+        for j in range(x.shape[1]):
+            x[i, j] = x[i, j] - top
+
+
+def _softmax_normalize(out):
+    rows, n = out.shape
+    for i in range(rows):
+        total = 0.0
+        for j in range(n):
+            total += out[i, j]
+        if total == 0:
+            total = 1.0                                 # a fully masked row stays zeros
+        for j in range(n):
+            out[i, j] = out[i, j] / total
+
+
+def softmax(x, out, inplace=False):
+    """out <- softmax(x) over the last axis of 2-D x, out; inplace=True when out is x (the
+    shift's own loop, as softmax_grad's). True, or None when not handled (also when a row
+    is empty: the caller's numpy path handles it)."""
+    if x.shape[1] == 0 or x.dtype != out.dtype:
+        return None
+    if not (_call(_softmax_shift_inplace, x.dtype, x) if inplace
+            else _call(_softmax_shift, x.dtype, x, out)):
+        return None
+    np.exp(out, out=out)
+    return _call(_softmax_normalize, x.dtype, out)
+
+
+# Row helpers that two loops share: the build compiles them first, inlined into the loops
+# that call them (the two-array and the in-place loops differ only in where they write).
+HELPERS = (_row_dot, _row_top)
+
+# The loops and their arguments, for the ahead-of-time build (kernels_build.py): "a" an array
+# of the kernel's dtype with that many dims, "s" a scalar of it, "d" a float64 scalar, "w1" a
+# 1-D float64 array.
+LOOPS = {
+    _ln_forward: "a2 a1 a1 d a2 a2 a2",
+    _ln_backward: "a2 a2 a2 a1 a2 w1 w1",
+    _gelu_tanh_inner: "a1 a1 s s",
+    _gelu_tanh_outer: "a1 a1 a1 s s",
+    _gelu_tanh_grad: "a1 a1 a1 a1 s s s s",
+    _softmax_grad: "a2 a2 a2",
+    _softmax_grad_inplace: "a2 a2",
+    _adam: "a1 a1 a1 a1 s s s s s s s",
+    _softmax_shift: "a2 a2",
+    _softmax_shift_inplace: "a2",
+    _softmax_normalize: "a2",
+}

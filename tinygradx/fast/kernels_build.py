@@ -1,0 +1,72 @@
+"""Build tinygradx.fast.kernels' loops ahead of time: `python -m tinygradx.fast.kernels_build DIR
+NAME`.
+
+Run by kernels.py in a child process on first use, so that numba and LLVM (~100 MB of resident
+memory) never load into the process that trains. Each loop is compiled with the kernels' flags
+for float32 and float64 (C-contiguous arrays) into one extension module NAME for this CPU,
+written to a temporary directory and moved into DIR in one rename.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+from tinygradx.fast import kernels
+
+_TYPES = {"f4": "float32", "f8": "float64"}
+
+
+def _signature(kinds, t):
+    """'a2 a1 s d w1' -> 'void(f4[:, ::1], f4[::1], f4, f8, f8[::1])' for dtype t."""
+    parts = []
+    for k in kinds.split():
+        if k.startswith("a"):
+            parts.append(f"{t}[{', '.join([':'] * (int(k[1]) - 1) + ['::1'])}]")
+        else:
+            parts.append({"s": t, "d": "f8", "w1": "f8[::1]"}[k])
+    return f"void({', '.join(parts)})"
+
+
+def build(directory, name):
+    import numba
+    from numba.pycc import CC
+    from numba.pycc import compiler
+
+    class ReleaseGil(compiler.Flags):
+        """The exported wrappers let go of the GIL while a loop runs (numba's nogil=True for
+        ahead-of-time code), so parallel.rows can run two row blocks of a kernel at once.
+        The loops touch only the arrays they are given, which the caller keeps alive."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.release_gil = True
+
+    compiler.Flags = ReleaseGil
+
+    with tempfile.TemporaryDirectory(dir=directory) as tmp:
+        cc = CC(name)
+        cc.output_dir = tmp
+        cc.target_cpu = "host"
+        cc.verbose = False
+        for helper in kernels.HELPERS:     # the loops' globals then name compiled helpers
+            setattr(kernels, helper.__name__, numba.njit(
+                fastmath=kernels.FLAGS, error_model="numpy", inline="always")(helper))
+        for fn, kinds in kernels.LOOPS.items():
+            loop = numba.njit(fastmath=kernels.FLAGS, error_model="numpy")(fn)
+            args = ", ".join(f"a{i}" for i in range(len(kinds.split())))
+            for t in _TYPES:
+                export = f"{fn.__name__[1:]}_{t}"
+                scope = {"loop": loop}
+                # an exported wrapper that calls the jitted loop, which keeps its flags
+                exec(f"def {export}({args}):\n    loop({args})\n", scope)
+                cc.export(export, _signature(kinds, t))(scope[export])
+        cc.compile()
+        built = [f for f in os.listdir(tmp) if f.startswith(name + ".")]
+        os.replace(os.path.join(tmp, built[0]), os.path.join(directory, built[0]))
+
+
+if __name__ == "__main__":
+    out, mod = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    build(out, mod)

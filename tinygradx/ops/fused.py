@@ -1,0 +1,363 @@
+"""The fused ops: one graph node each, with a hand-derived backward written for speed.
+
+Each is the same function as a chain of primitives from ops.py, with fewer passes over memory
+and fewer temporaries: in-place numpy calls, the softmax run inside the score buffer, gradients
+written in the layout of the inputs. Each docstring names its composite twin in functional.py
+(the same math built from primitives), and the tests hold the pair equal in value and gradient.
+
+Those kernels run only in the ordinary backward. Under create_graph=True the walk calls each
+op's `backward_graph` instead, a separate path of recorded Tensor ops that reads no saved value
+of an input or output (only constants: masks, targets, shapes), so it can be differentiated again:
+  Gelu: g * (Phi(x) + x phi(x)) from erf and exp of x (the tanh form from tanh of x).
+  Softmax, LogSoftmax: s * (g - sum(g s)) and g - s * sum(g), s = softmax(x) recomputed.
+  LayerNorm: xhat and rstd recomputed from x with mean and rsqrt, then the backward's formula.
+  CrossEntropy: (softmax(x) - q) * g per row, q the (smoothed) target distribution.
+  Dropout: g times the mask drawn in forward (a constant).
+  Attention, PackedAttention: the weights recomputed from Q, K and the mask (scores, softmax),
+  then dV, dS, dQ, dK as matmuls; the packed op splits and stacks the heads with movement ops.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..fast._erf import erf as _erf
+from .. import autograd
+from ..fast import kernels, parallel
+from . import rowwise
+from ..autograd import Function, OpError
+from .movement import Fill
+from . import as_float
+
+
+# ------------------------------------------------------------------------------------------
+# GELU, with in-place kernels
+# ------------------------------------------------------------------------------------------
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def gelu_forward(x, approximate):
+    """(GELU(x), what backward keeps): tanh(...) for approximate='tanh', else Phi(x)."""
+    if approximate == "tanh":
+        t = np.empty(x.shape, dtype=x.dtype)
+        y = np.empty(x.shape, dtype=x.dtype)
+        # (two loops around np.tanh, ~0.6 ns per element: a split pays from ~250k elements;
+        # (256, 512) took 86 us on one thread and 120 us split, (768, 512) 237 and 195 us)
+        if not (kernels.ENABLED and parallel.rows(kernels.gelu_tanh, _flat(x), t.reshape(-1),
+                                                  y.reshape(-1), min_elements=1 << 18)):
+            parallel.rows(_gelu_tanh, _flat(x), t.reshape(-1), y.reshape(-1))
+        return y, t
+    cdf = np.asarray(_erf(x * (1 / math.sqrt(2))))
+    cdf += 1
+    cdf *= 0.5                                   # Phi(x)
+    return x * cdf, cdf
+
+
+class Gelu(Function):
+    """GELU(x) = x*Phi(x); approximate='tanh' uses 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))).
+
+    Written with in-place numpy calls: GELU runs on the widest activation of a Transformer
+    (B, T, 4*d_model), so every avoided temporary is a pass over memory saved.
+    Composite twin: `F.gelu_composite`.
+    """
+    fresh_grads = True
+    def forward(self, x, approximate="none"):
+        self.x, self.approximate = x, approximate
+        y, kept = gelu_forward(x, approximate)
+        if approximate == "tanh":
+            self.t = kept                                    # tanh(...), for backward
+        else:
+            self.cdf = kept                                  # Phi(x), for backward
+        return y
+
+    def backward(self, g):
+        x = self.x
+        if self.approximate == "tanh":
+            d = np.empty(x.shape, dtype=x.dtype)
+            if kernels.ENABLED and g.dtype == x.dtype and parallel.rows(
+                    kernels.gelu_tanh_grad, _flat(x), _flat(self.t), _flat(g), d.reshape(-1),
+                    min_elements=parallel.MIN_KERNEL_ELEMENTS):
+                return d                                 # one compiled pass
+            du = np.empty(x.shape, dtype=x.dtype)
+            parallel.rows(_gelu_tanh_grad, _flat(x), _flat(self.t), _flat(g), d.reshape(-1),
+                          du.reshape(-1))
+            return d
+        pdf = np.multiply(x, x, out=np.empty_like(x))
+        pdf *= -0.5
+        np.exp(pdf, out=pdf)
+        pdf *= 1 / math.sqrt(2 * math.pi)       # phi(x)
+        pdf *= x
+        pdf += self.cdf                          # Phi(x) + x phi(x)
+        pdf *= g
+        return pdf
+
+    def backward_graph(self, g, x):
+        if self.approximate == "tanh":
+            t = ((x + x * x * x * 0.044715) * _SQRT_2_OVER_PI).tanh()
+            du = (x * x * (3 * 0.044715) + 1) * _SQRT_2_OVER_PI
+            return g * ((t + 1) * 0.5 + x * (1 - t * t) * du * 0.5)
+        cdf = ((x * (1 / math.sqrt(2))).erf() + 1) * 0.5
+        pdf = (x * x * -0.5).exp() * (1 / math.sqrt(2 * math.pi))
+        return g * (cdf + x * pdf)
+
+
+def _flat(a):
+    """A 1-D C-order view (a copy only when `a` is not contiguous)."""
+    return a.reshape(-1)
+
+
+def _gelu_tanh(x, t, y):
+    """y = 0.5 x (1 + t), t = tanh(sqrt(2/pi) (x + 0.044715 x^3)); in place on t and y."""
+    np.multiply(x, x, out=t)
+    t *= 0.044715 * _SQRT_2_OVER_PI
+    t += _SQRT_2_OVER_PI
+    t *= x                                   # sqrt(2/pi) * (x + 0.044715 x^3)
+    np.tanh(t, out=t)
+    np.add(t, 1, out=y)
+    y *= x
+    y *= 0.5
+
+
+def _gelu_tanh_grad(x, t, g, d, du):
+    """d = g * (0.5 (1 + t) + 0.5 x (1 - t^2) du), du = sqrt(2/pi) (1 + 3*0.044715 x^2)."""
+    np.multiply(x, x, out=du)
+    du *= 3 * 0.044715 * _SQRT_2_OVER_PI
+    du += _SQRT_2_OVER_PI
+    np.multiply(t, t, out=d)
+    np.subtract(1, d, out=d)                 # 1 - t^2
+    d *= du
+    d *= x
+    d += t
+    d += 1
+    d *= 0.5
+    d *= g
+
+# ------------------------------------------------------------------------------------------
+# softmax, attention, normalisation, losses, dropout
+# ------------------------------------------------------------------------------------------
+
+class Softmax(Function):
+    """s = exp(x - max)/sum; dx = s * (g - sum(g*s)).
+
+    A row that is entirely -inf (every key masked) gives all-zero probabilities and zero
+    gradient instead of NaN: the max is treated as 0 and the empty sum as 1.
+    Composite twin: `F.softmax_composite`.
+    """
+    fresh_grads = True
+
+    def forward(self, x, dim=-1):
+        x = as_float(x)                      # an int tensor's softmax is float32
+        self.dim = dim
+        if x.size == 0:
+            self.out = np.empty_like(x)
+            return self.out
+        self.out = rowwise.softmax(x, np.empty_like(x), dim)
+        return self.out
+
+    def backward(self, g):
+        if self.out.ndim == 0 or self.out.size == 0:
+            return np.zeros_like(g)          # one element: s = 1 whatever x is
+        return rowwise.softmax_grad(g, self.out, np.empty_like(self.out), self.dim)
+
+    def backward_graph(self, g, x):
+        if x.ndim == 0 or x.numel() == 0:
+            return Fill.apply(g, 0)
+        s = Softmax.apply(x, dim=self.dim)   # recomputed: s depends on x
+        return s * (g - (g * s).sum(dim=self.dim, keepdim=True))
+
+
+class LogSoftmax(Function):
+    """y = x - logsumexp(x); dx = g - softmax(x) * sum(g). A fully -inf row gives -inf, grad 0.
+
+    Composite twin: `F.log_softmax_composite`.
+    """
+    op_name = "log_softmax"
+
+    def forward(self, x, dim=-1):
+        x = as_float(x)
+        self.dim = dim
+        if x.size == 0:
+            self.out = np.empty_like(x)
+            return self.out
+        shifted = x - rowwise.safe_max(x, dim)
+        total = np.exp(shifted).sum(axis=dim, keepdims=True)
+        if not np.all(total):
+            total[total == 0] = 1
+        shifted -= np.log(total)
+        self.out = shifted
+        return shifted
+
+    def backward(self, g):
+        return g - np.exp(self.out) * g.sum(axis=self.dim, keepdims=True)
+
+    def backward_graph(self, g, x):
+        return g - Softmax.apply(x, dim=self.dim) * g.sum(dim=self.dim, keepdim=True)
+
+
+def layer_norm_rows(x2, w, b, eps, keep):
+    """(y, xhat, rstd (rows, 1)) of LayerNorm over the rows of x2 (rows, n); w, b (n,) or None.
+    xhat, the normalised input that backward reads, may be None unless keep."""
+    if kernels.ENABLED:                                        # one compiled pass per row
+        done = kernels.layer_norm(x2, w, b, eps, keep)
+        if done is not None:
+            return done
+    n = x2.shape[1]
+    mean = np.add.reduce(x2, axis=1, keepdims=True)            # x2.mean's two calls, bit for
+    np.true_divide(mean, np.intp(n), out=mean, casting="unsafe")        # bit, no wrapper
+    xc = x2 - mean
+    var = np.einsum("ij,ij->i", xc, xc) / n                     # biased variance, no temporary
+    rstd = (1.0 / np.sqrt(var + eps)).astype(x2.dtype, copy=False)[:, None]
+    xc *= rstd
+    y = xc * w if w is not None else xc.copy()
+    if b is not None:
+        y += b
+    return y, xc, rstd
+
+
+class LayerNorm(Function):
+    """y = (x - mean)/sqrt(var + eps) * w + b over the last len(normalized_shape) dims.
+
+    Biased variance, eps inside the square root (as torch.nn.LayerNorm). With xhat the
+    normalised input and gh = g*w: dx = rstd * (gh - mean(gh) - xhat * mean(gh*xhat)).
+    Composite twin: `F.layer_norm_composite`.
+    """
+    fresh_grads = True
+    op_name = "layer_norm"
+
+    def forward(self, x, *wb, n_axes=1, eps=1e-5, affine=(False, False)):
+        # work on a (rows, n) view: every reduction is then along axis 1, and the row dot
+        # products of the backward become BLAS matrix-vector products
+        self.shape, self.wshape = x.shape, x.shape[x.ndim - n_axes:]
+        n = math.prod(self.wshape)
+        x2 = x.reshape(-1, n)
+        self.w = wb[0].reshape(n) if affine[0] else None
+        b = wb[-1].reshape(n) if affine[1] else None
+        self.affine, self.eps = affine, eps
+        y, self.xhat, self.rstd = layer_norm_rows(x2, self.w, b, eps,
+                                                  keep=True in self.needs_input_grad)
+        return y.reshape(x.shape)
+
+    def backward(self, g):
+        xhat, w = self.xhat, self.w
+        n = xhat.shape[1]
+        g2 = g.reshape(-1, n)
+        done = kernels.layer_norm_backward(g2, xhat, self.rstd, w) if kernels.ENABLED else None
+        if done is not None:
+            out, gw, gb = done
+            need = self.needs_input_grad
+            gw = gw.reshape(self.wshape) if self.affine[0] and need[1] else None
+            gb = gb.reshape(self.wshape) if self.affine[1] and need[-1] else None
+            return (out.reshape(self.shape),) + (gw,) * self.affine[0] + (gb,) * self.affine[1]
+        gx = g2 * xhat                                          # temporary, reused below
+        gw = gx.sum(axis=0) if self.affine[0] and self.needs_input_grad[1] else None
+        gb = g2.sum(axis=0) if self.affine[1] and self.needs_input_grad[-1] else None
+        if w is not None:
+            mean_gh = (g2 @ w) / n                              # mean(g*w) per row
+            mean_ghx = (gx @ w) / n                             # mean(g*w*xhat) per row
+            out = g2 * w
+        else:
+            mean_gh, mean_ghx = g2.mean(axis=1), gx.mean(axis=1)
+            out = g2.copy()
+        out -= mean_gh[:, None]
+        np.multiply(xhat, mean_ghx[:, None], out=gx)
+        out -= gx
+        out *= self.rstd
+        grads = [out.reshape(self.shape)]
+        if self.affine[0]:
+            grads.append(None if gw is None else gw.reshape(self.wshape))
+        if self.affine[1]:
+            grads.append(None if gb is None else gb.reshape(self.wshape))
+        return tuple(grads)
+
+    def backward_graph(self, g, x, *wb):
+        dims = tuple(range(x.ndim - len(self.wshape), x.ndim))
+        xc = x - x.mean(dim=dims, keepdim=True)
+        rstd = ((xc * xc).mean(dim=dims, keepdim=True) + self.eps).rsqrt()
+        xhat = xc * rstd                      # recomputed: xhat and rstd depend on x
+        gh = g * wb[0] if self.affine[0] else g
+        dx = rstd * (gh - gh.mean(dim=dims, keepdim=True)
+                     - xhat * (gh * xhat).mean(dim=dims, keepdim=True))
+        # dw, db in the shape of x: the walk sums the leading dims away
+        return (dx,) + ((g * xhat,) if self.affine[0] else ()) + ((g,) if self.affine[1] else ())
+
+
+class CrossEntropy(Function):
+    """Mean/sum/none of -log softmax(x)[y] over (N, C) logits with class-index targets.
+
+    With label smoothing e the target distribution is q = (1-e)*onehot(y) + e/C, and
+    dx = (softmax(x) - q) * g_row; rows whose target is ignore_index get zero loss and grad;
+    'mean' divides by the number of rows that are not ignored (as PyTorch).
+    Composite twin: `F.cross_entropy_composite`.
+    """
+    fresh_grads = True
+    op_name = "cross_entropy"
+
+    def forward(self, x, target, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+        n, c = x.shape
+        self.keep = target != ignore_index
+        safe_t = np.where(self.keep, target, 0)
+        if safe_t.size and (safe_t.min() < 0 or safe_t.max() >= c):
+            bad = safe_t[(safe_t < 0) | (safe_t >= c)][0]
+            raise OpError(f"target {bad} is out of range for {c} classes (logits {x.shape}); "
+                          f"valid targets are 0..{c - 1} or ignore_index={ignore_index}")
+        logp = x - rowwise.safe_max(x, 1)
+        logp -= np.log(np.exp(logp).sum(axis=1, keepdims=True))
+        rows = np.arange(n)
+        nll = -logp[rows, safe_t]
+        if label_smoothing:
+            nll = (1 - label_smoothing) * nll - label_smoothing * logp.mean(axis=1)
+        nll = nll * self.keep
+        self.logp, self.t, self.eps, self.reduction = logp, safe_t, label_smoothing, reduction
+        self.count = max(int(self.keep.sum()), 1)
+        if reduction == "mean":
+            return np.asarray(nll.sum() / self.count, dtype=x.dtype)
+        if reduction == "sum":
+            return np.asarray(nll.sum(), dtype=x.dtype)
+        return nll.astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        n, c = self.logp.shape
+        grad = np.exp(self.logp)            # softmax, in place of the saved log-probs
+        if self.eps:
+            grad -= self.eps / c
+        grad[np.arange(n), self.t] -= 1 - self.eps
+        if self.reduction == "none":
+            scale = g * self.keep
+        else:
+            scale = self.keep * (g / self.count if self.reduction == "mean" else g)
+        grad *= scale.astype(grad.dtype, copy=False)[:, None]
+        return grad
+
+    def backward_graph(self, g, x):
+        n, c = x.shape
+        q = np.full((n, c), self.eps / c, dtype=x.dtype)   # the target distribution
+        q[np.arange(n), self.t] += 1 - self.eps
+        keep = self.keep.astype(x.dtype)
+        if self.reduction == "mean":
+            keep /= self.count
+        scale = g * as_const(keep)                           # (n,): g is 0-d or (n,)
+        return (Softmax.apply(x, dim=1) - as_const(q)) * scale.reshape(n, 1)
+
+
+class Dropout(Function):
+    """Inverted dropout: y = x * mask / (1-p); dx = g * mask / (1-p).
+
+    Composite twin: `F.dropout_composite` (given the same mask).
+    """
+    graph_reads_inputs = False     # its backward_graph reads no input values
+    def forward(self, x, p=0.5, rng=None):
+        keep = rng.random(x.shape, dtype=np.float32) >= p
+        self.scale = keep * np.asarray(1.0 / (1.0 - p), dtype=x.dtype)
+        return x * self.scale
+
+    def backward(self, g):
+        return g * self.scale
+
+    def backward_graph(self, g, x):
+        return g * as_const(self.scale)           # the mask drawn in forward: a constant
+
+def as_const(a):
+    """A saved array (a mask, a dropout keep-mask) as a constant operand of a graph rule."""
+    return autograd.Tensor._from_op(a, None)

@@ -1,0 +1,208 @@
+"""Matrix products and table lookups: matmul, linear, embedding. One Function each, forward and
+backward on numpy arrays side by side (as in ops.py), and each one's backward_graph in Tensor
+ops; the embedding's backward (a scatter-add of rows) is an op of its own, EmbeddingBackward,
+so that its result can be differentiated again.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Function, OpError
+from . import const
+
+
+# OpenBLAS multiplies a few rows by a transposed weight (x @ W.T, W (out, in) C-ordered) up
+# to 4x slower than W @ x.T, the same product with the operands swapped: 8 rows against a
+# (384, 128) weight, 32.5 us against 16.6 us (one or two threads alike). From 128 rows on the
+# plain order is as fast or faster.
+_FEW_ROWS = 64
+
+
+def _mm(a, b):
+    """np.matmul, but (..., n, k) @ (k, m) runs as ONE 2-D GEMM on a (prod(...)*n, k) view.
+
+    numpy loops over the batch for an N-d @ 2-d product and, when the 2-d operand is a
+    transposed view (x @ W.T), falls back to a non-BLAS loop that is ~50x slower. A few rows
+    times a transposed weight run as (W @ x.T).T (see _FEW_ROWS).
+    """
+    if b.ndim == 2 and a.ndim >= 2:
+        a2 = a if a.ndim == 2 else a.reshape(-1, a.shape[-1])
+        if 2 < a2.shape[0] <= _FEW_ROWS and b.flags.f_contiguous and not b.flags.c_contiguous:
+            y = np.ascontiguousarray((b.T @ a2.T).T)             # (rows, m)
+        else:
+            y = a2 @ b
+        return y.reshape(a.shape[:-1] + (b.shape[1],)) if a.ndim > 2 else y
+    return np.matmul(a, b)
+
+
+def linear_forward(x, w, b=None):
+    """x W^T + b on arrays, W (out, in): Linear's forward."""
+    y = _mm(x, w.T)
+    if b is not None:
+        y += b
+    return y
+
+
+class MatMul(Function):
+    """(...,n,k)@(...,k,m): da = g @ b^T, db = a^T @ g; batch dims broadcast; 1-D as numpy."""
+    def forward(self, a, b):
+        na, nb = self.needs_input_grad     # keep only what backward reads (as PyTorch)
+        self.a, self.b = (a if nb else None), (b if na else None)
+        self.nd = (a.ndim, b.ndim)
+        return _mm(a, b)
+
+    @classmethod
+    def explain(cls, arrays, kwargs, err):
+        a, b = arrays
+        if a.ndim == 0 or b.ndim == 0:
+            return f"{a.shape} @ {b.shape}: both operands need at least 1 dim"
+        ka = a.shape[-1]
+        kb = b.shape[-2] if b.ndim >= 2 else b.shape[0]
+        if ka != kb:
+            return f"{a.shape} @ {b.shape}: inner dimensions {ka} and {kb} differ"
+        return f"{a.shape} @ {b.shape}: batch dims do not broadcast ({err})"
+
+    def backward(self, g):
+        a, b = self.a, self.b
+        a_nd, b_nd = self.nd
+        if b_nd == 1:                               # numpy's rule: a 1-D right operand is a
+            g = np.expand_dims(g, -1)               # column and a 1-D left one a row (vector
+        if a_nd == 1:                               # @ vector gives a 0-d g: add the column
+            g = np.expand_dims(g, -2)               # axis first, then the row)
+        ga = gb = None
+        if self.needs_input_grad[0]:
+            b2 = b[:, None] if b_nd == 1 else b
+            ga = _mm(g, b2.swapaxes(-1, -2))
+            if a_nd == 1:
+                ga = ga[..., 0, :]
+        if self.needs_input_grad[1]:
+            a2 = a[None, :] if a_nd == 1 else a
+            if max(b_nd, 2) == 2 and a2.ndim > 2:
+                # a shared 2-D weight: fold the batch into one GEMM instead of a batched GEMM
+                # followed by a sum over the batch
+                k = a2.shape[-1]
+                gb = a2.reshape(-1, k).T @ g.reshape(-1, g.shape[-1])
+            else:
+                gb = np.matmul(a2.swapaxes(-1, -2), g)
+            if b_nd == 1:
+                gb = gb[..., 0]
+        return ga, gb
+
+    def backward_graph(self, g, a, b):
+        a2 = a.unsqueeze(0) if a.ndim == 1 else a
+        b2 = b.unsqueeze(-1) if b.ndim == 1 else b
+        if b.ndim == 1:
+            g = g.unsqueeze(-1)
+        if a.ndim == 1:
+            g = g.unsqueeze(-2)
+        ga = gb = None
+        if self.needs_input_grad[0]:
+            ga = g @ b2.mT
+            if a.ndim == 1:
+                ga = ga.squeeze(-2)
+        if self.needs_input_grad[1]:
+            if b2.ndim == 2 and a2.ndim > 2:            # one GEMM over the folded batch
+                gb = a2.reshape(-1, a2.shape[-1]).mT @ g.reshape(-1, g.shape[-1])
+            else:
+                gb = a2.mT @ g
+            if b.ndim == 1:
+                gb = gb.squeeze(-1)
+        return ga, gb
+
+
+class Linear(Function):
+    """y = x W^T + b with W in PyTorch's [out, in] layout: dx = g W, dW = g^T x, db = sum g."""
+    fresh_grads = True
+    op_name = "linear"
+
+    def forward(self, x, w, b=None):
+        if x.shape[-1] != w.shape[-1]:
+            raise OpError(f"input {x.shape} has {x.shape[-1]} features but the weight "
+                          f"{w.shape} expects {w.shape[-1]} (weight is [out, in])")
+        nx, nw = self.needs_input_grad[:2]   # keep only what backward reads (as PyTorch)
+        self.x, self.w = (x if nw else None), (w if nx else None)
+        return linear_forward(x, w, b)
+
+    def backward(self, g):
+        x, w = self.x, self.w
+        gx = _mm(g, w) if self.needs_input_grad[0] else None
+        g2 = g.reshape(-1, g.shape[-1])
+        gw = g2.T @ x.reshape(-1, x.shape[-1]) if self.needs_input_grad[1] else None
+        if len(self.needs_input_grad) == 3:
+            return gx, gw, (g2.sum(axis=0) if self.needs_input_grad[2] else None)
+        return gx, gw
+
+    def backward_graph(self, g, x, w, b=None):
+        gx = g @ w if self.needs_input_grad[0] else None
+        g2 = g.reshape(-1, g.shape[-1])
+        gw = g2.mT @ x.reshape(-1, x.shape[-1]) if self.needs_input_grad[1] else None
+        if b is None:
+            return gx, gw
+        return gx, gw, (g2.sum(dim=0) if self.needs_input_grad[2] else None)
+
+
+class Embedding(Function):
+    """out = W[ids]; dW = scatter-add of g into the rows named by ids (repeated ids sum)."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
+    fresh_grads = True
+    def forward(self, w, ids, padding_idx=None):
+        if ids.dtype.kind not in "iu":
+            raise OpError(f"indices must be an integer tensor, got dtype {ids.dtype}")
+        try:
+            if ids.size and ids.min() < 0:       # take() would read -1 as the last row
+                raise IndexError
+            out = w.take(ids, axis=0)            # checks ids < rows itself, in C
+        except IndexError:
+            bad = ids[(ids < 0) | (ids >= w.shape[0])].ravel()[0]
+            raise OpError(f"index {bad} is out of range for a table of {w.shape[0]} rows "
+                          f"(weight shape {w.shape})") from None
+        self.ids, self.shape, self.padding_idx = ids, w.shape, padding_idx
+        return out
+
+    def backward(self, g):
+        return _scatter_rows(g, self.ids, self.shape, self.padding_idx)
+
+    def backward_graph(self, g, w):
+        return EmbeddingBackward.apply(g, ids=self.ids, shape=self.shape,
+                                       padding_idx=self.padding_idx)
+
+
+def _scatter_rows(g, ids, shape, padding_idx):
+    """A (V, C) table of zeros with each row g[i] (g is (..., C)) added into row ids[i]
+    (repeated ids sum), the rows with id padding_idx left out."""
+    ids = ids.ravel()
+    g2 = g.reshape(-1, shape[1])
+    if padding_idx is not None:
+        g2 = g2 * (ids != padding_idx)[:, None]
+    if shape[0] <= 1024:
+        # a small vocabulary: one dense GEMM with the one-hot matrix beats np.add.at
+        onehot = np.zeros((shape[0], ids.size), dtype=g.dtype)
+        onehot[ids, np.arange(ids.size)] = 1
+        return onehot @ g2
+    out = np.zeros(shape, dtype=g.dtype)
+    np.add.at(out, ids, g2)
+    return out
+
+
+class EmbeddingBackward(Function):
+    """The embedding's weight gradient as an op: g (..., C) scatter-added into a (V, C) table
+    at the rows ids (the padding row gets nothing). It is linear in g, and its own gradient
+    gathers the rows back: d = h[ids], 0 where ids == padding_idx."""
+    graph_reads_inputs = False     # its backward_graph reads no input values
+    fresh_grads = True
+    op_name = "embedding_backward"
+
+    def forward(self, g, ids, shape, padding_idx=None):
+        self.ids, self.padding_idx = ids, padding_idx
+        return _scatter_rows(g, ids, shape, padding_idx)
+
+    def _kept(self):
+        return (self.ids != self.padding_idx)[..., None]
+
+    def backward(self, h):
+        out = h[self.ids]
+        return out if self.padding_idx is None else out * self._kept()
+
+    def backward_graph(self, h, g):
+        out = Embedding.apply(h, ids=self.ids)
+        return out if self.padding_idx is None else out * const(self._kept())

@@ -1,0 +1,112 @@
+"""Row-wise numpy work the fused ops share: reductions along the last axis, the row max that
+keeps fully masked rows finite, softmax and its backward (each with the compiled kernel of
+kernels.py when it is on), and the masked softmax attention runs on its score buffer.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..fast import kernels
+
+
+# The reductions below call the ufunc methods (np.maximum.reduce, np.add.reduce, ndarray.all)
+# rather than np.max / np.sum / np.all: the same kernels and bits without numpy's Python-level
+# wrappers, which cost several microseconds per call, as much as the work itself on the
+# one-row inputs of token-by-token generation.
+
+# Rows at most this long, in bulk (at least MANY_ROWS of them), are reduced column by column:
+# numpy reduces a short last axis row by row at ~100-300 ns a row, so the softmax of
+# attention over a dozen keys (an encoder of 1,000 short sentences) spent more time in
+# max and sum than in its matmuls. 0 turns this off.
+SHORT_ROW, MANY_ROWS = 32, 256
+
+
+def short_rows(x, axis):
+    n = x.shape[-1] if x.ndim else 0
+    return (axis in (-1, x.ndim - 1) and 1 < n <= SHORT_ROW and x.size >= MANY_ROWS * n
+            and x.flags.c_contiguous)
+
+
+def row_max(x, axis):
+    """np.maximum.reduce(x, axis, keepdims=True); the same values (a max has no rounding)."""
+    if not short_rows(x, axis):
+        return np.maximum.reduce(x, axis=axis, keepdims=True)
+    m = x[..., :1].copy()
+    for i in range(1, x.shape[-1]):
+        np.maximum(m, x[..., i:i + 1], out=m)
+    return m
+
+
+def row_sum(x, axis):
+    """np.add.reduce(x, axis, keepdims=True), bit for bit: for short contiguous rows numpy
+    adds the first 8 in order, else 8 running sums (columns i, i+8, ...) combined as
+    ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)), then the last n % 8 in order; so do the columns."""
+    if not short_rows(x, axis):
+        return np.add.reduce(x, axis=axis, keepdims=True)
+    n = x.shape[-1]
+    if n < 8:
+        total = x[..., :1].copy()
+        for i in range(1, n):
+            total += x[..., i:i + 1]
+        return total
+    r = [x[..., k:k + 1].copy() for k in range(8)]
+    full = n - n % 8
+    for i in range(8, full, 8):
+        for k in range(8):
+            r[k] += x[..., i + k:i + k + 1]
+    total = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    for i in range(full, n):
+        total += x[..., i:i + 1]
+    return total
+
+
+def safe_max(x, axis):
+    """Row max with -inf rows (fully masked) replaced by 0, so x - max makes no NaN there.
+    A row holding +inf keeps its max, so it turns to NaN as in PyTorch."""
+    m = row_max(x, axis)
+    masked = m == -np.inf
+    if masked.any():
+        m = np.where(masked, 0, m).astype(x.dtype, copy=False)
+    return m
+
+
+def softmax(x, out, axis=-1):
+    """out <- softmax(x) along axis (out may be x itself). A row that is entirely -inf (every
+    key masked) gives zeros: its max is treated as 0 and its empty sum as 1."""
+    if (kernels.ENABLED and axis in (-1, x.ndim - 1) and x.ndim and out.flags.c_contiguous
+            and x.dtype == out.dtype and kernels.softmax(
+                x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1]), out is x)):
+        return out                                       # two compiled loops around np.exp
+    np.subtract(x, safe_max(x, axis), out=out)
+    np.exp(out, out=out)
+    total = row_sum(out, axis)
+    if not total.all():
+        total[total == 0] = 1
+    out /= total
+    return out
+
+
+def softmax_grad(g, s, out, axis=-1):
+    """out <- s * (g - sum(g*s)) along axis (out may be g itself): softmax's backward."""
+    if (kernels.ENABLED and axis in (-1, s.ndim - 1) and s.ndim and g.dtype == s.dtype
+            and g.shape == s.shape == out.shape and out.flags.c_contiguous  # a view below
+            and kernels.softmax_grad(
+                g.reshape(-1, s.shape[-1]), s.reshape(-1, s.shape[-1]),
+                out.reshape(-1, s.shape[-1]), out is g)):
+        return out                                       # one compiled pass per row
+    if axis in (-1, s.ndim - 1) and s.ndim <= 26:
+        # sum_j g_j s_j as a row-wise dot: no (..., n) temporary for g*s
+        sub = "abcdefghijklmnopqrstuvwxyz"[:s.ndim]
+        row = np.einsum(f"{sub},{sub}->{sub[:-1]}", g, s)[..., None]
+    else:
+        row = (g * s).sum(axis=axis, keepdims=True)
+    np.subtract(g, row, out=out)
+    out *= s
+    return out
+
+
+def masked_softmax(s, mask):
+    """s <- softmax(s + mask) over the last axis, in place."""
+    if mask is not None:
+        s += mask                                                # + M
+    softmax(s, s)
