@@ -212,3 +212,20 @@ def test_scripts_run_through_the_lookalike(argv, first):
                        env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0].startswith(first), r.stdout
+
+
+def test_reverse_transformer_trains_from_a_dataloader():
+    """The script feeds nn.Transformer from torch.utils.data (TensorDataset, DataLoader with
+    shuffle, drop_last and a seeded generator): through the look-alike every batch has the
+    batch size, each (src, tgt) pair stays together, and a seed repeats the order."""
+    script = load("reverse_transformer.py")
+    script.torch.manual_seed(0)                           # the pairs come from the global RNG
+    first = [(s.numpy().copy(), t.numpy().copy()) for s, t in script.loader(40, 8, 4, 8, 0)]
+    script.torch.manual_seed(0)
+    again = [(s.numpy(), t.numpy()) for s, t in script.loader(40, 8, 4, 8, 0)]
+    assert len(first) == 5 and all(s.shape == (8, 4) and t.shape == (8, 6) for s, t in first)
+    for (s, t), (s2, t2) in zip(first, again, strict=True):
+        assert np.array_equal(s, s2) and np.array_equal(t, t2)
+        n = (s != script.PAD).sum(axis=1)                 # tgt = BOS reversed(src) EOS, row by row
+        for row in range(8):
+            assert list(t[row, 1:n[row] + 1]) == list(s[row, :n[row]][::-1])

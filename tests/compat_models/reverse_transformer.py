@@ -11,6 +11,7 @@ import math
 
 import torch
 import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
 
 PAD, BOS, EOS = 0, 1, 2
 N_SPECIAL = 3
@@ -85,6 +86,14 @@ def greedy_decode(model, src, max_len):
     return ys
 
 
+def loader(n_pairs, batch_size, max_len, vocab, seed):
+    """A fixed training set of n_pairs, served in shuffled batches by a DataLoader."""
+    src, tgt = make_batch(n_pairs, max_len, vocab)
+    g = torch.Generator().manual_seed(seed)
+    return DataLoader(TensorDataset(src, tgt), batch_size=batch_size, shuffle=True,
+                      drop_last=True, generator=g)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=300)
@@ -93,17 +102,23 @@ def main(argv=None):
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--pairs", type=int, default=2000)
     args = parser.parse_args(argv)
 
     torch.manual_seed(args.seed)
     model = Seq2Seq(args.vocab)
     criterion = nn.CrossEntropyLoss(ignore_index=PAD)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
-    for step in range(args.steps):
-        src, tgt = make_batch(args.batch, args.max_len, args.vocab)
-        loss = train_step(model, criterion, optimizer, src, tgt)
-        if step % 50 == 0 or step == args.steps - 1:
-            print(f"step {step:4d}  loss {loss:.3f}")
+    data = loader(args.pairs, args.batch, args.max_len, args.vocab, args.seed)
+    step = 0
+    while step < args.steps:
+        for src, tgt in data:                      # one epoch of shuffled batches
+            loss = train_step(model, criterion, optimizer, src, tgt)
+            if step % 50 == 0 or step == args.steps - 1:
+                print(f"step {step:4d}  loss {loss:.3f}")
+            step += 1
+            if step == args.steps:
+                break
     src, tgt = make_batch(4, args.max_len, args.vocab)
     out = greedy_decode(model, src, args.max_len + 2)
     for s, t, o in zip(src.tolist(), tgt.tolist(), out.tolist(), strict=True):

@@ -340,3 +340,15 @@ def test_ties_break_as_torch(seed):
         order = np.argsort(-a if largest else a, axis=-1, kind="stable")[:, :k]
         nan_rows = np.isnan(a).any(-1)
         np.testing.assert_array_equal(i.detach().numpy()[~nan_rows], order[~nan_rows])
+
+
+def test_shape_numel_as_torch_size():
+    """x.shape and x.size() answer torch.Size's numel(), slice and add as shapes, and still
+    print and compare as the plain tuple (so printed shapes read as before)."""
+    x = tgx.zeros(2, 3, 4)
+    assert x.shape.numel() == x.size().numel() == x.numel() == 24
+    assert x.shape == (2, 3, 4) and repr(x.shape) == "(2, 3, 4)" and x.shape[1:] == (3, 4)
+    assert x.shape[1:].numel() == 12 and (x.shape + (5,)).numel() == 120
+    assert tgx.zeros(()).shape.numel() == 1 and tgx.zeros(0, 3).shape.numel() == 0
+    torch = pytest.importorskip("torch")
+    assert torch.zeros(2, 3, 4).shape.numel() == x.shape.numel()

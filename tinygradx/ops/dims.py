@@ -59,8 +59,8 @@ def normalize_dims(dim, ndim):
 class Size(tuple):
     """torch.Size: a tuple of ints with `numel()`; slices and `+` give a Size.
 
-    tinygradx's `x.shape` and `x.size()` are plain tuples (they compare equal to a Size of
-    the same ints), so `Size` is for code that builds one: `x.view(Size([2, 3]))`."""
+    tinygradx's `x.shape` and `x.size()` are a `Shape`: a Size that prints as a plain tuple
+    (and equals one); build a Size for code such as `x.view(Size([2, 3]))`."""
 
     __slots__ = ()
 
@@ -95,3 +95,26 @@ class Size(tuple):
 
     def __repr__(self):
         return f"Size({list(self)})"
+
+
+class Shape(Size):
+    """What `x.shape` and `x.size()` return: the array's shape with torch.Size's methods
+    (`x.shape.numel()`, slices, `+`), printed as the plain tuple it equals."""
+
+    __slots__ = ()
+    __repr__ = tuple.__repr__
+
+    @classmethod
+    def of(cls, shape):
+        """From a numpy shape (ints already): no per-element check on this hot path."""
+        return tuple.__new__(cls, shape)
+
+    def __getitem__(self, index):                 # a slice of a shape is a shape
+        out = tuple.__getitem__(self, index)
+        return Shape.of(out) if isinstance(index, slice) else out
+
+    def __add__(self, other):
+        return Shape.of(tuple(self) + tuple(other)) if isinstance(other, tuple) else NotImplemented
+
+    def __radd__(self, other):
+        return Shape.of(tuple(other) + tuple(self)) if isinstance(other, tuple) else NotImplemented

@@ -18,7 +18,7 @@ from ..autograd import backprop, hooks
 from ..ops import fused, movement, linalg as ops_linalg
 from ..fast import process
 from ..autograd import OpError
-from ..ops.dims import check_dim, normalize_dims
+from ..ops.dims import Shape, check_dim, normalize_dims
 from ..ops.dtypes import as_dtype, result_type, to_array
 from .math_methods import MathMethods
 from .convert import ConvertMethods
@@ -116,7 +116,7 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMet
 
     @property
     def shape(self):
-        return self._data.shape
+        return Shape.of(self._data.shape)
 
     @property
     def ndim(self):
@@ -144,7 +144,7 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMet
 
     def size(self, dim=None):
         if dim is None:
-            return self._data.shape
+            return Shape.of(self._data.shape)
         return self._data.shape[check_dim("size", dim, self._data.ndim)]
 
     def numel(self):
