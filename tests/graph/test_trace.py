@@ -300,3 +300,24 @@ def test_width_counts_wide_fullwidth_and_combining_characters():
     assert _width("e\u0301") == 1              # e + combining acute accent
     assert _width("·→√ᵀ") == 4
     assert _cells(_ljust("掩码", 6)) == 6
+
+
+def test_a_shape_error_while_tracing_names_the_dims_the_trace_knows():
+    """An op that fails inside `tgx.trace(dims=...)` keeps its one-line message and adds each
+    quoted shape in the trace's named dims; outside a trace the message is unchanged."""
+    from tinygradx.autograd import OpError
+    x = tgx.randn(2, 7, 16)
+    w = tgx.randn(8, 16)
+
+    def bad():
+        return x @ w                                     # (B, T, d_model) @ (8, 16): wrong
+
+    with pytest.raises(OpError) as plain:
+        bad()
+    assert "named dims" not in str(plain.value)
+    with pytest.raises(OpError) as traced:
+        with tgx.trace(dims={"B": 2, "T": 7, "d_model": 16}):
+            bad()
+    msg = str(traced.value)
+    assert msg.startswith(str(plain.value)) and "\n" not in msg
+    assert "(2, 7, 16) is (B, T, d_model)" in msg

@@ -18,10 +18,11 @@ paper's W (in, out), the transpose of the stored (out, in) array.
 """
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass, field
 
-from ..autograd import observe
+from ..autograd import OpError, observe
 from .dataflow import DataFlow, translate
 from . import Graph
 
@@ -73,6 +74,8 @@ class Trace:
     def __exit__(self, *exc):
         self._cm.__exit__(*exc)
         self._cm = None
+        if isinstance(exc[1], OpError) and exc[1].args:
+            self._add_named_dims(exc[1])
         self._finish()
         if not self.keep_graph:  # keep the structure, let go of the tensors
             n = len(self.graph.nodes)
@@ -95,6 +98,23 @@ class Trace:
         for r in self.rows:
             f = self.flow.flows[r.node]
             r.name, r.formula = f.name, f.formula
+
+    def _add_named_dims(self, err):
+        """A shape error raised while tracing: each shape it quotes gets its named dims, as far
+        as the trace knows them ("(2, 5, 32) is (B, S, d_model)"), so the message speaks the
+        table's language. Best effort: the original message stays when nothing can be named."""
+        try:
+            name_shape = self.flow.namer()
+            named = []
+            for text in dict.fromkeys(re.findall(r"\((?:\d+, )*\d+,?\)", str(err.args[0]))):
+                shape = tuple(int(x) for x in re.findall(r"\d+", text))
+                name = name_shape(shape)
+                if re.search(r"[A-Za-z_]", name):
+                    named.append(f"{text} is {name}")
+            if named:
+                err.args = (f"{err.args[0]} [named dims: {'; '.join(named)}]",) + err.args[1:]
+        except Exception:                      # naming must never hide the error itself
+            pass
 
     # -- dimension names ---------------------------------------------------------------------
     def dims(self):
