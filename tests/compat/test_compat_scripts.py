@@ -23,20 +23,9 @@ import sys
 import numpy as np
 import pytest
 
-import tinygradx.compat as compat
+from test_compat_models import MODELS, load
 
-MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "compat_models")
 TOL = {np.float64: dict(rtol=1e-10, atol=1e-10), np.float32: dict(rtol=1e-5, atol=1e-5)}
-
-
-def load(name, pytorch=False):
-    path = os.path.join(MODELS, name)
-    if pytorch:
-        try:
-            return compat.load_module(path, pytorch=True)
-        except ImportError:
-            pytest.skip("PyTorch is not installed: the comparison with it is skipped")
-    return compat.load_module(path)
 
 
 def arr(t):
