@@ -243,9 +243,10 @@ def write_attention_csv(A, rows, cols, path):
     return path
 
 
-def plot_attention(A, rows, cols, title, path):
+def plot_attention(A, rows, cols, title, path, lang="en"):
     """A (L, h, n, m) as a grid of heatmaps, one row per layer and one column per head, the
     query tokens down the side and the key tokens along the bottom. None without matplotlib."""
+    tr = words(ZH, lang)
     Figure = figure_class()
     if Figure is None:
         return None
@@ -261,9 +262,9 @@ def plot_attention(A, rows, cols, title, path):
             ax.set_xticklabels(cols, fontsize=7, rotation=90)
             ax.set_yticks(range(n))
             ax.set_yticklabels(rows, fontsize=7)
-            ax.set_title(f"layer {layer} head {k}", fontsize=8)
-    fig.suptitle(f"{title}  (row = query, column = key; rows sum to 1)", fontsize=10)
-    return save_figure(fig, path)
+            ax.set_title(tr("layer {layer} head {k}").format(layer=layer, k=k), fontsize=8)
+    fig.suptitle(tr(title) + tr("  (row = query, column = key; rows sum to 1)"), fontsize=10)
+    return save_figure(fig, path, lang)
 
 
 def ascii_heatmap(a, rows, cols):
@@ -277,7 +278,7 @@ def ascii_heatmap(a, rows, cols):
     return "\n".join(lines)
 
 
-def save_attention(maps, labels, out_dir, prefix="attention"):
+def save_attention(maps, labels, out_dir, prefix="attention", lang="en"):
     """Write each kind of `maps` ({kind: A (L, h, n, m)}) as CSV (always) and PNG (with
     matplotlib). labels maps kind -> (query tokens, key tokens). Returns {kind: [paths]}."""
     out_dir = ensure_dir(out_dir)
@@ -286,7 +287,7 @@ def save_attention(maps, labels, out_dir, prefix="attention"):
         rows, cols = labels[kind]
         base = os.path.join(out_dir, f"{prefix}_{kind}")
         paths = [write_attention_csv(A, rows, cols, base + ".csv")]
-        png = plot_attention(A, rows, cols, _TITLES.get(kind, kind), base + ".png")
+        png = plot_attention(A, rows, cols, _TITLES.get(kind, kind), base + ".png", lang)
         if png:
             paths.append(png)
         written[kind] = paths
@@ -294,7 +295,7 @@ def save_attention(maps, labels, out_dir, prefix="attention"):
 
 
 def attention_from_checkpoint(checkpoint, text, out_dir="pictures", target=None,
-                              prefix="attention"):
+                              prefix="attention", lang="en"):
     """Attention maps of a trained checkpoint (a `tinygradx train` run) on one input.
 
     Translation checkpoints: `text` is the source sentence; the target is `target` if given,
@@ -327,7 +328,7 @@ def attention_from_checkpoint(checkpoint, text, out_dir="pictures", target=None,
         tgt_in = ["<bos>"] + list(tgt_toks)
         labels = {"encoder_self": (src_toks, src_toks), "decoder_self": (tgt_in, tgt_in),
                   "cross": (tgt_in, src_toks)}
-    save_attention(maps, labels, out_dir, prefix)
+    save_attention(maps, labels, out_dir, prefix, lang)
     return maps
 
 
@@ -351,6 +352,12 @@ ZH = {
     "position": "位置", "sinusoidal PE, max_len={max_len}, d_model={d_model}":
         "正弦位置编码 PE，max_len={max_len}，d_model={d_model}",
     "step": "步数", "learning rate": "学习率", "learning-rate schedule": "学习率调度",
+    "layer {layer} head {k}": "第 {layer} 层 第 {k} 个头",
+    "  (row = query, column = key; rows sum to 1)": "（行 = 查询，列 = 键；每行之和为 1）",
+    "encoder self-attention": "编码器自注意力", "decoder self-attention (causal)":
+        "解码器自注意力（因果）", "cross-attention (decoder reads H)": "交叉注意力（解码器读取 H）",
+    "causal self-attention": "因果自注意力", "train loss": "训练损失", "val loss": "验证损失",
+    "val exact match (%)": "验证集完全匹配（%）",
 }
 
 
@@ -547,10 +554,10 @@ def training_health(run_dir, out_dir=None, name="health"):
     return written
 
 
-def training_curves(path, out_dir="pictures", name="training_curves"):
+def training_curves(path, out_dir="pictures", name="training_curves", lang="en"):
     """Loss (train and validation), learning rate and validation exact match against the step,
     from a run's metrics.jsonl. Returns {column: array (rows,)} (see read_metrics)."""
-    m = read_metrics(path)
+    m, tr = read_metrics(path), words(ZH, lang)
     out_dir = ensure_dir(out_dir)
     with open(os.path.join(out_dir, name + ".csv"), "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
@@ -564,19 +571,18 @@ def training_curves(path, out_dir="pictures", name="training_curves"):
         fig = Figure(figsize=(11 if has_em else 8, 3.5))
         axes = fig.subplots(1, 3 if has_em else 2)
         ev = np.isfinite(m["val_loss"])
-        axes[0].plot(m["step"], m["loss"], lw=0.8, label="train loss")
-        axes[0].plot(m["step"][ev], m["val_loss"][ev], "o-", label="val loss")
+        axes[0].plot(m["step"], m["loss"], lw=0.8, label=tr("train loss"))
+        axes[0].plot(m["step"][ev], m["val_loss"][ev], "o-", label=tr("val loss"))
         axes[0].set_yscale("log")
-        axes[0].set_xlabel("step")
         axes[0].legend()
         axes[1].plot(m["step"], m["lr"])
-        axes[1].set_xlabel("step")
-        axes[1].set_ylabel("learning rate")
+        axes[1].set_ylabel(tr("learning rate"))
+        for ax in axes:
+            ax.set_xlabel(tr("step"))
         if has_em:
             em = np.isfinite(m["val_exact_match"])
             axes[2].plot(m["step"][em], 100 * m["val_exact_match"][em], "o-")
-            axes[2].set_xlabel("step")
-            axes[2].set_ylabel("val exact match (%)")
+            axes[2].set_ylabel(tr("val exact match (%)"))
             axes[2].set_ylim(0, 100)
-        save_figure(fig, os.path.join(out_dir, name + ".png"))
+        save_figure(fig, os.path.join(out_dir, name + ".png"), lang)
     return m

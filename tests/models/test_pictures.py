@@ -307,3 +307,21 @@ def test_pe_and_schedule_pictures_write_their_labels_in_chinese(tmp_path, monkey
                              {"常数": TrainConfig(schedule="constant", max_steps=5)},
                              out_dir=str(tmp_path), lang="zh")
     assert {"学习率调度", "学习率", "步数", "常数"} <= set(zh)
+
+
+@pytest.mark.skipif(not HAVE_MPL, reason="matplotlib not installed")
+def test_attention_maps_and_training_curves_in_chinese(tmp_path, monkeypatch):
+    A = np.full((1, 2, 3, 3), 1 / 3)
+    [(zh, lang)] = _drawn_texts(monkeypatch, pictures.plot_attention, A, list("abc"),
+                                list("abc"), "cross-attention (decoder reads H)",
+                                str(tmp_path / "a.png"), lang="zh")
+    assert lang == "zh" and "第 0 层 第 1 个头" in zh
+    assert "交叉注意力（解码器读取 H）（行 = 查询，列 = 键；每行之和为 1）" in zh
+    run = tmp_path / "run"
+    run.mkdir()
+    rows = [{"step": s, "loss": 1.0 / s, "lr": 1e-3, "val_loss": 1.0 / s,
+             "val_exact_match": s / 10} for s in (1, 2, 3)]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    [(zh, _)] = _drawn_texts(monkeypatch, pictures.training_curves, str(run), str(tmp_path),
+                             lang="zh")
+    assert {"训练损失", "验证损失", "学习率", "步数", "验证集完全匹配（%）"} <= set(zh)
