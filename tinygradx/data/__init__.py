@@ -28,22 +28,12 @@ import numbers
 
 import numpy as np
 
-from ..autograd import STATE
-from ..tensor.creation import Generator, stack
+from ..tensor.creation import generator_rng, stack
 from ..tensor import Tensor
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset",
            "random_split", "Sampler", "SequentialSampler", "RandomSampler",
            "SubsetRandomSampler", "BatchSampler", "DataLoader", "default_collate"]
-
-
-def _rng(name, generator):
-    if generator is None:
-        return STATE.rng
-    if not isinstance(generator, Generator):
-        raise TypeError(f"{name}: generator must be a tgx.Generator (torch.Generator), got "
-                        f"{type(generator).__name__}")
-    return generator.rng
 
 
 # -- datasets --------------------------------------------------------------------------------
@@ -139,7 +129,7 @@ def random_split(dataset, lengths, generator=None):
     if any(not isinstance(x, (int, np.integer)) or x < 0 for x in lengths) or sum(lengths) != n:
         raise ValueError(f"random_split: lengths must be non-negative ints that sum to the "
                          f"dataset's length {n} (or fractions that sum to 1), got {lengths}")
-    order = _rng("random_split", generator).permutation(n).tolist()
+    order = generator_rng("random_split", generator).permutation(n).tolist()
     bounds = np.cumsum([0, *lengths]).tolist()
     return [Subset(dataset, order[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
@@ -181,7 +171,7 @@ class RandomSampler(Sampler):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self):
-        n, rng = len(self.data_source), _rng("RandomSampler", self.generator)
+        n, rng = len(self.data_source), generator_rng("RandomSampler", self.generator)
         if self.replacement:
             return iter(rng.integers(0, n, size=self.num_samples).tolist())
         passes = -(-self.num_samples // n) if n else 0
@@ -199,7 +189,7 @@ class SubsetRandomSampler(Sampler):
         self.indices, self.generator = indices, generator
 
     def __iter__(self):
-        order = _rng("SubsetRandomSampler", self.generator).permutation(len(self.indices))
+        order = generator_rng("SubsetRandomSampler", self.generator).permutation(len(self.indices))
         return iter([self.indices[i] for i in order.tolist()])
 
     def __len__(self):

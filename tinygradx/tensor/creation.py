@@ -126,7 +126,8 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Standard normal samples from tinygradx's generator (seed it with tgx.manual_seed)."""
     check_device("randn", device)
     dtype = _random_dtype("randn", dtype)
-    data = _rng("randn", generator).standard_normal(_shape(size, "randn"), dtype=np.float64)
+    data = generator_rng("randn", generator).standard_normal(_shape(size, "randn"),
+                                                             dtype=np.float64)
     return Tensor(data.astype(dtype), requires_grad=requires_grad)
 
 
@@ -134,7 +135,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Uniform [0, 1) samples from tinygradx's generator (seed it with tgx.manual_seed)."""
     check_device("rand", device)
     dtype = _random_dtype("rand", dtype)
-    data = _rng("rand", generator).random(_shape(size, "rand"), dtype=np.float64)
+    data = generator_rng("rand", generator).random(_shape(size, "rand"), dtype=np.float64)
     return Tensor(data.astype(dtype), requires_grad=requires_grad)
 
 
@@ -151,7 +152,7 @@ def randint(low, high=None, size=None, generator=None, dtype=None, device=None,
     if not low < high:
         raise ValueError(f"randint: low must be below high (the range is [low, high)), got "
                          f"low={low}, high={high}")
-    draw = _rng("randint", generator).integers(low, high, size=size)
+    draw = generator_rng("randint", generator).integers(low, high, size=size)
     return Tensor(draw.astype(as_dtype(dtype) or int64), requires_grad=requires_grad)
 
 
@@ -185,7 +186,9 @@ class Generator:
         self.rng.bit_generator.state = state
 
 
-def _rng(name, generator):
+def generator_rng(name, generator):
+    """The numpy generator a `generator=` argument stands for: tinygradx's global one for None,
+    a tgx.Generator's own stream, else a one-line TypeError naming the function."""
     if generator is None:
         return STATE.rng
     if not isinstance(generator, Generator):
@@ -199,7 +202,7 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
     check_device("randperm", device)
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
         raise ValueError(f"randperm: n must be a non-negative int, got {n!r}")
-    perm = _rng("randperm", generator).permutation(int(n))
+    perm = generator_rng("randperm", generator).permutation(int(n))
     return Tensor(perm.astype(as_dtype(dtype) or int64), requires_grad=requires_grad)
 
 
@@ -214,7 +217,7 @@ def bernoulli(input, p=None, *, generator=None):
         raise TypeError(f"bernoulli: expects a floating-point tensor, got {input.dtype}")
     if probs.size and not (np.all(probs >= 0) and np.all(probs <= 1)):
         raise ValueError("bernoulli: probabilities must be in [0, 1]")
-    draw = _rng("bernoulli", generator).random(input.shape) < probs
+    draw = generator_rng("bernoulli", generator).random(input.shape) < probs
     return Tensor(draw.astype(input.dtype))
 
 
