@@ -9,9 +9,9 @@ import math
 import numpy as np
 
 from ..functional import conv as C
-from ..autograd import STATE
 from .module import Module, Parameter
 from ..functional.padding import pad as _pad
+from .layers import uniform_table
 
 __all__ = ["Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "Upsample"]
@@ -55,9 +55,8 @@ class _ConvNd(Module):
         fan_in = in_channels // groups * math.prod(self.kernel_size)
         bound = 1 / math.sqrt(fan_in) if fan_in else 0.0
         shape = (out_channels, in_channels // groups) + self.kernel_size
-        self.weight = Parameter(STATE.rng.uniform(-bound, bound, shape).astype(np.float32))
-        self.bias = Parameter(STATE.rng.uniform(-bound, bound, (out_channels,))
-                              .astype(np.float32)) if bias else None
+        self.weight = Parameter(uniform_table(shape, bound))
+        self.bias = Parameter(uniform_table((out_channels,), bound)) if bias else None
         if device is not None or dtype is not None:       # torch's factory arguments
             self.to(device=device, dtype=dtype)
 

@@ -20,10 +20,11 @@ import math
 import numpy as np
 
 from .. import functional as F
-from ..autograd import STATE, OpError
+from ..autograd import OpError
 from ..tensor.creation import cat, stack, zeros
 from .module import Module, Parameter
 from ..tensor import Tensor
+from .layers import uniform_table
 
 __all__ = ["RNN", "GRU", "LSTM", "RNNCell", "GRUCell", "LSTMCell"]
 
@@ -57,7 +58,7 @@ def _positive(cls, name, v):
 
 
 def _uniform(shape, bound):
-    return Parameter(STATE.rng.uniform(-bound, bound, shape).astype(np.float32))
+    return Parameter(uniform_table(shape, bound))     # torch's U(-1/sqrt(H), 1/sqrt(H))
 
 
 class RNNBase(Module):
