@@ -111,7 +111,7 @@ class BertConfig:
 
 def _as_ids(x, name):
     """Integer ids (B, T) as a numpy array; a 1-D input is one sequence."""
-    a = np.asarray(x._data if isinstance(x, Tensor) else x)
+    a = np.asarray(x.detach().numpy() if isinstance(x, Tensor) else x)
     if a.ndim == 1:
         a = a[None, :]                                       # (1, T)
     if a.ndim != 2 or (a.size and a.dtype.kind not in "iub"):
@@ -275,7 +275,8 @@ def mean_pool(hidden, attention_mask):
     hidden (B, T, C), attention_mask (B, T) with 1 at real tokens -> (B, C). A row with no real
     token gives zeros (the clamp avoids 0/0), as Sentence-BERT's pooling does.
     """
-    m = np.asarray(attention_mask._data if isinstance(attention_mask, Tensor) else attention_mask)
+    m = attention_mask.detach().numpy() if isinstance(attention_mask, Tensor) else \
+        np.asarray(attention_mask)
     m = Tensor(m.astype(hidden.dtype)[:, :, None])             # (B, T, 1)
     summed = (hidden * m).sum(dim=1)                           # (B, C)
     count = m.sum(dim=1).clamp(min=1e-9)                       # (B, 1)

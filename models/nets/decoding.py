@@ -121,7 +121,7 @@ def _encode_by_length(model, src, src_pad):
     for rows in groups:
         n = max(int(lengths[rows].max()), 1)
         pad = src_pad[rows, :n]
-        h = model.encode(tgx.tensor(src[rows, :n]), pad if pad.any() else None)._data
+        h = model.encode(tgx.tensor(src[rows, :n]), pad if pad.any() else None).numpy()
         if memory is None:
             memory = np.zeros((src.shape[0], src.shape[1], h.shape[-1]), dtype=h.dtype)
         memory[rows, :n] = h                                      # (rows, n, d)

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+import tinygradx as tgx
 from tinygradx.io import (atomic_write, load_safetensors, read_safetensors_header,
                           save_safetensors)
 
@@ -76,7 +77,8 @@ def _gpt2_problems(config, gelu=None):
 
 
 def _arrays(model):
-    return {name: p._data for name, p in model.named_parameters()}
+    """{name: the parameter's array}, shared with the model (no copy): for reading only."""
+    return {name: p.detach().numpy() for name, p in model.named_parameters()}
 
 
 # ------------------------------------------------------------------------------------------
@@ -237,9 +239,12 @@ def _check_state(model, state, origin, layout, problems, transpose=False):
 
 
 def _load_checked(model, state, transpose):
-    for name, p in model.named_parameters():
-        a = np.asarray(state[name])
-        p._data[...] = a.T if transpose and _CONV1D.search(name) else a
+    # as torch's load_state_dict: copy_ under no_grad writes into each parameter's memory
+    # (cast to its dtype) and bumps its version counter
+    with tgx.no_grad():
+        for name, p in model.named_parameters():
+            a = np.asarray(state[name])
+            p.copy_(a.T if transpose and _CONV1D.search(name) else a)
 
 
 def from_pretrained(directory, dtype=np.float32):

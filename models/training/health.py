@@ -36,9 +36,16 @@ def sq_norm(a):
     return float(np.dot(a.astype(np.float64, copy=False), a.astype(np.float64, copy=False)))
 
 
+def array_of(t):
+    """The array behind a parameter or gradient, shared (not copied), for reading only:
+    `numpy(force=True)` is `detach().numpy()` without making the detached Tensor (these
+    checks run on every step)."""
+    return t.numpy(force=True)
+
+
 def grad_sq_per_layer(named):
     """{layer: squared gradient norm} of the (name, Parameter) pairs that have a gradient."""
-    return per_layer([(n, p.grad._data) for n, p in named if p.grad is not None], sq_norm)
+    return per_layer([(n, array_of(p.grad)) for n, p in named if p.grad is not None], sq_norm)
 
 
 def layer_health(named, before, grad_sq):
@@ -49,7 +56,7 @@ def layer_health(named, before, grad_sq):
     ||param|| of each layer comes from the change the optimizer actually made (clipping,
     momentum and weight decay included).
     """
-    deltas = [(n, p._data - b0) for (n, p), b0 in zip(named, before, strict=True)]
+    deltas = [(n, array_of(p) - b0) for (n, p), b0 in zip(named, before, strict=True)]
     upd_sq = per_layer(deltas, sq_norm)
     par_sq = per_layer([(n, b0) for (n, _), b0 in zip(named, before, strict=True)], sq_norm)
     return {layer: {"grad_norm": math.sqrt(grad_sq.get(layer, 0.0)),
@@ -87,12 +94,12 @@ def _worst(named, arrays):
 
 def largest_gradient(named):
     """(parameter name, largest |gradient| entry) of (name, Parameter) pairs (NaN first)."""
-    return _worst(named, lambda ps: ((n, p.grad._data) for n, p in ps if p.grad is not None))
+    return _worst(named, lambda ps: ((n, array_of(p.grad)) for n, p in ps if p.grad is not None))
 
 
 def grads_finite(named):
     """Whether every gradient entry is finite (one float64 dot per parameter)."""
-    return all(math.isfinite(sq_norm(p.grad._data)) for _, p in named if p.grad is not None)
+    return all(math.isfinite(sq_norm(array_of(p.grad))) for _, p in named if p.grad is not None)
 
 
 def check_step_finite(step, loss, named, kept):
@@ -112,7 +119,7 @@ def check_weights_finite(step, val_loss, named, kept):
     made the weights unusable (overflowing, if not yet inf), so nothing of it is saved."""
     if math.isfinite(val_loss):
         return
-    worst = _worst(named, lambda ps: ((n, p._data) for n, p in ps))
+    worst = _worst(named, lambda ps: ((n, array_of(p)) for n, p in ps))
     weight = "" if worst is None else f", largest weight {worst[1]:.4g} in {worst[0]}"
     raise NonFiniteError(f"step {step}: non-finite validation loss (loss {val_loss:.4g}"
                          f"{weight}); training stopped before saving this step; {kept}")

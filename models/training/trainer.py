@@ -279,7 +279,7 @@ class Trainer:
         health = cfg.health_interval and (self.step + 1) % cfg.health_interval == 0
         if health:
             grad_sq = grad_sq_per_layer(named)
-            before = [p._data.copy() for _, p in named]
+            before = [p.numpy(force=True).copy() for _, p in named]
         norm = float(optim.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)) \
             if cfg.grad_clip > 0 else float("nan")
         lr = self.scheduler.get_last_lr()[0]

@@ -184,6 +184,8 @@ def test_round_trip_is_exact(tmp_path):
     back = from_pretrained(tmp_path)
     for (n, p), (_, q) in zip(ours.named_parameters(), back.named_parameters(), strict=True):
         np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy(), err_msg=n)
+    for p in back.parameters():     # written in place, as load_state_dict: leaves that train
+        assert p.is_leaf and p.requires_grad and p.grad_fn is None
     assert back.config.gelu_approximate == "tanh"
     assert from_pretrained(tmp_path, dtype=np.float64).transformer.wte.weight.dtype == np.float64
 
