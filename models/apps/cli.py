@@ -35,7 +35,7 @@ def _train_config_args(parser, task=None):
     """One flag per TrainConfig field, typed, in its group of --help, with its meaning and the
     default `train` really uses: the task's own (TASK_DEFAULTS), listed per task unless `task`
     names one."""
-    from tinygradx.models.training.trainer import TrainConfig
+    from tinygradx.models.training.config import TrainConfig
     fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
     groups = {}
     for title, (description, names) in TRAIN_GROUPS.items():
@@ -62,7 +62,7 @@ def _train_config_args(parser, task=None):
 
 
 def _overrides(args):
-    from tinygradx.models.training.trainer import TrainConfig
+    from tinygradx.models.training.config import TrainConfig
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     return {k: v for k, v in vars(args).items() if k in names and v is not None}
 

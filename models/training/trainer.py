@@ -15,8 +15,6 @@ directory (default runs/<task>) belongs to one run (`check_run_dir`, rundir.py);
 is flushed every row and cut back to the checkpoint's step on resume; a failed save is a
 CheckpointSaveError naming the file, with the previous checkpoint intact (checkpoints.py).
 Per-layer gradient norms and update ratios are in health.py.
-
-The config, run-directory and checkpoint names are importable from here as before.
 """
 from __future__ import annotations
 
@@ -38,32 +36,17 @@ from tinygradx.models.nets import decoding
 from tinygradx.models.nets.gpt import GPT, GPTConfig
 from tinygradx.models.tasks import BOS, EOS, IGNORE, PAD, is_lm_task, make_task, pad_batch
 from tinygradx.models.nets.transformer import make_model
-from tinygradx.models.training.checkpoints import (CheckpointSaveError, flatten, one_line,
-                                                   read_checkpoint, unflatten, vocab_mismatch,
-                                                   write_checkpoint)
-from tinygradx.models.training.config import (BYTES_PER_PARAMETER, MEMORY_LIMIT, RESUMABLE,
-                                              TASK_DEFAULTS, ConfigError, TrainConfig,
-                                              check_memory, config_from_args, default_out_dir,
-                                              estimate_parameters, gpt_switches, is_finite,
-                                              validate_config)
+from tinygradx.models.training.checkpoints import (flatten, one_line, read_checkpoint,
+                                                   unflatten, vocab_mismatch, write_checkpoint)
+from tinygradx.models.training.config import (TrainConfig, check_memory, gpt_switches,
+                                              is_finite, validate_config)
 from tinygradx.models.training.health import (NonFiniteError, check_step_finite,
-                                               check_weights_finite,
-                                               first_nonfinite, grad_sq_per_layer,
-                                               layer_health, layer_of)
+                                               check_weights_finite, first_nonfinite,
+                                               grad_sq_per_layer, layer_health)
 from tinygradx.models.training.progress import Progress, ctrl_c_after, fmt_eval
-from tinygradx.models.training.rundir import (RunDirError, RunDirLockedError, RunLock,
-                                              check_run_dir, claim_run_dir,
-                                              read_metrics, remove_stale_temp_files,
-                                              truncate_metrics)
+from tinygradx.models.training.rundir import RunLock, claim_run_dir
 
-# re-exported: code and pages written before the split import these from trainer
-__all__ = ["Trainer", "TrainConfig", "TASK_DEFAULTS", "RESUMABLE", "ConfigError",
-           "validate_config", "default_out_dir", "config_from_args", "estimate_parameters",
-           "check_memory", "BYTES_PER_PARAMETER", "MEMORY_LIMIT", "CheckpointSaveError",
-           "RunDirError", "RunDirLockedError", "RunLock", "check_run_dir", "claim_run_dir",
-           "remove_stale_temp_files",
-           "read_metrics", "truncate_metrics", "layer_of", "NonFiniteError"]
-_flatten = flatten      # the name tests/models/test_train.py has always imported
+__all__ = ["Trainer", "UnknownTokenWarning"]
 
 
 # ------------------------------------------------------------------------------------------

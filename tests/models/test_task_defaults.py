@@ -1,4 +1,4 @@
-"""Every task has measured defaults (models/training/trainer.py TASK_DEFAULTS) and they build a
+"""Every task has measured defaults (models/training/config.py TASK_DEFAULTS) and they build a
 valid config.
 
 Fast: only configs are built, plus one tiny model per task with the default *shape* rules checked
@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 
 from tinygradx.models.tasks import TASK_NAMES
-from tinygradx.models.training.trainer import TASK_DEFAULTS, TrainConfig
+from tinygradx.models.training.config import TASK_DEFAULTS, TrainConfig
 
 FIELDS = {f.name for f in dataclasses.fields(TrainConfig)}
 

@@ -17,7 +17,9 @@ import pytest
 import tinygradx as tgx
 from tinygradx import io
 from tinygradx.models.tasks import BOS, EOS, IGNORE, PAD, pad_batch
-from tinygradx.models.training.trainer import Trainer, TrainConfig, _flatten, config_from_args
+from tinygradx.models.training.checkpoints import flatten
+from tinygradx.models.training.config import TrainConfig, config_from_args
+from tinygradx.models.training.trainer import Trainer
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -155,7 +157,7 @@ def test_resume_equals_straight_run(tmp_path, task):
     assert resumed.step == straight.step == 7
     assert_same_weights(resumed, straight)
     # the optimizer state came back too (Adam moments), not only the weights
-    (ma, aa), (mb, ab) = [(_flatten(t.optimizer.state_dict(), "o", arr), arr)
+    (ma, aa), (mb, ab) = [(flatten(t.optimizer.state_dict(), "o", arr), arr)
                           for t, arr in ((straight, {}), (resumed, {}))]
     assert ma == mb and aa.keys() == ab.keys()
     for k in aa:
@@ -241,7 +243,7 @@ def test_mismatched_checkpoint_is_a_clear_error(saved, tmp_path):
 
 
 def test_resume_flags_that_conflict_with_the_checkpoint_are_refused(saved):
-    from tinygradx.models.training.trainer import ConfigError
+    from tinygradx.models.training.config import ConfigError
     with pytest.raises(ConfigError, match="conflict") as err:
         Trainer.from_checkpoint(saved, log=_quiet, d_model=64, n_head=2, max_steps=99)
     assert "--d_model 64 (checkpoint: 32)" in str(err.value)
@@ -414,7 +416,7 @@ def test_metrics_jsonl_rows(tmp_path):
     assert rows[0]["lr"] < rows[1]["lr"]                # warm-up
     assert os.path.exists(trainer.checkpoint_path())
     # a fresh run into the same directory is refused; with overwrite it starts a new log
-    from tinygradx.models.training.trainer import RunDirError
+    from tinygradx.models.training.rundir import RunDirError
     with pytest.raises(RunDirError, match="--resume.*--overwrite"):
         Trainer(cfg, log=_quiet).train(steps=1)
     assert len(open(path).readlines()) == 4
@@ -542,7 +544,7 @@ def test_health_rows_and_best_checkpoint(tmp_path):
 
 
 def test_memory_estimate_matches_the_models(tmp_path):
-    from tinygradx.models.training.trainer import estimate_parameters
+    from tinygradx.models.training.config import estimate_parameters
     for task in ("copy", "chars"):
         t = Trainer(tiny(tmp_path, task), log=_quiet)
         est = estimate_parameters(t.cfg, t._vocab_sizes(), t._max_len())
@@ -577,7 +579,7 @@ def test_memory_estimate_is_exact_for_every_gpt_switch(tmp_path):
     import itertools
     from tinygradx.models.nets.gpt import GPT, GPTConfig
     from tinygradx.models.training.config import gpt_switches
-    from tinygradx.models.training.trainer import estimate_parameters
+    from tinygradx.models.training.config import estimate_parameters
     for norm, pos, mlp, kv, bias, first in itertools.product(
             ("layernorm", "rmsnorm"), ("learned", "rope"), ("gelu", "swiglu"), (0, 2),
             (True, False), (True, False)):
