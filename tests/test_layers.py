@@ -225,3 +225,168 @@ def test_the_speed_layer_imports_only_the_autograd_core():
 
 def test_io_imports_nothing_of_tinygradx():
     assert not _imports_of_room("tinygradx.io")
+
+
+# -- the models use only the public API of the engine -----------------------------------------
+# The engine's private names are the `_x` names tinygradx gives its objects and modules (defs
+# and assignments, __slots__ entries, attribute stores). In models/, `obj._x` is a use of one:
+# - always, when obj is reached from a name imported from the engine (`tgx._x`, `F._x`,
+#   `Tensor._from_op`), and so is importing `_x` or a `_private` module from the engine;
+# - when `_x` is an engine name, on any other object (`p._data`, `x.grad._data`,
+#   `getattr(t, "_ctx")`): its type is not known, its name says where it comes from;
+# - on self/cls, super() or a name imported from models/, when `_x` is an engine name that
+#   models/ does not give its own classes (`self._modules` in an nn.Module subclass).
+# Private names of other libraries (argparse's `parser._actions`) are not the engine's.
+
+_SELVES = ("self", "cls")
+_NAME_FUNCTIONS = ("getattr", "setattr", "hasattr", "delattr")
+
+
+def _private(name):
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _parsed(folder):
+    """[(path, tree)] of every .py file under folder."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for name in sorted(filenames):
+            if name.endswith(".py"):
+                path = os.path.join(dirpath, name)
+                with open(path, encoding="utf-8") as f:
+                    out.append((path, ast.parse(f.read(), path)))
+    return out
+
+
+def _private_members(trees, engine):
+    """The private names these files give their objects and modules: defs, assignments,
+    `__slots__` entries and attribute stores (in models/ only stores on self/cls count: a store
+    through another object, `p._data = a`, is a use of that object's name)."""
+    out = set()
+    for _, tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                out.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and (
+                    engine or isinstance(node.value, ast.Name) and node.value.id in _SELVES):
+                out.add(node.attr)
+            elif isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == "__slots__" for t in node.targets):
+                out.update(c.value for c in ast.walk(node.value)
+                           if isinstance(c, ast.Constant) and isinstance(c.value, str))
+    return {n for n in out if _private(n)}
+
+
+def _bindings(tree):
+    """{name: "engine" | "models" | "other"} of the names a models file imports or defines."""
+    def kind(module):
+        if module == "tinygradx.models" or module.startswith("tinygradx.models."):
+            return "models"
+        return "engine" if module == "tinygradx" or module.startswith("tinygradx.") else "other"
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:   # `import tinygradx.models.x` binds tinygradx: the engine
+                out[a.asname or a.name.partition(".")[0]] = kind(
+                    a.name if a.asname else a.name.partition(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                full = f"{node.module}.{a.name}" if node.module else a.name
+                out[a.asname or a.name] = "models" if node.level else kind(full)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out[node.name] = "models"
+    return out
+
+
+def _private_engine_uses(path, tree, engine, own, shown_as):
+    """['file:line: expression'] of every use of the engine's private names in one file."""
+    bound = _bindings(tree)
+    bad = []
+
+    def check(value, attr, node):
+        if not _private(attr):
+            return
+        root = value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        selfish = isinstance(value, ast.Name) and value.id in _SELVES or (
+            isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+            and value.func.id == "super")
+        where = None if selfish or not isinstance(root, ast.Name) else bound.get(root.id)
+        if where == "engine" or (where is None and not selfish and attr in engine) or (
+                (selfish or where == "models") and attr in engine and attr not in own):
+            text = ast.unparse(node)
+            text = text if len(text) <= 60 else "..." + text[-57:]
+            bad.append(f"{shown_as}:{node.lineno}: {text}")
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            check(node.value, node.attr, node)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in _NAME_FUNCTIONS and len(node.args) >= 2 \
+                and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+            check(node.args[0], node.args[1].value, node)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0):
+            for a in node.names:
+                names = [node.module, a.name] if isinstance(node, ast.ImportFrom) else [a.name]
+                parts = ".".join(names).split(".")
+                if parts[0] == "tinygradx" and parts[1:2] != ["models"] and any(
+                        _private(p) for p in parts):
+                    bad.append(f"{shown_as}:{node.lineno}: imports {'.'.join(parts)}")
+    return bad
+
+
+def private_engine_uses(models_dir, engine_dir):
+    """Every use of a private name of the engine (`engine_dir`) in `models_dir`."""
+    models = _parsed(models_dir)
+    engine = _private_members(_parsed(engine_dir), engine=True)
+    own = _private_members(models, engine=False)
+    bad = []
+    for path, tree in models:
+        shown_as = os.path.join("models", os.path.relpath(path, models_dir))
+        bad += sorted(_private_engine_uses(path, tree, engine, own, shown_as),
+                      key=lambda s: int(s.split(":")[1]))
+    return bad
+
+
+def test_models_use_only_the_public_api():
+    bad = private_engine_uses(os.path.join(ROOT, "models"), os.path.join(ROOT, "tinygradx"))
+    assert not bad, ("models/ uses private names of the engine (use the public API: "
+                     "t.numpy(), t.detach().numpy(), t.item(), p.copy_(...) under no_grad, "
+                     "docs/api.md):\n" + "\n".join(bad))
+
+
+def test_the_public_api_rule_is_not_empty(tmp_path):
+    """The rule above flags each kind of private use (lines marked `# flagged`) and nothing
+    else: models' own private names, self's own attributes, other libraries' names."""
+    text = """\
+import argparse
+import tinygradx as tgx
+from tinygradx import Tensor, nn
+from tinygradx.autograd import _hidden                          # flagged
+from tinygradx.fast._erf import erf                             # flagged
+
+
+class Net(nn.Module):
+    def __init__(self):
+        self._cache = {}
+
+    def forward(self, x, parser: argparse.ArgumentParser):
+        a = x._data                                             # flagged
+        b = x.grad._ctx                                         # flagged
+        c = Tensor._from_op(a, None)                            # flagged
+        d = getattr(x, "_version")                              # flagged
+        e = tgx.nn._anything                                    # flagged
+        f = self._hooks                                         # flagged
+        x._data = a                                             # flagged
+        g = self._cache, parser._actions, Net._cache, _hidden
+        return x.numpy(), b, c, d, e, f, g, erf
+"""
+    (tmp_path / "net.py").write_text(text, encoding="utf-8")
+    want = [i for i, line in enumerate(text.splitlines(), 1) if line.endswith("# flagged")]
+    got = [int(s.split(":")[1]) for s in private_engine_uses(str(tmp_path),
+                                                              os.path.join(ROOT, "tinygradx"))]
+    assert got == want
