@@ -90,7 +90,7 @@ def _display_width(text):
 
 def _draw_graph(trainer, out_dir, log):
     """Backward graph of the loss on two examples, residual path in bold."""
-    from tinygradx.graph import viz
+    from tinygradx import viz
     model = trainer.model
     model.eval()
     batch = pad_batch(trainer.task.encoded("valid")[:2])

@@ -14,11 +14,11 @@ import numpy as np
 import tinygradx as tgx
 import tinygradx.functional as F
 from tinygradx import nn
-from tinygradx.graph import viz
+from tinygradx import viz
 from tinygradx.models.nets import gpt, transformer
 from tinygradx.models.training import trainer as train
 from tinygradx.graph.renderer import FontWarning
-from tinygradx.graph.trace import Trace
+from tinygradx.trace import Trace
 
 # Sizes of the CLI's small models, all different so the trace can name every dimension.
 SIZES = dict(B=2, T=5, S=7, d_model=24, h=3, d_ff=48, V=32)
@@ -166,7 +166,7 @@ def build_graph_for_cli(model_name, norm, layers, depth, out, checkpoint=None,
     title = checkpoint or what[2:]
     depth_text = "every op" if depth is None else f"depth {depth}"
     if out.lower().endswith((".html", ".htm")):
-        from tinygradx.graph import page
+        from tinygradx import page
         with tgx.trace(dims=dims, lang=lang, graph=True) as t:
             loss = training_loss(model_name, model, batch)
         loss.backward(retain_graph=True)
@@ -217,7 +217,7 @@ def trace_cli(model_name, norm=None, layers=1, fmt="text", scope=None, checkpoin
         training_loss(model_name, model, batch)
     what = f"{describe(model_name, norm, layers, llama)}: {_norm_note(model_name, norm, llama)}"
     if fmt == "html":
-        from tinygradx.graph import page
+        from tinygradx import page
         return page.trace_page(t, scope=scope, params=model, depth=None, title=what[2:])
     return f"{what}\n{t.table(fmt=fmt, scope=scope)}"
 
