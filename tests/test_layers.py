@@ -1,5 +1,6 @@
 """The floors of the house: every module imports only from its own floor or below, no import
-circle anywhere, and no module takes another module's private names.
+circle anywhere, and no module takes another module's private names; models/ uses only the
+engine's public API (no `p._data`, `Tensor._from_op`, ...).
 
 The floors are read from docs/design.md (the fenced block after "## Floors"), so the picture in
 the docs is the rule the code is held to. Imports inside functions count as much as those at
