@@ -1,10 +1,9 @@
 """tinygradx.nn: Module, Parameter and the layers a Transformer is made of.
 
 The seed's layers (Linear, Embedding, LayerNorm, Dropout, ReLU, GELU) live in layers.py;
-MultiHeadAttention, RMSNorm and more activations here; Module, Parameter and the module paths in
-module.py; the containers (Sequential, ModuleList, ModuleDict, ...) in containers.py; torch's
-convolution, recurrent and Transformer modules and the losses as modules in their own files.
-All are re-exported here, so `tgx.nn.X` is the one public path.
+MultiHeadAttention, RMSNorm and more activations here; Module, Parameter, module paths in
+module.py and the containers in containers.py; torch's convolution, recurrent and Transformer
+modules and the losses as modules in their own files. All are re-exported here (`tgx.nn.X`).
 """
 from __future__ import annotations
 
