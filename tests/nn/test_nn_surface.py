@@ -155,6 +155,8 @@ def test_sequential_and_module_list_edit_and_slice_as_torch(kind):
     else:
         with pytest.raises(TypeError, match="iterable"):
             nn.ModuleList(3)
+        again = nn.ModuleList(build(tgx))              # a container is an iterable of modules
+        assert _layout(again) == _layout(torch.nn.ModuleList(build(torch)))
 
 
 def test_zero_grad_sets_none_by_default():

@@ -68,7 +68,7 @@ class _ModuleSequence(Module):
         return self
 
     def extend(self, modules):
-        if isinstance(modules, (Module, str)) or not hasattr(modules, "__iter__"):
+        if not hasattr(modules, "__iter__"):
             raise TypeError(f"{type(self).__name__}.extend should be called with an iterable, "
                             f"but got {type(modules).__name__}")
         for m in modules:
