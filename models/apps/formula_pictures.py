@@ -1,16 +1,20 @@
-"""Pictures of two pieces the formulas add around attention and the loss: the attention masks
-(causal and key padding, and both at once) and label smoothing (the smoothed target and the
-loss against the model's confidence). Each returns its numbers as arrays, writes CSV always and
-a PNG when matplotlib can be imported (as pictures.py does).
+"""Pictures of the pieces the formulas add around attention and training: the sinusoidal
+positional encoding PE, the learning-rate schedule, the attention masks (causal and key padding,
+and both at once) and label smoothing (the smoothed target and the loss against the model's
+confidence). Each returns its numbers as arrays, writes CSV always and a PNG when matplotlib can
+be imported (figures.py). PE and the schedule are re-exported by pictures.py.
 
     from tinygradx.models.apps import formula_pictures
+    pe = formula_pictures.positional_encoding(50, 64, "pics")    # (50, 64)
     m = formula_pictures.masks((8, 6, 3), "pics")        # m["decoder"]: (3, 8, 8) bool
     s = formula_pictures.label_smoothing(5, 2, (0.0, 0.1), "pics")
 
-lang="zh" writes the titles and axis labels in Chinese (ZH), with a CJK font (pictures.cjk_text).
+lang="zh" writes the titles and axis labels in Chinese (PE_ZH, ZH), with a CJK font
+(figures.cjk_text).
 """
 from __future__ import annotations
 
+import csv
 import os
 
 import numpy as np
@@ -19,7 +23,7 @@ import tinygradx as tgx
 import tinygradx.functional as F
 from tinygradx.models.nets.layers import pad_mask
 
-from .pictures import ensure_dir, figure_class, save_figure, words, write_matrix_csv
+from .figures import ensure_dir, figure_class, save_figure, words, write_matrix_csv
 
 # the pictures' words in Chinese (lang="zh"); a text missing here stays English
 ZH = {
@@ -119,3 +123,87 @@ def label_smoothing(n_classes=5, target=2, eps=(0.0, 0.1, 0.3), out_dir="picture
         ax2.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
         save_figure(fig, os.path.join(out_dir, "label_smoothing.png"), lang)
     return {"targets": np.asarray(targets), "confidence": conf, "loss": loss}
+
+
+# ------------------------------------------------------------------------------------------
+# the positional encoding and the learning-rate schedule
+# ------------------------------------------------------------------------------------------
+
+# the words of the PE and schedule pictures in Chinese (lang="zh")
+PE_ZH = {
+    "dimension (even: sin, odd: cos; the wavelength grows with the index)":
+        "维度（偶数列 sin，奇数列 cos；波长随序号增长）",
+    "position": "位置", "sinusoidal PE, max_len={max_len}, d_model={d_model}":
+        "正弦位置编码 PE，max_len={max_len}，d_model={d_model}",
+    "step": "步数", "learning rate": "学习率", "learning-rate schedule": "学习率调度",
+}
+
+
+def positional_encoding(max_len=50, d_model=64, out_dir="pictures", lang="en"):
+    """The sinusoidal table PE (max_len, d_model) of the encoder-decoder, as a heatmap
+    (positions down, dimensions across) and a CSV matrix (one row per position); lang="zh"
+    labels the picture in Chinese."""
+    from tinygradx.models.nets.transformer import sinusoidal_table
+    tr = words(PE_ZH, lang)
+    pe = sinusoidal_table(max_len, d_model)                      # (max_len, d_model)
+    out_dir = ensure_dir(out_dir)
+    write_matrix_csv(pe, [f"dim{j}" for j in range(d_model)],
+                      os.path.join(out_dir, "positional_encoding.csv"), "position")
+    Figure = figure_class()
+    if Figure is not None:
+        fig = Figure(figsize=(8, 4.5))
+        ax = fig.subplots()
+        im = ax.imshow(pe, cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
+        ax.set_xlabel(tr("dimension (even: sin, odd: cos; the wavelength grows with the index)"))
+        ax.set_ylabel(tr("position"))
+        ax.set_title(tr("sinusoidal PE, max_len={max_len}, d_model={d_model}").format(
+            max_len=max_len, d_model=d_model))
+        fig.colorbar(im, ax=ax)
+        save_figure(fig, os.path.join(out_dir, "positional_encoding.png"), lang)
+    return pe
+
+
+class _ScheduleOf:
+    """Just enough of a Trainer for Trainer._schedule, which reads only self.cfg: the schedule
+    is then exactly the one training uses, without building a task and a model."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+
+
+def lr_schedule(configs, steps=None, out_dir="pictures", name="lr_schedule", lang="en"):
+    """The learning rate at every step of one TrainConfig or of {label: TrainConfig}.
+
+    Returns {label: lr array (steps,)}; steps defaults to each config's max_steps. The CSV has
+    one column per config. lang="zh" labels the axes and title in Chinese (the legend is the
+    labels given).
+    """
+    tr = words(PE_ZH, lang)
+    from tinygradx.models.training.trainer import Trainer, TrainConfig
+    if isinstance(configs, TrainConfig):
+        configs = {configs.schedule: configs}
+    curves = {}
+    for label, cfg in configs.items():
+        n = steps or cfg.max_steps
+        sched = Trainer._schedule(_ScheduleOf(cfg))
+        curves[label] = np.array([sched(i) for i in range(n)], dtype=np.float64)   # (n,)
+    out_dir = ensure_dir(out_dir)
+    n_max = max(len(v) for v in curves.values())
+    with open(os.path.join(out_dir, name + ".csv"), "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["step"] + list(curves))
+        for i in range(n_max):
+            w.writerow([i] + [f"{v[i]:.6g}" if i < len(v) else "" for v in curves.values()])
+    Figure = figure_class()
+    if Figure is not None:
+        fig = Figure(figsize=(7, 3.5))
+        ax = fig.subplots()
+        for label, v in curves.items():
+            ax.plot(np.arange(len(v)), v, label=label)
+        ax.set_xlabel(tr("step"))
+        ax.set_ylabel(tr("learning rate"))
+        ax.legend()
+        ax.set_title(tr("learning-rate schedule"))
+        save_figure(fig, os.path.join(out_dir, name + ".png"), lang)
+    return curves
+

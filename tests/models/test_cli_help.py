@@ -320,12 +320,12 @@ def test_eval_prints_like_train(copy_run, capsys):
 
 def test_plot_is_titled_shows_exact_match_and_keeps_legends_outside(copy_run, tmp_path,
                                                                    monkeypatch):
-    from tinygradx.models.apps import pictures
+    from tinygradx.models.apps import pictures, run_pictures
     if not pictures.have_matplotlib():
         pytest.skip("matplotlib is not installed")
     figures = []
-    save = pictures.save_figure
-    monkeypatch.setattr(pictures, "save_figure",
+    save = run_pictures.save_figure
+    monkeypatch.setattr(run_pictures, "save_figure",
                         lambda fig, path: (figures.append(fig), save(fig, path))[1])
     written = pictures.training_health(copy_run, out_dir=tmp_path)
     assert any(p.endswith("health.png") for p in written)

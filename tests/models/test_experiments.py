@@ -1,4 +1,6 @@
-"""models/apps/experiments.py: the LN-placement inequalities of Xiong et al. 2020 on small sizes.
+"""models/apps/experiments.py (and the experiment modules it gathers: ln_grad_experiment,
+warmup_experiment, score_scale_experiment): the LN-placement inequalities of Xiong et al. 2020 on
+small sizes.
 
 The numbers are deterministic (fixed seeds); the inequalities were checked to hold for 10 of
 10 seeds at these sizes (averaged here over 3), so they are not a lucky draw.
@@ -9,7 +11,11 @@ import numpy as np
 import pytest
 
 from tinygradx.models.apps import experiments as E
-from tinygradx.models.apps import pictures
+from tinygradx.models.apps import ln_grad_experiment, pictures, score_scale_experiment
+from tinygradx.models.apps import warmup_experiment
+
+# each experiment module took figure_class and save_figure from figures.py at import
+PLOTTING = (ln_grad_experiment, score_scale_experiment, warmup_experiment)
 
 SMALL = dict(d_model=32, seeds=(0, 1, 2), batch=4, seq_len=8)
 
@@ -70,7 +76,7 @@ def test_pre_ln_hidden_state_grows_post_ln_stays_normalised(small):
 
 
 def test_ln_grad_main_writes_csv_and_summary(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(pictures, "figure_class", lambda: None)
+    monkeypatch.setattr(ln_grad_experiment, "figure_class", lambda: None)
     rc = E.main("ln-grad", str(tmp_path), layers="2,6", **SMALL)
     out = capsys.readouterr().out
     assert rc == 0
@@ -112,7 +118,7 @@ def test_post_ln_without_warmup_trains_worse():
 
 
 def test_warmup_outputs(tmp_path, monkeypatch):
-    monkeypatch.setattr(pictures, "figure_class", lambda: None)
+    monkeypatch.setattr(warmup_experiment, "figure_class", lambda: None)
     curves = {("post", 0): np.array([3.0, 2.5, np.nan]), ("post", 2): np.array([3.0, 2.0, 1.5]),
               ("pre", 0): np.array([3.0, 1.9, 1.4]), ("pre", 2): np.array([3.0, 2.1, 1.3])}
     assert E.warmup_checks(curves) == {"post_needs_warmup": True,
@@ -127,14 +133,16 @@ def test_warmup_outputs(tmp_path, monkeypatch):
 
 
 def _saved_texts(monkeypatch):
-    """Collects (texts, lang) of each figure pictures.save_figure is given, writing nothing."""
+    """Collects (texts, lang) of each figure an experiment saves with save_figure, writing
+    nothing."""
     from matplotlib.text import Text
     saved = []
 
     def save(fig, path, lang="en"):
         saved.append((sorted({t.get_text() for t in fig.findobj(Text) if t.get_text()}), lang))
         return path
-    monkeypatch.setattr(pictures, "save_figure", save)
+    for module in PLOTTING:
+        monkeypatch.setattr(module, "save_figure", save)
     return saved
 
 

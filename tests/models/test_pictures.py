@@ -1,4 +1,5 @@
-"""models/apps/pictures.py: attention maps (shapes, the causal mask, CSV/PNG), PE, schedule, curves.
+"""models/apps/pictures.py and its families (attention_pictures, formula_pictures, run_pictures,
+figures): attention maps (shapes, the causal mask, CSV/PNG), PE, schedule, curves.
 
 matplotlib is optional: every test runs without it (CSV only, forced by monkeypatching), and
 the PNG checks run when it is importable.
@@ -11,7 +12,8 @@ import numpy as np
 import pytest
 
 import tinygradx as tgx
-from tinygradx.models.apps import pictures
+from tinygradx.models.apps import (attention_pictures, formula_pictures, pictures,
+                                 run_pictures)
 from tinygradx.models.nets.gpt import GPT, GPTConfig
 from tinygradx.models.training.trainer import TrainConfig
 from tinygradx.models.nets.transformer import make_model, sinusoidal_table
@@ -21,8 +23,9 @@ HAVE_MPL = pictures.have_matplotlib()
 
 @pytest.fixture
 def no_mpl(monkeypatch):
-    """Pretend matplotlib is not installed."""
-    monkeypatch.setattr(pictures, "figure_class", lambda: None)
+    """Pretend matplotlib is not installed (each picture module took figure_class at import)."""
+    for module in (attention_pictures, formula_pictures, run_pictures):
+        monkeypatch.setattr(module, "figure_class", lambda: None)
 
 
 def _tiny_translation_model(norm_first=False):
@@ -62,7 +65,7 @@ def test_record_attn_fallback_gives_the_same_maps(monkeypatch):
     """When no softmax op is seen (e.g. a fused attention op), the models' flags are used."""
     model = _tiny_translation_model()
     observed = pictures.translation_attention(model, [4, 5, 6], [9, 10])
-    monkeypatch.setattr(pictures, "_ATTN_SUFFIXES", ())
+    monkeypatch.setattr(attention_pictures, "_ATTN_SUFFIXES", ())
     flagged = pictures.translation_attention(model, [4, 5, 6], [9, 10])
     assert set(flagged) == set(observed)
     for k in observed:
@@ -155,7 +158,7 @@ def test_lr_schedule_matches_the_trainer(tmp_path, no_mpl):
     assert curves["cosine"].shape == (50,)
     assert curves["noam"].argmax() == 9                     # the peak is at the warm-up's end
     assert np.isclose(curves["noam"].max(), 1e-3)
-    sched = Trainer._schedule(pictures._ScheduleOf(cfgs["cosine"]))
+    sched = Trainer._schedule(formula_pictures._ScheduleOf(cfgs["cosine"]))
     assert np.allclose(curves["cosine"], [sched(i) for i in range(50)])
     rows = _read_csv(tmp_path / "lr_schedule.csv")
     assert rows[0] == ["step", "cosine", "noam"] and len(rows) == 51

@@ -90,7 +90,7 @@ def test_shared_module_is_listed_once():
 def test_num_parameters():
     net = nn.Sequential(nn.Linear(4, 3), nn.Linear(3, 2, bias=False))
     assert net.num_parameters() == 4 * 3 + 3 + 3 * 2
-    net.layers[1].weight.requires_grad = False
+    net[1].weight.requires_grad = False
     assert net.num_parameters(trainable_only=True) == 15
 
 
@@ -132,11 +132,11 @@ def test_load_state_dict_reports_every_problem_once():
     assert any("size mismatch" in ln and "'0.weight'" in ln and "(4, 4)" in ln
                and "(3, 4)" in ln for ln in lines)
     assert isinstance(err.value, KeyError)
-    before = net.layers[1].weight.detach().numpy().copy()
+    before = net[1].weight.detach().numpy().copy()
     del sd["0.weight"]
     missing, unexpected = net.load_state_dict(sd, strict=False)
     assert missing == ["0.weight", "1.bias"] and unexpected == ["1.extra"]
-    np.testing.assert_array_equal(net.layers[1].weight.detach().numpy(), before)
+    np.testing.assert_array_equal(net[1].weight.detach().numpy(), before)
 
 
 def test_train_eval_propagates():

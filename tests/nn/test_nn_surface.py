@@ -111,6 +111,54 @@ def test_module_containers_take_dict_and_list_operations():
         m.add_module("x", 3)
 
 
+def _layout(m):
+    """(class name, [(child name, child class name)]) of a container, for comparing with torch."""
+    return type(m).__name__, [(n, type(c).__name__) for n, c in m.named_children()]
+
+
+@needs_torch
+@pytest.mark.parametrize("kind", ["Sequential", "ModuleList"])
+def test_sequential_and_module_list_edit_and_slice_as_torch(kind):
+    """One list behind both containers: index, slice, set, delete, pop, insert, append and
+    extend give torch's names, classes and return values."""
+    from collections import OrderedDict
+
+    def build(lib):
+        layers = [lib.nn.ReLU(), lib.nn.Tanh(), lib.nn.Sigmoid()]
+        return lib.nn.Sequential(*layers) if kind == "Sequential" else lib.nn.ModuleList(layers)
+
+    def edits(lib, c):
+        out = [_layout(c[1:]), _layout(c[::2]), type(c[-1]).__name__]
+        c[0] = lib.nn.Identity()
+        del c[1]
+        out.append(_layout(c))
+        out.append(type(c.pop(0)).__name__)
+        got = c.insert(0, lib.nn.Tanh())
+        out.append(got is c if kind == "Sequential" else got)
+        out.append(c.append(lib.nn.ReLU()) is c)
+        out.append(c.extend([lib.nn.Sigmoid()]) is c)
+        out.append(_layout(c))
+        out.append([type(m).__name__ for m in c])
+        with pytest.raises(IndexError, match="out of range"):
+            c[len(c)]
+        return out
+
+    assert edits(tgx, build(tgx)) == edits(torch, build(torch))
+    assert isinstance(build(tgx), nn.ModuleList) == (kind == "ModuleList")
+    if kind == "Sequential":                  # names from an OrderedDict, kept by a slice
+        named = {lib: lib.nn.Sequential(OrderedDict(a=lib.nn.ReLU(), b=lib.nn.Tanh()))
+                 for lib in (tgx, torch)}
+        assert _layout(named[tgx]) == _layout(named[torch])
+        assert _layout(named[tgx][1:]) == _layout(named[torch][1:])
+        x = tgx.tensor([-1.0, 2.0])
+        np.testing.assert_allclose(named[tgx](x).numpy(), np.tanh([0.0, 2.0]))
+    else:
+        with pytest.raises(TypeError, match="iterable"):
+            nn.ModuleList(3)
+        again = nn.ModuleList(build(tgx))              # a container is an iterable of modules
+        assert _layout(again) == _layout(torch.nn.ModuleList(build(torch)))
+
+
 def test_zero_grad_sets_none_by_default():
     net = Net()
     net(tgx.ones(1, 3)).sum().backward()

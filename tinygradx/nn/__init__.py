@@ -1,9 +1,9 @@
 """tinygradx.nn: Module, Parameter and the layers a Transformer is made of.
 
 The seed's layers (Linear, Embedding, LayerNorm, Dropout, ReLU, GELU) live in layers.py;
-MultiHeadAttention, RMSNorm and more activations here; Module, Parameter, the containers and the
-module paths in module.py; torch's convolution, recurrent and Transformer modules and the losses
-as modules in their own files. All are re-exported here, so `tgx.nn.X` is the one public path.
+MultiHeadAttention, RMSNorm and more activations here; Module, Parameter, module paths in
+module.py and the containers in containers.py; torch's convolution, recurrent and Transformer
+modules and the losses as modules in their own files. All are re-exported here (`tgx.nn.X`).
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import numpy as np
 
 from .. import functional as F
 from ..autograd import STATE, OpError, current_scope
-from .module import (Identity, Module, ModuleDict, ModuleList, Parameter, Sequential,
-                     StateDictError)
+from .containers import ModuleDict, ModuleList, Sequential
+from .module import Identity, Module, Parameter, StateDictError
 from ..tensor import Tensor
 
 from .layers import (GELU, Dropout, Embedding, LayerNorm, Linear, ReLU,  # noqa: F401
@@ -335,7 +335,7 @@ def _from_pretrained(cls, embeddings, freeze=True, padding_idx=None):
 
 
 Embedding.from_pretrained = classmethod(_from_pretrained)   # here: docs quote lines above
-from .module import ParameterDict, ParameterList  # noqa: E402  (containers, as Module's)
+from .containers import ParameterDict, ParameterList  # noqa: E402  (containers, as Module's)
 from . import conv_layers, rnn, transformer_layers  # noqa: E402  (torch's layers, by concept)
 from .conv_layers import *  # noqa: E402, F403
 from .rnn import *  # noqa: E402, F403

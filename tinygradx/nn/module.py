@@ -1,5 +1,6 @@
-"""tinygradx.nn.module: Module, Parameter, the containers and module paths; the public names are
-re-exported by tinygradx.nn (use `tgx.nn.Module`), where the layers live.
+"""tinygradx.nn.module: Module, Parameter and module paths; the public names are re-exported by
+tinygradx.nn (use `tgx.nn.Module`), where the layers live. The containers (Sequential,
+ModuleList, ModuleDict, ...) are in containers.py.
 
 A Module finds its Parameters and sub-Modules by walking its attributes (lists, tuples and dicts
 included), so layers need no registration calls. Calling a module pushes a frame (the calling
@@ -70,16 +71,16 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
 
-def _walk(value, prefix):
+def members_of(value, prefix):
     """Yield (name, obj) for every Parameter, buffer Tensor or Module inside an attribute."""
     if isinstance(value, (Module, Tensor)):
         yield prefix, value
     elif isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
-            yield from _walk(v, f"{prefix}.{i}")
+            yield from members_of(v, f"{prefix}.{i}")
     elif isinstance(value, dict):
         for k, v in value.items():
-            yield from _walk(v, f"{prefix}.{k}")
+            yield from members_of(v, f"{prefix}.{k}")
 
 
 class Module(ModuleHooks):
@@ -109,7 +110,7 @@ class Module(ModuleHooks):
         for key, value in vars(self).items():
             if key.startswith("_"):
                 continue
-            yield from _walk(value, key)
+            yield from members_of(value, key)
 
     def named_children(self):
         """(name, module) for each direct submodule; lists/dicts of modules count."""
@@ -330,172 +331,6 @@ class Module(ModuleHooks):
             return lines[0]
         lines[0] = lines[0][:-1] + f")  # {n:,} parameters"
         return "\n".join(lines)
-
-
-class Sequential(Module):
-    """Modules applied one after another."""
-
-    def __init__(self, *layers):
-        for i, layer in enumerate(layers):
-            if not callable(layer):
-                raise TypeError(f"Sequential: layer {i} is a {type(layer).__name__}, not a "
-                                f"module or callable")
-        self.layers = list(layers)
-
-    def forward(self, x):
-        for layer in self.layers:
-            x = layer(x)
-        return x
-
-    def _members(self):
-        for i, m in enumerate(self.layers):
-            yield from _walk(m, str(i))
-
-    def __getitem__(self, i):
-        return self.layers[i]
-
-    def __len__(self):
-        return len(self.layers)
-
-
-class ModuleList(Module):
-    """A list of modules whose names are their indices (`h.0`, `h.1`, ...)."""
-
-    def __init__(self, modules=()):
-        self._list = list(modules)
-
-    def _members(self):
-        for i, m in enumerate(self._list):
-            yield from _walk(m, str(i))
-
-    def __getitem__(self, i):
-        return self._list[i]
-
-    def __len__(self):
-        return len(self._list)
-
-    def __iter__(self):
-        return iter(self._list)
-
-    def __setitem__(self, i, m):
-        self._list[i] = m
-
-    def append(self, m):
-        self._list.append(m)
-        return self
-
-    def extend(self, modules):
-        self._list.extend(modules)
-        return self
-
-    def insert(self, index, m):
-        self._list.insert(index, m)
-
-
-class _DictMethods:
-    """The read side of a dict over `self._dict` (ModuleDict, ParameterDict)."""
-
-    def __contains__(self, k):
-        return k in self._dict
-
-    def __len__(self):
-        return len(self._dict)
-
-    def __iter__(self):
-        return iter(self._dict)
-
-    def keys(self):
-        return self._dict.keys()
-
-    def items(self):
-        return self._dict.items()
-
-    def values(self):
-        return self._dict.values()
-
-
-class ModuleDict(_DictMethods, Module):
-    """A dict of modules whose names are their keys (`transformer.wte`, ...)."""
-
-    def __init__(self, modules=None):
-        self._dict = dict(modules or {})
-
-    def _members(self):
-        for k, m in self._dict.items():
-            yield from _walk(m, k)
-
-    def __getitem__(self, k):
-        return self._dict[k]
-
-    def __getattr__(self, k):
-        d = self.__dict__.get("_dict", {})
-        if k in d:
-            return d[k]
-        raise AttributeError(k)
-
-    def __setitem__(self, k, m):
-        self._dict[k] = m
-
-    def update(self, modules):
-        self._dict.update(modules)
-
-
-class ParameterList(Module):
-    """A list of Parameters named by their indices (`0`, `1`, ...); tensors given to it
-    become Parameters, as in PyTorch."""
-
-    def __init__(self, values=None):
-        self._list = [_as_parameter(v) for v in (values or ())]
-
-    def _members(self):
-        for i, p in enumerate(self._list):
-            yield str(i), p
-
-    def __getitem__(self, i):
-        return self._list[i]
-
-    def __setitem__(self, i, value):
-        self._list[i] = _as_parameter(value)
-
-    def __len__(self):
-        return len(self._list)
-
-    def __iter__(self):
-        return iter(self._list)
-
-    def append(self, value):
-        self._list.append(_as_parameter(value))
-        return self
-
-    def extend(self, values):
-        for v in values:
-            self.append(v)
-        return self
-
-
-class ParameterDict(_DictMethods, Module):
-    """A dict of Parameters named by their keys; tensors given to it become Parameters."""
-
-    def __init__(self, parameters=None):
-        self._dict = {k: _as_parameter(v) for k, v in dict(parameters or {}).items()}
-
-    def _members(self):
-        yield from self._dict.items()
-
-    def __getitem__(self, k):
-        return self._dict[k]
-
-    def __setitem__(self, k, value):
-        self._dict[k] = _as_parameter(value)
-
-
-def _as_parameter(value):
-    if isinstance(value, Parameter):
-        return value
-    if isinstance(value, Tensor):
-        return Parameter(value, requires_grad=value.dtype.kind == "f")
-    raise TypeError(f"a parameter container holds Parameters or Tensors, got "
-                    f"{type(value).__name__}")
 
 
 class Identity(Module):

@@ -30,7 +30,8 @@ from . import init
 from ..autograd import OpError
 from ..tensor.creation import full
 from .layers import Dropout, LayerNorm, Linear   # nn's own: isinstance(m, nn.Linear) holds
-from .module import Module, ModuleList, Parameter
+from .containers import ModuleList
+from .module import Module, Parameter
 from ..tensor import Tensor
 
 __all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
