@@ -70,21 +70,21 @@ def _inactive(dropout):
 # modules on arrays, their arrays read once
 # ------------------------------------------------------------------------------------------
 
-class Linear:
+class _Linear:
     """x W^T + b of a Linear, or of several stacked into one GEMM (their outputs side by side)."""
 
     def __init__(self, *modules):
-        self.weight = np.concatenate([array(m.weight) for m in modules]) \
-            if len(modules) > 1 else array(modules[0].weight)            # (out, in)
-        biases = [m.bias for m in modules]
-        self.bias = None if biases[0] is None else np.concatenate([array(b) for b in biases]) \
-            if len(biases) > 1 else array(biases[0])                      # (out,)
+        weights = [array(m.weight) for m in modules]             # (out_i, in) each
+        biases = [array(m.bias) for m in modules]                # (out_i,) or None each
+        one = len(modules) == 1
+        self.weight = weights[0] if one else np.concatenate(weights)   # (out, in)
+        self.bias = biases[0] if one or biases[0] is None else np.concatenate(biases)   # (out,)
 
     def __call__(self, x):
         return inference.linear(x, self.weight, self.bias)
 
 
-class LayerNorm:
+class _LayerNorm:
     """A LayerNorm over the last dim."""
 
     def __init__(self, m):
@@ -126,16 +126,16 @@ def _gpt_ok(model, stock):
                for m, cls in mods)
 
 
-class GPTBlock:
+class _GPTBlock:
     """Block.forward of a stock Pre-LN block on arrays, with the KV cache:
         u = x + MHA(LN_1(x)),   x' = u + MLP(LN_2(u))."""
 
     def __init__(self, block):
         attn, mlp = block.attn, block.mlp
         self.n_head = attn.n_head
-        self.ln_1, self.ln_2 = LayerNorm(block.ln_1), LayerNorm(block.ln_2)
-        self.c_attn, self.attn_proj = Linear(attn.c_attn), Linear(attn.c_proj)
-        self.c_fc, self.mlp_proj = Linear(mlp.c_fc), Linear(mlp.c_proj)
+        self.ln_1, self.ln_2 = _LayerNorm(block.ln_1), _LayerNorm(block.ln_2)
+        self.c_attn, self.attn_proj = _Linear(attn.c_attn), _Linear(attn.c_proj)
+        self.c_fc, self.mlp_proj = _Linear(mlp.c_fc), _Linear(mlp.c_proj)
         self.approximate = mlp.gelu.approximate
 
     def __call__(self, x, cache):
@@ -161,8 +161,8 @@ class GPTRunner:
     def __init__(self, model):
         t = model.transformer
         self.wte, self.wpe = array(t.wte.weight), array(t.wpe.weight)   # (V, C), (block, C)
-        self.blocks = [GPTBlock(b) for b in t.h]
-        self.ln_f, self.lm_head = LayerNorm(t.ln_f), Linear(model.lm_head)
+        self.blocks = [_GPTBlock(b) for b in t.h]
+        self.ln_f, self.lm_head = _LayerNorm(t.ln_f), _Linear(model.lm_head)
 
     def __call__(self, ids, cache):
         T = ids.shape[1]
@@ -216,27 +216,27 @@ def _layers_ok(stack, stock):
     return plain(stack, type(stack)) and all(_layer_ok(layer, stock) for layer in stack.layers)
 
 
-class FeedForward:
+class _FeedForward:
     """PositionwiseFeedForward: ReLU(x W_1 + b_1) W_2 + b_2 (its dropout inactive)."""
 
     def __init__(self, ff):
-        self.w_1, self.w_2 = Linear(ff.w_1), Linear(ff.w_2)
+        self.w_1, self.w_2 = _Linear(ff.w_1), _Linear(ff.w_2)
 
     def __call__(self, x):
         return self.w_2(inference.relu(self.w_1(x), inplace=True))   # (B, n, d_ff) -> (B, n, d)
 
 
-class Attention:
+class _Attention:
     """nn.MultiHeadAttention on arrays: the projections stacked into one GEMM ([Q K V] for
     self-attention, [K V] of H for cross-attention), attention as the fused op's forward,
     Concat(heads) W^O + b^O."""
 
     def __init__(self, mha, cross=False):
-        self.h, self.w_o = mha.num_heads, Linear(mha.w_o)
+        self.h, self.w_o = mha.num_heads, _Linear(mha.w_o)
         if cross:
-            self.q, self.kv = Linear(mha.w_q), Linear(mha.w_k, mha.w_v)   # (d, d), (2d, d)
+            self.q, self.kv = _Linear(mha.w_q), _Linear(mha.w_k, mha.w_v)   # (d, d), (2d, d)
         else:
-            self.qkv = Linear(mha.w_q, mha.w_k, mha.w_v)         # (3d, d), (3d,)
+            self.qkv = _Linear(mha.w_q, mha.w_k, mha.w_v)         # (3d, d), (3d,)
 
     def merge(self, z):
         """Concat(head_1..head_h) W^O + b^O: z (B, h, n, d_k) -> (B, n, d)."""
@@ -295,14 +295,14 @@ class Attention:
         return k, v, mask
 
 
-class EncoderLayer:
+class _EncoderLayer:
     """EncoderLayer.forward: Post-LN LN(x + MHA(x)), then LN(u + FFN(u)); Pre-LN
     x + MHA(LN(x)), then u + FFN(LN(u))."""
 
     def __init__(self, layer):
-        self.norm_first, self.attn = layer.norm_first, Attention(layer.self_attn)
-        self.norm1, self.norm2, self.ff = LayerNorm(layer.norm1), LayerNorm(layer.norm2), \
-            FeedForward(layer.ff)
+        self.norm_first, self.attn = layer.norm_first, _Attention(layer.self_attn)
+        self.norm1, self.norm2 = _LayerNorm(layer.norm1), _LayerNorm(layer.norm2)
+        self.ff = _FeedForward(layer.ff)
 
     def __call__(self, x, mask):
         sa = self.attn.self_attention
@@ -313,17 +313,17 @@ class EncoderLayer:
         return self.norm2(_add(self.ff(x), x))                   # (B, n, d)
 
 
-class DecoderLayer:
+class _DecoderLayer:
     """DecoderLayer.forward for the n new target positions of a decode step, `cache` the
     layer's {"self", "cross"} caches; memory (Tensor) is read on the first step only."""
 
     def __init__(self, layer):
         self.norm_first = layer.norm_first
-        self.self_attn = Attention(layer.self_attn)
-        self.cross_attn = Attention(layer.cross_attn, cross=True)
-        self.norm1, self.norm2, self.norm3 = (LayerNorm(n) for n in
+        self.self_attn = _Attention(layer.self_attn)
+        self.cross_attn = _Attention(layer.cross_attn, cross=True)
+        self.norm1, self.norm2, self.norm3 = (_LayerNorm(n) for n in
                                               (layer.norm1, layer.norm2, layer.norm3))
-        self.ff = FeedForward(layer.ff)
+        self.ff = _FeedForward(layer.ff)
 
     def __call__(self, x, memory, src_pad, cache):
         sa = lambda y: self.self_attn.cached_self_attention(y, cache["self"])      # noqa: E731
@@ -341,7 +341,7 @@ class EncoderRunner:
     """Encoder.forward on arrays (its final `norm` runs as a module)."""
 
     def __init__(self, encoder):
-        self.layers, self.norm = [EncoderLayer(layer) for layer in encoder.layers], encoder.norm
+        self.layers, self.norm = [_EncoderLayer(layer) for layer in encoder.layers], encoder.norm
 
     def __call__(self, x, src_key_padding_mask=None):
         mask = padding_mask(src_key_padding_mask, x.dtype)      # (B, 1, 1, S) or None
@@ -356,7 +356,7 @@ class DecoderRunner:
     planned: its self-attention K, V go into append_heads buffers)."""
 
     def __init__(self, decoder):
-        self.layers, self.norm = [DecoderLayer(layer) for layer in decoder.layers], decoder.norm
+        self.layers, self.norm = [_DecoderLayer(layer) for layer in decoder.layers], decoder.norm
 
     def __call__(self, x, memory, src_key_padding_mask=None, tgt_key_padding_mask=None,
                  cache=None):
