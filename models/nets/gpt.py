@@ -90,6 +90,9 @@ class CausalSelfAttention(nn.Module):
     keeps the rotated K and the nkv heads, not the repeated ones. F.packed_attention takes one
     packed [Q K V] with equal head counts and no rotation, so these configs never use it: they
     split into heads op by op and then call F.attention (one node) when fused, or `_scores`.
+
+    The forward never looks at grad mode: generation of a stock GPT-2 runs on arrays because
+    GPT.generate planned it so (models/nets/fastpath.py), not because of a branch in here.
     """
 
     def __init__(self, config):
