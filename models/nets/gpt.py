@@ -29,11 +29,10 @@ import numpy as np
 import tinygradx as tgx
 import tinygradx.functional as F
 from tinygradx import Tensor, nn
-from tinygradx.autograd import hooks
-from tinygradx.ops import inference
 from tinygradx.nn import init
 
-from .layers import KVCache, as_ids, layer_norm_on_array, linear_on_array, sample_next
+from . import fastpath
+from .layers import KVCache, as_ids, sample_next, values
 
 
 class RMSNorm(nn.Module):
@@ -91,6 +90,9 @@ class CausalSelfAttention(nn.Module):
     keeps the rotated K and the nkv heads, not the repeated ones. F.packed_attention takes one
     packed [Q K V] with equal head counts and no rotation, so these configs never use it: they
     split into heads op by op and then call F.attention (one node) when fused, or `_scores`.
+
+    The forward never looks at grad mode: generation of a stock GPT-2 runs on arrays because
+    GPT.generate planned it so (models/nets/fastpath.py), not because of a branch in here.
     """
 
     def __init__(self, config):
@@ -119,9 +121,8 @@ class CausalSelfAttention(nn.Module):
         qkv = self.c_attn(x)                                     # [Q K V]: (B, T, 3C)
         p = self.attn_dropout.p if self.training else 0.0
         if self.packed and cache is None and not self.record_attn:
+            # the fused node straight from [Q K V]: all heads, causal, in one (training's route)
             y = F.packed_attention(qkv, self.n_head, is_causal=True, dropout_p=p)  # (B, T, C)
-        elif self.packed and not self.record_attn and not tgx.is_grad_enabled():
-            y = self._generation_step(qkv, cache, p)             # (B, T, C)
         else:
             q, k, v = self._heads(qkv)                  # (B, nh, T, hs), 2 x (B, nkv, T, hs)
             if self.rope is not None:
@@ -140,22 +141,6 @@ class CausalSelfAttention(nn.Module):
                 y = self._scores(q, k, v)                        # (B, nh, T, hs)
             y = y.transpose(1, 2).reshape(B, T, C)               # Concat(head_1..head_h): (B, T, C)
         return self.resid_dropout(self.c_proj(y))                # Concat(...) W^O: (B, T, C)
-
-    def _generation_step(self, qkv, cache, p):
-        """No graph (generation): the new rows' K, V go into the cache's per-head buffers
-        (LayerCache.append_heads, written in place) and their Q attends to every cached
-        position as one node (F.attention). The heads are numpy views of [Q K V], and the
-        cached K, V stay contiguous per head, so the batched matmuls run on BLAS at any batch
-        size (over strided heads numpy falls back to a slow loop)."""
-        B, T, _ = qkv.shape
-        nh, hs = self.n_head, self.n_embd // self.n_head
-        a = qkv._data.reshape(B, T, 3, nh, hs)
-        q, k, v = (a[:, :, j].transpose(0, 2, 1, 3) for j in range(3))  # (B, nh, T, hs)
-        k, v = cache.append_heads(k, v)                          # (B, nh, t, hs), t = past + T
-        # the T new queries are the last T of the t positions: bottom-right mask
-        mask = F.causal_mask(T, k.shape[2], qkv.dtype) if T > 1 else None
-        y = F.attention(Tensor(q), k, v, attn_mask=mask, dropout_p=p)._data  # (B, nh, T, hs)
-        return Tensor(y.transpose(0, 2, 1, 3).reshape(B, T, self.n_embd))  # Concat: (B, T, C)
 
     def _heads(self, qkv):
         """[Q K V] (B, T, C + 2 nkv hs) -> Q (B, nh, T, hs), K and V (B, nkv, T, hs)."""
@@ -255,50 +240,6 @@ class Block(nn.Module):
             x = self.ln_1(x + self.attn(x, cache))
             x = self.ln_2(x + self.mlp(x))
         return x
-
-    def infer(self, x, cache):
-        """forward() of a stock Pre-LN block on arrays, for generation (GPT._features' fast
-        path: no_grad, a KV cache, `_stock(model)`). The same formulas through the ops' own
-        forward code (tinygradx.inference), so the same numbers, without graph nodes, Tensors
-        or module calls: a generated token costs about half as much."""
-        attn, mlp = self.attn, self.mlp
-        B, T, C = x.shape                                        # x: (B, T, C) array
-        nh = attn.n_head
-        qkv = linear_on_array(attn.c_attn, layer_norm_on_array(self.ln_1, x))  # [Q K V]: (B, T, 3C)
-        qkv = qkv.reshape(B, T, 3, nh, C // nh)                  # (B, T, 3, nh, hs)
-        q, k, v = (qkv[:, :, j].transpose(0, 2, 1, 3) for j in range(3))  # (B, nh, T, hs)
-        k, v = cache.append_heads(k, v, arrays=True)             # (B, nh, t, hs)
-        # the T new queries are the last T of the t positions: bottom-right mask
-        mask = F.causal_mask(T, k.shape[2], q.dtype) if T > 1 else None
-        y = inference.attention(q, k, v, mask)                   # (B, nh, T, hs)
-        y = y.transpose(0, 2, 1, 3).reshape(B, T, C)             # Concat(heads): (B, T, C)
-        x = x + linear_on_array(attn.c_proj, y)                  # u = x + MHA(LN(x))
-        h = linear_on_array(mlp.c_fc, layer_norm_on_array(self.ln_2, x))  # LN(u) W_1 + b_1
-        h = inference.gelu(h, mlp.gelu.approximate)              # phi(...)
-        return x + linear_on_array(mlp.c_proj, h)                # u + MLP(LN(u)): (B, T, C)
-
-
-def _stock(model):
-    """True when Block.infer computes what forward() would: Pre-LN LayerNorm blocks with
-    packed attention, the GELU MLP and a LayerNorm ln_f, each module that forward() calls of
-    its stock class without an instance-level forward (a swapped-in LoRA Linear or RMSNorm
-    takes the op path), no dropout active, no attention weights recorded. ~15 us."""
-    c = model.config
-    if not (c.norm_first and c.norm == "layernorm" and c.mlp == "gelu" and c.pos == "learned"):
-        return False
-    mods = [(model.transformer.ln_f, nn.LayerNorm)]
-    for b in model.transformer.h:
-        a, m = b.attn, b.mlp
-        mods += [(b, Block), (b.ln_1, nn.LayerNorm), (b.ln_2, nn.LayerNorm),
-                 (a, CausalSelfAttention), (m, MLP), (m.gelu, nn.GELU)]
-        mods += [(x, nn.Linear) for x in (a.c_attn, a.c_proj, m.c_fc, m.c_proj)]
-        mods += [(x, nn.Dropout) for x in (a.attn_dropout, a.resid_dropout, m.dropout)]
-        if not a.packed or a.record_attn:
-            return False
-    return all(type(m) is cls and "forward" not in vars(m) and not hooks.has_hooks(m)
-               and (cls is not nn.Dropout or m.p == 0 or not m.training)
-               and (cls is not nn.LayerNorm or len(m.normalized_shape) == 1)
-               for m, cls in mods)
 
 
 _CHOICES = {"norm": ("layernorm", "rmsnorm"), "pos": ("learned", "rope"),
@@ -447,13 +388,11 @@ class GPT(nn.Module):
         it is also the output layer). The default here is the plain total, as nn.Module's."""
         n = super().num_parameters(trainable_only)
         if non_embedding and self.config.pos == "learned":
-            n -= self.transformer.wpe.weight._data.size
+            n -= self.transformer.wpe.weight.numel()
         return n
 
-    def _features(self, idx, kv_cache=None, stock=None):
-        """ids (B, T) -> the last hidden states after ln_f (B, T, C). With a KV cache under
-        no_grad, stock blocks run on arrays (Block.infer); `stock` is `_stock(self)` when the
-        caller (generate) has checked it once."""
+    def _features(self, idx, kv_cache=None):
+        """ids (B, T) -> the last hidden states after ln_f (B, T, C)."""
         B, T = idx.shape
         past = 0 if kv_cache is None else kv_cache.length
         if past + T > self.config.block_size:
@@ -466,13 +405,7 @@ class GPT(nn.Module):
         else:
             pos = np.arange(past, past + T, dtype=np.int64)      # (T,)
             pos_emb = self.transformer.wpe(pos)                  # (T, C)
-            x = self.transformer.drop(tok_emb + pos_emb)             # X = Emb + P: (B, T, C)
-        if kv_cache is not None and inference.fast_path() and (
-                _stock(self) if stock is None else stock):
-            x = x._data                                          # (B, T, C) array
-            for block, layer in zip(self.transformer.h, kv_cache.layers, strict=True):
-                x = block.infer(x, layer)
-            return Tensor(layer_norm_on_array(self.transformer.ln_f, x))  # (B, T, C)
+            x = self.transformer.drop(tok_emb + pos_emb)         # X = Emb + P: (B, T, C)
         for i, block in enumerate(self.transformer.h):
             x = block(x, None if kv_cache is None else kv_cache[i])
         return self.transformer.ln_f(x)                          # (B, T, C)
@@ -507,7 +440,7 @@ class GPT(nn.Module):
                 block.attn.rope = tuple(a[:block_size] for a in block.attn.rope)
             return
         wpe = self.transformer.wpe
-        wpe.weight = nn.Parameter(wpe.weight._data[:block_size].copy())  # (block_size, C)
+        wpe.weight = nn.Parameter(values(wpe.weight)[:block_size].copy())  # (block_size, C)
         wpe.num_embeddings = block_size
 
     def configure_optimizers(self, weight_decay, lr, betas=(0.9, 0.95), eps=1e-8):
@@ -535,8 +468,12 @@ class GPT(nn.Module):
         shift, so old K, V are stale), exactly as the uncached path sees it. With eos_id a row
         that has produced eos_id keeps producing it, and generation stops when all rows have.
         Call model.eval() first when the model has dropout.
+
+        Each step runs through `step`, planned once here: the blocks on arrays
+        (models/nets/fastpath.py) when the model is GPT-2's stock block and nothing watches the
+        ops, else the modules (`_last_logits`); the same logits either way.
         """
-        ids = as_ids(idx)._data
+        ids = values(as_ids(idx))
         B, start = ids.shape
         block = self.config.block_size
         # the ids so far, written in place (no concatenation per token): (B, start + new)
@@ -545,18 +482,15 @@ class GPT(nn.Module):
         n = start
         done = np.zeros(B, dtype=bool)
         cache = None
-        stock = _stock(self)                                     # Block.infer may run
         with tgx.no_grad():
+            step = (fastpath.plan(self, STOCK) if use_cache else None) or self._last_logits
             for _ in range(max_new_tokens):
                 if use_cache and cache is not None and cache.length < block:
                     feed = out[:, n - 1:n]                       # only the newest token: (B, 1)
                 else:
                     cache = KVCache(self.config.n_layer) if use_cache else None
                     feed = out[:, max(n - block, 0):n]           # cropped context: (B, <=block)
-                x = self._features(Tensor(feed), cache, stock)   # (B, T, C)
-                if x.shape[1] > 1:
-                    x = x[:, -1:, :]                             # only the last position
-                logits = self.lm_head(x)._data[:, 0]             # (B, V)
+                logits = step(feed, cache)                       # the last position's: (B, V)
                 nxt = sample_next(logits, temperature, top_k, top_p)   # (B,)
                 if eos_id is not None:
                     nxt = np.where(done, eos_id, nxt)
@@ -566,6 +500,18 @@ class GPT(nn.Module):
                 if eos_id is not None and done.all():
                     break
         return Tensor(out[:, :n].copy() if n < out.shape[1] else out)   # (B, T + n)
+
+    def _last_logits(self, ids, cache):
+        """generate()'s step through the modules: ids (B, T) array and a KVCache (or None) ->
+        the logits of the last position (B, V) array."""
+        x = self._features(Tensor(ids), cache)                   # (B, T, C)
+        if x.shape[1] > 1:
+            x = x[:, -1:, :]                                     # only the last position
+        return values(self.lm_head(x))[:, 0]                     # (B, V)
+
+
+# the classes of this file that fastpath.plan may run on arrays (it sits below this file)
+STOCK = {"GPT": GPT, "Block": Block, "CausalSelfAttention": CausalSelfAttention, "MLP": MLP}
 
 
 def count_parameters(config):

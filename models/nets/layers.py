@@ -1,5 +1,5 @@
-"""Pieces both Transformers share: the KV cache, next-token sampling, masks, modules on arrays. (The
-initialisers are PyTorch's, in tinygradx.nn.init.)
+"""Pieces both Transformers share: the KV cache (and the encoder-decoder's cached attention),
+next-token sampling, masks. (The initialisers are PyTorch's, in tinygradx.nn.init.)
 
 References: top-k sampling (Fan et al. 2018, "Hierarchical Neural Story Generation"), nucleus
 (top-p) sampling (Holtzman et al. 2020, "The Curious Case of Neural Text Degeneration"). Only
@@ -11,23 +11,20 @@ from __future__ import annotations
 import numpy as np
 
 import tinygradx as tgx
+import tinygradx.functional as F
 from tinygradx import Tensor, nn
-from tinygradx.ops import inference
+from tinygradx.autograd import hooks
 
 
-# ------------------------------------------------------------------------------------------
-# Modules on arrays (the models' no-grad fast paths)
-# ------------------------------------------------------------------------------------------
-
-def linear_on_array(m, x):
-    """A Linear module's forward on an array: inference.linear on its parameters' arrays."""
-    return inference.linear(x, m.weight._data, None if m.bias is None else m.bias._data)
+def values(x):
+    """The numpy array of a Tensor (shared, through the public API) or of anything array-like."""
+    return x.detach().numpy() if isinstance(x, Tensor) else np.asarray(x)
 
 
-def layer_norm_on_array(m, x):
-    """A LayerNorm module (over the last dim) on an array: inference.layer_norm."""
-    return inference.layer_norm(x, None if m.weight is None else m.weight._data,
-                                None if m.bias is None else m.bias._data, m.eps)
+def plain(module, cls):
+    """`module` is a `cls` itself, not a subclass, with no instance forward and no hook: code
+    that restates cls's math (the cache below, the fast path) may stand in for its forward."""
+    return type(module) is cls and "forward" not in vars(module) and not hooks.has_hooks(module)
 
 
 # ------------------------------------------------------------------------------------------
@@ -89,7 +86,6 @@ class LayerCache:
         self.rows = None       # or: packed [Q K V] rows (B, capacity, 3C), inference only
         self.t = 0             # rows of `rows` in use
         self.heads = None      # or: K, V buffers (B, h, capacity, d_k), inference only
-        self.proj = None       # a model's fused [W^Q W^K W^V] (weight, bias), inference only
 
     @property
     def length(self):
@@ -110,7 +106,7 @@ class LayerCache:
         [Q K V] (B, T, 3C) and return all rows so far (B, t+T, 3C) as a constant. The buffer
         doubles when full, so a token costs one row copy, not a copy of the whole cache."""
         self._refuse("packed rows (append_rows)")
-        a = qkv._data if isinstance(qkv, Tensor) else np.asarray(qkv)
+        a = values(qkv)
         B, T, width = a.shape
         if self.rows is None or self.t + T > self.rows.shape[1]:
             grown = np.empty((B, max(2 * (self.t + T), 16), width), dtype=a.dtype)
@@ -147,8 +143,12 @@ class LayerCache:
         return Tensor(kb[:, :, :self.t]), Tensor(vb[:, :, :self.t])
 
     def update(self, k, v):
-        """Append the new positions' k, v (B, h, T, d_k) and return all of them (B, h, t+T, d_k)."""
+        """Append the new positions' k, v (B, h, T, d_k) and return all of them (B, h, t+T, d_k).
+        They are kept row-major, each head's (t, d_k) block contiguous, as append_heads keeps
+        them: a batched matmul over strided heads misses BLAS, and the layout would decide
+        the rounding."""
         self._refuse("per-head K, V (update)")
+        k, v = k.contiguous(), v.contiguous()                # (B, h, T, d_k), row-major
         if self.k is not None:
             k = tgx.cat([self.k, k], dim=2)                  # (B, h, t + T, d_k)
             v = tgx.cat([self.v, v], dim=2)                  # (B, h, t + T, d_v)
@@ -193,9 +193,118 @@ class KVCache:
         return self.layers[0].length
 
     def reorder(self, index):
-        index = np.asarray(index._data if isinstance(index, Tensor) else index, dtype=np.int64)
+        index = np.asarray(values(index), dtype=np.int64)
         for layer in self.layers:
             layer.reorder(index)
+
+
+# ------------------------------------------------------------------------------------------
+# the encoder-decoder's cached attention (decode_step)
+# ------------------------------------------------------------------------------------------
+
+def split_heads(x, h):
+    """A Tensor (B, n, d) -> (B, h, n, d_k), head i reading columns i*d_k .. (i+1)*d_k."""
+    B, n, d = x.shape
+    return x.reshape(B, n, h, d // h).transpose(1, 2)             # (B, h, n, d_k)
+
+
+def padding_mask(key_padding_mask, dtype):
+    """(B, m) bool, True at padding -> the additive mask (B, 1, 1, m): -inf there, else 0."""
+    if key_padding_mask is None:
+        return None
+    kp = values(key_padding_mask)
+    return np.where(kp.astype(bool), -np.inf, 0.0).astype(dtype)[:, None, None, :]
+
+
+def incremental_attention(mha, query, key_value, cache, static=False, key_padding_mask=None,
+                          need_weights=False):
+    """MHA(Q, K, V) of nn.MultiHeadAttention `mha`, reusing K and V computed at earlier steps.
+
+    Self-attention (static=False): K, V of the new positions `key_value` (B, n, d) are appended
+    to `cache` (a LayerCache) and the n new queries attend causally to all t positions.
+    Cross-attention (static=True): K, V of the encoder output H and the additive mask M of its
+    padding are computed on the first call and kept in cache.static. The math is mha.forward's,
+    so logits equal the uncached ones (tested). Without need_weights, softmax(QKᵀ/√d_k + M)V is
+    one fused node (F.attention). Returns (output (B, n, d), attention weights A (B, h, n, t)
+    or None).
+    """
+    if not plain(mha, nn.MultiHeadAttention):
+        raise ValueError(f"decode_step: the cache computes nn.MultiHeadAttention's math itself, "
+                         f"so it cannot run this {type(mha).__name__} (a subclass, or given its "
+                         f"own forward); decode with cached=False (whole prefixes through the "
+                         f"modules)")
+    B, n, d = query.shape
+    h = mha.num_heads
+    q = split_heads(mha.w_q(query), h)                           # Q = X W^Q: (B, h, n, d_k)
+    if static:
+        if cache.static is None:                                  # K = H W^K, V = H W^V, M
+            cache.static = (split_heads(mha.w_k(key_value), h), split_heads(mha.w_v(key_value), h),
+                            padding_mask(key_padding_mask, query.dtype))
+        k, v, mask = cache.static                                 # 2 x (B, h, S, d_k), M
+    else:
+        k, v = cache.update(split_heads(mha.w_k(key_value), h),  # (B, h, t, d_k)
+                            split_heads(mha.w_v(key_value), h))  # (B, h, t, d_v)
+        t = k.shape[2]
+        # the new queries sit at positions t-n..t-1: M_ij = -inf for j after i (none when n = 1)
+        mask = F.causal_mask(n, t, query.dtype) if n > 1 else None
+        pad = padding_mask(key_padding_mask, query.dtype)
+        mask = pad if mask is None else mask if pad is None else mask + pad   # (B, 1, n, t)
+    if need_weights:
+        z, a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                              return_weights=True)   # (B, h, n, d_v)
+    else:
+        z, a = F.attention(q, k, v, attn_mask=mask), None        # (B, h, n, d_v)
+    z = z.transpose(1, 2).reshape(B, n, d)                        # Concat(heads): (B, n, d)
+    return mha.w_o(z), a                                          # (B, n, d)
+
+
+class DecodeState:
+    """What decode_step carries between steps: the encoder output H (B, S, d), its padding
+    mask, per decoder layer a KV cache of the self-attention ("self") and the cross-attention
+    K, V of H ("cross"), and `plan`: the decoder's layers on arrays (models/nets/fastpath.py)
+    when init_decode_state found them runnable so, else None (the modules run)."""
+
+    def __init__(self, memory, src_key_padding_mask, n_layer, plan=None):
+        self._memory, self._index = memory, None
+        self.src_key_padding_mask = None if src_key_padding_mask is None else np.asarray(
+            values(src_key_padding_mask), dtype=bool)
+        self.self_cache, self.cross_cache = KVCache(n_layer), KVCache(n_layer)
+        self.plan = plan
+
+    def __getitem__(self, i):
+        return {"self": self.self_cache[i], "cross": self.cross_cache[i]}
+
+    @property
+    def length(self):
+        """Target positions decoded so far (the position of the next token)."""
+        return self.self_cache.length
+
+    @property
+    def memory(self):
+        """H (B, S, d) of the rows kept. Reordering only composes the row index; the rows are
+        gathered when H is read, which decode_step does only while a layer still has to
+        project its cross-attention K, V from it (the first step): beam search reorders
+        every step."""
+        if self._index is not None:
+            self._memory, self._index = self._memory[self._index], None   # (B', S, d)
+        return self._memory
+
+    @memory.setter
+    def memory(self, value):
+        self._memory, self._index = value, None
+
+    def memory_needed(self):
+        return any(layer.static is None for layer in self.cross_cache.layers)
+
+    def reorder(self, index):
+        """Keep batch rows `index` (B',) in that order, e.g. the parents of the surviving beams;
+        rows may repeat (expanding one sentence into k beams is reorder([0]*k))."""
+        index = np.asarray(values(index), dtype=np.int64)
+        self._index = index if self._index is None else self._index[index]
+        if self.src_key_padding_mask is not None:
+            self.src_key_padding_mask = self.src_key_padding_mask[index]   # (B', S)
+        self.self_cache.reorder(index)
+        self.cross_cache.reorder(index)
 
 
 # ------------------------------------------------------------------------------------------
@@ -217,7 +326,7 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, rng=None):
     the smallest set of tokens whose probabilities sum to >= top_p. The draw uses `rng`
     (default: tinygradx's global generator, so `tgx.manual_seed` makes sampling repeatable).
     """
-    z = np.asarray(logits._data if isinstance(logits, Tensor) else logits, dtype=np.float64)
+    z = np.asarray(values(logits), dtype=np.float64)
     if np.isnan(z).any():                 # argmax and the draw would pick a token regardless
         _refuse_nonfinite(np.isnan(z).any(axis=-1))
     if temperature == 0:
@@ -255,8 +364,7 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, rng=None):
 
 def pad_mask(tokens, pad_id):
     """True where tokens (B, T) equal pad_id: the key_padding_mask convention of the models."""
-    t = tokens._data if isinstance(tokens, Tensor) else np.asarray(tokens)
-    return t == pad_id                                         # (B, T) bool
+    return values(tokens) == pad_id                          # (B, T) bool
 
 
 def as_ids(x):

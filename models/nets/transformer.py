@@ -34,9 +34,8 @@ import tinygradx.functional as F
 from tinygradx import Tensor, nn
 from tinygradx.nn import init
 
-from . import transformer_inference as ti
-from .layers import as_ids, layer_norm
-from .transformer_inference import DecodeState, incremental_attention
+from . import fastpath
+from .layers import DecodeState, as_ids, incremental_attention, layer_norm, plain
 
 
 class Embeddings(nn.Embedding):
@@ -115,9 +114,6 @@ class EncoderLayer(nn.Module):
         self.attn_weights = None
 
     def _sa(self, x, src_key_padding_mask):
-        if not self.record_attn and ti.inference_ok(self.self_attn):   # one QKV GEMM, arrays
-            mask = ti.padding_mask(src_key_padding_mask, x.dtype)
-            return Tensor(ti.self_attention(self.self_attn, x._data, mask))
         out, a = self.self_attn(x, x, x, key_padding_mask=src_key_padding_mask,
                                 need_weights=self.record_attn, average_attn_weights=False)
         if self.record_attn:
@@ -196,26 +192,6 @@ class DecoderLayer(nn.Module):
         return x                                                  # (B, T, d)
 
 
-def _arrays_ok(layer):
-    """Whether an encoder or decoder layer may run on arrays (transformer_inference's
-    encoder_layer / decoder_layer): inference.fast_path (checked by ti.inference_ok), every
-    module its forward calls of its stock class with no instance-level forward, no dropout
-    active and no attention weights recorded. A swapped-in module takes the module path."""
-    kind = type(layer)
-    if kind not in (EncoderLayer, DecoderLayer) or not ti.plain(layer, kind):   # a hook too
-        return False
-    attns = [layer.self_attn] + ([layer.cross_attn] if kind is DecoderLayer else [])
-    norms = [layer.norm1, layer.norm2] + ([layer.norm3] if kind is DecoderLayer else [])
-    ff = layer.ff
-    mods = [(ff, PositionwiseFeedForward), (ff.w_1, nn.Linear),
-            (ff.w_2, nn.Linear), (layer.dropout, nn.Dropout), (ff.dropout, nn.Dropout)]
-    mods += [(n, nn.LayerNorm) for n in norms]
-    return (not layer.record_attn and all(ti.inference_ok(a) for a in attns)
-            and all(ti.plain(m, cls) for m, cls in mods)
-            and all(len(n.normalized_shape) == 1 for n in norms)
-            and all(not d.training or d.p == 0 for d in (layer.dropout, ff.dropout)))
-
-
 class Encoder(nn.Module):
     """N encoder layers; H = their output. Pre-LN needs a final LayerNorm (`norm`), since its
     residual stream is never normalised; for Post-LN `norm` is an Identity."""
@@ -226,12 +202,6 @@ class Encoder(nn.Module):
         self.norm = layer_norm(d_model, ln) if norm_first else nn.Identity()
 
     def forward(self, x, src_key_padding_mask=None):
-        if all(_arrays_ok(layer) for layer in self.layers):      # no_grad, stock modules
-            mask = ti.padding_mask(src_key_padding_mask, x.dtype)
-            h = x._data
-            for layer in self.layers:
-                h = ti.encoder_layer(layer, h, mask)              # (B, S, d) arrays
-            return self.norm(Tensor(h))
         for layer in self.layers:
             x = layer(x, src_key_padding_mask)
         return self.norm(x)                                       # H: (B, S, d)
@@ -247,13 +217,6 @@ class Decoder(nn.Module):
 
     def forward(self, x, memory, src_key_padding_mask=None, tgt_key_padding_mask=None,
                 cache=None):
-        if (cache is not None and tgt_key_padding_mask is None
-                and all(_arrays_ok(layer) and cache[i]["self"].k is None
-                        for i, layer in enumerate(self.layers))):
-            h = x._data
-            for i, layer in enumerate(self.layers):               # a decode step on arrays
-                h = ti.decoder_layer(layer, h, memory, src_key_padding_mask, cache[i])  # (B, n, d)
-            return self.norm(Tensor(h))
         for i, layer in enumerate(self.layers):
             x = layer(x, memory, src_key_padding_mask, tgt_key_padding_mask,
                       None if cache is None else cache[i])
@@ -322,9 +285,14 @@ class EncoderDecoder(nn.Module):
                 init.zeros_(p)
 
     def encode(self, src, src_key_padding_mask=None):
-        """src ids (B, S) -> H (B, S, d)."""
-        x = self.pos_encoding(self.src_embed(as_ids(src)))       # X = sqrt(d) Emb + PE: (B, S, d)
-        return self.encoder(x, src_key_padding_mask)             # H: (B, S, d)
+        """src ids (B, S) -> H (B, S, d). Without gradients and with stock layers the encoder
+        runs on arrays (planned here, once per call: models/nets/fastpath.py)."""
+        encoder = fastpath.plan(self.encoder, STOCK) or self.encoder
+        return encoder(self.embed_source(src), src_key_padding_mask)   # H: (B, S, d)
+
+    def embed_source(self, src):
+        """src ids (B, S) -> X = sqrt(d) Emb + PE (B, S, d), then dropout."""
+        return self.pos_encoding(self.src_embed(as_ids(src)))
 
     def decode(self, memory, src_key_padding_mask, tgt, tgt_key_padding_mask=None):
         """H (B, S, d) and target ids (B, T) -> decoder output (B, T, d), before the generator."""
@@ -333,7 +301,7 @@ class EncoderDecoder(nn.Module):
 
     def forward(self, src, tgt_in, src_pad_mask=None, tgt_pad_mask=None):
         """src (B, S), tgt_in (B, T) (the target shifted right) -> log-probs (B, T, Vt)."""
-        memory = self.encode(src, src_pad_mask)
+        memory = self.encoder(self.embed_source(src), src_pad_mask)   # H: (B, S, d)
         return self.generator(self.decode(memory, src_pad_mask, tgt_in, tgt_pad_mask))
 
     # -- incremental decoding -------------------------------------------------------------
@@ -341,12 +309,15 @@ class EncoderDecoder(nn.Module):
         """Whether decode_step may run: every decoder attention is an nn.MultiHeadAttention
         itself (no subclass, no forward of its own), whose math the cache restates step by
         step. Greedy and beam decoding check it and otherwise recompute whole prefixes."""
-        return all(ti.plain(mha, nn.MultiHeadAttention) for layer in self.decoder.layers
+        return all(plain(mha, nn.MultiHeadAttention) for layer in self.decoder.layers
                    for mha in (layer.self_attn, layer.cross_attn))
 
     def init_decode_state(self, memory, src_key_padding_mask=None):
-        """A DecodeState for decode_step, from H = encode(src) (B, S, d)."""
-        return DecodeState(memory, src_key_padding_mask, len(self.decoder.layers))
+        """A DecodeState for decode_step, from H = encode(src) (B, S, d). Without gradients and
+        with stock layers it carries the decoder's layers on arrays (`state.plan`, planned
+        here once for the whole decoding: models/nets/fastpath.py)."""
+        return DecodeState(memory, src_key_padding_mask, len(self.decoder.layers),
+                           fastpath.plan(self.decoder, STOCK))
 
     def decode_step(self, tgt, state):
         """Feed the next target ids tgt (B, n) (usually n = 1: the last token chosen) and return
@@ -359,8 +330,14 @@ class EncoderDecoder(nn.Module):
         start = state.length
         y = self.pos_encoding(self.tgt_embed(tgt), start=start)  # (B, n, d) at start..start+n-1
         memory = state.memory if state.memory_needed() else None  # K, V of H already kept
-        y = self.decoder(y, memory, state.src_key_padding_mask, None, cache=state)
+        decoder = state.plan or self.decoder                     # arrays, or the modules
+        y = decoder(y, memory, state.src_key_padding_mask, None, cache=state)   # (B, n, d)
         return self.generator(y[:, -1, :])                       # (B, Vt)
+
+
+# the classes of this file that fastpath.plan may run on arrays (it sits below this file)
+STOCK = {"Encoder": Encoder, "Decoder": Decoder, "EncoderLayer": EncoderLayer,
+         "DecoderLayer": DecoderLayer, "PositionwiseFeedForward": PositionwiseFeedForward}
 
 
 def make_model(src_vocab, tgt_vocab, N=6, d_model=512, d_ff=2048, h=8, dropout=0.1,

@@ -121,27 +121,31 @@ def test_same_as_torch():
 
 def test_model_fast_paths_call_hooked_modules():
     """The models' no-grad paths that run layers on arrays (GPT with a KV cache, the
-    encoder-decoder's layers) step aside for a module with a hook, so the hook runs."""
-    from tinygradx.models.nets import transformer
-    from tinygradx.models.nets.gpt import GPT, GPTConfig, _stock
+    encoder-decoder's layers) are not planned for a model with a hooked module, so the hook
+    runs."""
+    from tinygradx.models.nets import fastpath, gpt, transformer
     tgx.manual_seed(0)
-    gpt = GPT(GPTConfig(block_size=16, vocab_size=11, n_layer=1, n_head=2, n_embd=8)).eval()
+    model = gpt.GPT(gpt.GPTConfig(block_size=16, vocab_size=11, n_layer=1, n_head=2,
+                                  n_embd=8)).eval()
     prompt = np.random.default_rng(0).integers(0, 11, (2, 3))
-    plain = gpt.generate(prompt, 4, temperature=0.0).detach().numpy()
-    assert _stock(gpt)
-    shapes = []
-    with gpt.transformer.h[0].mlp.register_forward_hook(
-            lambda m, args, out: shapes.append(out.shape)):
-        assert not _stock(gpt)
-        hooked = gpt.generate(prompt, 4, temperature=0.0).detach().numpy()
-    assert len(shapes) == 4 and np.array_equal(hooked, plain)      # prompt, then 3 single steps
-    assert _stock(gpt)
-
-    model = transformer.make_model(7, 7, N=1, d_model=8, d_ff=16, h=2, dropout=0.0).eval()
-    layer = model.encoder.layers[0]
+    plain = model.generate(prompt, 4, temperature=0.0).detach().numpy()
     with tgx.no_grad():
-        assert transformer._arrays_ok(layer)
-        for module in (layer, layer.ff.w_1, layer.self_attn.w_q, layer.norm1):
+        assert fastpath.plan(model, gpt.STOCK) is not None
+    shapes = []
+    with model.transformer.h[0].mlp.register_forward_hook(
+            lambda m, args, out: shapes.append(out.shape)):
+        with tgx.no_grad():
+            assert fastpath.plan(model, gpt.STOCK) is None
+        hooked = model.generate(prompt, 4, temperature=0.0).detach().numpy()
+    assert len(shapes) == 4 and np.array_equal(hooked, plain)      # prompt, then 3 single steps
+    with tgx.no_grad():
+        assert fastpath.plan(model, gpt.STOCK) is not None
+
+    ed = transformer.make_model(7, 7, N=1, d_model=8, d_ff=16, h=2, dropout=0.0).eval()
+    layer = ed.encoder.layers[0]
+    with tgx.no_grad():
+        assert fastpath.plan(ed.encoder, transformer.STOCK) is not None
+        for module in (ed.encoder, layer, layer.ff.w_1, layer.self_attn.w_q, layer.norm1):
             with module.register_forward_pre_hook(lambda m, args: None):
-                assert not transformer._arrays_ok(layer)
-        assert transformer._arrays_ok(layer)
+                assert fastpath.plan(ed.encoder, transformer.STOCK) is None
+        assert fastpath.plan(ed.encoder, transformer.STOCK) is not None

@@ -16,7 +16,8 @@ import tinygradx.functional as F
 from tinygradx import Tensor, nn
 from tinygradx.ops import inference
 from tinygradx.fast import kernels
-from tinygradx.models.nets.gpt import GPT, GPTConfig, _stock
+from tinygradx.models.nets import fastpath, gpt, transformer
+from tinygradx.models.nets.gpt import GPT, GPTConfig
 from tinygradx.models.nets.layers import KVCache
 
 
@@ -29,7 +30,7 @@ def kernels_on(request):
 
 def _op(fn, *args, **kw):
     with tgx.no_grad():
-        return fn(*[Tensor(a) if isinstance(a, np.ndarray) else a for a in args], **kw)._data
+        return fn(*[Tensor(a) if isinstance(a, np.ndarray) else a for a in args], **kw).numpy()
 
 
 dims = st.integers(0, 5)
@@ -132,7 +133,7 @@ def test_fast_path_only_without_gradients_and_observers():
 
 
 # ------------------------------------------------------------------------------------------
-# GPT's fast path (Block.infer)
+# GPT's fast path (models/nets/fastpath.py, planned by generate)
 # ------------------------------------------------------------------------------------------
 
 def _gpt(**kw):
@@ -142,12 +143,18 @@ def _gpt(**kw):
     return GPT(GPTConfig(**cfg)).eval()
 
 
-def _cached_logits(model, ids, stock):
-    """Logits of a prompt then two single tokens through a KV cache, fast path on or off."""
+def _plan(model):
+    with tgx.no_grad():
+        return fastpath.plan(model, gpt.STOCK)
+
+
+def _cached_logits(model, ids, step):
+    """Last-position logits of a prompt then two single tokens through a KV cache, each step
+    by `step` (the planned runner, or the modules' GPT._last_logits)."""
     cache, out = KVCache(model.config.n_layer), []
     with tgx.no_grad():
         for part in (ids[:, :5], ids[:, 5:6], ids[:, 6:7]):
-            out.append(model.lm_head(model._features(Tensor(part), cache, stock))._data)
+            out.append(step(part, cache))
     return out
 
 
@@ -157,10 +164,11 @@ def test_gpt_fast_path_gives_the_op_paths_logits_bit_for_bit(kernels_on, dtype):
     if dtype == np.float64:
         model.double()
     ids = np.random.default_rng(0).integers(0, 20, (3, 7))
-    assert _stock(model)
-    for fast, slow in zip(_cached_logits(model, ids, True), _cached_logits(model, ids, False),
-                          strict=True):
-        assert fast.dtype == dtype and np.array_equal(fast, slow)
+    runner = _plan(model)
+    assert runner is not None
+    for fast, slow in zip(_cached_logits(model, ids, runner),
+                          _cached_logits(model, ids, model._last_logits), strict=True):
+        assert fast.dtype == dtype and fast.shape == (3, 20) and np.array_equal(fast, slow)
 
 
 def test_gpt_generate_takes_the_fast_path_and_matches_the_uncached_tokens():
@@ -173,6 +181,22 @@ def test_gpt_generate_takes_the_fast_path_and_matches_the_uncached_tokens():
     assert np.array_equal(fast, slow)
     assert np.array_equal(fast, model.generate(prompt, 12, temperature=0.0,
                                                use_cache=False).numpy())
+
+
+def test_gpt_fast_path_is_planned_only_without_gradients_or_observers():
+    model = _gpt()
+    assert fastpath.plan(model, gpt.STOCK) is None    # gradients are on
+    with tgx.no_grad():
+        assert fastpath.plan(model, gpt.STOCK) is not None
+        with tgx.profile():
+            assert fastpath.plan(model, gpt.STOCK) is None
+
+
+def test_gpt_fast_path_names_a_prompt_id_out_of_range():
+    model = _gpt()
+    for bad in (20, -1):
+        with pytest.raises(tgx.OpError, match=f"token id {bad} is out of range.*20 ids"):
+            model.generate(np.array([[1, bad]]), 2, temperature=0.0)
 
 
 class Doubled(nn.Linear):
@@ -199,12 +223,15 @@ def _drop_active(model):
     _swap_c_fc,
     lambda m: setattr(m.transformer.h[0].ln_2, "forward", lambda x: x),
     lambda m: setattr(m.transformer.h[0].attn, "record_attn", True),
+    lambda m: setattr(m.lm_head, "forward", lambda x: x @ m.lm_head.weight.T * 2),
+    lambda m: setattr(m.transformer.wte, "forward", lambda ids: m.transformer.wte.weight[ids]),
     _drop_active,
-], ids=["subclassed-linear", "instance-forward", "record-attn", "dropout"])
+], ids=["subclassed-linear", "instance-forward", "record-attn", "lm-head", "embedding",
+        "dropout"])
 def test_gpt_fast_path_steps_aside_when_the_block_is_not_stock(change):
     model = _gpt()
     change(model)
-    assert not _stock(model)
+    assert _plan(model) is None
     prompt = np.random.default_rng(2).integers(0, 20, (2, 3))
     if model.training:                                # dropout: only that it is not used
         return
@@ -217,4 +244,41 @@ def test_gpt_fast_path_steps_aside_when_the_block_is_not_stock(change):
                                 dict(pos="rope"), dict(mlp="swiglu"), dict(n_kv_head=1),
                                 dict(fused_attention=False)])
 def test_gpt_fast_path_is_only_for_the_stock_gpt2_block(kw):
-    assert not _stock(_gpt(**kw))
+    assert _plan(_gpt(**kw)) is None
+
+
+# ------------------------------------------------------------------------------------------
+# the forwards are the formulas: no inference guard in them
+# ------------------------------------------------------------------------------------------
+
+def test_training_forwards_evaluate_no_inference_guard(monkeypatch):
+    """A training step of GPT and of the encoder-decoder never asks whether it could run on
+    arrays: that is planned by generate / encode / init_decode_state only."""
+    def refuse():
+        raise AssertionError("a training forward asked inference.fast_path()")
+
+    monkeypatch.setattr(inference, "fast_path", refuse)
+    model = _gpt().train()
+    ids = np.random.default_rng(3).integers(0, 20, (2, 6))
+    model(ids, ids)[1].backward()
+    tgx.manual_seed(4)
+    ed = transformer.make_model(9, 9, N=1, d_model=8, d_ff=16, h=2, dropout=0.1)
+    src = np.random.default_rng(5).integers(3, 9, (2, 5))
+    ed(src, src, src == 8, src == 8).sum().backward()
+    with tgx.no_grad():                               # no_grad changes nothing in a forward
+        ed.eval()(src, src)
+        model.eval()(ids)
+
+
+def test_only_the_planner_reads_the_grad_mode():
+    """No forward in models/nets branches on grad mode or on inference.fast_path()."""
+    import os
+    import re
+    folder = os.path.dirname(gpt.__file__)
+    hits = []
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py") and name != "fastpath.py":
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                hits += [f"{name}:{i}" for i, line in enumerate(f, 1)
+                         if re.search(r"is_grad_enabled|grad_enabled|fast_path\(", line)]
+    assert hits == []
