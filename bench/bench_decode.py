@@ -103,7 +103,7 @@ def main(argv=None):
     else:
         with tempfile.TemporaryDirectory() as tmp:
             cfg = TrainConfig.for_task("dates", max_steps=args.steps, out_dir=args.save or tmp,
-                                       progress=False, eval_interval=10 ** 9)
+                                       progress=False, eval_interval=args.steps)
             trainer = Trainer(cfg, log=lambda *a, **k: None)
             trainer.train()
     old = revision_decoding(args.rev)

@@ -151,8 +151,8 @@ def _tgx_grads(model):
 
 
 def check_gpt_vs_tinygradx():
-    from bench_floor import _import_tgx_models
-    tgpt, _ = _import_tgx_models()
+    from bench_floor import _import_tgx
+    tgpt = _import_tgx()[3]
     cfg = GPT_SMALL
     params = ngpt.init_params(cfg, seed=0)
     idx, tgt = gpt_batch(cfg)
@@ -174,8 +174,8 @@ def check_encdec_vs_tinygradx(full_pad_row=False):
     """Dropout 0. By default the fully padded source row is left out: what attention does on a
     row with no real key is a convention (here masked_fill -1e9, i.e. uniform weights), and
     tinygradx's may differ without either being wrong."""
-    from bench_floor import _import_tgx_models
-    _, ttr = _import_tgx_models()
+    from bench_floor import _import_tgx
+    ttr = _import_tgx()[4]
     cfg = dict(ENCDEC_SMALL, dropout=0.0)
     params = ned.init_params(cfg, seed=0)
     batch = encdec_batch(cfg)
