@@ -35,7 +35,7 @@ import numpy as np
 
 import tinygradx.functional as F
 from tinygradx import OpError, Tensor, nn
-from tinygradx.ops import inference
+from tinygradx import inference
 
 from .layers import padding_mask, plain
 

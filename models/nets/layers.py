@@ -13,7 +13,6 @@ import numpy as np
 import tinygradx as tgx
 import tinygradx.functional as F
 from tinygradx import Tensor, nn
-from tinygradx.autograd import hooks
 
 
 def values(x):
@@ -24,7 +23,7 @@ def values(x):
 def plain(module, cls):
     """`module` is a `cls` itself, not a subclass, with no instance forward and no hook: code
     that restates cls's math (the cache below, the fast path) may stand in for its forward."""
-    return type(module) is cls and "forward" not in vars(module) and not hooks.has_hooks(module)
+    return type(module) is cls and "forward" not in vars(module) and not module.has_forward_hooks()
 
 
 # ------------------------------------------------------------------------------------------

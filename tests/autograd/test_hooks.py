@@ -149,3 +149,15 @@ def test_model_fast_paths_call_hooked_modules():
             with module.register_forward_pre_hook(lambda m, args: None):
                 assert fastpath.plan(ed.encoder, transformer.STOCK) is None
         assert fastpath.plan(ed.encoder, transformer.STOCK) is not None
+
+
+def test_has_forward_hooks_sees_both_kinds_and_their_removal():
+    m = tgx.nn.Linear(2, 2)
+    assert not m.has_forward_hooks()
+    pre = m.register_forward_pre_hook(lambda mod, args: None)
+    assert m.has_forward_hooks()
+    pre.remove()
+    assert not m.has_forward_hooks()
+    with m.register_forward_hook(lambda mod, args, out: None):
+        assert m.has_forward_hooks()
+    assert not m.has_forward_hooks()

@@ -50,13 +50,6 @@ def add_tensor_hook(hooks, fn):
     return RemovableHandle(hooks, key)
 
 
-def has_hooks(module):
-    """Whether a forward (pre-)hook is registered on `module`: a model's fast path that runs
-    its layers on arrays without calling them (models/nets) must then call them instead."""
-    d = module.__dict__
-    return bool(d.get("_forward_pre_hooks")) or bool(d.get("_forward_hooks"))
-
-
 def _table(module, name):
     table = module.__dict__.get(name)
     if table is None:
@@ -97,6 +90,13 @@ class ModuleHooks:
         output. With with_kwargs=True: hook(module, args, kwargs, output). Returns a
         RemovableHandle."""
         return _register(self, "_forward_hooks", hook, prepend, with_kwargs)
+
+    def has_forward_hooks(self):
+        """Whether a forward (pre-)hook is registered on this module: code that would run its
+        forward's arithmetic without calling it (a model's fast path on arrays) must then call
+        it, so the hooks see it run."""
+        d = self.__dict__
+        return bool(d.get("_forward_pre_hooks")) or bool(d.get("_forward_hooks"))
 
     def _call_with_hooks(self, args, kwargs):
         """forward(*args, **kwargs) with the pre-hooks before and the hooks after, in order."""
