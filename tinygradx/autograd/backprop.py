@@ -217,9 +217,10 @@ def graph_view(ctx, out):
     anything else (masks, indices, constants) stays as forward saved it."""
     view = object.__new__(type(ctx))
     view.parents, view.needs_input_grad, view.frame = ctx.parents, ctx.needs_input_grad, ctx.frame
-    carry = {id(out._data): out}
+    carry = {}
     for p in reversed(ctx.parents):               # x * x: the first of equal inputs
         carry[id(p._data)] = p
+    carry[id(out._data)] = out      # after x.exp_() its input's memory holds the output
     for i, old in getattr(ctx, "old_inputs", {}).items():
         carry[id(old)] = Restore.apply(ctx.parents[i], value=old)
 
