@@ -459,13 +459,9 @@ def fast_backward(cls):
 def run_backward(roots, root_grads, retain_graph=False, store=None, inputs=None,
                  carrier=None):
     """Propagate gradients from `roots` to every tensor behind them that needs one (with
-    `inputs`, only along the paths to them: `toposort_to`).
-
-    Each tensor's complete gradient goes to `store(t, g, owned)`: by default leaves (and
-    retain_grad tensors) accumulate it into `.grad`; `tgx.grad` passes its own to capture it.
-    `carrier` says what a gradient is: arrays (training), or Tensors with a history
-    (backprop.GraphWalk, create_graph=True); the order, hooks, stores and frees are the same.
-    """
+    `inputs`, only along the paths to them: `toposort_to`). Each complete gradient goes to
+    `store(t, g, owned)` (default: leaves and retain_grad tensors accumulate into `.grad`).
+    `carrier`: arrays (ArrayWalk, training) or Tensors (backprop.GraphWalk, create_graph)."""
     carrier = carrier or ArrayWalk
     store = store or carrier.store
     node_backward = carrier.node_backward
