@@ -181,7 +181,7 @@ def test_allow_unused_and_materialize_grads(create_graph):
 # --------------------------------------------------------------------------------------------
 
 class _NoRule(tgx.Function):
-    """An op without a backward_graph rule (first derivatives only)."""
+    """A user's op (its backward runs on Tensors under create_graph)."""
 
     def forward(self, x):
         return x * 2

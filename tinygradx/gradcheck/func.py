@@ -16,7 +16,7 @@ Each function calls `f` on fresh inputs that require grad and differentiates wit
 nothing here touches a `.grad` or the caller's graph. Forward-mode products (`jvp`, `jacfwd`,
 `hvp`) are exact: the vjp u -> J^T u is recorded with create_graph=True, and since it is linear
 in u its derivative in u along t is J t (the "double vjp"). So everything second-order needs
-every op of `f` to have a `backward_graph` rule.
+every op of `f` to have a `backward` that runs on Tensors (the engine's all do).
 
 The torch.func transforms (grad, grad_and_value, value_and_grad, vjp, jvp, jacrev, jacfwd)
 compose with ordinary autograd as PyTorch's do: when an input, a tangent or cotangent, or a
@@ -361,7 +361,7 @@ def vjp(func, *primals, has_aux=False):
 def jvp(func, primals, tangents, *, has_aux=False):
     """torch.func.jvp: (func(*primals), J t) for tangents t shaped like the primals; J t is
     shaped like the output (a tuple for a tuple output). Exact: the derivative of the recorded
-    vjp u -> J^T u in u along t, so every op of func needs a backward_graph rule."""
+    vjp u -> J^T u in u along t, so every op of func needs a backward that runs on Tensors."""
     for what, v in (("primals", primals), ("tangents", tangents)):
         if not isinstance(v, (tuple, list)):
             raise TypeError(f"jvp(f, primals, tangents): {what} must be a tuple of Tensors "

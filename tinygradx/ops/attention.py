@@ -104,9 +104,11 @@ class Attention(Function):
     op_name = "attention"
 
     def forward(self, q, k, v, mask=None, scale=1.0, p=0.0, rng=None):
-        need = self.needs_input_grad     # a constant K or V is copied, as torch's kernel does:
+        need = self.needs_input_grad     # a constant Q, K or V is copied, as torch's kernel does:
         if any(need):                    # an in-place change of it after the call is allowed
-            k, v = (k if need[1] else k.copy()), (v if need[2] else v.copy())
+            q, k, v = (x if n else x.copy() for x, n in zip((q, k, v), need, strict=False))
+            if len(need) > 3 and not need[3]:
+                mask = mask.copy()
         self.q = q                       # for the formula (the fast backward reads Q scale)
         # Z has the batch dims of the scores (Q, K, V and the mask broadcast together) and is
         # laid out like Q when it can be, so a head merge after the call stays a view
