@@ -124,7 +124,7 @@ def test_fresh_grads_output_becomes_the_leaf_grad_without_a_copy():
 
 
 # ------------------------------------------------------------------------------------------
-# slices: what getitem's backward_slice hands over, into one buffer per tensor
+# slices: what getitem's fast backward hands over (autograd.Slice), into one buffer per tensor
 # ------------------------------------------------------------------------------------------
 
 def test_slices_covering_everything_need_no_zero_fill():

@@ -293,7 +293,7 @@ def test_third_derivative_of_softmax_and_getitem():
 
 
 def test_graph_walk_records_getitem_adjoint_as_an_op():
-    """The split of one tensor goes through IndexPut nodes (the array walk's backward_slice
+    """The split of one tensor goes through IndexPut nodes (the array walk's slice buffer
     buffer is not used), and those nodes belong to the backward."""
     x = Tensor(np.arange(6.0), requires_grad=True)
     a, b = x.split(3)

@@ -29,6 +29,7 @@ import traceback
 
 import numpy as np
 
+from .fastpath import FAST_BACKWARD, Slice, fast_backward  # noqa: F401  (the public hook)
 from .gradbuf import Grads
 from .versions import resolve_parents
 # numpy.exceptions is new in numpy 1.25; before it AxisError lived at the top level (gone in 2.0)
@@ -191,15 +192,11 @@ class Function:
     broadcast-shaped gradient, which the engine sums back to the input's shape.
     `self.needs_input_grad[i]` tells whether input i needs a gradient at all.
 
-    `backward` is the op's one derivative. The ordinary walk calls it on numpy arrays; under
-    `create_graph=True` (backprop.py) the same method runs on Tensors: g is a Tensor with a
-    history, and every array forward saved is handed over as what it is, an input as that
-    input's Tensor, the output as the output Tensor, anything else (a mask, a constant) as it
-    was. So a `backward` written with operators (and `ops.xp` for functions such as exp or
-    where) has higher derivatives for free, as Cube above does. One that calls numpy on a
-    saved input has first derivatives only (create_graph names it). A faster array version
-    of an op's derivative, where one exists (a compiled kernel), is registered beside the op
-    with `@fast_backward(Op)`, never as a second method.
+    `backward` is the op's one derivative: on arrays in the ordinary walk, on Tensors under
+    `create_graph=True` (backprop.graph_view: a saved input is then the input Tensor, the
+    saved output the output Tensor, masks stay as saved). Written with operators (and
+    `ops.xp` for exp, where, ...) it has higher derivatives for free, as Cube does. A faster
+    array version goes beside the op, `@fast_backward(Op)` (fastpath.py), never a second method.
     """
 
     __slots__ = ("parents", "needs_input_grad", "frame", "callsite", "__dict__")
@@ -429,33 +426,6 @@ def toposort_to(roots, inputs):
     return kept, {id(t) for t in kept if id(t) not in reach}
 
 
-class Slice:
-    """What a fast backward of a one-input op may return when the input's gradient is zero
-    outside a slice (indexing): `values` at input[index], zeros elsewhere. The walk adds it
-    into one shared buffer (gradbuf.Grads.add_slice), so the slices of a split (q, k, v) fill
-    one array instead of each making a full-size one that gets summed."""
-
-    __slots__ = ("index", "values")
-
-    def __init__(self, index, values):
-        self.index, self.values = index, values
-
-
-FAST_BACKWARD = {}   # op class -> fn(ctx, g): its derivative on arrays, faster than backward
-
-
-def fast_backward(cls):
-    """Decorator: register fn(ctx, g) as the ordinary walk's way to compute `cls`'s derivative
-    on arrays (a compiled kernel, in-place numpy calls, a `Slice`): the same values as
-    `cls.backward`, which stays the definition (create_graph=True and the tests use it).
-    fn may return None for "not handled here": the walk then calls backward. One entry per
-    class, not inherited: a subclass with its own formula gets no stale kernel."""
-    def register(fn):
-        FAST_BACKWARD[cls] = fn
-        return fn
-    return register
-
-
 def run_backward(roots, root_grads, retain_graph=False, store=None, inputs=None,
                  carrier=None):
     """Propagate gradients from `roots` to every tensor behind them that needs one (with
@@ -581,9 +551,7 @@ def _check_finite(ig, ctx, p):
 
 
 class ArrayWalk:
-    """How the ordinary walk carries gradients: numpy arrays, summed in a `Grads`, each node's
-    derivative on the arrays its forward saved (or its fast backward). backprop.GraphWalk is
-    the other carrier, for create_graph=True."""
+    """The ordinary walk's carrier: arrays in a `Grads` (backprop.GraphWalk: Tensors)."""
 
     new_grads = Grads
     recording = staticmethod(contextlib.nullcontext)

@@ -89,20 +89,8 @@ class _Tensors:
         return x.exp()
 
     @staticmethod
-    def exp2(x):
-        return x.exp2()
-
-    @staticmethod
-    def expm1(x):
-        return x.expm1()
-
-    @staticmethod
     def log(x):
         return x.log()
-
-    @staticmethod
-    def log1p(x):
-        return x.log1p()
 
     @staticmethod
     def sqrt(x):
@@ -125,16 +113,8 @@ class _Tensors:
         return x.sigmoid()
 
     @staticmethod
-    def abs(x):
-        return x.abs()
-
-    @staticmethod
     def clip(x, lo, hi):
         return x.clamp(lo, hi)
-
-    @staticmethod
-    def sign(x):
-        return x.sign()
 
     @staticmethod
     def erf(x):
@@ -148,8 +128,7 @@ class _Tensors:
     def zeros_like(g):
         """Exact zeros (also where g is inf), recorded as a function of g, so a first
         derivative that is zero still depends on g."""
-        from . import MaskedFill
-        return MaskedFill.apply(g, mask=np.ones((), bool), value=0)
+        return g.masked_fill(np.ones((), bool), 0)
 
     @staticmethod
     def sum(x, axis=None, keepdims=False):
@@ -165,9 +144,12 @@ class _Tensors:
 
     @staticmethod
     def where(cond, a, b):
-        """a where cond, else b; cond is a constant (a mask: no gradient flows through it)."""
-        from . import Where
-        return Where.apply(a, b, cond=_arr(cond))
+        """a where cond, else b, one of them a number; cond is a constant (a mask: no gradient
+        flows through it)."""
+        cond = _arr(cond)
+        if isinstance(a, (int, float)):
+            return b.masked_fill(cond, a)
+        return a.masked_fill(~cond, b)
 
     @staticmethod
     def broadcast_to(x, shape):
