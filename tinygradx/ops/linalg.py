@@ -111,10 +111,9 @@ class Linear(Function):
         xp, x, w = of(g), self.x, self.w
         gx = _matmul(xp, g, w) if self.needs_input_grad[0] else None
         g2 = g.reshape(-1, g.shape[-1])
-        gw = (xp.swapaxes(g2, 0, 1) @ x.reshape(-1, x.shape[-1]) if self.needs_input_grad[1]
-              else None)
+        gw = g2.T @ x.reshape(-1, x.shape[-1]) if self.needs_input_grad[1] else None
         if len(self.needs_input_grad) == 3:
-            return gx, gw, (xp.sum(g2, 0) if self.needs_input_grad[2] else None)
+            return gx, gw, (g2.sum(0) if self.needs_input_grad[2] else None)
         return gx, gw
 
 
