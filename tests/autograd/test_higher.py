@@ -68,6 +68,13 @@ def test_a_backward_that_calls_numpy_names_itself_under_create_graph():
     with pytest.raises(RuntimeError, match="backward of numpyrule cannot be differentiated"):
         tgx.grad(NumpyRule.apply(x).sum(), x, create_graph=True)
 
+    class OldStyle(NumpyRule):                 # the former second method: named, not used
+        def backward_graph(self, g, x):
+            return g * x.cos()
+
+    with pytest.raises(RuntimeError, match="backward_graph method is no longer used"):
+        tgx.grad(OldStyle.apply(x).sum(), x, create_graph=True)
+
 
 class _Cube(tgx.Function):
     def forward(self, x):

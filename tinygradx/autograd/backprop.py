@@ -243,12 +243,14 @@ def _node_backward_graph(ctx, g, grads, t):
     except RuntimeError as err:
         if not str(err).startswith("numpy: a tensor that requires grad"):
             raise
+        old = (" (a backward_graph method is no longer used: backward itself runs on Tensors"
+               " here)" if hasattr(type(ctx), "backward_graph") else "")
         raise RuntimeError(
             f"create_graph: the backward of {ctx.name()}"
             f"{' (in ' + ctx.scope + ')' if ctx.scope else ''} cannot be differentiated: it "
             f"gives a Tensor to numpy ({err}). Write it with operators and Tensor methods "
             f"(they work on arrays too), or use create_graph=False for first "
-            f"derivatives.") from None
+            f"derivatives{old}.") from None
     finally:
         STATE.frame = prev
     in_grads = autograd.grads_per_input(ctx, in_grads, "backward")
