@@ -124,7 +124,7 @@ def test_fresh_grads_output_becomes_the_leaf_grad_without_a_copy():
 
 
 # ------------------------------------------------------------------------------------------
-# slices: what getitem's backward_slice hands over, into one buffer per tensor
+# slices: what getitem's fast backward hands over (autograd.Slice), into one buffer per tensor
 # ------------------------------------------------------------------------------------------
 
 def test_slices_covering_everything_need_no_zero_fill():
@@ -225,7 +225,14 @@ def reference_walk(loss):
         if node._ctx is None:
             leaves[id(node)] = g
             continue
-        in_grads = node._ctx.backward(g)
+        fast = autograd.FAST_BACKWARD.get(type(node._ctx))   # the derivative the walk runs
+        in_grads = fast(node._ctx, g) if fast is not None else None
+        if isinstance(in_grads, autograd.Slice):
+            full = np.zeros(node._ctx.parents[0].shape, g.dtype)
+            full[in_grads.index] = in_grads.values
+            in_grads = full
+        if in_grads is None:
+            in_grads = node._ctx.backward(g)
         in_grads = in_grads if isinstance(in_grads, tuple) else (in_grads,)
         edges = zip(node._ctx.parents, in_grads, node._ctx.needs_input_grad, strict=True)
         for p, ig, need in edges:

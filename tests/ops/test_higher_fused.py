@@ -1,6 +1,6 @@
 """Second derivatives of the fused ops (fused.py) and the movement ops (movement.py).
 
-Hessian-vector products H v = d<grad f(x), v>/dx through the backward_graph rules, against
+Hessian-vector products H v = d<grad f(x), v>/dx through the ops' backward formulas, against
 torch's double backward in float64; gradgradcheck for what torch cannot mirror (a drawn
 dropout mask, packed attention, broadcast attention batches); a third derivative; and that the
 graph walk never takes the array walk's getitem shortcut.
@@ -293,7 +293,7 @@ def test_third_derivative_of_softmax_and_getitem():
 
 
 def test_graph_walk_records_getitem_adjoint_as_an_op():
-    """The split of one tensor goes through IndexPut nodes (the array walk's backward_slice
+    """The split of one tensor goes through IndexPut nodes (the array walk's slice buffer
     buffer is not used), and those nodes belong to the backward."""
     x = Tensor(np.arange(6.0), requires_grad=True)
     a, b = x.split(3)
@@ -312,8 +312,8 @@ def test_graph_walk_records_getitem_adjoint_as_an_op():
 
 @pytest.mark.parametrize("op", ["softmax", "layer_norm", "exp"])
 def test_create_graph_after_an_input_changed_in_place(op):
-    """Softmax and layer_norm save no input (nor does exp), so the array walk is right after
-    `x.mul_(2)`; a rule that recomputes from x must not silently use the new values."""
+    """Softmax and exp save their output, not x, so both walks are right after `x.mul_(2)`
+    and agree with torch; layer_norm saves x (as torch's), so both refuse, naming the fix."""
     a0, w = _arrays((2, 3), (2, 3))
 
     def run(lib, a):
@@ -323,12 +323,18 @@ def test_create_graph_after_an_input_changed_in_place(op):
         x.mul_(2.0)
         grad = tgx.grad if lib is tgx else torch.autograd.grad
         (g,) = grad((y * lib.tensor(w)).sum(), a, create_graph=True)
-        return g
+        (h,) = grad((g * g).sum(), a)
+        return g, h
 
-    # torch answers (its nodes saved the input); tinygradx's rules would have to recompute
-    # from overwritten memory, so it refuses, naming the op and the fix
-    with pytest.raises(RuntimeError, match="modified by an in-place operation.*clone"):
-        run(tgx, Tensor(a0, requires_grad=True))
+    if op == "layer_norm":
+        with pytest.raises(RuntimeError, match="modified by an in-place operation.*clone"):
+            run(tgx, Tensor(a0, requires_grad=True))
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            run(torch, torch.tensor(a0, requires_grad=True))
+        return
+    for ours, ref in zip(run(tgx, Tensor(a0, requires_grad=True)),
+                         run(torch, torch.tensor(a0, requires_grad=True)), strict=True):
+        np.testing.assert_allclose(ours.detach().numpy(), ref.detach().numpy(), **TOL)
 
 
 # --------------------------------------------------------------------------------------------

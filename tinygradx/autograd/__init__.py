@@ -29,6 +29,7 @@ import traceback
 
 import numpy as np
 
+from .fastpath import FAST_BACKWARD, Slice, fast_backward  # noqa: F401  (the public hook)
 from .gradbuf import Grads
 from .versions import resolve_parents
 # numpy.exceptions is new in numpy 1.25; before it AxisError lived at the top level (gone in 2.0)
@@ -189,9 +190,13 @@ class Function:
     scalars); keyword arguments are passed to `forward` unchanged (axes, shapes, flags).
     `backward` returns one array (or None) per positional input, in order; it may return a
     broadcast-shaped gradient, which the engine sums back to the input's shape.
-    `self.needs_input_grad[i]` tells whether input i needs a gradient at all. For higher
-    derivatives (`create_graph=True`, backprop.py) also write the same formula with Tensor ops
-    on the input Tensors, `def backward_graph(self, g, x): return 3 * x * x * g`.
+    `self.needs_input_grad[i]` tells whether input i needs a gradient at all.
+
+    `backward` is the op's one derivative: on arrays in the ordinary walk, on Tensors under
+    `create_graph=True` (backprop.graph_view: a saved input is then the input Tensor, the
+    saved output the output Tensor, masks stay as saved). Written with operators (and
+    `ops.xp` for exp, where, ...) it has higher derivatives for free, as Cube does. A faster
+    array version goes beside the op, `@fast_backward(Op)` (fastpath.py), never a second method.
     """
 
     __slots__ = ("parents", "needs_input_grad", "frame", "callsite", "__dict__")
@@ -209,11 +214,6 @@ class Function:
     def save_for_backward(self, *arrays):
         self.saved_tensors = arrays
 
-    # Optional, for one-input ops whose input gradient is zero outside a slice (indexing): return
-    # (index, values) meaning "values at input[index], zeros elsewhere", or None to fall back to
-    # backward. The walk then adds `values` into one shared gradient buffer, so the slices of a
-    # split (q, k, v) fill one array instead of each making a full-size one that gets summed.
-    backward_slice = None
     # The version of the output tensor when this node made it: 0, except for a node that an
     # in-place op made the new history of an existing tensor (Tensor._inplace sets it)
     out_version = 0
@@ -221,10 +221,6 @@ class Function:
     # and never one array for two inputs: the walk may then add into them in place and hand
     # them to a leaf's .grad without a copy
     fresh_grads = False
-    # False when backward_graph reads only g, shapes and what forward saved, never the input
-    # Tensors' values: an input later changed in place is then harmless to create_graph
-    # (backprop.changed_inputs); True (the safe default) makes that case an error
-    graph_reads_inputs = True
 
     @classmethod
     def explain(cls, arrays, kwargs, err):
@@ -430,41 +426,47 @@ def toposort_to(roots, inputs):
     return kept, {id(t) for t in kept if id(t) not in reach}
 
 
-def run_backward(roots, root_grads, retain_graph=False, store=None, inputs=None):
+def run_backward(roots, root_grads, retain_graph=False, store=None, inputs=None,
+                 carrier=None):
     """Propagate gradients from `roots` to every tensor behind them that needs one (with
-    `inputs`, only along the paths to them: `toposort_to`).
+    `inputs`, only along the paths to them: `toposort_to`). Each complete gradient goes to
+    `store(t, g, owned)` (default: leaves and retain_grad tensors accumulate into `.grad`).
+    `carrier`: arrays (ArrayWalk, training) or Tensors (backprop.GraphWalk, create_graph)."""
+    carrier = carrier or ArrayWalk
+    store = store or carrier.store
+    node_backward = carrier.node_backward
+    if STATE.backward_observers:
+        node_backward = _timed(node_backward)
+    grads = carrier.new_grads()
+    with carrier.recording():
+        for r, g in zip(roots, root_grads, strict=True):
+            check_root(r)
+            grads.add(r, g)
+        order, stop = (toposort(roots), ()) if inputs is None else toposort_to(roots, inputs)
+        for t in order:
+            g, owned = grads.pop(t)
+            if g is None:
+                continue  # no gradient reached this tensor (e.g. every path returned None)
+            if t._hooks:
+                g, owned = carrier.run_hooks(t, g), False   # a hook may keep what it was shown
+            store(t, g, owned)
+            if t._ctx is not None and id(t) not in stop:
+                node_backward(t._ctx, g, grads, t)
+                if not retain_graph:
+                    t._ctx.free()
 
-    Each tensor's complete gradient goes to `store(t, g, owned)`: by default leaves (and
-    retain_grad tensors) accumulate it into `.grad`; `tgx.grad` passes its own to capture it.
-    """
-    store = store or _store_grad
-    node_backward = _node_backward_timed if STATE.backward_observers else _node_backward
-    grads = Grads()
-    for r, g in zip(roots, root_grads, strict=True):
-        check_root(r)
-        grads.add(r, g)
-    order, stop = (toposort(roots), ()) if inputs is None else toposort_to(roots, inputs)
-    for t in order:
-        g, owned = grads.pop(t)
-        if g is None:
-            continue  # no gradient reached this tensor (e.g. every path returned None)
-        if t._hooks:
-            g, owned = _run_hooks(t, g), False    # a hook may keep the array it was shown
-        store(t, g, owned)
-        if t._ctx is not None and id(t) not in stop:
-            node_backward(t._ctx, g, grads)
-            if not retain_graph:
-                t._ctx.free()
 
-
-def _node_backward(ctx, g, grads):
-    """Call one node's backward with its output's gradient and hand the results to `grads`."""
-    part = ctx.backward_slice(g) if ctx.backward_slice is not None else None
-    if part is not None:                          # getitem: values at index, zeros elsewhere
-        (p,), (index, values) = ctx.parents, part
-        grads.add_slice(p, index, _cast(values, p, ctx))
+def _node_backward(ctx, g, grads, t=None):
+    """Call one node's derivative with its output's gradient and hand the results to `grads`."""
+    fast = FAST_BACKWARD.get(type(ctx))
+    in_grads = fast(ctx, g) if fast is not None else None
+    if in_grads is None:
+        in_grads = ctx.backward(g)
+    elif type(in_grads) is Slice:                 # getitem: values at index, zeros elsewhere
+        (p,) = ctx.parents
+        grads.add_slice(p, in_grads.index, _cast(in_grads.values, p, ctx))
         return
-    in_grads = grads_per_input(ctx, ctx.backward(g), "backward")
+    in_grads = grads_per_input(ctx, in_grads, "backward")
     for i, (p, ig, need) in enumerate(zip(ctx.parents, in_grads, ctx.needs_input_grad,
                                           strict=True)):
         if ig is not None and need:
@@ -502,13 +504,15 @@ def _cast(ig, p, ctx):
     return ig
 
 
-def _node_backward_timed(ctx, g, grads):
-    """_node_backward for `tgx.profile()`: tell each backward observer how long it took."""
-    start = time.perf_counter()
-    _node_backward(ctx, g, grads)
-    seconds = time.perf_counter() - start
-    for fn in STATE.backward_observers:
-        fn(ctx, seconds)
+def _timed(node_backward):
+    """node_backward for `tgx.profile()`: tell each backward observer how long a node took."""
+    def timed(ctx, g, grads, t):
+        start = time.perf_counter()
+        node_backward(ctx, g, grads, t)
+        seconds = time.perf_counter() - start
+        for fn in STATE.backward_observers:
+            fn(ctx, seconds)
+    return timed
 
 
 def check_root(r):
@@ -544,6 +548,16 @@ def _check_finite(ig, ctx, p):
             f"detect_anomaly: the backward of {ctx.name()} (module {ctx.scope or '<top>'}) "
             f"produced NaN/Inf in the gradient of an input of shape {p.shape}; the node was "
             f"created at {getattr(ctx, 'callsite', '<unknown>')}")
+
+
+class ArrayWalk:
+    """The ordinary walk's carrier: arrays in a `Grads` (backprop.GraphWalk: Tensors)."""
+
+    new_grads = Grads
+    recording = staticmethod(contextlib.nullcontext)
+    run_hooks = staticmethod(_run_hooks)
+    store = staticmethod(_store_grad)
+    node_backward = staticmethod(_node_backward)
 
 
 # --------------------------------------------------------------------------------------------

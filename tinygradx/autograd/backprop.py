@@ -1,12 +1,13 @@
-"""The two ways to ask for gradients, `backward()` and `grad()`, and the walk that records a graph.
+"""`backward()` and `grad()`, and the carrier that records a graph (create_graph=True).
 
-`create_graph=False` (the default, and what training does) runs `autograd.run_backward`: every
-node's `backward` works on numpy arrays, so the pass records nothing and costs nothing beyond
-the arithmetic.
+Both run the one walk, `autograd.run_backward`. `create_graph=False` (the default, and what
+training does) carries numpy arrays: every node's `backward` works on the arrays its forward
+saved, so the pass records nothing and costs nothing beyond the arithmetic.
 
-`create_graph=True` runs `run_backward_graph` below instead. It visits the same nodes in the
-same order, but calls each node's `backward_graph(g, *inputs)`: the same formula as `backward`,
-written with Tensor operations on the node's input Tensors. Every operation it performs is an
+`create_graph=True` passes `GraphWalk` below instead: the same walk (same order, hooks, stores,
+frees), but gradients are Tensors and each node's same `backward` runs on a `graph_view` of
+the node, whose saved arrays are replaced by Tensors with a history: a saved input by the input
+Tensor, the saved output by the output Tensor. Every operation the formula performs is then an
 ordinary op, so the gradients it returns are Tensors with a history of their own, and
 `grad(grad(f(x), x), x)` (a second derivative), a Hessian-vector product or a gradient penalty
 is just one more backward through that history, to any order.
@@ -20,8 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import autograd
-from . import (STATE, Frame, OpError, run_backward, toposort, toposort_to,
-               unbroadcast_axes)
+from . import STATE, Frame, OpError, run_backward, unbroadcast_axes
 
 
 class BackwardFrame(Frame):
@@ -69,7 +69,7 @@ def backward(tensor, gradient=None, retain_graph=None, create_graph=False):
     retain_graph = create_graph if retain_graph is None else retain_graph
     if create_graph:
         seed = gradient if isinstance(gradient, autograd.Tensor) else None
-        run_backward_graph([tensor], [_seed(tensor, gradient, seed)], retain_graph)
+        run_backward([tensor], [_seed(tensor, gradient, seed)], retain_graph, carrier=GraphWalk)
     else:
         run_backward([tensor], [_initial_grad(tensor, gradient)], retain_graph)
 
@@ -114,7 +114,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if create_graph:
         seeds = [_seed(o, g, g if isinstance(g, Tensor) else None)
                  for o, g in zip(outputs, grad_outputs, strict=True)]
-        run_backward_graph(outputs, seeds, retain_graph, store, inputs)
+        run_backward(outputs, seeds, retain_graph, store, inputs, carrier=GraphWalk)
     else:
         seeds = [_initial_grad(o, g) for o, g in zip(outputs, grad_outputs, strict=True)]
         run_backward(outputs, seeds, retain_graph, store, inputs)
@@ -156,70 +156,50 @@ def unbroadcast_graph(g, shape):
     return g.sum(dim=unbroadcast_axes(g.shape, shape), keepdim=True).reshape(shape)
 
 
-def run_backward_graph(roots, root_grads, retain_graph=True, store=None, inputs=None):
-    """`autograd.run_backward` with Tensor gradients: every step is an op, so it is recorded.
+class TensorGrads:
+    """The gradient of each tensor so far, as Tensors: a sum is an op, so it is recorded."""
 
-    Same order, same hooks, same leaf accumulation as the array walk (and with `inputs`, the
-    same pruning: `autograd.toposort_to`); only each node's `backward_graph` replaces its
-    `backward`, and sums, casts and unbroadcasts are Tensor ops.
-    """
-    store = store or _store_grad_graph
-    grads = {}
-    for r, g in zip(roots, root_grads, strict=True):
-        autograd.check_root(r)
-        grads[id(r)] = grads[id(r)] + g if id(r) in grads else g
-    changed = changed_inputs(roots)          # before toposort re-points those edges
-    prev, prev_frame = STATE.grad_enabled, STATE.frame
-    STATE.grad_enabled, STATE.frame = True, BackwardFrame(None)
-    try:
-        order, stop = (toposort(roots), ()) if inputs is None else toposort_to(roots, inputs)
-        for t in order:
-            g = grads.pop(id(t), None)
-            if g is None:
-                continue
-            if t._hooks:
-                for _, hook in t._hooks:
-                    replaced = hook(g)
-                    if replaced is not None:
-                        g = replaced
-            store(t, g, False)
-            if t._ctx is not None and id(t) not in stop:
-                _node_backward_graph(t._ctx, g, grads, changed.get(id(t._ctx), ()))
-                if not retain_graph:
-                    t._ctx.free()
-    finally:
-        STATE.grad_enabled, STATE.frame = prev, prev_frame
+    def __init__(self):
+        self.entries = {}
+
+    def add(self, t, g, owned=False):
+        prev = self.entries.get(id(t))
+        self.entries[id(t)] = g if prev is None else prev + g
+
+    def pop(self, t):
+        return self.entries.pop(id(t), None), False
 
 
-def changed_inputs(roots):
-    """{id(node): indices of its inputs changed in place since the node used them}.
+def _run_hooks_graph(t, g):
+    for _, hook in t._hooks:
+        replaced = hook(g)
+        if replaced is not None:
+            g = replaced
+    return g
 
-    The graph rules read their inputs' values, which an in-place change has overwritten (the
-    array walk is safe: a node that saved the memory refuses, one that did not never reads
-    it). Such an input is given back its old value (`Restore`) when the in-place op kept one
-    (`ctx.old_inputs`), or the rule is refused with the in-place error, unless the op's rule
-    reads no input values (`graph_reads_inputs = False`: add, sum, reshape, ...).
-    """
-    changed, seen, stack = {}, set(), list(roots)
-    while stack:
-        t = stack.pop()
-        ctx = t._ctx
-        if ctx is None or id(ctx) in seen or ctx.parents is None:
-            continue
-        seen.add(id(ctx))
-        bad = tuple(i for i, (p, v) in enumerate(zip(ctx.parents, ctx.versions, strict=True))
-                    if p._version[0] != v)
-        if bad:
-            changed[id(ctx)] = bad
-        stack.extend(p for p, need in zip(ctx.parents, ctx.needs_input_grad, strict=True)
-                     if need)
-    return changed
+
+def _store_grad_graph(t, g, owned):
+    """As autograd's leaf store, but .grad keeps g's graph (accumulation is an op too)."""
+    if t._ctx is not None and not t._retain_grad:
+        return
+    t.grad = g if t.grad is None else t.grad + g
+
+
+class _Recording:
+    """Grad mode on and the walk's own sums inside a BackwardFrame, for one create_graph walk."""
+
+    def __enter__(self):
+        self.prev = STATE.grad_enabled, STATE.frame
+        STATE.grad_enabled, STATE.frame = True, BackwardFrame(None)
+
+    def __exit__(self, *exc):
+        STATE.grad_enabled, STATE.frame = self.prev
+        return False
 
 
 class Restore(autograd.Function):
     """An input's value from before an in-place change, with the input's gradient path:
     forward gives the kept copy, backward passes g on to the input unchanged."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     op_name = "restore"
 
     def forward(self, x, value):
@@ -228,43 +208,52 @@ class Restore(autograd.Function):
     def backward(self, g):
         return g
 
-    def backward_graph(self, g, x):
-        return g
+
+def graph_view(ctx, out):
+    """A copy of node `ctx` for running its `backward` on Tensors (create_graph=True): every
+    saved array that is an input's array becomes that input's Tensor (or, for an input an
+    in-place op overwrote after the node kept a copy, `ctx.old_inputs`, the copy with the
+    input's gradient path: `Restore`), the output's array becomes the output Tensor `out`;
+    anything else (masks, indices, constants) stays as forward saved it."""
+    view = object.__new__(type(ctx))
+    view.parents, view.needs_input_grad, view.frame = ctx.parents, ctx.needs_input_grad, ctx.frame
+    carry = {}
+    for p in reversed(ctx.parents):               # x * x: the first of equal inputs
+        carry[id(p._data)] = p
+    carry[id(out._data)] = out      # after x.exp_() its input's memory holds the output
+    for i, old in getattr(ctx, "old_inputs", {}).items():
+        carry[id(old)] = Restore.apply(ctx.parents[i], value=old)
+
+    def swap(v):
+        if isinstance(v, np.ndarray):
+            return carry.get(id(v), v)
+        if isinstance(v, (tuple, list)) and any(isinstance(a, np.ndarray) for a in v):
+            return type(v)(swap(a) for a in v)
+        return v
+
+    view.__dict__.update({k: swap(v) for k, v in ctx.__dict__.items()})
+    return view
 
 
-def _rule_inputs(ctx, changed):
-    """The node's inputs for its graph rule, old values restored where they were kept."""
-    args = list(ctx.parents)
-    gone = set(changed).union(getattr(ctx, "overwritten", ()))   # an in-place node's own input
-    if not gone or not getattr(ctx, "graph_reads_inputs", True):
-        return args
-    kept = getattr(ctx, "old_inputs", {})
-    for i in sorted(gone):
-        if i in kept:
-            args[i] = Restore.apply(args[i], value=kept[i])
-        else:
-            p = args[i]
-            raise RuntimeError(
-                f"{ctx.name()}{' (in ' + ctx.scope + ')' if ctx.scope else ''}: an input of "
-                f"shape {tuple(p.shape)} was modified by an in-place operation after "
-                f"{ctx.name()} used it; create_graph=True recomputes the gradient from the "
-                f"inputs' values, which are gone. Use .clone() before the in-place change.")
-    return args
-
-
-def _node_backward_graph(ctx, g, grads, changed=()):
-    rule = getattr(ctx, "backward_graph", None)
-    if rule is None:
-        raise RuntimeError(
-            f"create_graph: the backward of {ctx.name()}"
-            f"{' (in ' + ctx.scope + ')' if ctx.scope else ''} cannot be differentiated: the "
-            f"op has no backward_graph rule. Use create_graph=False for first derivatives.")
+def _node_backward_graph(ctx, g, grads, t):
+    """One node's derivative on Tensors (its same `backward` on `graph_view(ctx, t)`)."""
     prev, STATE.frame = STATE.frame, BackwardFrame(ctx)
     try:
-        in_grads = rule(g, *_rule_inputs(ctx, changed))
+        in_grads = type(ctx).backward(graph_view(ctx, t), g)
+    except RuntimeError as err:
+        if not str(err).startswith("numpy: a tensor that requires grad"):
+            raise
+        old = (" (a backward_graph method is no longer used: backward itself runs on Tensors"
+               " here)" if hasattr(type(ctx), "backward_graph") else "")
+        raise RuntimeError(
+            f"create_graph: the backward of {ctx.name()}"
+            f"{' (in ' + ctx.scope + ')' if ctx.scope else ''} cannot be differentiated: it "
+            f"gives a Tensor to numpy ({err}). Write it with operators and Tensor methods "
+            f"(they work on arrays too), or use create_graph=False for first "
+            f"derivatives{old}.") from None
     finally:
         STATE.frame = prev
-    in_grads = autograd.grads_per_input(ctx, in_grads, "backward_graph")
+    in_grads = autograd.grads_per_input(ctx, in_grads, "backward")
     for i, (p, ig, need) in enumerate(zip(ctx.parents, in_grads, ctx.needs_input_grad,
                                           strict=True)):
         if ig is None or not need:
@@ -274,18 +263,22 @@ def _node_backward_graph(ctx, g, grads, changed=()):
         try:
             ig = unbroadcast_graph(ig, p.shape)
         except OpError:
-            raise autograd.bad_grad(ctx, "backward_graph", i, ig, p) from None
+            raise autograd.bad_grad(ctx, "backward", i, ig, p) from None
         if ig.dtype != p.dtype:
             ig = ig.to(p.dtype)
         if STATE.anomaly and not np.all(np.isfinite(ig._data)):
             raise FloatingPointError(
-                f"detect_anomaly: the backward_graph of {ctx.name()} produced NaN/Inf in the "
-                f"gradient of an input of shape {p.shape}")
-        grads[id(p)] = grads[id(p)] + ig if id(p) in grads else ig
+                f"detect_anomaly: the backward of {ctx.name()} (create_graph) produced NaN/Inf "
+                f"in the gradient of an input of shape {p.shape}")
+        grads.add(p, ig)
 
 
-def _store_grad_graph(t, g, owned):
-    """As autograd's leaf store, but .grad keeps g's graph (accumulation is an op too)."""
-    if t._ctx is not None and not t._retain_grad:
-        return
-    t.grad = g if t.grad is None else t.grad + g
+class GraphWalk:
+    """The create_graph carrier of `autograd.run_backward`: gradients are Tensors, each node's
+    `backward` runs on Tensors with grad enabled, so the whole pass is recorded."""
+
+    new_grads = TensorGrads
+    recording = _Recording
+    run_hooks = staticmethod(_run_hooks_graph)
+    store = staticmethod(_store_grad_graph)
+    node_backward = staticmethod(_node_backward_graph)

@@ -214,7 +214,6 @@ class CustomNode(Function):
     that graphs and errors show the class's name)."""
 
     fn = None                        # the user's Function class
-    graph_reads_inputs = False       # backward reads ctx.saved_tensors, which check versions
 
     def _output_grads(self, g, as_tensors):
         """One gradient per forward output from the node's output gradient g."""
@@ -274,13 +273,12 @@ class CustomNode(Function):
 
     def backward(self, g):
         rule = self._rule()
-        with no_grad():
-            res = rule(self.ctx, *self._output_grads(g, False))
-        return self._input_grads(res, False)
-
-    def backward_graph(self, g, *inputs):
-        # grad is enabled here (backprop.run_backward_graph): the user's Tensor ops record
-        return self._input_grads(self._rule()(self.ctx, *self._output_grads(g, True)), True)
+        if isinstance(g, (np.ndarray, np.generic)):     # the array walk: Tensors in no_grad
+            with no_grad():
+                res = rule(self.ctx, *self._output_grads(g, False))
+            return self._input_grads(res, False)
+        # create_graph=True: grad is enabled here, so the user's Tensor ops are recorded
+        return self._input_grads(rule(self.ctx, *self._output_grads(g, True)), True)
 
 
 def once_differentiable(backward):
@@ -313,30 +311,28 @@ class Output(Function):
     value forward computed, backward puts its gradient at its place in the node's flat one."""
 
     op_name = "output"
-    graph_reads_inputs = False
 
     def forward(self, flat, *, value, start, stop):
         self.start, self.stop = start, stop
         return value
 
-    def backward_slice(self, g):
-        return (slice(self.start, self.stop),), g.reshape(-1)
-
     def backward(self, g):
         (flat,) = self.parents
-        out = np.zeros(flat._data.shape, flat._data.dtype)
-        out[self.start:self.stop] = g.reshape(-1)
-        return out
+        if isinstance(g, (np.ndarray, np.generic)):
+            return Place.__new__(Place).forward(g, size=flat.shape[0], start=self.start)
+        return Place.apply(g, size=flat.shape[0], start=self.start)    # recorded
 
-    def backward_graph(self, g, flat):
-        return Place.apply(g, size=flat.shape[0], start=self.start)
+
+@autograd.fast_backward(Output)
+def _output_backward(ctx, g):
+    """The outputs' gradients go into one shared buffer (autograd.Slice), then one backward."""
+    return autograd.Slice((slice(ctx.start, ctx.stop),), g.reshape(-1))
 
 
 class Place(Function):
     """g flattened into zeros of length `size` at `start`: Output's backward as an op."""
 
     op_name = "place"
-    graph_reads_inputs = False
 
     def forward(self, g, *, size, start):
         self.span = slice(start, start + g.size)
@@ -346,9 +342,6 @@ class Place(Function):
 
     def backward(self, g):
         (x,) = self.parents
-        return g[self.span].reshape(x.shape)
-
-    def backward_graph(self, g, x):
         return g[self.span].reshape(x.shape)
 
 

@@ -267,7 +267,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
     """Check the second derivatives of fn against finite differences, as PyTorch's gradgradcheck.
 
     It runs `gradcheck` on the first derivative: the function (inputs, v) -> d<v, fn(inputs)>/d
-    inputs, computed with create_graph=True. So every op's `backward_graph` is checked, both
+    inputs, computed with create_graph=True. So every op's `backward` on Tensors is checked, both
     in the inputs (the second derivative proper) and in v (that it is linear in the incoming
     gradient). `grad_outputs` are the v's (random float64 ones by default, one per output
     that needs a gradient); the other arguments are gradcheck's.
@@ -328,7 +328,8 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
             return _fail(f"gradgradcheck: for input {i} (shape {inputs[i].shape}) the "
                          f"first derivative with create_graph=True differs from the one without "
                          f"(max |diff| {np.abs(a - b._data).max():.3g}): some op's "
-                         f"backward_graph disagrees with its backward", raise_exception)
+                         f"fast backward (autograd.fast_backward) disagrees with its formula",
+                         raise_exception)
     try:
         return gradcheck(first_derivative, tuple(inputs) + tuple(grad_outputs), eps, atol,
                          rtol, fast_mode, raise_exception, seed)

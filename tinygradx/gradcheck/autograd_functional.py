@@ -3,7 +3,7 @@
 create_graph=True, as PyTorch's do. Re-exported by tinygradx.func.
 
 `hvp` is exact: H v is the derivative, in u along v, of the recorded u -> H^T u (the double vjp
-of jacobians.py), so every op of `func` needs a backward_graph rule.
+of jacobians.py), so every op of `func` needs a backward that runs on Tensors.
 """
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ Each function calls `f` on fresh inputs that require grad and differentiates wit
 nothing here touches a `.grad` or the caller's graph. Forward-mode products (`jvp`, `jacfwd`,
 `hvp`) are exact: the vjp u -> J^T u is recorded with create_graph=True, and since it is linear
 in u its derivative in u along t is J t (the "double vjp"). So everything second-order needs
-every op of `f` to have a `backward_graph` rule.
+every op of `f` to have a `backward` that runs on Tensors (the engine's all do).
 
 The torch.func transforms (grad, grad_and_value, value_and_grad, vjp, jvp, jacrev, jacfwd)
 compose with ordinary autograd as PyTorch's do: when an input, a tangent or cotangent, or a

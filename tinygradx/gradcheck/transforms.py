@@ -163,7 +163,7 @@ def vjp(func, *primals, has_aux=False):
 def jvp(func, primals, tangents, *, has_aux=False):
     """torch.func.jvp: (func(*primals), J t) for tangents t shaped like the primals; J t is
     shaped like the output (a tuple for a tuple output). Exact: the derivative of the recorded
-    vjp u -> J^T u in u along t, so every op of func needs a backward_graph rule."""
+    vjp u -> J^T u in u along t, so every op of func needs a backward that runs on Tensors."""
     for what, v in (("primals", primals), ("tangents", tangents)):
         if not isinstance(v, (tuple, list)):
             raise TypeError(f"jvp(f, primals, tangents): {what} must be a tuple of Tensors "

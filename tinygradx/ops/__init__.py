@@ -11,17 +11,16 @@ embedding in ops_linalg.py.
 from __future__ import annotations
 
 
-import math
 
 import numpy as np
 
-from ..fast._erf import erf as _erf, erf_grad as _erf_grad
+from ..fast._erf import erf as _erf
 from .. import autograd
 from ..fast import parallel
 from ..autograd import Function, OpError
 from .dtypes import result_type
+from .xp import of, value
 
-_TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 
 
 def explain_broadcast(arrays):
@@ -76,9 +75,9 @@ def const(array):
     return autograd.Tensor._from_op(np.asarray(array), None)
 
 
-def _put(x, mask, value):
-    """x with `value` where mask (a constant there: no gradient flows to x through it)."""
-    return Where.apply(value, x, cond=mask) if mask.any() else x
+def _put(xp, x, mask, fill):
+    """x with `fill` where mask (a constant there: no gradient flows to x through it)."""
+    return xp.where(mask, fill, x) if mask.any() else x
 
 
 class _Binary(Function):
@@ -110,20 +109,15 @@ class _Binary(Function):
 
 class Add(_Binary):
     """d(a+b) = (g, g)"""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, a, b):
         return a + b
 
     def backward(self, g):
         return g, g
 
-    def backward_graph(self, g, a, b):
-        return g, g
-
 
 class Sub(_Binary):
     """d(a-b) = (g, -g). A bool tensor operand is refused, as in PyTorch."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
 
     @classmethod
     def apply(cls, a, b, **kwargs):
@@ -139,9 +133,6 @@ class Sub(_Binary):
     def backward(self, g):
         return g, (-g if self.needs_input_grad[1] else None)
 
-    def backward_graph(self, g, a, b):
-        return g, -g
-
 
 class Mul(_Binary):
     """d(a*b) = (g*b, g*a)"""
@@ -154,9 +145,6 @@ class Mul(_Binary):
     def backward(self, g):
         na, nb = self.needs_input_grad
         return (g * self.b if na else None), (g * self.a if nb else None)
-
-    def backward_graph(self, g, a, b):
-        return g * b, g * a
 
 
 class Div(_Binary):
@@ -178,10 +166,6 @@ class Div(_Binary):
         gb = -ga * self.a / self.b if nb else None
         return (ga if na else None), gb
 
-    def backward_graph(self, g, a, b):
-        ga = g / b
-        return ga, -ga * a / b
-
 
 class Pow(_Binary):
     """d(a**b) = (g*b*a**(b-1), g*a**b*log a), with torch's values at the edges: the first
@@ -197,35 +181,23 @@ class Pow(_Binary):
         return self.out
 
     def backward(self, g):
-        a, b = self.a, self.b
+        xp, a, b = of(g), self.a, self.b
+        ad, bd = value(a), value(b)           # for the masks only (constants)
         ga = gb = None
         with np.errstate(divide="ignore", invalid="ignore"):
             if self.needs_input_grad[0]:
-                # b * a**(b-1), taken as 0 where b == 0 (so 0**0 has gradient 0, as torch)
-                ga = g * np.where(b == 0, 0, b * a ** (b - 1)).astype(g.dtype, copy=False)
+                # b * a**(b-1), taken as 0 where b == 0 (so 0**0 has gradient 0, as torch).
+                # It is 0 there by itself except where a**(b-1) is 0**-1 = inf (or a is NaN):
+                # there the base becomes 1 and the term 0, so no 0 * inf turns the next
+                # derivative into NaN; elsewhere at b == 0 the formula stays, and its
+                # derivative in b is the true one (1/a), not 0.
+                edge = (bd == 0) & ((ad == 0) | np.isnan(ad))
+                ga = g * _put(xp, b * _put(xp, a, edge, 1.0) ** (b - 1), edge, 0.0)
             if self.needs_input_grad[1]:
                 # a**b log a, taken as 0 where a == 0 and b >= 0; 0**b with b < 0 gives -inf
                 # and a negative base NaN, as in torch
-                dlog = np.where((a == 0) & (b >= 0), 0, self.out * np.log(a))
-                gb = g * dlog.astype(g.dtype, copy=False)
-        return ga, gb
-
-    def backward_graph(self, g, a, b):
-        ad, bd = self.a, self.b              # for the masks only (a copy if a changed in place)
-        ga = gb = None
-        with np.errstate(divide="ignore", invalid="ignore"):
-            if self.needs_input_grad[0]:
-                # b * a**(b-1) is 0 where b == 0 by itself, except where a**(b-1) is 0**-1 =
-                # inf (or a is NaN): there the base becomes 1 and the term 0, so no 0 * inf
-                # turns the next derivative into NaN. Elsewhere at b == 0 the formula stays,
-                # and its derivative in b is the true one (1/a), not 0.
-                edge = (bd == 0) & ((ad == 0) | np.isnan(ad))
-                base = _put(a, edge, 1.0)
-                ga = g * _put(b * base ** (b - 1), edge, 0.0)
-            if self.needs_input_grad[1]:
-                edge = (ad == 0) & (bd >= 0)          # 0 * log 0: taken as 0, as backward
-                base = _put(a, edge, 1.0)
-                gb = g * _put(base ** b * base.log(), edge, 0.0)
+                edge = (ad == 0) & (bd >= 0)
+                gb = g * _put(xp, self.out * xp.log(_put(xp, a, edge, 1.0)), edge, 0.0)
         return ga, gb
 
 
@@ -261,50 +233,32 @@ class PowScalar(Function):
         if p == 2:
             return g * (2 * self.x)
         if p == 0:
-            return np.zeros_like(g)          # d(x**0)/dx = 0, also at x = 0 (torch)
+            return of(g).zeros_like(g)       # d(x**0)/dx = 0, also at x = 0 (torch)
         return g * (p * self.x ** (p - 1))
-
-    def backward_graph(self, g, x):
-        p = self.p
-        if p == 2:
-            return g * (2 * x)
-        if p == 0:
-            return g * 0
-        return g * (p * x ** (p - 1))
 
 
 class Maximum(_Binary):
     """The larger input gets g; on ties each gets g/2 (as PyTorch)."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, a, b):
         self.a, self.b = a, b
         return np.maximum(a, b)
 
     def backward(self, g):
-        wa = (self.a > self.b) + 0.5 * (self.a == self.b)
+        a, b = value(self.a), value(self.b)        # which input wins: a constant
+        wa = (a > b) + 0.5 * (a == b)
         return g * wa.astype(g.dtype), g * (1 - wa).astype(g.dtype)
-
-    def backward_graph(self, g, a, b):
-        wa = (self.a > self.b) + 0.5 * (self.a == self.b)
-        dt = g._data.dtype
-        return g * const(wa.astype(dt)), g * const((1 - wa).astype(dt))
 
 
 class Minimum(_Binary):
     """The smaller input gets g; on ties each gets g/2."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, a, b):
         self.a, self.b = a, b
         return np.minimum(a, b)
 
     def backward(self, g):
-        wa = (self.a < self.b) + 0.5 * (self.a == self.b)
+        a, b = value(self.a), value(self.b)
+        wa = (a < b) + 0.5 * (a == b)
         return g * wa.astype(g.dtype), g * (1 - wa).astype(g.dtype)
-
-    def backward_graph(self, g, a, b):
-        wa = (self.a < self.b) + 0.5 * (self.a == self.b)
-        dt = g._data.dtype
-        return g * const(wa.astype(dt)), g * const((1 - wa).astype(dt))
 
 
 # ------------------------------------------------------------------------------------------
@@ -319,14 +273,10 @@ def as_float(x):
 
 class Neg(Function):
     """d(-x) = -g"""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x):
         return -x
 
     def backward(self, g):
-        return -g
-
-    def backward_graph(self, g, x):
         return -g
 
 
@@ -340,9 +290,6 @@ class Exp(Function):
     def backward(self, g):
         return g * self.out
 
-    def backward_graph(self, g, x):
-        return g * x.exp()
-
 
 class Log(Function):
     """d(log x) = g/x"""
@@ -353,9 +300,6 @@ class Log(Function):
 
     def backward(self, g):
         return g / self.x
-
-    def backward_graph(self, g, x):
-        return g / x
 
 
 class Sqrt(Function):
@@ -368,9 +312,6 @@ class Sqrt(Function):
     def backward(self, g):
         return g * 0.5 / self.out
 
-    def backward_graph(self, g, x):
-        return g * 0.5 / x.sqrt()
-
 
 class Rsqrt(Function):
     """d(x^-1/2) = -g x^-3/2 / 2"""
@@ -382,9 +323,6 @@ class Rsqrt(Function):
     def backward(self, g):
         return g * (-0.5 * self.out ** 3)
 
-    def backward_graph(self, g, x):
-        return g * (-0.5 * x.rsqrt() ** 3)
-
 
 class Tanh(Function):
     """d(tanh x) = g*(1 - tanh^2 x)"""
@@ -395,10 +333,6 @@ class Tanh(Function):
 
     def backward(self, g):
         return g * (1 - self.out * self.out)
-
-    def backward_graph(self, g, x):
-        t = x.tanh()
-        return g * (1 - t * t)
 
 
 class Sigmoid(Function):
@@ -413,10 +347,6 @@ class Sigmoid(Function):
     def backward(self, g):
         return g * self.out * (1 - self.out)
 
-    def backward_graph(self, g, x):
-        s = x.sigmoid()
-        return g * s * (1 - s)
-
 
 def relu_forward(x, out=None):
     """max(x, 0) of a float array into `out` (a new array if None; x itself is allowed), in
@@ -429,35 +359,33 @@ def relu_forward(x, out=None):
 
 class Relu(Function):
     """d(max(x,0)) = g where x > 0"""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x):
         self.out = relu_forward(x) if x.dtype.kind == "f" else np.maximum(x, 0)
         return self.out
 
     def backward(self, g):
-        if g.dtype == self.out.dtype and g.dtype.kind == "f" and g.shape == self.out.shape:
-            d = np.empty(g.shape, g.dtype)          # g where out > 0, else 0: one pass a block
-            parallel.rows(lambda g_, o_, d_: np.multiply(g_, o_ > 0, out=d_), g, self.out, d,
-                          min_elements=parallel.MIN_KERNEL_ELEMENTS)
-            return d
-        return g * (self.out > 0)
+        return g * (value(self.out) > 0)
 
-    def backward_graph(self, g, x):
-        return g * const(self.out > 0)
+
+@autograd.fast_backward(Relu)
+def _relu_backward(ctx, g):
+    """g where out > 0, else 0: one pass a row block, on both cores when large."""
+    if g.dtype == ctx.out.dtype and g.dtype.kind == "f" and g.shape == ctx.out.shape:
+        d = np.empty(g.shape, g.dtype)
+        parallel.rows(lambda g_, o_, d_: np.multiply(g_, o_ > 0, out=d_), g, ctx.out, d,
+                      min_elements=parallel.MIN_KERNEL_ELEMENTS)
+        return d
+    return None
 
 
 class Abs(Function):
     """d|x| = g*sign(x) (0 at 0)"""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x):
         self.x = x
         return np.abs(x)
 
     def backward(self, g):
-        return g * np.sign(self.x)
-
-    def backward_graph(self, g, x):
-        return g * const(np.sign(self.x))
+        return g * np.sign(value(self.x))
 
 
 class Erf(Function):
@@ -468,16 +396,11 @@ class Erf(Function):
         return _erf(x)
 
     def backward(self, g):
-        return g * _erf_grad(self.x)
-
-    def backward_graph(self, g, x):
-        # the engine's own erf has no Tensor form, but its derivative is plain exp
-        return g * ((-(x * x)).exp() * _TWO_OVER_SQRT_PI)
+        return g * of(g).erf_grad(self.x)
 
 
 class Clamp(Function):
     """g passes where min <= x <= max."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, min=None, max=None):
         self.x, self.lo, self.hi = x, min, max
         return np.clip(x, min, max)
@@ -491,15 +414,11 @@ class Clamp(Function):
         return keep
 
     def backward(self, g):
-        return g * self._keep(self.x)
-
-    def backward_graph(self, g, x):
-        return g * const(self._keep(self.x))
+        return g * self._keep(value(self.x))
 
 
 class Cast(Function):
     """Change the float dtype; the gradient is cast back."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     op_name = "cast"
 
     def forward(self, x, dtype):
@@ -507,10 +426,7 @@ class Cast(Function):
         return x.astype(dtype)
 
     def backward(self, g):
-        return g.astype(self.dtype)
-
-    def backward_graph(self, g, x):
-        return g.to(x.dtype)
+        return of(g).astype(g, self.dtype)
 
 
 # ------------------------------------------------------------------------------------------
@@ -519,7 +435,6 @@ class Cast(Function):
 
 class Where(_Binary):
     """where(c, a, b): a gets g where c, b gets g elsewhere; c gets none."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, a, b, cond):
         self.cond = cond
         return np.where(cond, a, b)
@@ -529,20 +444,14 @@ class Where(_Binary):
         return explain_broadcast([kwargs["cond"], *arrays])
 
     def backward(self, g):
-        zero = np.zeros((), dtype=g.dtype)
-        ga = np.where(self.cond, g, zero) if self.needs_input_grad[0] else None
-        gb = np.where(self.cond, zero, g) if self.needs_input_grad[1] else None
-        return ga, gb
-
-    def backward_graph(self, g, a, b):
-        ga = Where.apply(g, 0.0, cond=self.cond) if self.needs_input_grad[0] else None
-        gb = Where.apply(0.0, g, cond=self.cond) if self.needs_input_grad[1] else None
+        xp = of(g)
+        ga = xp.where(self.cond, g, 0.0) if self.needs_input_grad[0] else None
+        gb = xp.where(self.cond, 0.0, g) if self.needs_input_grad[1] else None
         return ga, gb
 
 
 class MaskedFill(Function):
     """Filled positions are constants: their gradient is zero."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     op_name = "masked_fill"
 
     def forward(self, x, mask, value):
@@ -559,7 +468,5 @@ class MaskedFill(Function):
                 f"shape {arrays[0].shape}")
 
     def backward(self, g):
-        return np.where(self.mask, np.zeros((), dtype=g.dtype), g)
+        return of(g).where(self.mask, 0.0, g)
 
-    def backward_graph(self, g, x):
-        return MaskedFill.apply(g, mask=self.mask, value=0)

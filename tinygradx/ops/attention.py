@@ -13,8 +13,9 @@ from .. import autograd
 from ..autograd import Function, OpError
 from ..fast import kernels, parallel
 from . import rowwise
-from .fused import Softmax, as_const
-from .movement import Getitem, IndexPut, Permute, Stack
+from .fused import Softmax
+from .movement import IndexPut, Stack
+from .xp import of
 
 
 def attention_output(q, k, v, mask):
@@ -103,37 +104,24 @@ class Attention(Function):
     op_name = "attention"
 
     def forward(self, q, k, v, mask=None, scale=1.0, p=0.0, rng=None):
-        need = self.needs_input_grad     # a constant K or V is copied, as torch's kernel does:
+        need = self.needs_input_grad     # a constant Q, K or V is copied, as torch's kernel does:
         if any(need):                    # an in-place change of it after the call is allowed
-            k, v = (k if need[1] else k.copy()), (v if need[2] else v.copy())
+            q, k, v = (x if n else x.copy() for x, n in zip((q, k, v), need, strict=False))
+            if len(need) > 3 and not need[3]:
+                mask = mask.copy()
+        self.q = q                       # for the formula (the fast backward reads Q scale)
         # Z has the batch dims of the scores (Q, K, V and the mask broadcast together) and is
         # laid out like Q when it can be, so a head merge after the call stays a view
         return self._forward(q, k, v, attention_output(q, k, v, mask), mask, scale, p, rng)
 
     def backward(self, g):
-        need = self.needs_input_grad
-        batch = g.shape[:-2]
-        grads = []
-        for x, needed in zip((self.qs, self.k, self.v), need[:3], strict=True):
-            full = batch + x.shape[-2:]       # the walk sums broadcast dims back (unbroadcast)
-            grads.append(None if not needed else
-                         np.empty_like(x, dtype=g.dtype) if x.shape == full else
-                         np.empty(full, dtype=g.dtype))
-        ds = self._backward(g, *grads)
-        if len(need) == 4:                   # a mask given as an input: dM = dS
-            return tuple(grads) + ((ds if need[3] else None),)
-        return tuple(grads) + (None,) * (len(need) - 3)
-
-    def backward_graph(self, g, q, k, v, *mask):
-        mask = mask[0] if mask else self.mask    # an input Tensor, else the constant
-        return _attention_graph(g, q, k, v, mask, self.scale, self.keep)[:3 + len(
-            self.needs_input_grad[3:])]
+        grads = _attention_formula(of(g), g, self.q, self.k, self.v, self.mask, self.scale,
+                                   self.keep)
+        return grads[:3 + len(self.needs_input_grad[3:])]
 
     # the math, on arrays or views given by the caller (PackedAttention passes views)
     def _forward(self, q, k, v, out, mask, scale, p, rng):
-        # a keyword mask is a constant that backward_graph needs; a 4th input is a parent
-        self.mask = mask if len(self.needs_input_grad) < 4 else None
-        self.keep = None
+        self.mask, self.keep = mask, None        # a 4th input, or a constant
         if p == 0.0:                                             # Q scale, A; Z = A V
             self.qs, self.a = attention_weights(q, k, mask, scale, v, out)
             self.k, self.v, self.scale = k, v, scale
@@ -163,6 +151,24 @@ class Attention(Function):
         return _attention_backward(a, g, qs, k, v, self.keep, self.scale, None, *grads)
 
 
+@autograd.fast_backward(Attention)
+def _attention_fast_backward(ctx, g):
+    """Attention's derivative from the kept weights, written into dQ, dK, dV buffers laid
+    out like Q, K, V (in batch row blocks on both cores when large)."""
+    need = ctx.needs_input_grad
+    batch = g.shape[:-2]
+    grads = []
+    for x, needed in zip((ctx.qs, ctx.k, ctx.v), need[:3], strict=True):
+        full = batch + x.shape[-2:]       # the walk sums broadcast dims back (unbroadcast)
+        grads.append(None if not needed else
+                     np.empty_like(x, dtype=g.dtype) if x.shape == full else
+                     np.empty(full, dtype=g.dtype))
+    ds = ctx._backward(g, *grads)
+    if len(need) == 4:                   # a mask given as an input: dM = dS
+        return tuple(grads) + ((ds if need[3] else None),)
+    return tuple(grads) + (None,) * (len(need) - 3)
+
+
 def _attention_backward(a, g, qs, k, v, keep, scale, da, gq, gk, gv):
     """Attention's backward into gq, gk, gv (each None or an array to fill); returns dS.
     da is an empty (..., n, m) buffer for dS, or None to let the first matmul allocate it."""
@@ -183,21 +189,20 @@ def _attention_backward(a, g, qs, k, v, keep, scale, da, gq, gk, gv):
     return da                                                    # dS = dL/d(S + M)
 
 
-def _attention_graph(g, q, k, v, mask, scale, keep):
-    """Attention's backward (see the class) as recorded Tensor ops, the weights recomputed
-    from q, k and the mask: (dQ, dK, dV, dS), each in the broadcast batch shape."""
+def _attention_formula(xp, g, q, k, v, mask, scale, keep):
+    """Attention's derivative (see the class), the weights recomputed from q, k and the mask:
+    (dQ, dK, dV, dS), each in the broadcast batch shape."""
     qs = q * scale
-    s = qs @ k.mT
+    s = qs @ xp.swapaxes(k, -1, -2)
     if mask is not None:
-        s = s + (mask if isinstance(mask, autograd.Tensor) else as_const(mask))
-    a = Softmax.apply(s, dim=-1)
-    keep = None if keep is None else as_const(keep)
-    dv = (a if keep is None else a * keep).mT @ g
-    da = g @ v.mT
+        s = s + mask
+    a = xp.run(Softmax, s, dim=-1)
+    dv = xp.swapaxes(a if keep is None else a * keep, -1, -2) @ g
+    da = g @ xp.swapaxes(v, -1, -2)
     if keep is not None:
         da = da * keep
-    ds = a * (da - (da * a).sum(dim=-1, keepdim=True))
-    return (ds @ k) * scale, ds.mT @ qs, dv, ds
+    ds = a * (da - xp.sum(da * a, -1, True))
+    return (ds @ k) * scale, xp.swapaxes(ds, -1, -2) @ qs, dv, ds
 
 
 
@@ -215,7 +220,7 @@ class PackedAttention(Attention):
             raise OpError(f"expected a packed [Q K V] of shape (B, T, 3*h*d) with h={n_head}, "
                           f"got {qkv.shape}")
         B, T, C3 = qkv.shape
-        self.heads = (B, T, n_head, C3 // (3 * n_head))
+        self.qkv, self.heads = qkv, (B, T, n_head, C3 // (3 * n_head))
         self.n = n = T if n_query is None else n_query       # queries: the last n rows
         q, k, v = self._views(qkv)
         out = np.empty((B, n, C3 // 3), dtype=qkv.dtype)
@@ -225,24 +230,17 @@ class PackedAttention(Attention):
         return out
 
     def backward(self, g):
-        B, T, h, d = self.heads
-        # rows that were not queries get no dQ: zeros there (only with n_query < T)
-        dqkv = (np.empty if self.n == T else np.zeros)((B, T, 3 * h * d), dtype=g.dtype)
-        self._backward(self._split(g), *self._views(dqkv))
-        return dqkv
-
-    def backward_graph(self, g, qkv):
+        xp = of(g)
         B, T, h, d = self.heads
         heads, rows = (0, 2, 1, 3), (slice(None), slice(None), slice(T - self.n, None))
-        x5 = qkv.reshape(B, T, 3, h, d)
-        q, k, v = (Permute.apply(Getitem.apply(x5, index=(slice(None), slice(None), j)),
-                                 dims=heads) for j in range(3))
-        gh = Permute.apply(g.reshape(B, self.n, h, d), dims=heads)
-        dq, dk, dv, _ = _attention_graph(gh, Getitem.apply(q, index=rows), k, v, self.mask,
-                                         self.scale, self.keep)
+        x5 = self.qkv.reshape(B, T, 3, h, d)
+        q, k, v = (xp.transpose(x5[:, :, j], heads) for j in range(3))
+        gh = xp.transpose(g.reshape(B, self.n, h, d), heads)
+        dq, dk, dv, _ = _attention_formula(xp, gh, q[rows], k, v, self.mask, self.scale,
+                                           self.keep)
         if self.n != T:                       # rows that were not queries: no dQ
-            dq = IndexPut.apply(dq, index=rows, shape=(B, h, T, d))
-        d5 = Stack.apply(*(Permute.apply(t, dims=heads) for t in (dq, dk, dv)), dim=2)
+            dq = xp.run(IndexPut, dq, index=rows, shape=(B, h, T, d))
+        d5 = xp.run(Stack, *(xp.transpose(t, heads) for t in (dq, dk, dv)), dim=2)
         return d5.reshape(B, T, 3 * h * d)
 
     def _views(self, a):
@@ -254,3 +252,13 @@ class PackedAttention(Attention):
     def _split(self, a):
         B, _, h, d = self.heads
         return a.reshape(B, -1, h, d).transpose(0, 2, 1, 3)      # (B, n, h*d) -> (B, h, n, d)
+
+
+@autograd.fast_backward(PackedAttention)
+def _packed_attention_fast_backward(ctx, g):
+    """dQ, dK, dV written straight into one (B, T, 3*h*d) gradient through strided views."""
+    B, T, h, d = ctx.heads
+    # rows that were not queries get no dQ: zeros there (only with n_query < T)
+    dqkv = (np.empty if ctx.n == T else np.zeros)((B, T, 3 * h * d), dtype=g.dtype)
+    ctx._backward(ctx._split(g), *ctx._views(dqkv))
+    return dqkv

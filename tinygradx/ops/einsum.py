@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..autograd import Function, OpError
+from .xp import ARRAYS, of
 
 LETTERS = string.ascii_uppercase + string.ascii_lowercase   # PyTorch's label order
 _PLANS = {}
@@ -199,16 +200,17 @@ class Einsum(Function):
     op_name = "einsum"
 
     def forward(self, *arrays, plan):
+        # input j is kept (as given: the formula squeezes it) only for the gradients of the
+        # others; a kept input that needs no gradient is copied, as torch's einsum (its bmm
+        # reads permuted copies), so that an in-place change of that constant is allowed
         self.plan, self.shapes = plan, [a.shape for a in arrays]
         xs = [np.squeeze(a, axis) if axis else a
               for a, axis in zip(arrays, plan.squeeze, strict=True)]
         self.squeezed = [x.shape for x in xs]
-        # input j is kept only for the gradients of the others; a kept input that needs no
-        # gradient is copied, as torch's einsum (its bmm reads permuted copies), so that an
-        # in-place change of that constant after the call is allowed as there
         needs = self.needs_input_grad
         self.xs = [None if not any(n for k, n in enumerate(needs) if k != j) else
-                   x if needs[j] else x.copy() for j, x in enumerate(xs)]
+                   a if needs[j] else x.copy() for j, (a, x) in enumerate(zip(arrays, xs,
+                                                                       strict=True))]
         out = contract(plan.equation, xs)
         if len(xs) == 1 and out.dtype.kind in "iu" and set(plan.specs[0]) - set(plan.out):
             out = out.astype(np.int64)   # one input summed: torch.sum's rule, int64
@@ -236,27 +238,16 @@ class Einsum(Function):
             yield k, eq, others, spread, len(uniq) < len(spec)
 
     def backward(self, g):
-        grads = [None] * len(self.xs)
-        for k, eq, others, spread, diagonal in self._gradients():
-            gk = contract(eq, [g] + [self.xs[j] for j in others])
-            if spread:
-                gk = np.broadcast_to(gk.reshape(spread[0]), spread[1])
-            if diagonal:
-                gk = _on_diagonal(gk, self.plan.specs[k], self.squeezed[k])
-            grads[k] = gk.reshape(self.shapes[k])
-        return tuple(grads)
-
-    def backward_graph(self, g, *inputs):
-        """backward's formula with Einsum and OnDiagonal nodes, so it can be differentiated."""
-        xs = [x.reshape(s) for x, s in zip(inputs, self.squeezed, strict=True)]   # squeezed
+        xp = of(g)
+        xs = [None if x is None else x.reshape(s)                     # squeezed
+              for x, s in zip(self.xs, self.squeezed, strict=True)]
         grads = [None] * len(xs)
         for k, eq, others, spread, diagonal in self._gradients():
-            operands = [g] + [xs[j] for j in others]
-            gk = Einsum.apply(*operands, plan=plan(eq, tuple(t.shape for t in operands)))
+            gk = _contract(xp, eq, [g] + [xs[j] for j in others])
             if spread:
-                gk = gk.reshape(spread[0]).expand(spread[1])
+                gk = xp.broadcast_to(gk.reshape(tuple(spread[0])), tuple(spread[1]))
             if diagonal:
-                gk = OnDiagonal.apply(gk, spec=self.plan.specs[k], shape=self.squeezed[k])
+                gk = xp.run(OnDiagonal, gk, spec=self.plan.specs[k], shape=self.squeezed[k])
             grads[k] = gk.reshape(self.shapes[k])
         return tuple(grads)
 
@@ -264,7 +255,6 @@ class Einsum(Function):
 class OnDiagonal(Function):
     """y = zeros with the values written where spec's repeated subscripts are equal (the
     adjoint of an einsum diagonal such as 'ii->i'); dvalues = that diagonal of g."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     op_name = "on_diagonal"
 
     def forward(self, values, spec, shape):
@@ -272,8 +262,12 @@ class OnDiagonal(Function):
         return _on_diagonal(values, spec, shape)
 
     def backward(self, g):
-        return contract(f"{self.spec}->{_unique(self.spec)}", [g])
+        return _contract(of(g), f"{self.spec}->{_unique(self.spec)}", [g])
 
-    def backward_graph(self, g, values):
-        eq = f"{self.spec}->{_unique(self.spec)}"
-        return Einsum.apply(g, plan=plan(eq, (g.shape,)))
+
+def _contract(xp, equation, operands):
+    """`contract` on arrays; on Tensors the recorded Einsum node of the same equation."""
+    if xp is ARRAYS:
+        return contract(equation, operands)
+    return Einsum.apply(*operands, plan=plan(equation, tuple(t.shape for t in operands)))
+

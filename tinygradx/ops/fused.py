@@ -5,16 +5,17 @@ and fewer temporaries: in-place numpy calls, the softmax run inside the score bu
 written in the layout of the inputs. Each docstring names its composite twin in functional.py
 (the same math built from primitives), and the tests hold the pair equal in value and gradient.
 
-Those kernels run only in the ordinary backward. Under create_graph=True the walk calls each
-op's `backward_graph` instead, a separate path of recorded Tensor ops that reads no saved value
-of an input or output (only constants: masks, targets, shapes), so it can be differentiated again:
+Each op's `backward` is its one derivative, the formula in operators and `xp` functions that
+runs on arrays and, under create_graph=True, on Tensors (differentiated again). It reads only the
+saved input or output and constants (masks, targets, shapes), recomputing the rest:
   Gelu: g * (Phi(x) + x phi(x)) from erf and exp of x (the tanh form from tanh of x).
-  Softmax, LogSoftmax: s * (g - sum(g s)) and g - s * sum(g), s = softmax(x) recomputed.
-  LayerNorm: xhat and rstd recomputed from x with mean and rsqrt, then the backward's formula.
+  Softmax, LogSoftmax: s * (g - sum(g s)) and g - exp(y) * sum(g), from the output.
+  LayerNorm: xhat and rstd recomputed from x with mean and sqrt, then the formula of dx.
   CrossEntropy: (softmax(x) - q) * g per row, q the (smoothed) target distribution.
   Dropout: g times the mask drawn in forward (a constant).
-  Attention, PackedAttention: the weights recomputed from Q, K and the mask (scores, softmax),
-  then dV, dS, dQ, dK as matmuls; the packed op splits and stacks the heads with movement ops.
+The in-place kernels above are each op's `@fast_backward`, beside the op: the ordinary walk
+runs them instead of the formula (same values, fewer passes over memory), and the tests hold
+the two equal.
 """
 from __future__ import annotations
 
@@ -27,8 +28,8 @@ from .. import autograd
 from ..fast import kernels, parallel
 from . import rowwise
 from ..autograd import Function, OpError
-from .movement import Fill
 from . import as_float
+from .xp import of
 
 
 # ------------------------------------------------------------------------------------------
@@ -73,34 +74,38 @@ class Gelu(Function):
         return y
 
     def backward(self, g):
-        x = self.x
+        xp, x = of(g), self.x
         if self.approximate == "tanh":
-            d = np.empty(x.shape, dtype=x.dtype)
-            if kernels.ENABLED and g.dtype == x.dtype and parallel.rows(
-                    kernels.gelu_tanh_grad, _flat(x), _flat(self.t), _flat(g), d.reshape(-1),
-                    min_elements=parallel.MIN_KERNEL_ELEMENTS):
-                return d                                 # one compiled pass
-            du = np.empty(x.shape, dtype=x.dtype)
-            parallel.rows(_gelu_tanh_grad, _flat(x), _flat(self.t), _flat(g), d.reshape(-1),
-                          du.reshape(-1))
-            return d
-        pdf = np.multiply(x, x, out=np.empty_like(x))
-        pdf *= -0.5
-        np.exp(pdf, out=pdf)
-        pdf *= 1 / math.sqrt(2 * math.pi)       # phi(x)
-        pdf *= x
-        pdf += self.cdf                          # Phi(x) + x phi(x)
-        pdf *= g
-        return pdf
-
-    def backward_graph(self, g, x):
-        if self.approximate == "tanh":
-            t = ((x + x * x * x * 0.044715) * _SQRT_2_OVER_PI).tanh()
+            t = xp.tanh((x + x * x * x * 0.044715) * _SQRT_2_OVER_PI)
             du = (x * x * (3 * 0.044715) + 1) * _SQRT_2_OVER_PI
             return g * ((t + 1) * 0.5 + x * (1 - t * t) * du * 0.5)
-        cdf = ((x * (1 / math.sqrt(2))).erf() + 1) * 0.5
-        pdf = (x * x * -0.5).exp() * (1 / math.sqrt(2 * math.pi))
+        cdf = (xp.erf(x * (1 / math.sqrt(2))) + 1) * 0.5
+        pdf = xp.exp(x * x * -0.5) * (1 / math.sqrt(2 * math.pi))
         return g * (cdf + x * pdf)
+
+
+@autograd.fast_backward(Gelu)
+def _gelu_backward(ctx, g):
+    """Gelu's derivative in one compiled pass, or in place with the kept Phi(x) / tanh."""
+    x = ctx.x
+    if ctx.approximate == "tanh":
+        d = np.empty(x.shape, dtype=x.dtype)
+        if kernels.ENABLED and g.dtype == x.dtype and parallel.rows(
+                kernels.gelu_tanh_grad, _flat(x), _flat(ctx.t), _flat(g), d.reshape(-1),
+                min_elements=parallel.MIN_KERNEL_ELEMENTS):
+            return d                                 # one compiled pass
+        du = np.empty(x.shape, dtype=x.dtype)
+        parallel.rows(_gelu_tanh_grad, _flat(x), _flat(ctx.t), _flat(g), d.reshape(-1),
+                      du.reshape(-1))
+        return d
+    pdf = np.multiply(x, x, out=np.empty_like(x))
+    pdf *= -0.5
+    np.exp(pdf, out=pdf)
+    pdf *= 1 / math.sqrt(2 * math.pi)       # phi(x)
+    pdf *= x
+    pdf += ctx.cdf                           # Phi(x) + x phi(x)
+    pdf *= g
+    return pdf
 
 
 def _flat(a):
@@ -157,15 +162,18 @@ class Softmax(Function):
         return self.out
 
     def backward(self, g):
-        if self.out.ndim == 0 or self.out.size == 0:
-            return np.zeros_like(g)          # one element: s = 1 whatever x is
-        return rowwise.softmax_grad(g, self.out, np.empty_like(self.out), self.dim)
+        xp, s = of(g), self.out
+        if s.ndim == 0 or s.size == 0:
+            return xp.zeros_like(g)          # one element: s = 1 whatever x is
+        return s * (g - xp.sum(g * s, self.dim, True))
 
-    def backward_graph(self, g, x):
-        if x.ndim == 0 or x.numel() == 0:
-            return Fill.apply(g, 0)
-        s = Softmax.apply(x, dim=self.dim)   # recomputed: s depends on x
-        return s * (g - (g * s).sum(dim=self.dim, keepdim=True))
+
+@autograd.fast_backward(Softmax)
+def _softmax_backward(ctx, g):
+    """Softmax's derivative row by row into one new array (a compiled pass when available)."""
+    if ctx.out.ndim == 0 or ctx.out.size == 0:
+        return None
+    return rowwise.softmax_grad(g, ctx.out, np.empty_like(ctx.out), ctx.dim)
 
 
 class LogSoftmax(Function):
@@ -190,10 +198,8 @@ class LogSoftmax(Function):
         return shifted
 
     def backward(self, g):
-        return g - np.exp(self.out) * g.sum(axis=self.dim, keepdims=True)
-
-    def backward_graph(self, g, x):
-        return g - Softmax.apply(x, dim=self.dim) * g.sum(dim=self.dim, keepdim=True)
+        xp = of(g)
+        return g - xp.exp(self.out) * xp.sum(g, self.dim, True)
 
 
 def layer_norm_rows(x2, w, b, eps, keep):
@@ -229,6 +235,7 @@ class LayerNorm(Function):
     def forward(self, x, *wb, n_axes=1, eps=1e-5, affine=(False, False)):
         # work on a (rows, n) view: every reduction is then along axis 1, and the row dot
         # products of the backward become BLAS matrix-vector products
+        self.x, self.wb = x, wb             # what the formula reads (kept, not copied)
         self.shape, self.wshape = x.shape, x.shape[x.ndim - n_axes:]
         n = math.prod(self.wshape)
         x2 = x.reshape(-1, n)
@@ -240,47 +247,51 @@ class LayerNorm(Function):
         return y.reshape(x.shape)
 
     def backward(self, g):
-        xhat, w = self.xhat, self.w
-        n = xhat.shape[1]
-        g2 = g.reshape(-1, n)
-        done = kernels.layer_norm_backward(g2, xhat, self.rstd, w) if kernels.ENABLED else None
-        if done is not None:
-            out, gw, gb = done
-            need = self.needs_input_grad
-            gw = gw.reshape(self.wshape) if self.affine[0] and need[1] else None
-            gb = gb.reshape(self.wshape) if self.affine[1] and need[-1] else None
-            return (out.reshape(self.shape),) + (gw,) * self.affine[0] + (gb,) * self.affine[1]
-        gx = g2 * xhat                                          # temporary, reused below
-        gw = gx.sum(axis=0) if self.affine[0] and self.needs_input_grad[1] else None
-        gb = g2.sum(axis=0) if self.affine[1] and self.needs_input_grad[-1] else None
-        if w is not None:
-            mean_gh = (g2 @ w) / n                              # mean(g*w) per row
-            mean_ghx = (gx @ w) / n                             # mean(g*w*xhat) per row
-            out = g2 * w
-        else:
-            mean_gh, mean_ghx = g2.mean(axis=1), gx.mean(axis=1)
-            out = g2.copy()
-        out -= mean_gh[:, None]
-        np.multiply(xhat, mean_ghx[:, None], out=gx)
-        out -= gx
-        out *= self.rstd
-        grads = [out.reshape(self.shape)]
-        if self.affine[0]:
-            grads.append(None if gw is None else gw.reshape(self.wshape))
-        if self.affine[1]:
-            grads.append(None if gb is None else gb.reshape(self.wshape))
-        return tuple(grads)
-
-    def backward_graph(self, g, x, *wb):
+        xp, x = of(g), self.x
         dims = tuple(range(x.ndim - len(self.wshape), x.ndim))
-        xc = x - x.mean(dim=dims, keepdim=True)
-        rstd = ((xc * xc).mean(dim=dims, keepdim=True) + self.eps).rsqrt()
+        xc = x - xp.mean(x, dims, True)
+        rstd = 1 / xp.sqrt(xp.mean(xc * xc, dims, True) + self.eps)
         xhat = xc * rstd                      # recomputed: xhat and rstd depend on x
-        gh = g * wb[0] if self.affine[0] else g
-        dx = rstd * (gh - gh.mean(dim=dims, keepdim=True)
-                     - xhat * (gh * xhat).mean(dim=dims, keepdim=True))
+        gh = g * self.wb[0] if self.affine[0] else g
+        dx = rstd * (gh - xp.mean(gh, dims, True) - xhat * xp.mean(gh * xhat, dims, True))
         # dw, db in the shape of x: the walk sums the leading dims away
         return (dx,) + ((g * xhat,) if self.affine[0] else ()) + ((g,) if self.affine[1] else ())
+
+
+@autograd.fast_backward(LayerNorm)
+def _layer_norm_backward(ctx, g):
+    """LayerNorm's derivative from the kept xhat and rstd: one compiled pass per row, or
+    in-place numpy with the row sums as BLAS matrix-vector products."""
+    xhat, w = ctx.xhat, ctx.w
+    n = xhat.shape[1]
+    g2 = g.reshape(-1, n)
+    done = kernels.layer_norm_backward(g2, xhat, ctx.rstd, w) if kernels.ENABLED else None
+    if done is not None:
+        out, gw, gb = done
+        need = ctx.needs_input_grad
+        gw = gw.reshape(ctx.wshape) if ctx.affine[0] and need[1] else None
+        gb = gb.reshape(ctx.wshape) if ctx.affine[1] and need[-1] else None
+        return (out.reshape(ctx.shape),) + (gw,) * ctx.affine[0] + (gb,) * ctx.affine[1]
+    gx = g2 * xhat                                          # temporary, reused below
+    gw = gx.sum(axis=0) if ctx.affine[0] and ctx.needs_input_grad[1] else None
+    gb = g2.sum(axis=0) if ctx.affine[1] and ctx.needs_input_grad[-1] else None
+    if w is not None:
+        mean_gh = (g2 @ w) / n                              # mean(g*w) per row
+        mean_ghx = (gx @ w) / n                             # mean(g*w*xhat) per row
+        out = g2 * w
+    else:
+        mean_gh, mean_ghx = g2.mean(axis=1), gx.mean(axis=1)
+        out = g2.copy()
+    out -= mean_gh[:, None]
+    np.multiply(xhat, mean_ghx[:, None], out=gx)
+    out -= gx
+    out *= ctx.rstd
+    grads = [out.reshape(ctx.shape)]
+    if ctx.affine[0]:
+        grads.append(None if gw is None else gw.reshape(ctx.wshape))
+    if ctx.affine[1]:
+        grads.append(None if gb is None else gb.reshape(ctx.wshape))
+    return tuple(grads)
 
 
 class CrossEntropy(Function):
@@ -309,7 +320,8 @@ class CrossEntropy(Function):
         if label_smoothing:
             nll = (1 - label_smoothing) * nll - label_smoothing * logp.mean(axis=1)
         nll = nll * self.keep
-        self.logp, self.t, self.eps, self.reduction = logp, safe_t, label_smoothing, reduction
+        self.x, self.logp, self.t = x, logp, safe_t
+        self.eps, self.reduction = label_smoothing, reduction
         self.count = max(int(self.keep.sum()), 1)
         if reduction == "mean":
             return np.asarray(nll.sum() / self.count, dtype=x.dtype)
@@ -318,27 +330,31 @@ class CrossEntropy(Function):
         return nll.astype(x.dtype, copy=False)
 
     def backward(self, g):
-        n, c = self.logp.shape
-        grad = np.exp(self.logp)            # softmax, in place of the saved log-probs
-        if self.eps:
-            grad -= self.eps / c
-        grad[np.arange(n), self.t] -= 1 - self.eps
-        if self.reduction == "none":
-            scale = g * self.keep
-        else:
-            scale = self.keep * (g / self.count if self.reduction == "mean" else g)
-        grad *= scale.astype(grad.dtype, copy=False)[:, None]
-        return grad
-
-    def backward_graph(self, g, x):
+        x = self.x
         n, c = x.shape
         q = np.full((n, c), self.eps / c, dtype=x.dtype)   # the target distribution
         q[np.arange(n), self.t] += 1 - self.eps
         keep = self.keep.astype(x.dtype)
         if self.reduction == "mean":
             keep /= self.count
-        scale = g * as_const(keep)                           # (n,): g is 0-d or (n,)
-        return (Softmax.apply(x, dim=1) - as_const(q)) * scale.reshape(n, 1)
+        scale = g * keep                                   # (n,): g is 0-d or (n,)
+        return (of(g).run(Softmax, x, dim=1) - q) * scale.reshape(n, 1)
+
+
+@autograd.fast_backward(CrossEntropy)
+def _cross_entropy_backward(ctx, g):
+    """The same (softmax(x) - q) * g, in place of the saved log-probabilities."""
+    n, c = ctx.logp.shape
+    grad = np.exp(ctx.logp)            # softmax, in place of the saved log-probs
+    if ctx.eps:
+        grad -= ctx.eps / c
+    grad[np.arange(n), ctx.t] -= 1 - ctx.eps
+    if ctx.reduction == "none":
+        scale = g * ctx.keep
+    else:
+        scale = ctx.keep * (g / ctx.count if ctx.reduction == "mean" else g)
+    grad *= scale.astype(grad.dtype, copy=False)[:, None]
+    return grad
 
 
 class Dropout(Function):
@@ -346,7 +362,6 @@ class Dropout(Function):
 
     Composite twin: `F.dropout_composite` (given the same mask).
     """
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, p=0.5, rng=None):
         keep = rng.random(x.shape, dtype=np.float32) >= p
         self.scale = keep * np.asarray(1.0 / (1.0 - p), dtype=x.dtype)
@@ -355,8 +370,6 @@ class Dropout(Function):
     def backward(self, g):
         return g * self.scale
 
-    def backward_graph(self, g, x):
-        return g * as_const(self.scale)           # the mask drawn in forward: a constant
 
 def as_const(a):
     """A saved array (a mask, a dropout keep-mask) as a constant operand of a graph rule."""

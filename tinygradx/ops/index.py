@@ -3,31 +3,24 @@ roll, repeat, repeat_interleave, diagonal, gather, scatter, scatter_add. Forward
 side by side, on numpy arrays, as in ops.py; every `dim` arrives already checked (a
 non-negative int, see dims.check_dim) from the Tensor methods in tensor_index.py.
 
-Each op's backward_graph (create_graph=True) is its backward written with differentiable
-ops. The adjoints that are not user-facing ops are Functions here too, each with its own
-rules, so every derivative can be taken again: Shift and Scan (a linear recurrence: the
-division-free rules of cumprod and prod), SumRepeats (of repeat_interleave) and
-DiagonalAdjoint (of diagonal); gather's adjoint is scatter_add into zeros.
+Each op's backward is written once, with ops (`xp.run(Op, ...)`: the op's forward on arrays,
+the recorded op on Tensors under create_graph). The adjoints that are not user-facing ops are
+Functions here too, each with its own backward, so every derivative can be taken again: Shift
+and Scan (a linear recurrence: the division-free rules of cumprod and prod), SumRepeats (of
+repeat_interleave) and DiagonalAdjoint (of diagonal); gather's adjoint is scatter_add into
+zeros.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..autograd import Function, OpError
+from .xp import of
 
 
 def _scan_dtype(x):
     """torch's scan/product result dtype: integers and bool accumulate in int64."""
     return np.int64 if x.dtype.kind in "biu" else x.dtype
-
-
-def _exclusive_cumprod(x, axis, reverse=False):
-    """prod of the elements strictly before (after, when reverse) each one along axis."""
-    if reverse:
-        return np.flip(_exclusive_cumprod(np.flip(x, axis), axis), axis)
-    ones = np.ones_like(np.take(x, [0], axis=axis)) if x.shape[axis] else x
-    shifted = np.concatenate([ones, np.take(x, range(x.shape[axis] - 1), axis=axis)], axis)
-    return np.cumprod(shifted, axis=axis, dtype=x.dtype)
 
 
 def _shift(a, by, axis):
@@ -60,16 +53,12 @@ def _scan(b, a, axis, reverse, shifted):
 class Shift(Function):
     """y_i = x_{i-by} along dim, zeros shifted in: dx = shift(g, -by). A helper of the graph
     rules of cumprod and prod."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, dim, by):
         self.dim, self.by = dim, by
         return _shift(x, by, dim)
 
     def backward(self, g):
-        return _shift(g, -self.by, self.dim)
-
-    def backward_graph(self, g, x):
-        return Shift.apply(g, dim=self.dim, by=-self.by)
+        return of(g).run(Shift, g, dim=self.dim, by=-self.by)
 
 
 class Scan(Function):
@@ -95,38 +84,29 @@ class Scan(Function):
         return -toward if self.shifted else toward
 
     def backward(self, g):
-        db = _scan(g, self.a, self.dim, not self.reverse, not self.shifted)
+        xp, d = of(g), self.dim
+        db = xp.run(Scan, g, self.a, dim=d, reverse=not self.reverse, shifted=not self.shifted)
         if not self.needs_input_grad[1]:
             return db, None
         if self.shifted:
-            return db, _shift(db, self._by(), self.dim) * self.h
-        return db, db * _shift(self.h, self._by(), self.dim)
-
-    def backward_graph(self, g, b, a):
-        d = self.dim
-        db = Scan.apply(g, a, dim=d, reverse=not self.reverse, shifted=not self.shifted)
-        if not self.needs_input_grad[1]:
-            return db, None
-        h = Scan.apply(b, a, dim=d, reverse=self.reverse, shifted=self.shifted)
-        if self.shifted:
-            return db, Shift.apply(db, dim=d, by=self._by()) * h
-        return db, db * Shift.apply(h, dim=d, by=self._by())
+            return db, xp.run(Shift, db, dim=d, by=self._by()) * self.h
+        return db, db * xp.run(Shift, self.h, dim=d, by=self._by())
 
 
-def _exclusive_products_graph(x, dim, reverse=False):
-    """`_exclusive_cumprod` in Tensor ops: a shifted cumprod with a 1 in front."""
+def _exclusive_products(xp, x, dim, reverse=False):
+    """The product of the elements strictly before (after, when reverse) each one along dim:
+    a cumprod shifted by one, with a 1 in front."""
     if reverse:
-        x = Flip.apply(x, dims=(dim,))
+        x = xp.run(Flip, x, dims=(dim,))
     first = np.zeros(x.shape, x.dtype)
     if x.shape[dim]:
         first[(slice(None),) * dim + (0,)] = 1
-    out = Shift.apply(CumProd.apply(x, dim=dim), dim=dim, by=1) + first
-    return Flip.apply(out, dims=(dim,)) if reverse else out
+    out = xp.run(Shift, xp.run(CumProd, x, dim=dim), dim=dim, by=1) + first
+    return xp.run(Flip, out, dims=(dim,)) if reverse else out
 
 
 class CumSum(Function):
     """y_i = sum_{j<=i} x_j; dx_i = sum_{j>=i} g_j (a reverse cumsum of g)"""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, dim):
         self.dim = dim
         return np.cumsum(x.reshape(x.shape or (1,)), axis=dim,
@@ -135,13 +115,8 @@ class CumSum(Function):
     def backward(self, g):
         if g.ndim == 0:
             return g
-        return np.flip(np.cumsum(np.flip(g, self.dim), axis=self.dim), self.dim).copy()
-
-    def backward_graph(self, g, x):
-        if g.ndim == 0:
-            return g
-        d = (self.dim,)
-        return Flip.apply(CumSum.apply(Flip.apply(g, dims=d), dim=self.dim), dims=d)
+        xp, d = of(g), (self.dim,)
+        return xp.run(Flip, xp.run(CumSum, xp.run(Flip, g, dims=d), dim=self.dim), dims=d)
 
 
 class CumProd(Function):
@@ -153,24 +128,12 @@ class CumProd(Function):
                           dtype=_scan_dtype(x)).reshape(x.shape)
 
     def backward(self, g):
-        x, d = self.x, self.dim
+        xp, x, d = of(g), self.x, self.dim
         if x.ndim == 0 or x.shape[d] == 0:
-            return g.copy()
-        xm, gm = np.moveaxis(x, d, 0), np.moveaxis(g, d, 0)
-        s = np.empty(gm.shape, np.result_type(g, x))
-        s[-1] = gm[-1]
-        for i in range(len(s) - 2, -1, -1):
-            s[i] = gm[i] + xm[i + 1] * s[i + 1]
-        return np.moveaxis(_exclusive_cumprod(xm, 0) * s, 0, d)
-
-    def backward_graph(self, g, x):
-        d = self.dim
-        if x.ndim == 0 or x.shape[d] == 0:
-            return g
-        # S (the reverse recurrence of backward) is a Scan of g; the prefix products too,
-        # so the rule is backward's formula, division-free, and differentiable again
-        return _exclusive_products_graph(x, d) * Scan.apply(g, x, dim=d, reverse=True,
-                                                            shifted=True)
+            return g * 1
+        # S_i = g_i + x_{i+1} S_{i+1} is a reverse Scan of g: division-free, exact with zeros
+        return _exclusive_products(xp, x, d) * xp.run(Scan, g, x, dim=d, reverse=True,
+                                                      shifted=True)
 
 
 class Prod(Function):
@@ -185,62 +148,40 @@ class Prod(Function):
         return np.prod(x, axis=dim, keepdims=keepdim, dtype=_scan_dtype(x))
 
     def backward(self, g):
-        x, d = self.x, self.dim
+        xp, x, d = of(g), self.x, self.dim
         if d is None:
             flat = x.reshape(-1)
-            others = _exclusive_cumprod(flat, 0) * _exclusive_cumprod(flat, 0, reverse=True)
+            others = _exclusive_products(xp, flat, 0) * _exclusive_products(xp, flat, 0, True)
             return (g * others).reshape(self.shape)
         if x.ndim == 0:
-            return g.copy()
-        others = _exclusive_cumprod(x, d) * _exclusive_cumprod(x, d, reverse=True)
-        return others * (g if self.keepdim else np.expand_dims(g, d))
-
-    def backward_graph(self, g, x):
-        d = self.dim
-        if d is None:
-            flat = x.reshape(-1)
-            others = _exclusive_products_graph(flat, 0) * _exclusive_products_graph(
-                flat, 0, reverse=True)
-            return (g * others).reshape(self.shape)
-        if x.ndim == 0:
-            return g
-        others = _exclusive_products_graph(x, d) * _exclusive_products_graph(x, d, True)
-        return others * (g if self.keepdim else g.unsqueeze(d))
+            return g * 1
+        others = _exclusive_products(xp, x, d) * _exclusive_products(xp, x, d, True)
+        return others * (g if self.keepdim else xp.expand_dims(g, d))
 
 
 class Flip(Function):
     """d(flip x) = flip(g) over the same dims"""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, dims):
         self.dims = dims
         return np.flip(x, dims).copy()
 
     def backward(self, g):
-        return np.flip(g, self.dims).copy()
-
-    def backward_graph(self, g, x):
-        return Flip.apply(g, dims=self.dims)
+        return of(g).run(Flip, g, dims=self.dims)
 
 
 class Roll(Function):
     """d(roll x by s) = roll(g by -s)"""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, shifts, dims):
         self.shifts, self.dims = shifts, dims
         return np.roll(x, shifts, dims)
 
     def backward(self, g):
         neg = tuple(-s for s in self.shifts) if isinstance(self.shifts, tuple) else -self.shifts
-        return np.roll(g, neg, self.dims)
-
-    def backward_graph(self, g, x):
-        neg = tuple(-s for s in self.shifts) if isinstance(self.shifts, tuple) else -self.shifts
-        return Roll.apply(g, shifts=neg, dims=self.dims)
+        return of(g).run(Roll, g, shifts=neg, dims=self.dims)
 
 
 class Repeat(Function):
     """y = tile(x, sizes); dx = g viewed as (s0, d0, s1, d1, ...) summed over each s"""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, sizes):
         lead = len(sizes) - x.ndim
         self.shape = x.shape
@@ -249,17 +190,12 @@ class Repeat(Function):
         return np.tile(x.reshape(self.full), sizes)
 
     def backward(self, g):
-        pairs = [v for s, d in zip(self.sizes, self.full, strict=True) for v in (s, d)]
-        return g.reshape(pairs).sum(axis=tuple(range(0, len(pairs), 2))).reshape(self.shape)
-
-    def backward_graph(self, g, x):
         pairs = tuple(v for s, d in zip(self.sizes, self.full, strict=True) for v in (s, d))
-        return g.reshape(pairs).sum(dim=tuple(range(0, len(pairs), 2))).reshape(self.shape)
+        return of(g).sum(g.reshape(pairs), tuple(range(0, len(pairs), 2))).reshape(self.shape)
 
 
 class RepeatInterleave(Function):
     """y = x's slices along dim, slice i repeated r_i times; dx_i = the sum of its copies"""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, repeats, dim):
         self.dim, self.n = dim, x.shape[dim]
         self.r = int(repeats) if np.ndim(repeats) == 0 else None
@@ -268,24 +204,16 @@ class RepeatInterleave(Function):
         return np.repeat(x, repeats, axis=dim)
 
     def backward(self, g):
+        xp, d = of(g), self.dim
         if self.r is not None:    # one count for all: the copies are an axis to sum (no add.at)
-            d = self.dim
-            return g.reshape(g.shape[:d] + (self.n, self.r) + g.shape[d + 1:]).sum(axis=d + 1)
-        gm = np.moveaxis(g, self.dim, 0)
-        out = np.zeros((self.n,) + gm.shape[1:], g.dtype)
-        np.add.at(out, self.src, gm)
-        return np.moveaxis(out, 0, self.dim)
-
-    def backward_graph(self, g, x):
-        counts = (np.full(self.n, self.r) if self.r is not None else
-                  np.bincount(self.src, minlength=self.n))
-        return SumRepeats.apply(g, repeats=counts, dim=self.dim)
+            return xp.sum(g.reshape(tuple(g.shape[:d]) + (self.n, self.r)
+                                    + tuple(g.shape[d + 1:])), d + 1)
+        return xp.run(SumRepeats, g, repeats=np.bincount(self.src, minlength=self.n), dim=d)
 
 
 class SumRepeats(Function):
     """The adjoint of repeat_interleave: y_k = the sum of g's slices along dim that are
     copies of slice k (repeats[k] of them, in order); dg = repeat_interleave(u, repeats)."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     op_name = "sum_repeats"
 
     def forward(self, g, repeats, dim):
@@ -296,10 +224,7 @@ class SumRepeats(Function):
         return np.moveaxis(out, 0, dim)
 
     def backward(self, u):
-        return np.repeat(u, self.repeats, axis=self.dim)
-
-    def backward_graph(self, u, g):
-        return RepeatInterleave.apply(u, repeats=self.repeats, dim=self.dim)
+        return of(u).run(RepeatInterleave, u, repeats=self.repeats, dim=self.dim)
 
 
 def _diag_view(a, offset, dim1, dim2):
@@ -314,7 +239,6 @@ def _diag_view(a, offset, dim1, dim2):
 class Diagonal(Function):
     """y = the (dim1, dim2) diagonal at offset, as the last dim; dx = g written on that
     diagonal of zeros"""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, offset, dim1, dim2):
         if dim1 == dim2:
             raise OpError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
@@ -323,19 +247,12 @@ class Diagonal(Function):
         return m[..., r, c]
 
     def backward(self, g):
-        out = np.zeros(self.shape, g.dtype)
-        m, r, c = _diag_view(out, *self.args)
-        m[..., r, c] = g
-        return out
-
-    def backward_graph(self, g, x):
-        return DiagonalAdjoint.apply(g, shape=self.shape, args=self.args)
+        return of(g).run(DiagonalAdjoint, g, shape=self.shape, args=self.args)
 
 
 class DiagonalAdjoint(Function):
     """The adjoint of diagonal: zeros of `shape` with g written on the (offset, dim1, dim2)
     diagonal; du = the diagonal of u."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     op_name = "diagonal_adjoint"
 
     def forward(self, g, shape, args):
@@ -346,12 +263,8 @@ class DiagonalAdjoint(Function):
         return out
 
     def backward(self, u):
-        m, r, c = _diag_view(u, *self.args)
-        return m[..., r, c]
-
-    def backward_graph(self, u, g):
         offset, dim1, dim2 = self.args
-        return Diagonal.apply(u, offset=offset, dim1=dim1, dim2=dim2)
+        return of(u).run(Diagonal, u, offset=offset, dim1=dim1, dim2=dim2)
 
 
 def _grid(index, dim):
@@ -389,27 +302,20 @@ def _check_index(name, x_shape, index, dim, src_shape=None):
 
 class Gather(Function):
     """y[p] = x[p with p[dim] = index[p]]; dx = zeros with g added at those positions"""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, dim, index):
         _check_index("gather", x.shape, index, dim)
         self.shape, self.grid, self.dim = x.shape, _grid(index, dim), dim
         return x[self.grid]
 
     def backward(self, g):
-        out = np.zeros(self.shape, g.dtype)
-        np.add.at(out, self.grid, g)
-        return out
-
-    def backward_graph(self, g, x):
-        # scatter_add into zeros: the same np.add.at, as a differentiable op
-        return Scatter.apply(np.zeros(self.shape, g.dtype), g, dim=self.dim,
-                             index=self.grid[self.dim], add=True)
+        # scatter_add into zeros (np.add.at: repeated positions add up)
+        return of(g).run(Scatter, np.zeros(self.shape, g.dtype), g, dim=self.dim,
+                         index=self.grid[self.dim], add=True)
 
 
 class Scatter(Function):
     """y = x with x[p with p[dim] = index[p]] = src[p] (add: +=), for p over index's shape;
     dx = g (zero where overwritten), dsrc = g at those positions (zero where index has none)"""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, src, dim, index, add=False):
         _check_index("scatter_add" if add else "scatter", x.shape, index, dim, src.shape)
         self.add, self.src_shape, self.dim = add, src.shape, dim
@@ -424,30 +330,20 @@ class Scatter(Function):
         return out
 
     def backward(self, g):
-        dx = g.copy()
-        if not self.add:
-            dx[self.grid] = 0
-        picked = g[self.grid]
-        if not self.src_shape:
-            return dx, picked.sum()
-        dsrc = np.zeros(self.src_shape, g.dtype)
-        dsrc[self.sub] = picked
-        return dx, dsrc
-
-    def backward_graph(self, g, x, src):
-        nx, ns = self.needs_input_grad
+        xp, (nx, ns) = of(g), self.needs_input_grad
         index = self.grid[self.dim]
         dx = dsrc = None
         if nx:           # overwritten positions get zero: scatter zeros there
-            dx = g if self.add else Scatter.apply(g, np.zeros(index.shape, g.dtype),
-                                                  dim=self.dim, index=index)
+            dx = g if self.add else xp.run(Scatter, g, np.zeros(index.shape, g.dtype),
+                                           dim=self.dim, index=index)
         if ns:
-            picked = Gather.apply(g, dim=self.dim, index=index)
+            picked = xp.run(Gather, g, dim=self.dim, index=index)
             if not self.src_shape:
                 dsrc = picked.sum()
             elif self.src_shape == index.shape:
                 dsrc = picked
             else:        # src larger than index: picked in its leading box, zeros elsewhere
-                dsrc = Scatter.apply(np.zeros(self.src_shape, g.dtype), picked, dim=self.dim,
-                                     index=_box_index(index.shape, self.dim))
+                dsrc = xp.run(Scatter, np.zeros(self.src_shape, g.dtype), picked,
+                              dim=self.dim, index=_box_index(index.shape, self.dim))
         return dx, dsrc
+

@@ -1,14 +1,14 @@
 """Matrix products and table lookups: matmul, linear, embedding. One Function each, forward and
-backward on numpy arrays side by side (as in ops.py), and each one's backward_graph in Tensor
-ops; the embedding's backward (a scatter-add of rows) is an op of its own, EmbeddingBackward,
-so that its result can be differentiated again.
+backward side by side (as in ops.py), each backward written once for arrays and Tensors; the
+embedding's backward (a scatter-add of rows) is an op of its own, EmbeddingBackward, so that
+its result can be differentiated again.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..autograd import Function, OpError
-from . import const
+from .xp import ARRAYS, of
 
 
 # OpenBLAS multiplies a few rows by a transposed weight (x @ W.T, W (out, in) C-ordered) up
@@ -33,6 +33,11 @@ def _mm(a, b):
             y = a2 @ b
         return y.reshape(a.shape[:-1] + (b.shape[1],)) if a.ndim > 2 else y
     return np.matmul(a, b)
+
+
+def _matmul(xp, a, b):
+    """a @ b: `_mm` on arrays, the recorded matmul on Tensors."""
+    return _mm(a, b) if xp is ARRAYS else a @ b
 
 
 def linear_forward(x, w, b=None):
@@ -63,50 +68,29 @@ class MatMul(Function):
         return f"{a.shape} @ {b.shape}: batch dims do not broadcast ({err})"
 
     def backward(self, g):
-        a, b = self.a, self.b
+        xp, a, b = of(g), self.a, self.b
         a_nd, b_nd = self.nd
         if b_nd == 1:                               # numpy's rule: a 1-D right operand is a
-            g = np.expand_dims(g, -1)               # column and a 1-D left one a row (vector
+            g = xp.expand_dims(g, -1)               # column and a 1-D left one a row (vector
         if a_nd == 1:                               # @ vector gives a 0-d g: add the column
-            g = np.expand_dims(g, -2)               # axis first, then the row)
+            g = xp.expand_dims(g, -2)               # axis first, then the row)
         ga = gb = None
         if self.needs_input_grad[0]:
-            b2 = b[:, None] if b_nd == 1 else b
-            ga = _mm(g, b2.swapaxes(-1, -2))
+            b2 = xp.expand_dims(b, -1) if b_nd == 1 else b
+            ga = _matmul(xp, g, xp.swapaxes(b2, -1, -2))
             if a_nd == 1:
                 ga = ga[..., 0, :]
         if self.needs_input_grad[1]:
-            a2 = a[None, :] if a_nd == 1 else a
+            a2 = xp.expand_dims(a, 0) if a_nd == 1 else a
             if max(b_nd, 2) == 2 and a2.ndim > 2:
                 # a shared 2-D weight: fold the batch into one GEMM instead of a batched GEMM
                 # followed by a sum over the batch
                 k = a2.shape[-1]
-                gb = a2.reshape(-1, k).T @ g.reshape(-1, g.shape[-1])
+                gb = xp.swapaxes(a2.reshape(-1, k), 0, 1) @ g.reshape(-1, g.shape[-1])
             else:
-                gb = np.matmul(a2.swapaxes(-1, -2), g)
+                gb = xp.matmul(xp.swapaxes(a2, -1, -2), g)
             if b_nd == 1:
                 gb = gb[..., 0]
-        return ga, gb
-
-    def backward_graph(self, g, a, b):
-        a2 = a.unsqueeze(0) if a.ndim == 1 else a
-        b2 = b.unsqueeze(-1) if b.ndim == 1 else b
-        if b.ndim == 1:
-            g = g.unsqueeze(-1)
-        if a.ndim == 1:
-            g = g.unsqueeze(-2)
-        ga = gb = None
-        if self.needs_input_grad[0]:
-            ga = g @ b2.mT
-            if a.ndim == 1:
-                ga = ga.squeeze(-2)
-        if self.needs_input_grad[1]:
-            if b2.ndim == 2 and a2.ndim > 2:            # one GEMM over the folded batch
-                gb = a2.reshape(-1, a2.shape[-1]).mT @ g.reshape(-1, g.shape[-1])
-            else:
-                gb = a2.mT @ g
-            if b.ndim == 1:
-                gb = gb.squeeze(-1)
         return ga, gb
 
 
@@ -124,26 +108,17 @@ class Linear(Function):
         return linear_forward(x, w, b)
 
     def backward(self, g):
-        x, w = self.x, self.w
-        gx = _mm(g, w) if self.needs_input_grad[0] else None
+        xp, x, w = of(g), self.x, self.w
+        gx = _matmul(xp, g, w) if self.needs_input_grad[0] else None
         g2 = g.reshape(-1, g.shape[-1])
         gw = g2.T @ x.reshape(-1, x.shape[-1]) if self.needs_input_grad[1] else None
         if len(self.needs_input_grad) == 3:
-            return gx, gw, (g2.sum(axis=0) if self.needs_input_grad[2] else None)
+            return gx, gw, (g2.sum(0) if self.needs_input_grad[2] else None)
         return gx, gw
-
-    def backward_graph(self, g, x, w, b=None):
-        gx = g @ w if self.needs_input_grad[0] else None
-        g2 = g.reshape(-1, g.shape[-1])
-        gw = g2.mT @ x.reshape(-1, x.shape[-1]) if self.needs_input_grad[1] else None
-        if b is None:
-            return gx, gw
-        return gx, gw, (g2.sum(dim=0) if self.needs_input_grad[2] else None)
 
 
 class Embedding(Function):
     """out = W[ids]; dW = scatter-add of g into the rows named by ids (repeated ids sum)."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     fresh_grads = True
     def forward(self, w, ids, padding_idx=None):
         if ids.dtype.kind not in "iu":
@@ -160,11 +135,8 @@ class Embedding(Function):
         return out
 
     def backward(self, g):
-        return _scatter_rows(g, self.ids, self.shape, self.padding_idx)
-
-    def backward_graph(self, g, w):
-        return EmbeddingBackward.apply(g, ids=self.ids, shape=self.shape,
-                                       padding_idx=self.padding_idx)
+        return of(g).run(EmbeddingBackward, g, ids=self.ids, shape=self.shape,
+                         padding_idx=self.padding_idx)
 
 
 def _scatter_rows(g, ids, shape, padding_idx):
@@ -188,7 +160,6 @@ class EmbeddingBackward(Function):
     """The embedding's weight gradient as an op: g (..., C) scatter-added into a (V, C) table
     at the rows ids (the padding row gets nothing). It is linear in g, and its own gradient
     gathers the rows back: d = h[ids], 0 where ids == padding_idx."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     fresh_grads = True
     op_name = "embedding_backward"
 
@@ -200,9 +171,6 @@ class EmbeddingBackward(Function):
         return (self.ids != self.padding_idx)[..., None]
 
     def backward(self, h):
-        out = h[self.ids]
+        out = of(h).run(Embedding, h, ids=self.ids)
         return out if self.padding_idx is None else out * self._kept()
 
-    def backward_graph(self, h, g):
-        out = Embedding.apply(h, ids=self.ids)
-        return out if self.padding_idx is None else out * const(self._kept())

@@ -4,28 +4,21 @@ As in ops.py: forward takes numpy arrays and returns one array, backward takes d
 and returns one gradient per input; each docstring is the op's vector-Jacobian product. Int and
 bool inputs of the float functions (sin, log2, ...) are float32, as torch's; floor, ceil,
 round, trunc and sign keep an integer dtype and, as in torch, pass a zero gradient.
-Each op's backward_graph (create_graph=True) is its backward in Tensor ops, recomputing from
-the inputs what backward reads from the forward (sigmoid, exp); masks and constants
-(leaky_relu's slope, hardtanh's kept range, softplus' linear part) are read as saved.
+Each backward is the op's one derivative (on arrays, and on Tensors under create_graph=True):
+what it needs of x (sigmoid's s, elu's e^x) it reads from the saved input or output; masks and
+constants (leaky_relu's slope, hardtanh's kept range, softplus' linear part) are read as saved.
 """
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
 from ..autograd import Function
 from ..autograd import OpError
-from . import MaskedFill, as_float
+from . import as_float
+from .xp import of, sigmoid as _sigmoid, value
 
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
-
-
-def _sigmoid(x):
-    """1/(1+exp(-x)) without overflow, in x's dtype."""
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
 
 # ------------------------------------------------------------------------------------------
@@ -39,10 +32,7 @@ class Sin(Function):
         return np.sin(self.x)
 
     def backward(self, g):
-        return g * np.cos(self.x)
-
-    def backward_graph(self, g, x):
-        return g * x.cos()
+        return g * of(g).cos(self.x)
 
 
 class Cos(Function):
@@ -52,10 +42,7 @@ class Cos(Function):
         return np.cos(self.x)
 
     def backward(self, g):
-        return -g * np.sin(self.x)
-
-    def backward_graph(self, g, x):
-        return -g * x.sin()
+        return -g * of(g).sin(self.x)
 
 
 class Log2(Function):
@@ -67,9 +54,6 @@ class Log2(Function):
     def backward(self, g):
         return g / (self.x * np.log(2.0))
 
-    def backward_graph(self, g, x):
-        return g / (x * math.log(2.0))
-
 
 class Log10(Function):
     """d(log10 x) = g/(x ln 10)"""
@@ -79,9 +63,6 @@ class Log10(Function):
 
     def backward(self, g):
         return g / (self.x * np.log(10.0))
-
-    def backward_graph(self, g, x):
-        return g / (x * math.log(10.0))
 
 
 class Exp2(Function):
@@ -93,41 +74,28 @@ class Exp2(Function):
     def backward(self, g):
         return g * self.out * np.log(2.0)
 
-    def backward_graph(self, g, x):
-        return g * x.exp2() * math.log(2.0)
-
 
 class LogAddExp(Function):
     """d log(e^a + e^b) = (g*sigmoid(a-b), g*sigmoid(b-a)); callers promote a and b first
     (ops.promote), as for the binary ops of ops.py"""
     def forward(self, a, b):
-        self.d = a - b
+        self.a, self.b = a, b
         return np.logaddexp(a, b)
 
     def backward(self, g):
-        d = np.nan_to_num(self.d)          # a == b == +-inf: 1/2 each
-        s = _sigmoid(d)
-        return g * s, g * (1 - s)
-
-    def backward_graph(self, g, a, b):
-        d = a - b
-        nan = np.isnan(self.d)
-        if nan.any():                      # the 1/2 each of backward, as a constant
-            d = MaskedFill.apply(d, mask=nan, value=0.0)
-        s = d.sigmoid()
+        xp, d = of(g), self.a - self.b
+        with np.errstate(invalid="ignore"):
+            nan = np.isnan(value(d))
+        if nan.any():                      # a == b == +-inf: 1/2 each
+            d = xp.where(nan, 0.0, d)
+        s = xp.sigmoid(d)
         return g * s, g * (1 - s)
 
 
 class _Step(Function):
     """A piecewise-constant op: its gradient is zero everywhere (as torch's)."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def backward(self, g):
-        return np.zeros_like(g)
-
-    def backward_graph(self, g, x):
-        # exactly zero, as backward (g * 0 would be NaN where g is inf), yet recorded as a
-        # function of g so the first derivative still depends on it
-        return MaskedFill.apply(g, mask=np.ones((), bool), value=0)
+        return of(g).zeros_like(g)
 
 
 class Floor(_Step):
@@ -174,11 +142,6 @@ class Lerp(Function):
         return (g * (1 - self.w) if na else None, g * self.w if nb else None,
                 g * (self.b - self.a) if nw else None)
 
-    def backward_graph(self, g, a, b, w):
-        na, nb, nw = self.needs_input_grad
-        return (g * (1 - w) if na else None, g * w if nb else None,
-                g * (b - a) if nw else None)
-
 
 # ------------------------------------------------------------------------------------------
 # integer-style division: //, %, fmod; callers promote a and b first (ops.promote), so the
@@ -215,7 +178,6 @@ class DivRounded(Function):
     """a / b rounded toward -inf ("floor") or toward 0 ("trunc"): torch.div(a, b,
     rounding_mode=...), whose gradient is zero (torch's; floor_divide has none at all)."""
     op_name = "div"
-    graph_reads_inputs = False
 
     def forward(self, a, b, rounding_mode):
         _check_division(f"div(rounding_mode={rounding_mode!r})", a, b)
@@ -228,11 +190,7 @@ class DivRounded(Function):
             return q + ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0)))
 
     def backward(self, g):
-        return tuple(np.zeros_like(g) if n else None for n in self.needs_input_grad)
-
-    def backward_graph(self, g, a, b):
-        zero = MaskedFill.apply(g, mask=np.ones((), bool), value=0)
-        return zero, zero
+        return tuple(of(g).zeros_like(g) if n else None for n in self.needs_input_grad)
 
 
 class Remainder(Function):
@@ -250,10 +208,7 @@ class Remainder(Function):
         if not nb:
             return g, None
         with np.errstate(divide="ignore", invalid="ignore"):
-            return (g if na else None), -g * np.floor_divide(self.a, self.b)
-
-    def backward_graph(self, g, a, b):
-        return g, -g * FloorDivide.apply(a.detach(), b.detach())
+            return (g if na else None), -g * np.floor_divide(value(self.a), value(self.b))
 
 
 class Fmod(Function):
@@ -269,10 +224,7 @@ class Fmod(Function):
         if not nb:
             return g, None
         with np.errstate(divide="ignore", invalid="ignore"):
-            return (g if na else None), -g * np.trunc(self.a / self.b)
-
-    def backward_graph(self, g, a, b):
-        return g, -g * (a.detach() / b.detach()).trunc()
+            return (g if na else None), -g * np.trunc(value(self.a) / value(self.b))
 
 
 # ------------------------------------------------------------------------------------------
@@ -282,35 +234,25 @@ class Fmod(Function):
 class Silu(Function):
     """d(x*s(x)) = g*s*(1 + x*(1-s))"""
     def forward(self, x):
-        self.x, self.s = x, _sigmoid(x)
-        return x * self.s
+        self.x = x
+        return x * _sigmoid(x)
 
     def backward(self, g):
-        s = self.s
+        s = of(g).sigmoid(self.x)
         return g * s * (1 + self.x * (1 - s))
-
-    def backward_graph(self, g, x):
-        s = x.sigmoid()
-        return g * s * (1 + x * (1 - s))
 
 
 class Softplus(Function):
     """log(1 + e^(beta x))/beta, x where beta x > threshold: d = g*s(beta x) (1 above)"""
     def forward(self, x, beta=1.0, threshold=20.0):
         bx = x * beta
-        self.lin, self.beta = bx > threshold, beta
-        self.s = _sigmoid(bx)
+        self.x, self.lin, self.beta = x, bx > threshold, beta
         soft = (np.maximum(bx, 0) + np.log1p(np.exp(-np.abs(bx)))) / beta
         return np.where(self.lin, x, soft).astype(x.dtype, copy=False)
 
     def backward(self, g):
-        return g * np.where(self.lin, 1, self.s)
-
-    def backward_graph(self, g, x):
-        s = (x * self.beta).sigmoid()
-        if self.lin.any():
-            s = MaskedFill.apply(s, mask=self.lin, value=1)
-        return g * s
+        xp = of(g)
+        return g * xp.where(self.lin, 1.0, xp.sigmoid(self.x * self.beta))
 
 
 class LogSigmoid(Function):
@@ -320,15 +262,11 @@ class LogSigmoid(Function):
         return (np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))).astype(x.dtype, copy=False)
 
     def backward(self, g):
-        return g * _sigmoid(-self.x)
-
-    def backward_graph(self, g, x):
-        return g * (-x).sigmoid()
+        return g * of(g).sigmoid(-self.x)
 
 
 class LeakyRelu(Function):
     """x where x > 0, else slope*x: d = g where x > 0, g*slope elsewhere"""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, negative_slope=0.01):
         self.pos, self.slope = x > 0, negative_slope
         return np.where(self.pos, x, x * negative_slope).astype(x.dtype, copy=False)
@@ -336,41 +274,28 @@ class LeakyRelu(Function):
     def backward(self, g):
         return g * np.where(self.pos, 1, self.slope)
 
-    def backward_graph(self, g, x):
-        # the same constant factor as backward (float64 where slope is a Python float, so a
-        # float32 gradient is rounded once, after the product, in both)
-        return g * np.where(self.pos, 1, self.slope)
-
 
 class Elu(Function):
     """scale*(x where x > 0, else alpha*(e^x - 1)): d = g*scale (x > 0), g*scale*alpha*e^x"""
     def forward(self, x, alpha=1.0, scale=1.0):
-        self.pos, self.scale, self.alpha = x > 0, scale, alpha
-        self.neg = alpha * np.exp(np.minimum(x, 0))          # alpha e^x on the negative side
-        out = scale * np.where(self.pos, x, self.neg - alpha)
+        self.x, self.pos, self.scale, self.alpha = x, x > 0, scale, alpha
+        neg = alpha * np.exp(np.minimum(x, 0))               # alpha e^x on the negative side
+        out = scale * np.where(self.pos, x, neg - alpha)
         return out.astype(x.dtype, copy=False)
 
     def backward(self, g):
-        return g * (self.scale * np.where(self.pos, 1, self.neg))
-
-    def backward_graph(self, g, x):
-        neg = x.clamp(max=0).exp() * self.alpha
-        if self.pos.any():
-            neg = MaskedFill.apply(neg, mask=self.pos, value=1)
-        return g * (neg * self.scale)
+        xp = of(g)
+        neg = self.alpha * xp.exp(xp.clip(self.x, None, 0))
+        return g * (self.scale * xp.where(self.pos, 1.0, neg))
 
 
 class Hardtanh(Function):
     """clip(x, min_val, max_val): d = g where min_val < x < max_val (as torch)"""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, min_val=-1.0, max_val=1.0):
         self.keep = (x > min_val) & (x < max_val)
         return np.clip(x, min_val, max_val).astype(x.dtype, copy=False)
 
     def backward(self, g):
-        return g * self.keep
-
-    def backward_graph(self, g, x):
         return g * self.keep
 
 
@@ -387,9 +312,6 @@ class Log1p(Function):
     def backward(self, g):
         return g / (1 + self.x)
 
-    def backward_graph(self, g, x):
-        return g / (1 + x)
-
 
 class Expm1(Function):
     """d(e^x - 1) = g*e^x"""
@@ -400,5 +322,3 @@ class Expm1(Function):
     def backward(self, g):
         return g * (self.out + 1)
 
-    def backward_graph(self, g, x):
-        return g * x.exp()

@@ -3,16 +3,19 @@ permute, expand, indexing, cat/stack, triu/tril, and the out-of-place halves of 
 and x[index] = v (see Tensor._inplace). Forward and backward side by side, on numpy arrays, as
 in ops.py.
 
-Every backward here is linear in g and reads no value of an input, so each `backward_graph`
-is the same movement applied to g as a recorded op. Getitem's adjoint (zeros with g put at the
-index) is an op of its own, `IndexPut`, whose backward is Getitem again; the walk's
-`backward_slice` shortcut belongs to the array walk only.
+Every backward here is linear in g and reads no value of an input: the same movement applied
+to g (`xp.run(Op, g)`: the op's forward on arrays, the recorded op on Tensors). Getitem's
+adjoint (zeros with g put at the index) is an op of its own, `IndexPut`, whose backward is
+Getitem again; the walk's slice buffer (`autograd.Slice`, getitem's fast backward) belongs to
+the array walk only.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .. import autograd
 from ..autograd import Function, OpError, fmt_shapes
+from .xp import of
 from .dims import check_dim
 
 
@@ -22,7 +25,6 @@ from .dims import check_dim
 
 class Reshape(Function):
     """d(reshape x) = reshape(g, x.shape)"""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, shape):
         self.shape = x.shape
         return x.reshape(shape)
@@ -35,13 +37,9 @@ class Reshape(Function):
     def backward(self, g):
         return g.reshape(self.shape)
 
-    def backward_graph(self, g, x):
-        return g.reshape(x.shape)
-
 
 class Permute(Function):
     """d(permute x) = permute(g, inverse order)"""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, dims):
         n = x.ndim
         given, dims = dims, tuple(d if type(d) is int and 0 <= d < n else check_dim(None, d, n)
@@ -57,15 +55,11 @@ class Permute(Function):
         return x.transpose(dims)
 
     def backward(self, g):
-        return g.transpose(self.inverse)
-
-    def backward_graph(self, g, x):
-        return Permute.apply(g, dims=self.inverse)
+        return of(g).transpose(g, self.inverse)
 
 
 class Expand(Function):
     """d(broadcast_to x) = g; the engine's unbroadcast sums it back."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, shape):
         lead = len(shape) - x.ndim                 # new leading dims may not be -1
         if lead < 0 or -1 in shape[:lead]:
@@ -82,9 +76,6 @@ class Expand(Function):
     def backward(self, g):
         return g
 
-    def backward_graph(self, g, x):
-        return g
-
 
 def _is_advanced(index):
     return any(isinstance(i, (np.ndarray, list)) for i in index)
@@ -92,7 +83,6 @@ def _is_advanced(index):
 
 class Getitem(Function):
     """Basic indexing scatters g into zeros; integer-array gathers scatter-add (repeats sum)."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     op_name = "getitem"
 
     def forward(self, x, index):
@@ -104,15 +94,15 @@ class Getitem(Function):
         return (f"index {kwargs['index']!r} is invalid for a tensor of shape "
                 f"{arrays[0].shape}: {err}")
 
-    def backward_slice(self, g):
-        # basic indexing: the gradient is g inside the slice (the walk adds it into one buffer)
-        return None if _is_advanced(self.index) else (self.index, g)
-
     def backward(self, g):
-        return _put(g, self.index, self.shape)
+        return of(g).run(IndexPut, g, index=self.index, shape=self.shape)
 
-    def backward_graph(self, g, x):
-        return IndexPut.apply(g, index=self.index, shape=x.shape)
+
+@autograd.fast_backward(Getitem)
+def _getitem_backward(ctx, g):
+    """Basic indexing: the gradient is g inside the slice; the walk adds it into one buffer
+    that the slices of a split share (autograd.Slice)."""
+    return None if _is_advanced(ctx.index) else autograd.Slice(ctx.index, g)
 
 
 def _take(x, index):
@@ -139,7 +129,6 @@ class IndexPut(Function):
     The graph walk records it as the gradient of x[index], so that gradient can be
     differentiated again (its backward is a Getitem).
     """
-    graph_reads_inputs = False     # its backward_graph reads no input values
     op_name = "index_put"
 
     def forward(self, g, index, shape):
@@ -147,15 +136,11 @@ class IndexPut(Function):
         return _put(g, index, shape)
 
     def backward(self, g):
-        return _take(g, self.index)
-
-    def backward_graph(self, g, x):
-        return Getitem.apply(g, index=self.index)
+        return of(g).run(Getitem, g, index=self.index)
 
 
 class Cat(Function):
     """d(cat xs) = the slices of g that each input filled."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, *xs, dim=0):
         self.dim = dim
         self.sizes = [x.shape[dim] for x in xs]
@@ -168,14 +153,7 @@ class Cat(Function):
 
     def backward(self, g):
         bounds = np.cumsum(self.sizes)[:-1]
-        return tuple(np.split(g, bounds, axis=self.dim))
-
-    def backward_graph(self, g, *xs):
-        pieces, start, lead = [], 0, (slice(None),) * (self.dim % g.ndim)
-        for size in self.sizes:
-            pieces.append(Getitem.apply(g, index=lead + (slice(start, start + size),)))
-            start += size
-        return tuple(pieces)
+        return tuple(of(g).split(g, bounds, axis=self.dim))
 
 
 class Stack(Function):
@@ -189,16 +167,11 @@ class Stack(Function):
         return f"inputs must all have the same shape, got {fmt_shapes(arrays)}"
 
     def backward(self, g):
-        return tuple(np.moveaxis(g, self.dim, 0))
-
-    def backward_graph(self, g, *xs):
-        lead = (slice(None),) * (self.dim % g.ndim)
-        return tuple(Getitem.apply(g, index=lead + (i,)) for i in range(len(xs)))
+        return of(g).unstack(g, self.dim)
 
 
 class Tri(Function):
     """triu/tril keep a triangle; g passes only through the kept entries."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, diagonal=0, upper=True):
         if x.ndim < 2:
             raise OpError(f"needs a tensor with at least 2 dims, got shape {x.shape}")
@@ -206,10 +179,7 @@ class Tri(Function):
         return np.triu(x, diagonal) if upper else np.tril(x, diagonal)
 
     def backward(self, g):
-        return np.triu(g, self.diagonal) if self.upper else np.tril(g, self.diagonal)
-
-    def backward_graph(self, g, x):
-        return Tri.apply(g, diagonal=self.diagonal, upper=self.upper)
+        return of(g).run(Tri, g, diagonal=self.diagonal, upper=self.upper)
 
 
 # ------------------------------------------------------------------------------------------
@@ -218,7 +188,6 @@ class Tri(Function):
 
 class Fill(Function):
     """Every element becomes value (broadcast, cast to x's dtype): dx = 0, dvalue = sum g."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     op_name = "fill"
 
     def forward(self, x, value):
@@ -231,11 +200,7 @@ class Fill(Function):
         return f"cannot write a value of shape {arrays[1].shape} into shape {arrays[0].shape}"
 
     def backward(self, g):
-        return (np.zeros(g.shape, g.dtype) if self.needs_input_grad[0] else None), g
-
-    def backward_graph(self, g, x, value):
-        # dx: zeros that still depend on g (exact zeros even where g is inf, as backward)
-        return (Fill.apply(g, 0) if self.needs_input_grad[0] else None), g
+        return (of(g).zeros_like(g) if self.needs_input_grad[0] else None), g
 
 
 class Copy(Fill):
@@ -245,7 +210,6 @@ class Copy(Fill):
 
 class Setitem(Function):
     """x[index] = v out of place: v gets g[index], x gets g with zeros at index."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     op_name = "setitem"
 
     def forward(self, x, v, index):
@@ -260,27 +224,16 @@ class Setitem(Function):
                 f"of a tensor of shape {arrays[0].shape}: {err}")
 
     def backward(self, g):
-        gx = None
-        if self.needs_input_grad[0]:
-            gx = g.copy()
-            gx[self.index] = 0
-        gv = g[self.index] if self.needs_input_grad[1] else None
-        return gx, gv
-
-    def backward_graph(self, g, x, v):
-        need_x, need_v = self.needs_input_grad
-        return (Setitem.apply(g, 0, index=self.index) if need_x else None,
-                Getitem.apply(g, index=self.index) if need_v else None)
+        xp, (need_x, need_v) = of(g), self.needs_input_grad
+        return (xp.run(Setitem, g, 0, index=self.index) if need_x else None,
+                xp.run(Getitem, g, index=self.index) if need_v else None)
 
 
 class Contiguous(Function):
     """A C-ordered copy of x (Tensor.contiguous of a transposed or strided tensor): dx = g."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x):
         return np.ascontiguousarray(x)
 
     def backward(self, g):
         return g
 
-    def backward_graph(self, g, x):
-        return g

@@ -1,5 +1,5 @@
-"""Reductions: sum, mean, max/min, var, logsumexp. One Function each, forward and backward on
-numpy arrays side by side (as in ops.py), plus each one's backward_graph in Tensor ops."""
+"""Reductions: sum, mean, max/min, var, logsumexp. One Function each, forward and backward side
+by side (as in ops.py); each backward runs on arrays and, under create_graph, on Tensors."""
 from __future__ import annotations
 
 import math
@@ -8,57 +8,44 @@ import numpy as np
 
 from ..autograd import Function, OpError
 from .dims import normalize_dims
-from . import as_float, const
+from . import as_float
+from .xp import of, value
 
 
 
-def _expand_back(g, shape, axes, keepdim):
+def _expand_back(xp, g, axes, keepdim):
     """Re-insert the reduced axes (size 1) so g broadcasts against the input."""
     if keepdim or not axes:
         return g
-    return np.expand_dims(g, axes)
-
-
-def _kept(g, shape, axes, keepdim):
-    """_expand_back for the graph rules: the Tensor g with the reduced axes back (size 1)."""
-    if keepdim or not axes:
-        return g
-    return g.reshape(tuple(1 if i in axes else n for i, n in enumerate(shape)))
+    return xp.expand_dims(g, axes)
 
 
 class Sum(Function):
     """d(sum x) = g broadcast over the reduced axes."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, dim=None, keepdim=False):
         self.shape, self.axes, self.keepdim = x.shape, normalize_dims(dim, x.ndim), keepdim
         return np.sum(x, axis=self.axes, keepdims=keepdim)
 
     def backward(self, g):
-        return np.broadcast_to(_expand_back(g, self.shape, self.axes, self.keepdim), self.shape)
-
-    def backward_graph(self, g, x):
-        return _kept(g, x.shape, self.axes, self.keepdim).expand(self.shape)
+        xp = of(g)
+        return xp.broadcast_to(_expand_back(xp, g, self.axes, self.keepdim), self.shape)
 
 
 class Mean(Function):
     """d(mean x) = g/N broadcast over the reduced axes."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, dim=None, keepdim=False):
         self.shape, self.axes, self.keepdim = x.shape, normalize_dims(dim, x.ndim), keepdim
         self.n = max(1, math.prod(x.shape[a] for a in self.axes))
         return np.mean(x, axis=self.axes, keepdims=keepdim)
 
     def backward(self, g):
-        g = _expand_back(g, self.shape, self.axes, self.keepdim) * (1.0 / self.n)
-        return np.broadcast_to(g.astype(g.dtype, copy=False), self.shape)
-
-    def backward_graph(self, g, x):
-        return (_kept(g, x.shape, self.axes, self.keepdim) * (1.0 / self.n)).expand(self.shape)
+        xp = of(g)
+        return xp.broadcast_to(_expand_back(xp, g, self.axes, self.keepdim) * (1.0 / self.n),
+                               self.shape)
 
 
 class Max(Function):
     """d(max x) = g split evenly among the positions that attain the max."""
-    graph_reads_inputs = False     # its backward_graph reads no input values
     def forward(self, x, dim=None, keepdim=False, minimum=False):
         self.x, self.axes, self.keepdim = x, normalize_dims(dim, x.ndim), keepdim
         if x.size == 0 and (not self.axes or any(x.shape[a] == 0 for a in self.axes)):
@@ -71,16 +58,11 @@ class Max(Function):
         return self.out if keepdim else np.squeeze(self.out, axis=self.axes)
 
     def backward(self, g):
-        hit = (self.x == self.out)
+        xp = of(g)
+        hit = value(self.x) == value(self.out)       # which positions attain it: a constant
         count = hit.sum(axis=self.axes, keepdims=True)
-        g = _expand_back(g, self.x.shape, self.axes, self.keepdim)
-        return hit * (g / count).astype(g.dtype, copy=False)
-
-    def backward_graph(self, g, x):
-        # which positions attain the max is a constant of the input (a mask, as in backward)
-        hit = self.x == self.out
-        count = hit.sum(axis=self.axes, keepdims=True).astype(g.dtype)
-        return const(hit) * (_kept(g, x.shape, self.axes, self.keepdim) / const(count))
+        g = _expand_back(xp, g, self.axes, self.keepdim)
+        return hit * xp.astype(g / count, g.dtype)
 
 
 class Var(Function):
@@ -93,23 +75,17 @@ class Var(Function):
     def forward(self, x, dim=None, correction=1, keepdim=False):
         self.axes, self.keepdim = normalize_dims(dim, x.ndim), keepdim
         n = math.prod(x.shape[a] for a in self.axes)
-        self.denom = n - correction
-        self.xc = x - x.mean(axis=self.axes, keepdims=True)
+        self.x, self.denom = x, n - correction
+        xc = x - x.mean(axis=self.axes, keepdims=True)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.sum(self.xc * self.xc, axis=self.axes, keepdims=keepdim) / max(
-                self.denom, 0)
+            return np.sum(xc * xc, axis=self.axes, keepdims=keepdim) / max(self.denom, 0)
 
     def backward(self, g):
-        g = _expand_back(g, self.xc.shape, self.axes, self.keepdim)
+        xp, x = of(g), self.x
+        g = _expand_back(xp, g, self.axes, self.keepdim)
         scale = 2.0 / self.denom if self.denom else math.inf
         with np.errstate(invalid="ignore"):
-            return g * scale * self.xc
-
-    def backward_graph(self, g, x):
-        scale = 2.0 / self.denom if self.denom else math.inf
-        xc = x - Mean.apply(x, dim=self.axes, keepdim=True)
-        with np.errstate(invalid="ignore"):
-            return _kept(g, x.shape, self.axes, self.keepdim) * scale * xc
+            return g * scale * (x - xp.mean(x, self.axes, True))
 
 
 class LogSumExp(Function):
@@ -121,14 +97,14 @@ class LogSumExp(Function):
         m = np.max(x, axis=self.axes, keepdims=True, initial=-np.inf)
         m = np.where(np.isfinite(m), m, 0)
         with np.errstate(divide="ignore"):
-            self.out = m + np.log(np.sum(np.exp(x - m), axis=self.axes, keepdims=True))
-        return self.out if keepdim else np.squeeze(self.out, axis=self.axes)
+            out = m + np.log(np.sum(np.exp(x - m), axis=self.axes, keepdims=True))
+        self.out = out if keepdim else np.squeeze(out, axis=self.axes)
+        return self.out
 
     def backward(self, g):
-        g = _expand_back(g, self.x.shape, self.axes, self.keepdim)
-        return g * np.exp(self.x - self.out)
-
-    def backward_graph(self, g, x):
-        out = LogSumExp.apply(x, dim=self.axes, keepdim=True)     # recomputed from x
+        xp = of(g)
+        g = _expand_back(xp, g, self.axes, self.keepdim)
+        out = _expand_back(xp, self.out, self.axes, self.keepdim)
         with np.errstate(invalid="ignore"):
-            return _kept(g, x.shape, self.axes, self.keepdim) * (x - out).exp()
+            return g * xp.exp(self.x - out)
+

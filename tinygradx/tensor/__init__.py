@@ -271,26 +271,21 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMet
                 f"the base instead (base[index] = value), or clone() the view first")
         cell = self._version
         if ctx is not None:
+            copies = {}
             for k, v in list(ctx.__dict__.items()):   # what the new node saved of the old value:
                 if isinstance(v, np.ndarray) and np.may_share_memory(v, self._data):
-                    ctx.__dict__[k] = v = v.copy()    # its own copy (PyTorch saves a clone)
+                    if id(v) not in copies:           # its own copy (PyTorch saves a clone)
+                        copies[id(v)] = v.copy()
+                    ctx.__dict__[k] = v = copies[id(v)]
                     if v.shape == self.shape:
-                        # the whole old value: create_graph's rules read it (backprop.Restore)
+                        # the whole old value: under create_graph the formula reads it with
+                        # the input's gradient path (backprop.graph_view, Restore)
                         ctx.old_inputs = {i: v for i, p in enumerate(ctx.parents)
                                           if p is old}
-        # the old value, for create_graph's rules (backprop.Restore): shared with what the
-        # node saved when it saved all of it, else a copy only if its rule reads inputs
-        before = next(iter(getattr(ctx, "old_inputs", {}).values()), None)
-        if before is None and ctx is not None and ctx.graph_reads_inputs:
-            before = self._data.copy()
         self._data[...] = out._data
         cell[0] += 1
         cell[1:] = [f"{name} at {autograd.user_line()}"]
         if ctx is not None:
-            # which inputs are the memory just overwritten (create_graph must not read them)
-            ctx.overwritten = tuple(i for i, p in enumerate(ctx.parents) if p is old)
-            if ctx.graph_reads_inputs and not hasattr(ctx, "old_inputs") and ctx.overwritten:
-                ctx.old_inputs = dict.fromkeys(ctx.overwritten, before)
             for k, v in ctx.__dict__.items():         # a saved output is self's memory now
                 if v is out._data:
                     ctx.__dict__[k] = self._data
@@ -558,7 +553,12 @@ def _op_result(data, ctx):
         raise TypeError(f"{op}: forward on arrays returned a {type(data).__name__}, but an op "
                         f"written with methods on arrays has one output; write an op with "
                         f"several outputs in PyTorch's style (@staticmethod forward(ctx, ...))")
-    return np.asarray(data)
+    arr = np.asarray(data)
+    if ctx is not None:                 # a saved output (0-d: a numpy scalar) is this array,
+        for k, v in ctx.__dict__.items():    # so create_graph finds it (backprop.graph_view)
+            if v is data:
+                ctx.__dict__[k] = arr
+    return arr
 
 
 def _constant(name, x, instead):
