@@ -9,8 +9,8 @@ import math
 
 import numpy as np
 
-from .. import autograd
 from ..autograd import Function, OpError
+from ..autograd.tensor_base import TensorBase
 from ..fast import kernels, parallel
 from . import rowwise
 from .fused import Softmax, as_const
@@ -189,7 +189,7 @@ def _attention_graph(g, q, k, v, mask, scale, keep):
     qs = q * scale
     s = qs @ k.mT
     if mask is not None:
-        s = s + (mask if isinstance(mask, autograd.Tensor) else as_const(mask))
+        s = s + (mask if isinstance(mask, TensorBase) else as_const(mask))
     a = Softmax.apply(s, dim=-1)
     keep = None if keep is None else as_const(keep)
     dv = (a if keep is None else a * keep).mT @ g

@@ -23,10 +23,10 @@ import math
 import numpy as np
 
 from ..fast._erf import erf as _erf
-from .. import autograd
 from ..fast import kernels, parallel
 from . import rowwise
 from ..autograd import Function, OpError
+from ..autograd.tensor_base import TensorBase
 from .movement import Fill
 from . import as_float
 
@@ -360,4 +360,4 @@ class Dropout(Function):
 
 def as_const(a):
     """A saved array (a mask, a dropout keep-mask) as a constant operand of a graph rule."""
-    return autograd.Tensor._from_op(a, None)
+    return TensorBase._from_op(a, None)
