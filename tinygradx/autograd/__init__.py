@@ -89,12 +89,17 @@ def toposort_to(roots, inputs):
     return kept, {id(t) for t in kept if id(t) not in reach}
 
 
-def run_backward(roots, root_grads, retain_graph=False, store=None, inputs=None):
+def run_backward(roots, root_grads, retain_graph=False, store=None, inputs=None,
+                 on_edge=None):
     """Propagate gradients from `roots` to every tensor behind them that needs one (with
     `inputs`, only along the paths to them: `toposort_to`).
 
     Each tensor's complete gradient goes to `store(t, g, owned)`: by default leaves (and
     retain_grad tensors) accumulate it into `.grad`; `tgx.grad` passes its own to capture it.
+    `on_edge(ctx, slot, parent, grad)`, if given, is shown each edge's gradient as the walk
+    hands it on (unbroadcast, in the parent's dtype, a getitem's slice placed in its input's
+    shape; read it during the call, the walk may add into it later): the pictures' gradient
+    norms (graph.edge_grads) are these arrays.
     """
     store = store or _store_grad
     node_backward = _node_backward_timed if STATE.backward_observers else _node_backward
@@ -111,17 +116,21 @@ def run_backward(roots, root_grads, retain_graph=False, store=None, inputs=None)
             g, owned = _run_hooks(t, g), False    # a hook may keep the array it was shown
         store(t, g, owned)
         if t._ctx is not None and id(t) not in stop:
-            node_backward(t._ctx, g, grads)
+            node_backward(t._ctx, g, grads, on_edge)
             if not retain_graph:
                 t._ctx.free()
 
 
-def _node_backward(ctx, g, grads):
-    """Call one node's backward with its output's gradient and hand the results to `grads`."""
+def _node_backward(ctx, g, grads, on_edge=None):
+    """Call one node's backward with its output's gradient and hand the results to `grads`
+    (and to `on_edge`, when run_backward was given one)."""
     part = ctx.backward_slice(g) if ctx.backward_slice is not None else None
     if part is not None:                          # getitem: values at index, zeros elsewhere
         (p,), (index, values) = ctx.parents, part
-        grads.add_slice(p, index, _cast(values, p, ctx))
+        values = _cast(values, p, ctx)
+        if on_edge is not None:
+            on_edge(ctx, 0, p, _placed(values, index, p))
+        grads.add_slice(p, index, values)
         return
     in_grads = grads_per_input(ctx, ctx.backward(g), "backward")
     for i, (p, ig, need) in enumerate(zip(ctx.parents, in_grads, ctx.needs_input_grad,
@@ -131,7 +140,17 @@ def _node_backward(ctx, g, grads):
                 new = _cast(unbroadcast(ig, p._data.shape), p, ctx)
             except (OpError, AttributeError):
                 raise bad_grad(ctx, "backward", i, ig, p) from None
+            if on_edge is not None:
+                on_edge(ctx, i, p, new)
             grads.add(p, new, ctx.fresh_grads or new is not ig)  # made here: ours to write
+
+
+def _placed(values, index, p):
+    """A getitem's gradient as an array of its input's shape: values at index, zeros elsewhere
+    (what add_slice adds; made only for an edge observer)."""
+    full = np.zeros(p._data.shape, values.dtype)
+    full[index] = values
+    return full
 
 
 def bad_grad(ctx, rule, i, ig, p):
@@ -161,10 +180,10 @@ def _cast(ig, p, ctx):
     return ig
 
 
-def _node_backward_timed(ctx, g, grads):
+def _node_backward_timed(ctx, g, grads, on_edge=None):
     """_node_backward for `tgx.profile()`: tell each backward observer how long it took."""
     start = time.perf_counter()
-    _node_backward(ctx, g, grads)
+    _node_backward(ctx, g, grads, on_edge)
     seconds = time.perf_counter() - start
     for fn in STATE.backward_observers:
         fn(ctx, seconds)
