@@ -55,10 +55,16 @@ class TensorBase:
         t._version = [0]
         return t
 
+    @staticmethod
+    def _array(data):
+        """Data given as an operand (a list, an array), as an array; Tensor's checks the dtype
+        (dtypes.to_array)."""
+        return np.asarray(data)
+
     @classmethod
     def _const(cls, x, ref_dtype):
         """A constant operand: Python scalars follow the other operand's dtype; anything else
-        goes through the class's own constructor (Tensor's checks the dtype)."""
+        becomes an array as the class says (`_array`)."""
         if isinstance(x, (bool, np.bool_)):
             arr = np.asarray(x)
         elif isinstance(x, numbers.Integral) and not isinstance(x, np.ndarray):
@@ -70,7 +76,7 @@ class TensorBase:
         elif x is None:
             raise TypeError("expected a Tensor, array or number, got None")
         else:
-            return cls(x)
+            arr = cls._array(x)
         return cls._from_op(arr, None)
 
 

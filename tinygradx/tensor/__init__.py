@@ -58,6 +58,11 @@ class Tensor(TensorBase, ShapeMethods, IndexMethods, MathMethods, ConvertMethods
         self._version = [0]
         self._base = self._history = None
 
+    @staticmethod
+    def _array(data):
+        """An operand that is no tensor, through the boundary's dtype checks."""
+        return to_array(data, None)
+
     def _view_of(self, base):
         """Mark self as a view of base: same memory, same version counter."""
         self._version = base._version
