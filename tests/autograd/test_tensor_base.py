@@ -41,11 +41,20 @@ def test_an_engine_constant_takes_the_class_of_the_tensor_it_meets():
     assert type(const * x) is tgx.Tensor and type(x * const) is tgx.Tensor
 
 
+class Constant(tgx.Function):
+    def forward(self):
+        return np.ones(2)
+
+    def backward(self, g):
+        return ()
+
+
 @pytest.mark.parametrize("call, name", [
     (lambda: ops.Exp.apply(np.ones(2)), "exp"),
     (lambda: ops.Mul.apply(np.ones(2), 2.0), "mul"),
     (lambda: tgx.maximum(np.ones(2), np.zeros(2)), "maximum"),
     (lambda: tgx.cat([np.ones(2), np.ones(2)]), "cat"),
+    (lambda: Constant.apply(), "constant"),
 ])
 def test_an_op_without_a_tensor_operand_is_refused_by_name(call, name):
     with pytest.raises(TypeError, match=rf"^{name}: expected a Tensor among the "):

@@ -302,7 +302,10 @@ def _as_tensors(op, inputs):
         if not isinstance(x, TensorBase):
             break
     else:                          # all tensors already (the common case): nothing to convert
-        cls = inputs[0]._op_class
+        try:
+            cls = inputs[0]._op_class
+        except IndexError:         # no inputs at all
+            raise no_tensor(op.name(), inputs) from None
         for x in inputs:
             if x._op_class is not cls:
                 return inputs, result_class(inputs)
