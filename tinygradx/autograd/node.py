@@ -17,7 +17,7 @@ import traceback
 
 import numpy as np
 
-from .tensor_base import TensorBase, result_class
+from .tensor_base import TensorBase
 # numpy.exceptions is new in numpy 1.25; before it AxisError lived at the top level (gone in 2.0)
 _AxisError = getattr(np, "exceptions", np).AxisError
 
@@ -298,24 +298,36 @@ def _as_tensors(op, inputs):
     no tensor among the inputs there is no class to follow (this module never names the Tensor
     class): refused, as PyTorch's ops refuse numpy arrays.
     """
+    try:
+        first = type(inputs[0])
+    except IndexError:             # no inputs at all
+        raise no_tensor(op.name(), inputs) from None
     for x in inputs:
-        if not isinstance(x, TensorBase):
+        if type(x) is not first:
             break
-    else:                          # all tensors already (the common case): nothing to convert
+    else:                          # one class throughout (the common case): nothing to convert
         try:
-            cls = inputs[0]._op_class
-        except IndexError:         # no inputs at all
+            return inputs, first._op_class
+        except AttributeError:     # ... and no tensor class
             raise no_tensor(op.name(), inputs) from None
-        for x in inputs:
-            if x._op_class is not cls:
-                return inputs, result_class(inputs)
-        return inputs, cls
-    given = [x for x in inputs if isinstance(x, TensorBase)]
-    if not given:
+    cls = ref = None               # the most derived class (as result_class), the first dtype
+    constants = False
+    for x in inputs:
+        if isinstance(x, TensorBase):
+            c = x._op_class
+            if cls is None:
+                cls, ref = c, x._data.dtype
+            elif c is not cls and issubclass(c, cls):
+                cls = c
+        else:
+            constants = True
+    if cls is None:
         raise no_tensor(op.name(), inputs)
-    cls = result_class(given)
-    ref = given[0]._data.dtype
-    out = [x if isinstance(x, TensorBase) else cls._const(x, ref) for x in inputs]
+    if not constants:              # tensors of several classes (x @ w, w a Parameter)
+        return inputs, cls
+    out = []
+    for x in inputs:
+        out.append(x if isinstance(x, TensorBase) else cls._const(x, ref))
     if ref.kind in "iub" and any(isinstance(x, float) for x in inputs):
         # as PyTorch: an integer tensor with a Python float computes in float32, not float64
         out = [cls._from_op(t._data.astype(np.float32), None) if t._data.dtype.kind in "iub"
