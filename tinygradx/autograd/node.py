@@ -170,7 +170,8 @@ class Function:
         y = Cube.apply(t)
 
     Positional arguments of `apply` are the differentiable inputs (Tensors, arrays or Python
-    scalars); keyword arguments are passed to `forward` unchanged (axes, shapes, flags).
+    scalars, at least one a Tensor: the result takes its class); keyword arguments are passed
+    to `forward` unchanged (axes, shapes, flags).
     `backward` returns one array (or None) per positional input, in order; it may return a
     broadcast-shaped gradient, which the engine sums back to the input's shape.
     `self.needs_input_grad[i]` tells whether input i needs a gradient at all. For higher
