@@ -224,7 +224,15 @@ class Function:
     @classmethod
     def apply(cls, *inputs, **kwargs):
         """Run forward on the inputs' arrays and, if a gradient is needed, record the node."""
-        tensors, out_cls = _as_tensors(cls, inputs)
+        first = type(inputs[0]) if inputs else None
+        for x in inputs:                   # tensors of one class (a * b) pass as they are,
+            if type(x) is not first:       # and their class makes the result; else constants
+                tensors, out_cls = _as_tensors(cls, inputs)      # and the most derived class
+                break
+        else:
+            tensors, out_cls = inputs, getattr(first, "_op_class", None)
+            if out_cls is None:            # numbers or arrays only: no tensor class to follow
+                raise no_tensor(cls.name(), inputs)
         ctx = cls.__new__(cls)
         if STATE.grad_enabled:
             needs = tuple([t.requires_grad for t in tensors])
@@ -292,25 +300,15 @@ def _apply_instrumented(cls, ctx, tensors, out_cls, arrays, kwargs):
 
 
 def _as_tensors(op, inputs):
-    """(the inputs as tensors, the class of the op's result: tensor_base.result_class).
+    """(the inputs as tensors, the class of the op's result) when they are not all tensors of
+    one class (Function.apply takes that case itself).
 
-    Tensors pass through; arrays and Python scalars become constants of the result's class. A
-    Python scalar takes the dtype of the first Tensor input, so `x * 0.5` stays float32. With
-    no tensor among the inputs there is no class to follow (this module never names the Tensor
-    class): refused, as PyTorch's ops refuse numpy arrays.
+    Tensors pass through; arrays and Python scalars become constants of the result's class, the
+    most derived of the tensors' (tensor_base.result_class). A Python scalar takes the dtype of
+    the first Tensor input, so `x * 0.5` stays float32. With no tensor among the inputs there is
+    no class to follow (this module never names the Tensor class): refused, as PyTorch's ops
+    refuse numpy arrays.
     """
-    try:
-        first = type(inputs[0])
-    except IndexError:             # no inputs at all
-        raise no_tensor(op.name(), inputs) from None
-    for x in inputs:
-        if type(x) is not first:
-            break
-    else:                          # one class throughout (the common case): nothing to convert
-        try:
-            return inputs, first._op_class
-        except AttributeError:     # ... and no tensor class
-            raise no_tensor(op.name(), inputs) from None
     cls = ref = None               # the most derived class (as result_class), the first dtype
     constants = False
     for x in inputs:
