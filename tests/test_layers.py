@@ -158,13 +158,26 @@ def test_no_module_takes_another_modules_private_names():
             for n in names:
                 if n.startswith("_") and not n.startswith("__") and f"{target}.{n}" not in known:
                     bad.append(f"{path}:{line}: {mod} imports {target}.{n}")
-        bad += [f"{path}:{line}: {mod} uses {dep}.{attr}" for dep, attr, line in _attributes(
+        bad += [f"{path}:{line}: {mod} uses {dep}.{attr}" for dep, attr, line, _ in _attributes(
             mod, path, known) if attr.startswith("_") and not attr.startswith("__")]
     assert not bad, "\n".join(bad)
 
 
+def test_no_module_sets_a_name_in_another_module():
+    """No injected globals: `autograd.Tensor = Tensor` once made a circle at run time that the
+    import graph could not see. A module may read another's names, never assign them (nor
+    through setattr). The one exception is no engine module: the child process that compiles
+    the kernels (kernels_build) hands numba the jitted helpers under the loops' global names."""
+    known, _ = graph()
+    bad = [f"{path}:{line}: {mod} sets {dep}.{attr}" for mod, path in known.items()
+           for dep, attr, line, store in _attributes(mod, path, known) if store
+           if (mod, dep) != ("tinygradx.fast.kernels_build", "tinygradx.fast.kernels")]
+    assert not bad, "\n".join(bad)
+
+
 def _attributes(mod, path, known):
-    """(module, attribute, line) for every `alias.attr` where alias names a project module."""
+    """(module, attribute, line, is a store) for every `alias.attr` where alias names a project
+    module (and every setattr/delattr on one)."""
     with open(path, encoding="utf-8") as f:
         tree = ast.parse(f.read(), path)
     aliases = {}
@@ -185,9 +198,17 @@ def _attributes(mod, path, known):
     froms = [a for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for a in node.names]
     for name in {a.name for a in froms if a.asname} - {a.name for a in froms if not a.asname}:
         aliases.pop(name, None)     # `from pkg import mod as alias` binds the alias only
-    return [(aliases[n.value.id], n.attr, n.lineno) for n in ast.walk(tree)
-            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-            and n.value.id in aliases and aliases[n.value.id] != mod]
+    found = [(aliases[n.value.id], n.attr, n.lineno, not isinstance(n.ctx, ast.Load))
+             for n in ast.walk(tree) if isinstance(n, ast.Attribute) and
+             isinstance(n.value, ast.Name) and n.value.id in aliases and
+             aliases[n.value.id] != mod]
+    sets = [(aliases[n.args[0].id], n.args[1].value if isinstance(n.args[1], ast.Constant)
+             else "?", n.lineno, True)
+            for n in ast.walk(tree) if isinstance(n, ast.Call) and
+            isinstance(n.func, ast.Name) and n.func.id in ("setattr", "delattr") and
+            n.args and isinstance(n.args[0], ast.Name) and n.args[0].id in aliases and
+            aliases[n.args[0].id] != mod]
+    return found + sets
 
 
 # -- rules of particular rooms (docs/design.md, "Floors") -------------------------------------

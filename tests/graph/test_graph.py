@@ -128,6 +128,64 @@ def test_edge_grads_match_backward_and_write_no_grad():
         graph.edge_grads(x * 2.0, graph.walk(x * 2.0))
 
 
+def _edge_into(g, edge_norm, leaf):
+    """The one edge leaving `leaf` (a leaf with a single consumer) and its norm."""
+    (edge,) = [e for e in edge_norm if e[0] == g.index[id(leaf)]]
+    return edge_norm[edge]
+
+
+def test_edge_norms_are_the_gradients_training_stores_through_a_slice_and_a_cast():
+    """The norms come from the training walk itself: a getitem's gradient is the slice buffer
+    training fills (backward_slice), a float32 input of a float64 op gets the gradient cast to
+    float32 (the walk's cast), so each leaf's one edge carries exactly its .grad."""
+    rng = np.random.default_rng(0)
+    qkv = tgx.tensor(rng.standard_normal((3, 5)).astype(np.float32), requires_grad=True)
+    x = tgx.tensor(rng.standard_normal(5).astype(np.float32), requires_grad=True)
+    w = tgx.tensor(rng.standard_normal(5), requires_grad=True)          # float64
+    loss = ((qkv[1:3] * x).tanh().sum(0) * w).sum() + (qkv[0:1] * 3.0).sum()
+    g = graph.walk(loss)
+    node_norm, edge_norm = graph.edge_grads(loss, g)
+    loss.backward(retain_graph=True)
+    assert x.dtype == np.float32 and (x * w).dtype == np.float64       # a mixed-dtype node
+    for leaf in (x, w):
+        want = float(np.linalg.norm(leaf.grad.numpy()))
+        assert _edge_into(g, edge_norm, leaf) == want == node_norm[g.index[id(leaf)]]
+    slices = sorted(((p, c, s), n) for (p, c, s), n in edge_norm.items()
+                    if p == g.index[id(qkv)])
+    assert [g.ops[c] for (_, c, _), _ in slices] == ["getitem", "getitem"]
+    pieces = [float(np.linalg.norm(qkv.grad.numpy()[1:3])),
+              float(np.linalg.norm(qkv.grad.numpy()[0:1]))]
+    assert sorted(n for _, n in slices) == sorted(pieces)
+    assert node_norm[g.index[id(qkv)]] == float(np.linalg.norm(qkv.grad.numpy()))
+
+
+def test_edge_norms_see_what_a_hook_hands_on_as_training_does():
+    x = tgx.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    h = x * 2.0
+    h.register_hook(lambda grad: grad * 10)             # training's gradient goes through it
+    loss = h.sum()
+    g = graph.walk(loss)
+    _, edge_norm = graph.edge_grads(loss, g)
+    loss.backward(retain_graph=True)
+    assert _edge_into(g, edge_norm, x) == float(np.linalg.norm(x.grad.numpy())) \
+        == float(np.linalg.norm(np.full(3, 20.0, np.float32)))
+
+
+def test_an_edge_observer_leaves_the_walk_unchanged():
+    """run_backward's on_edge sees every edge (slot by slot: x * x has two) and changes no
+    gradient: the same .grad with and without it."""
+    def grads(on_edge):
+        x = tgx.tensor([1.0, 2.0], requires_grad=True)
+        y = (x * x)[1:] * x[:1]
+        tgx.autograd.run_backward([y.sum()], [np.ones((), np.float32)], on_edge=on_edge)
+        return x.grad.numpy()
+    seen = []
+    with_observer = grads(lambda ctx, slot, parent, grad: seen.append((ctx.name(), slot)))
+    np.testing.assert_array_equal(with_observer, grads(None))
+    assert sorted(seen) == sorted([("sum", 0), ("mul", 0), ("mul", 1), ("getitem", 0),
+                                   ("getitem", 0), ("mul", 0), ("mul", 1)])
+
+
 def test_record_adds_each_input_once_as_a_leaf():
     """What trace does from its observe hook: inputs seen before are not added again."""
     x = tgx.randn(2, 3)

@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import autograd
 from . import STATE, Frame, OpError, run_backward, unbroadcast_axes
+from .tensor_base import TensorBase
 
 
 class BackwardFrame(Frame):
@@ -44,7 +45,7 @@ class BackwardFrame(Frame):
 
 
 def _initial_grad(root, gradient):
-    Tensor = autograd.Tensor
+    Tensor = TensorBase
     if gradient is None:
         if root._data.size != 1:
             raise RuntimeError(
@@ -68,7 +69,7 @@ def backward(tensor, gradient=None, retain_graph=None, create_graph=False):
     """
     retain_graph = create_graph if retain_graph is None else retain_graph
     if create_graph:
-        seed = gradient if isinstance(gradient, autograd.Tensor) else None
+        seed = gradient if isinstance(gradient, TensorBase) else None
         run_backward([tensor], [_seed(tensor, gradient, seed)], retain_graph, carrier=GraphWalk)
     else:
         run_backward([tensor], [_initial_grad(tensor, gradient)], retain_graph)
@@ -86,7 +87,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     the outputs do not depend on is an error, or None with allow_unused=True, or zeros with
     materialize_grads=True.
     """
-    Tensor = autograd.Tensor
+    Tensor = TensorBase
     outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
     inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
     if grad_outputs is None:
@@ -125,12 +126,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             if not allow_unused:
                 raise RuntimeError(f"grad: input {i} (shape {x.shape}) was not used to compute "
                                    f"the outputs; pass allow_unused=True to get None for it")
-            result.append(autograd.Tensor._from_op(np.zeros_like(x._data), None)
+            result.append(x._op_class._from_op(np.zeros_like(x._data), None)
                           if materialize_grads else None)
         elif isinstance(g, Tensor):
             result.append(g)
         else:
-            result.append(Tensor._from_op(np.array(g, copy=True), None))
+            result.append(x._op_class._from_op(np.array(g, copy=True), None))
     return tuple(result)
 
 
@@ -145,7 +146,7 @@ def _seed(root, gradient, as_tensor):
             raise OpError(f"backward: gradient has shape {as_tensor.shape} but the output has "
                           f"shape {root.shape}; they must match")
         return as_tensor
-    return autograd.Tensor._from_op(_initial_grad(root, gradient), None)
+    return root._op_class._from_op(_initial_grad(root, gradient), None)
 
 
 def unbroadcast_graph(g, shape):
@@ -235,8 +236,9 @@ def graph_view(ctx, out):
     return view
 
 
-def _node_backward_graph(ctx, g, grads, t):
-    """One node's derivative on Tensors (its same `backward` on `graph_view(ctx, t)`)."""
+def _node_backward_graph(ctx, g, grads, t, on_edge=None):
+    """One node's derivative on Tensors (its same `backward` on `graph_view(ctx, t)`); each
+    edge's gradient is shown to `on_edge` too, when the walk was given one."""
     prev, STATE.frame = STATE.frame, BackwardFrame(ctx)
     try:
         in_grads = type(ctx).backward(graph_view(ctx, t), g)
@@ -258,8 +260,8 @@ def _node_backward_graph(ctx, g, grads, t):
                                           strict=True)):
         if ig is None or not need:
             continue
-        if not isinstance(ig, autograd.Tensor):
-            ig = autograd.Tensor._from_op(np.asarray(ig), None)
+        if not isinstance(ig, TensorBase):
+            ig = p._op_class._from_op(np.asarray(ig), None)
         try:
             ig = unbroadcast_graph(ig, p.shape)
         except OpError:
@@ -270,6 +272,8 @@ def _node_backward_graph(ctx, g, grads, t):
             raise FloatingPointError(
                 f"detect_anomaly: the backward of {ctx.name()} (create_graph) produced NaN/Inf "
                 f"in the gradient of an input of shape {p.shape}")
+        if on_edge is not None:
+            on_edge(ctx, i, p, ig)
         grads.add(p, ig)
 
 

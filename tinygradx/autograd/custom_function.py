@@ -13,9 +13,11 @@
 
     out, diff = MulAdd.apply(a, b, alpha=2.0)
 
-`autograd.Function.apply` sends a subclass whose `forward` is a staticmethod here (the instance
-style on numpy arrays, autograd.py, is the engine's own and stays as it is). One call makes one
-node, a `CustomNode` named after the class, that the walk treats like any other op:
+`Function` below is the public class (`tinygradx.Function`, `tinygradx.autograd.Function`): the
+engine's node (`node.Function`, forward and backward on numpy arrays, which the engine's own ops
+use) plus this style. A subclass whose `forward` is a staticmethod gets `apply` from here when the
+class is made (`Function.__init_subclass__`); the engine's `apply` never looks for it. One call
+makes one node, a `CustomNode` named after the class, that the walk treats like any other op:
 
 - its parents are the Tensor arguments (keyword arguments are bound to their positions first,
   defaults included, as PyTorch does), `ctx.needs_input_grad` has one flag per argument;
@@ -39,8 +41,30 @@ import time
 
 import numpy as np
 
-from .. import autograd
-from . import STATE, Function, OpError, no_grad
+from .node import Function as Node
+from .node import STATE, OpError, no_grad, unbroadcast_axes, user_line
+from .fastpath import Slice, fast_backward
+from .tensor_base import TensorBase
+
+
+class Function(Node):
+    """Base class of every differentiable op: the engine's node (`Node`, methods on
+    numpy arrays) or, with `@staticmethod forward(ctx, ...)` and `backward(ctx, ...)` on
+    Tensors, PyTorch's style (this module)."""
+
+    __slots__ = ()
+    static_style = False             # forward is a staticmethod: PyTorch's style
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        f, b = (isinstance(inspect.getattr_static(cls, m), staticmethod)
+                for m in ("forward", "backward"))
+        if f != b and inspect.getattr_static(cls, "backward") is not Node.backward:
+            raise TypeError(f"{cls.__name__}: forward and backward must both be @staticmethods "
+                            f"taking ctx (PyTorch's style) or both plain methods on arrays")
+        cls.static_style = f
+        if f:                        # the engine's apply (arrays) stays for every other class
+            cls.apply = classmethod(apply)
 
 
 class FunctionCtx:
@@ -59,7 +83,7 @@ class FunctionCtx:
         """Keep Tensors (or None) for backward; an in-place change to one of them before
         backward is an error when `saved_tensors` is read, as in PyTorch."""
         for i, t in enumerate(tensors):
-            if t is not None and not isinstance(t, autograd.Tensor):
+            if t is not None and not isinstance(t, TensorBase):
                 raise TypeError(f"{self._op}: save_for_backward takes Tensors or None, "
                                 f"argument {i} is a {type(t).__name__}; keep other values as "
                                 f"attributes of ctx (ctx.value = ...)")
@@ -114,12 +138,11 @@ def _has_setup_context(cls):
     return getattr(cls, "setup_context", None) is not None
 
 
-def apply(cls, args, kwargs):
+def apply(cls, *args, **kwargs):
     """Function.apply for a class in PyTorch's style (see the module docstring)."""
-    Tensor = autograd.Tensor
     args, rest = _forward_args(cls, args, kwargs)
     grad_on = STATE.grad_enabled
-    needs = tuple(grad_on and isinstance(a, Tensor) and a.requires_grad for a in args)
+    needs = tuple(grad_on and isinstance(a, TensorBase) and a.requires_grad for a in args)
     ctx = FunctionCtx(cls.name(), needs)
     record = True in needs
     frame, start, observers = STATE.frame, time.perf_counter(), STATE.observers
@@ -138,14 +161,14 @@ def apply(cls, args, kwargs):
         STATE.refresh()
     single = not isinstance(out, (tuple, list))
     items = (out,) if single else tuple(out)
-    inputs = {id(a) for a in args if isinstance(a, Tensor)}
+    inputs = {id(a) for a in args if isinstance(a, TensorBase)}
     results, diff = [], []                 # diff: positions of the differentiable outputs
     for k, o in enumerate(items):
-        if not isinstance(o, Tensor):
+        if not isinstance(o, TensorBase):
             results.append(o)
             continue
         data = o._data.copy() if id(o) in inputs else o._data   # an input returned as is
-        r = Tensor._from_op(data, None)
+        r = o._op_class._from_op(data, None)
         if id(o) not in inputs:
             r._version = o._version       # in place on r is in place on what ctx may have saved
         results.append(r)
@@ -168,18 +191,17 @@ def _node_class(cls):
 
 def _record(cls, ctx, frame, args, results, diff, seconds):
     """Make the node and hang the differentiable outputs off it."""
-    Tensor = autograd.Tensor
     node = object.__new__(_node_class(cls))
     node.frame = frame
     node.ctx = ctx
-    node.positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
+    node.positions = tuple(i for i, a in enumerate(args) if isinstance(a, TensorBase))
     node.parents = tuple(args[i] for i in node.positions)
     node.needs_input_grad = tuple(ctx.needs_input_grad[i] for i in node.positions)
     node.versions = tuple([p._version[0] for p in node.parents])
-    node.outputs = tuple(None if not isinstance(r, Tensor) else (r.shape, r._data.dtype)
+    node.outputs = tuple(None if not isinstance(r, TensorBase) else (r.shape, r._data.dtype)
                          for r in results)
     if STATE.anomaly:
-        node.callsite = autograd.user_line()
+        node.callsite = user_line()
     if len(diff) == 1:                    # the node's output is the output itself
         (k,) = diff
         node.direct, node.spans = k, None
@@ -194,7 +216,8 @@ def _record(cls, ctx, frame, args, results, diff, seconds):
             start += results[k]._data.size
         node.spans = spans
         flat_dtype = np.result_type(*[results[k]._data.dtype for k in diff])
-        hidden = Tensor._from_op(np.broadcast_to(np.zeros((), flat_dtype), (start,)), node)
+        hidden = results[diff[0]]._op_class._from_op(
+            np.broadcast_to(np.zeros((), flat_dtype), (start,)), node)
         _observe(node, hidden, seconds)
         for k in diff:
             r = results[k]
@@ -217,7 +240,7 @@ class CustomNode(Function):
 
     def _output_grads(self, g, as_tensors):
         """One gradient per forward output from the node's output gradient g."""
-        Tensor = autograd.Tensor
+        cls = self.parents[0]._op_class             # the class of the Tensors forward was given
         grads = []
         for k, meta in enumerate(self.outputs):
             if meta is None:
@@ -234,13 +257,12 @@ class CustomNode(Function):
             else:                            # not differentiable: zeros, as PyTorch
                 piece = np.zeros(shape, dtype)
                 if as_tensors:
-                    piece = Tensor._from_op(piece, None)
-            grads.append(piece if as_tensors else Tensor._from_op(piece, None))
+                    piece = cls._from_op(piece, None)
+            grads.append(piece if as_tensors else cls._from_op(piece, None))
         return grads
 
     def _input_grads(self, res, as_tensors):
         """The user's backward result as one gradient per parent (the Tensor arguments)."""
-        Tensor = autograd.Tensor
         name, n = self.name(), len(self.ctx.needs_input_grad)
         res = tuple(res) if isinstance(res, (tuple, list)) else (res,)
         if len(res) > n and all(r is None for r in res[n:]):
@@ -252,7 +274,7 @@ class CustomNode(Function):
             if r is not None and i not in self.positions:
                 raise RuntimeError(f"{name}.backward returned a gradient for argument {i}, "
                                    f"which is not a Tensor; return None for it")
-            if r is not None and not isinstance(r, Tensor):
+            if r is not None and not isinstance(r, TensorBase):
                 raise TypeError(f"{name}.backward returned a {type(r).__name__} for input {i}; "
                                 f"expected a Tensor or None")
         out = []
@@ -300,7 +322,7 @@ def once_differentiable(backward):
 def check_grad_shape(ctx, index, gshape, shape):
     """A gradient must have its input's shape or broadcast to it (then it is summed back)."""
     try:
-        autograd.unbroadcast_axes(tuple(gshape), tuple(shape))
+        unbroadcast_axes(tuple(gshape), tuple(shape))
     except OpError:
         raise OpError(f"{ctx.name()}.backward returned a gradient of shape {tuple(gshape)} for "
                       f"input {index} of shape {tuple(shape)}") from None
@@ -323,10 +345,10 @@ class Output(Function):
         return Place.apply(g, size=flat.shape[0], start=self.start)    # recorded
 
 
-@autograd.fast_backward(Output)
+@fast_backward(Output)
 def _output_backward(ctx, g):
-    """The outputs' gradients go into one shared buffer (autograd.Slice), then one backward."""
-    return autograd.Slice((slice(ctx.start, ctx.stop),), g.reshape(-1))
+    """The outputs' gradients go into one shared buffer (a Slice), then one backward."""
+    return Slice((slice(ctx.start, ctx.stop),), g.reshape(-1))
 
 
 class Place(Function):
@@ -343,6 +365,3 @@ class Place(Function):
     def backward(self, g):
         (x,) = self.parents
         return g[self.span].reshape(x.shape)
-
-
-autograd.apply_static = apply

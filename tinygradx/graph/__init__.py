@@ -316,31 +316,28 @@ def has_grads(g):
 def edge_grads(root, g):
     """({node index: ||dL/d node||}, {(parent, child, slot): ||gradient along that edge||}).
 
-    One extra backward pass of our own over the retained graph `g = walk(root)`: it reads each
-    node's saved arrays and calls its `backward`, but writes no `.grad` and runs no hooks, so
-    looking never changes what training sees.
+    The training walk itself (`autograd.run_backward`) over the retained graph `g = walk(root)`,
+    with a store that writes nothing and an edge observer: each norm is of the very array
+    training hands on (unbroadcast, cast to the input's dtype, a getitem's slice placed in its
+    input's shape, after the tensor's hooks, which run again as on any backward), and no
+    `.grad` changes.
     """
     if root._data.size != 1:
         raise ValueError(f"viz: gradients can be shown for a scalar output only; this one has "
                          f"shape {root.shape}")
-    grads = {len(g.nodes) - 1: np.ones(root.shape, dtype=root._data.dtype)}
+    if not root.requires_grad:                  # no graph behind it: only the seed
+        return {len(g.nodes) - 1: 1.0}, {}
+    made_by = {id(t._ctx): i for i, t in enumerate(g.nodes) if t._ctx is not None}
     node_norm, edge_norm = {}, {}
-    for i in range(len(g.nodes) - 1, -1, -1):   # children before parents
-        grad = grads.pop(i, None)
-        if grad is None:
-            continue
-        node_norm[i] = float(np.linalg.norm(grad))
-        ctx = g.nodes[i]._ctx
-        if ctx is None:
-            continue
-        ins = ctx.backward(grad)
-        if not isinstance(ins, tuple):
-            ins = (ins,)
-        edges = zip(g.parents(i), ins, ctx.needs_input_grad, strict=False)   # as run_backward
-        for slot, (p, ig, need) in enumerate(edges):
-            if ig is None or not need:
-                continue
-            ig = autograd.unbroadcast(np.asarray(ig), g.nodes[p].shape)
-            edge_norm[(p, i, slot)] = float(np.linalg.norm(ig))
-            grads[p] = ig if p not in grads else grads[p] + ig
+
+    def store(t, grad, owned):
+        if id(t) in g.index:
+            node_norm[g.index[id(t)]] = float(np.linalg.norm(grad))
+
+    def on_edge(ctx, slot, parent, grad):
+        if id(ctx) in made_by and id(parent) in g.index:
+            edge_norm[(g.index[id(parent)], made_by[id(ctx)], slot)] = float(np.linalg.norm(grad))
+
+    seed = np.ones(root._data.shape, dtype=root._data.dtype)
+    autograd.run_backward([root], [seed], retain_graph=True, store=store, on_edge=on_edge)
     return node_norm, edge_norm

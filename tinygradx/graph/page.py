@@ -290,8 +290,9 @@ def backward_steps(g, draw_of):
     """The backward pass of the Graph `g` from its last node, one step per node that receives a
     gradient, in the engine's own order (`autograd.toposort`): [{id: the drawn node (a collapsed
     module's box for an op inside it), name, op, scope, vjp, norm, shape, residual}]. The
-    gradients come from `graph.edge_grads`, a pass that writes no `.grad`. [] when the last node
-    is no scalar that needs a gradient, or its graph was freed."""
+    gradients come from `graph.edge_grads`, the training walk with a store that writes no
+    `.grad`. [] when the last node is no scalar that needs a gradient, or its graph was
+    freed."""
     root = g.nodes[-1] if g.nodes else None
     if root is None or root._data.size != 1 or not root.requires_grad:
         return []

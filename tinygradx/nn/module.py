@@ -58,7 +58,7 @@ def _check_loaded(key, value, target):
     return None, value
 
 
-class Parameter(Tensor):
+class Parameter(Tensor, op_class=Tensor):
     """A Tensor that a Module owns and an optimizer updates (requires_grad=True by default)."""
 
     __slots__ = ()

@@ -18,6 +18,7 @@ from ..fast._erf import erf as _erf
 from .. import autograd
 from ..fast import parallel
 from ..autograd import Function, OpError
+from ..autograd.tensor_base import TensorBase, result_class
 from .dtypes import result_type
 from .xp import of, value
 
@@ -36,7 +37,7 @@ def explain_broadcast(arrays):
     return f"shapes {' and '.join(map(str, shapes))}"
 
 
-def promote(operands, true_divide=False):
+def promote(operands, true_divide=False, op="promote"):
     """The operands of an element-wise op in the dtype `dtypes.result_type` gives (torch's
     rule); with true_divide an integer or bool result becomes float32 (int / int).
 
@@ -44,17 +45,22 @@ def promote(operands, true_divide=False):
     the fly, and the walk casts its gradient back), is left alone; any other tensor is cast:
     one that needs a gradient through a Cast node, a constant directly.
     """
-    Tensor = autograd.Tensor
+    given = [x for x in operands if isinstance(x, TensorBase)]
+    if not given:                       # no class to make the result with (autograd.node)
+        raise TypeError(f"{op}: expected a Tensor among the operands, got "
+                        f"{', '.join(type(x).__name__ for x in operands)} (make one with "
+                        f"tgx.tensor(...))")
+    Tensor = result_class(given)        # the class of the result: the operands'
     # arrays and lists go through the Tensor boundary (its dtype check) before they count
-    operands = [x if isinstance(x, (Tensor, bool, int, float)) else Tensor._const(x, None)
+    operands = [x if isinstance(x, (TensorBase, bool, int, float)) else Tensor._const(x, None)
                 for x in operands]
     dt = result_type(*operands)
     if true_divide and dt.kind != "f":
         dt = np.dtype(np.float32)
     out = []
     for x in operands:
-        if not isinstance(x, Tensor):
-            out.append(Tensor._from_op(np.asarray(x._data if isinstance(x, Tensor) else x,
+        if not isinstance(x, TensorBase):
+            out.append(Tensor._from_op(np.asarray(x._data if isinstance(x, TensorBase) else x,
                                                   dtype=dt), None))
             continue
         d = x._data.dtype
@@ -65,14 +71,6 @@ def promote(operands, true_divide=False):
         else:
             out.append(Tensor._from_op(x._data.astype(dt), None))
     return out
-
-
-def const(array):
-    """A constant Tensor (no gradient) around an array: the masks and weights that graph rules
-    take from what forward saved (where a gradient passes, how a tie is split). They are read
-    from the saved arrays, not from the inputs: an in-place op (x.clamp_()) overwrites its
-    input's memory, but its node keeps a copy of what it saved (Tensor._inplace)."""
-    return autograd.Tensor._from_op(np.asarray(array), None)
 
 
 def _put(xp, x, mask, fill):
@@ -86,17 +84,18 @@ class _Binary(Function):
 
     @classmethod
     def apply(cls, a, b, **kwargs):
-        Tensor = autograd.Tensor
-        if isinstance(a, Tensor):
+        if isinstance(a, TensorBase):
             da = a._data.dtype
-            if isinstance(b, Tensor):
+            if isinstance(b, TensorBase):
                 if da == b._data.dtype and (da.kind == "f" or not cls.true_divide):
                     return Function.apply.__func__(cls, a, b, **kwargs)
             elif da.kind == "f" and isinstance(b, (int, float)):   # x * 0.5: a's dtype
                 return Function.apply.__func__(cls, a, b, **kwargs)
-        elif isinstance(b, Tensor) and b._data.dtype.kind == "f" and isinstance(a, (int, float)):
+        elif (isinstance(b, TensorBase) and b._data.dtype.kind == "f"
+              and isinstance(a, (int, float))):
             return Function.apply.__func__(cls, a, b, **kwargs)
-        return Function.apply.__func__(cls, *promote((a, b), cls.true_divide), **kwargs)
+        return Function.apply.__func__(cls, *promote((a, b), cls.true_divide, cls.name()),
+                                       **kwargs)
 
     @classmethod
     def explain(cls, arrays, kwargs, err):
@@ -122,7 +121,7 @@ class Sub(_Binary):
     @classmethod
     def apply(cls, a, b, **kwargs):
         for x in (a, b):
-            if isinstance(x, autograd.Tensor) and x._data.dtype.kind == "b":
+            if isinstance(x, TensorBase) and x._data.dtype.kind == "b":
                 raise TypeError("-: subtraction with a bool tensor is not supported (as in "
                                 "PyTorch); use ~x, x ^ y or logical_xor for bools, or cast "
                                 "with .long() first")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import autograd
+from ..autograd.tensor_base import TensorBase
 
 float32, float64, float16 = np.float32, np.float64, np.float16
 int64, int32, int16, int8, uint8, bool_ = np.int64, np.int32, np.int16, np.int8, np.uint8, np.bool_
@@ -112,7 +112,7 @@ def _check_int_dtype(arr, dtype):
 
 def to_array(data, dtype):
     """Python data gets PyTorch's defaults (float32, int64); numpy arrays keep their dtype."""
-    if isinstance(data, autograd.Tensor):
+    if isinstance(data, TensorBase):
         data = data._data
     if isinstance(data, np.ndarray):
         arr = data
@@ -202,7 +202,7 @@ def result_type(*operands):
     """
     dims = zero = scalars = None
     for x in operands:
-        if isinstance(x, autograd.Tensor):
+        if isinstance(x, TensorBase):
             x = x._data
         if isinstance(x, np.ndarray):
             d = x.dtype

@@ -369,8 +369,3 @@ class Dropout(Function):
 
     def backward(self, g):
         return g * self.scale
-
-
-def as_const(a):
-    """A saved array (a mask, a dropout keep-mask) as a constant operand of a graph rule."""
-    return autograd.Tensor._from_op(a, None)

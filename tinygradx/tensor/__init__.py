@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import autograd, ops
 from ..autograd import backprop, hooks
+from ..autograd.tensor_base import TensorBase
 from ..ops import fused, movement, linalg as ops_linalg
 from ..fast import process
 from ..autograd import OpError
@@ -27,7 +28,7 @@ from .inplace import InplaceMethods
 from .shape_methods import ShapeMethods
 
 
-class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMethods):
+class Tensor(TensorBase, ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMethods):
     """An n-d array that can record the graph of ops applied to it.
 
     >>> x = Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
@@ -37,12 +38,9 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMet
             [6., 8.]])
     """
 
-    # _version: the version counter, a list [n] (and, once changed, [n, "what changed it"])
-    # shared by the tensors that share this memory: views, detach(); in-place ops bump it.
-    # _base: the tensor a view was made from (None if not a view); _history: [(version,
-    # Tensor)] the graphs in-place ops replaced, for nodes recorded before (autograd.py).
-    __slots__ = ("_data", "requires_grad", "grad", "_ctx", "_hooks", "_retain_grad", "name",
-                 "_version", "_base", "_history", "__weakref__")
+    # the fields (_data, grad, _ctx, the version counter, ...) and the constructors of op
+    # results (_from_op, _const) are TensorBase's, the part of a tensor the engine knows
+    __slots__ = ()
     __array_priority__ = 1000  # numpy scalars/arrays on the left defer to our reflected ops
 
     def __init__(self, data, dtype=None, requires_grad=False, name=None):
@@ -60,40 +58,16 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMet
         self._version = [0]
         self._base = self._history = None
 
-    @classmethod
-    def _from_op(cls, data, ctx):
-        """Fast constructor for op results: no conversion, no checks."""
-        t = object.__new__(cls)
-        t._data = data if isinstance(data, np.ndarray) else _op_result(data, ctx)
-        t.requires_grad = ctx is not None
-        t.grad = t._hooks = t.name = t._base = t._history = None
-        t._ctx = ctx
-        t._retain_grad = False
-        t._version = [0]
-        return t
+    @staticmethod
+    def _array(data):
+        """An operand that is no tensor, through the boundary's dtype checks."""
+        return to_array(data, None)
 
     def _view_of(self, base):
         """Mark self as a view of base: same memory, same version counter."""
         self._version = base._version
         self._base = base._base if base._base is not None else base
         return self
-
-    @classmethod
-    def _const(cls, x, ref_dtype):
-        """A constant operand: Python scalars follow the other operand's dtype."""
-        if isinstance(x, (bool, np.bool_)):
-            arr = np.asarray(x)
-        elif isinstance(x, numbers.Integral) and not isinstance(x, np.ndarray):
-            kind = ref_dtype.kind if ref_dtype is not None else "i"
-            arr = np.asarray(x, dtype=ref_dtype if kind in "iuf" else np.int64)
-        elif isinstance(x, numbers.Real) and not isinstance(x, np.ndarray):
-            kind = ref_dtype.kind if ref_dtype is not None else "i"
-            arr = np.asarray(x, dtype=ref_dtype if kind == "f" else np.float32)
-        elif x is None:
-            raise TypeError("expected a Tensor, array or number, got None")
-        else:
-            arr = to_array(x, None)
-        return cls._from_op(arr, None)
 
     # -- basic attributes -----------------------------------------------------------------
     @property
@@ -545,22 +519,6 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMet
                                                               self._data.ndim))
 
 
-def _op_result(data, ctx):
-    """A forward's result that is not an array: a number becomes one; a tuple is refused (numpy
-    would stack it into one array, and backward would fail far from the cause)."""
-    if isinstance(data, (tuple, list)):
-        op = ctx.name() if ctx is not None else "a Function"
-        raise TypeError(f"{op}: forward on arrays returned a {type(data).__name__}, but an op "
-                        f"written with methods on arrays has one output; write an op with "
-                        f"several outputs in PyTorch's style (@staticmethod forward(ctx, ...))")
-    arr = np.asarray(data)
-    if ctx is not None:                 # a saved output (0-d: a numpy scalar) is this array,
-        for k, v in ctx.__dict__.items():    # so create_graph finds it (backprop.graph_view)
-            if v is data:
-                ctx.__dict__[k] = arr
-    return arr
-
-
 def _constant(name, x, instead):
     """A bound given as a Tensor is read as a constant: refuse one that needs a gradient."""
     if not isinstance(x, Tensor):
@@ -570,5 +528,3 @@ def _constant(name, x, instead):
                         f"{instead}")
     return x._data
 
-
-autograd.Tensor = Tensor  # the engine wraps op results with this class (see autograd.py)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import autograd, ops
+from .. import ops
+from ..autograd.tensor_base import TensorBase
 from ..ops import movement
 from .devices import CPU, check_device, is_device
 from ..ops.dtypes import as_dtype, bool_, float16, float32, float64, int32, int64, to_array
@@ -34,7 +35,7 @@ def parse_to(args, dtype, dev):
         raise TypeError(f"to: expected at most 2 positional arguments (device, dtype), got "
                         f"{len(args)}")
     for a in args:
-        if isinstance(a, autograd.Tensor):
+        if isinstance(a, TensorBase):
             if len(args) != 1 or dtype is not None:
                 raise TypeError("to(other): give the other tensor alone")
             dtype = a.dtype
@@ -56,7 +57,7 @@ _METADATA = {np.shape, np.ndim, np.size}     # numpy functions of a Tensor's sha
 def _arrays(value, raw=False):
     """Tensors inside (nested tuples, lists, dicts of) value as numpy arrays, via __array__
     (raw: the arrays themselves, whatever requires_grad says)."""
-    if isinstance(value, autograd.Tensor):
+    if isinstance(value, TensorBase):
         return value._data if raw else value.__array__()
     if isinstance(value, (tuple, list)):
         return type(value)(_arrays(v, raw) for v in value)
@@ -120,7 +121,7 @@ class ConvertMethods:
         if dtype is None or dtype == self.dtype:
             return self.clone() if copy else self
         if dtype.kind != "f" or self.dtype.kind != "f":
-            return autograd.Tensor._from_op(self._data.astype(dtype), None)
+            return self._op_class._from_op(self._data.astype(dtype), None)
         return ops.Cast.apply(self, dtype=dtype)
 
     def type(self, dtype=None, non_blocking=False):
@@ -175,7 +176,7 @@ class ConvertMethods:
     # -- new tensors of this tensor's dtype ----------------------------------------------------
     def _new(self, name, array, dtype, dev, requires_grad):
         check_device(name, dev)
-        return autograd.Tensor(array, requires_grad=requires_grad)
+        return self._op_class(array, requires_grad=requires_grad)
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
         """Zeros of `size`, with self's dtype unless dtype= says otherwise."""

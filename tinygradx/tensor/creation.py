@@ -336,6 +336,8 @@ def where(condition, input=None, other=None):
     cond = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
     if cond.dtype != np.bool_:
         raise TypeError(f"where: condition must be a bool tensor, got dtype {cond.dtype}")
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        input = Tensor._const(input, None)        # numbers alone still make a Tensor
     return ops.Where.apply(input, other, cond=cond)
 
 

@@ -10,9 +10,9 @@ from collections import namedtuple
 
 import numpy as np
 
-from .. import autograd
 from ..ops import movement, index as ops_index
 from ..autograd import OpError
+from ..autograd.tensor_base import TensorBase
 from ..ops.dims import check_dim, normalize_dims
 from ..autograd import rng as _rng
 
@@ -28,7 +28,7 @@ def _sizes(args):
 
 
 def _index_array(name, index):
-    data = index._data if isinstance(index, autograd.Tensor) else np.asarray(index)
+    data = index._data if isinstance(index, TensorBase) else np.asarray(index)
     if data.dtype.kind not in "iu":
         raise OpError(f"{name}: index must be an integer tensor, got {data.dtype}")
     return data.astype(np.int64, copy=False)
@@ -81,7 +81,7 @@ class IndexMethods:
     def repeat_interleave(self, repeats, dim=None):
         x = self if dim is not None else self.reshape(-1)
         dim = 0 if dim is None else check_dim("repeat_interleave", dim, self.ndim)
-        if isinstance(repeats, autograd.Tensor):
+        if isinstance(repeats, TensorBase):
             repeats = repeats._data
         repeats = np.asarray(repeats)
         if repeats.ndim == 1 and len(repeats) == 1:
@@ -118,8 +118,8 @@ class IndexMethods:
 
     def _scatter(self, name, dim, index, src, add):
         d = check_dim(name, dim, self.ndim)
-        if not isinstance(src, autograd.Tensor):
-            src = autograd.Tensor(np.asarray(src, dtype=self.dtype))
+        if not isinstance(src, TensorBase):
+            src = self._op_class(np.asarray(src, dtype=self.dtype))
         elif src.dtype != self.dtype:        # torch refuses it too (no silent promotion)
             raise OpError(f"{name}: expected src of the same dtype as self ({self.dtype}), got "
                           f"{src.dtype}; convert it first, e.g. src.to({self.dtype})")
@@ -146,7 +146,7 @@ class IndexMethods:
 
     def masked_select(self, mask):
         """The elements where mask (broadcast with self) is True, as a 1-d tensor."""
-        m = mask._data if isinstance(mask, autograd.Tensor) else np.asarray(mask)
+        m = mask._data if isinstance(mask, TensorBase) else np.asarray(mask)
         if m.dtype != np.bool_:
             raise OpError(f"masked_select: mask must be bool, got {m.dtype}")
         shape = np.broadcast_shapes(self.shape, m.shape)
@@ -164,7 +164,7 @@ class IndexMethods:
     def argsort(self, dim=-1, descending=False, stable=False):
         d = check_dim("argsort", dim, self.ndim)
         if self.ndim == 0:
-            return autograd.Tensor._from_op(np.zeros((), np.int64), None)
+            return self._op_class._from_op(np.zeros((), np.int64), None)
         key = self._data
         if descending:                         # a stable descending order: sort the reverse
             n = key.shape[d]
@@ -172,7 +172,7 @@ class IndexMethods:
             idx = np.flip(n - 1 - rev, d)
         else:
             idx = np.argsort(key, axis=d, kind="stable")
-        return autograd.Tensor._from_op(idx.astype(np.int64), None)
+        return self._op_class._from_op(idx.astype(np.int64), None)
 
     def topk(self, k, dim=-1, largest=True, sorted=True):
         """(values, indices) of the k largest (smallest) along dim; gradients reach the
@@ -185,7 +185,7 @@ class IndexMethods:
         if self.ndim == 0:
             return TopkResult(self.clone(), idx)
         idx = movement.Getitem.apply(idx, index=(slice(None),) * d + (slice(0, k),))
-        idx = autograd.Tensor._from_op(np.ascontiguousarray(idx._data), None)
+        idx = self._op_class._from_op(np.ascontiguousarray(idx._data), None)
         return TopkResult(self.gather(d, idx), idx)
 
     def nonzero(self, *, as_tuple=False):
@@ -194,17 +194,17 @@ class IndexMethods:
         as 1-d there, as in PyTorch)."""
         if as_tuple:
             data = self._data.reshape(1) if self.ndim == 0 else self._data
-            return tuple(autograd.Tensor._from_op(i.astype(np.int64), None)
+            return tuple(self._op_class._from_op(i.astype(np.int64), None)
                          for i in np.nonzero(data))
         idx = np.argwhere(self._data).astype(np.int64)
-        return autograd.Tensor._from_op(idx, None)
+        return self._op_class._from_op(idx, None)
 
     def multinomial(self, num_samples, replacement=False):
         """num_samples category ids per row, drawn from tinygradx's generator with
         probabilities proportional to the row's non-negative weights (1-d or 2-d input;
         rows need not sum to 1). Without replacement a row needs at least num_samples
         non-zero weights (PyTorch leaves that case undefined; here it raises)."""
-        return autograd.Tensor._from_op(_multinomial(self._data, num_samples, replacement),
+        return self._op_class._from_op(_multinomial(self._data, num_samples, replacement),
                                         None)
 
 

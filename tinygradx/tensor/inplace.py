@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import autograd
+from ..autograd.tensor_base import TensorBase
 from ..ops import movement
 from ..ops.dims import check_dim
 from ..autograd import rng as _rng
@@ -106,11 +107,11 @@ class InplaceMethods:
 
     def _index_fill(self, dim, index, value, name):
         d = check_dim(name, dim, max(self.ndim, 1))
-        idx = index._data if isinstance(index, autograd.Tensor) else np.asarray(index)
+        idx = index._data if isinstance(index, TensorBase) else np.asarray(index)
         if idx.dtype.kind not in "iu" or idx.ndim > 1:
             raise TypeError(f"{name}: index must be a 0-d or 1-d integer tensor, got dtype "
                             f"{idx.dtype} and shape {idx.shape}")
-        if isinstance(value, autograd.Tensor) and value.ndim != 0:
+        if isinstance(value, TensorBase) and value.ndim != 0:
             raise ValueError(f"{name}: value must be a number or a 0-d tensor, got shape "
                              f"{value.shape}")
         n = self.shape[d] if self.ndim else 1
@@ -118,8 +119,8 @@ class InplaceMethods:
             raise IndexError(f"{name}: index {idx.tolist()} is out of range for dim {dim} of "
                              f"size {n}")
         # the value takes self's dtype (a float into an int tensor truncates, as in torch)
-        value = value.to(self.dtype) if isinstance(value, autograd.Tensor) else \
-            autograd.Tensor._from_op(np.asarray(value).astype(self.dtype), None)
+        value = value.to(self.dtype) if isinstance(value, TensorBase) else \
+            self._op_class._from_op(np.asarray(value).astype(self.dtype), None)
         if self.ndim == 0:
             return movement.Fill.apply(self, value) if idx.size else self * 1
         key = (slice(None),) * d + (idx.reshape(-1) % n if n else idx.reshape(-1),)
@@ -132,7 +133,7 @@ class InplaceMethods:
         if autograd.STATE.grad_enabled and self.requires_grad:
             vals = np.empty_like(self._data)
             draw(vals)
-            fresh = autograd.Tensor._from_op(vals, None)
+            fresh = self._op_class._from_op(vals, None)
             return self._inplace(name, lambda t, v: movement.Fill.apply(t, v), fresh)
         if not self._data.flags.writeable:
             raise RuntimeError(f"{name}: this tensor (shape {self.shape}) is read-only memory "
@@ -172,7 +173,7 @@ class InplaceMethods:
     def bernoulli_(self, p=0.5):
         """Fill with 0/1 samples that are 1 with probability p (a number or a tensor that
         broadcasts to self), in place; any numeric dtype."""
-        pa = p._data if isinstance(p, autograd.Tensor) else np.asarray(p, dtype=np.float64)
+        pa = p._data if isinstance(p, TensorBase) else np.asarray(p, dtype=np.float64)
         if pa.size and not (np.all(pa >= 0) and np.all(pa <= 1)):
             raise ValueError("bernoulli_: p must be in [0, 1]")
 
@@ -196,5 +197,5 @@ class InplaceMethods:
 def _drawn(t, draw):
     out = np.empty_like(t._data)
     draw(out)
-    return autograd.Tensor._from_op(out, None)
+    return t._op_class._from_op(out, None)
 

@@ -13,15 +13,16 @@ import numbers
 
 import numpy as np
 
-from .. import autograd, ops
+from .. import ops
 from ..ops import math_ops as ops_math
 from ..autograd import OpError
+from ..autograd.tensor_base import TensorBase
 
 
 def _floating(name, *xs):
     """torch's refusal, as a TypeError: logaddexp, lerp, round(decimals) need floats."""
     for x in xs:
-        if isinstance(x, autograd.Tensor) and x.dtype.kind != "f":
+        if isinstance(x, TensorBase) and x.dtype.kind != "f":
             raise TypeError(f"{name}: needs floating-point tensors, got {x.dtype}")
 
 
@@ -35,7 +36,7 @@ def _operand_error(symbol, a, b, what):
 def _operands(symbol, a, b):
     """a and b promoted to one dtype (torch's rule), or the operator's one-line refusal."""
     for x in (a, b):
-        if not isinstance(x, (autograd.Tensor, numbers.Number, np.ndarray, np.generic)):
+        if not isinstance(x, (TensorBase, numbers.Number, np.ndarray, np.generic)):
             raise _operand_error(symbol, a, b, "expected Tensors, arrays or numbers")
     return ops.promote((a, b))
 
@@ -50,13 +51,13 @@ def _shift(fn, symbol, a, b):
     if x.dtype.kind not in "iu":
         raise _operand_error(symbol, a, b, "needs integer tensors")
     try:
-        return autograd.Tensor._from_op(fn(x._data, y._data), None)
+        return x._op_class._from_op(fn(x._data, y._data), None)
     except ValueError as err:
         raise OpError(f"{symbol}: {ops.explain_broadcast([x._data, y._data])}") from err
 
 
-def _bool_result(data):
-    return autograd.Tensor._from_op(data, None)
+def _bool_result(x, data):
+    return x._op_class._from_op(data, None)
 
 
 class MathMethods:
@@ -105,7 +106,7 @@ class MathMethods:
     def lerp(self, end, weight):
         """self + weight * (end - self); weight a number or a tensor (broadcast)."""
         _floating("lerp", self, end, weight)
-        if isinstance(weight, autograd.Tensor):
+        if isinstance(weight, TensorBase):
             a, b, w = ops.promote((self, end, weight))
         else:
             a, b = ops.promote((self, end))
@@ -114,21 +115,21 @@ class MathMethods:
 
     def isnan(self):
         d = self._data
-        return _bool_result(np.isnan(d) if d.dtype.kind == "f" else np.zeros(d.shape, bool))
+        return _bool_result(self, np.isnan(d) if d.dtype.kind == "f" else np.zeros(d.shape, bool))
 
     def isinf(self):
         d = self._data
-        return _bool_result(np.isinf(d) if d.dtype.kind == "f" else np.zeros(d.shape, bool))
+        return _bool_result(self, np.isinf(d) if d.dtype.kind == "f" else np.zeros(d.shape, bool))
 
     def isfinite(self):
         d = self._data
-        return _bool_result(np.isfinite(d) if d.dtype.kind == "f" else np.ones(d.shape, bool))
+        return _bool_result(self, np.isfinite(d) if d.dtype.kind == "f" else np.ones(d.shape, bool))
 
     def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         """|self - other| <= atol + rtol * |other| element-wise (inf equals inf of its sign)."""
         a, b = ops.promote((self, other))
-        return _bool_result(np.isclose(a._data, b._data, rtol=rtol, atol=atol,
-                                       equal_nan=equal_nan))
+        return _bool_result(a, np.isclose(a._data, b._data, rtol=rtol, atol=atol,
+                                          equal_nan=equal_nan))
 
     def log1p(self):
         """log(1 + x), exact near 0 (int and bool inputs give float32)."""
@@ -238,7 +239,7 @@ class MathMethods:
         """beta * self + alpha * (mat1 @ mat2) for matrices mat1 (n, m) and mat2 (m, p); self
         broadcasts to (n, p); beta=0 ignores self (NaNs in it included), as torch."""
         for t in (mat1, mat2):
-            if not isinstance(t, autograd.Tensor):
+            if not isinstance(t, TensorBase):
                 raise TypeError(f"addmm: expected Tensors, got {type(t).__name__}")
         a, b = mat1, mat2
         if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:

@@ -14,9 +14,10 @@ from collections import namedtuple
 
 import numpy as np
 
-from .. import autograd, ops
+from .. import ops
 from ..ops import movement, reduce as ops_reduce
 from ..autograd import OpError
+from ..autograd.tensor_base import TensorBase
 from ..ops.dims import check_dim, normalize_dims
 
 MaxResult = namedtuple("MaxResult", ["values", "indices"])
@@ -52,7 +53,7 @@ class ShapeMethods:
             return self.amax()
         _named_axes("max", dim, self.ndim)
         if self.ndim == 0:                   # one element: itself, at index 0 (torch)
-            return MaxResult(movement.Reshape.apply(self, shape=()), _zero_index())
+            return MaxResult(movement.Reshape.apply(self, shape=()), _zero_index(self))
         idx = self.argmax(dim, keepdim=True)
         return MaxResult(self._pick(idx, dim, keepdim), idx if keepdim else idx.squeeze(dim))
 
@@ -61,7 +62,7 @@ class ShapeMethods:
             return self.amin()
         _named_axes("min", dim, self.ndim)
         if self.ndim == 0:
-            return MaxResult(movement.Reshape.apply(self, shape=()), _zero_index())
+            return MaxResult(movement.Reshape.apply(self, shape=()), _zero_index(self))
         idx = self.argmin(dim, keepdim=True)
         return MaxResult(self._pick(idx, dim, keepdim), idx if keepdim else idx.squeeze(dim))
 
@@ -76,14 +77,14 @@ class ShapeMethods:
     def argmax(self, dim=None, keepdim=False):
         _named_axes("argmax", dim, self.ndim)
         if self.ndim == 0:
-            return _zero_index()
-        return autograd.Tensor._from_op(np.argmax(self._data, axis=dim, keepdims=keepdim), None)
+            return _zero_index(self)
+        return self._op_class._from_op(np.argmax(self._data, axis=dim, keepdims=keepdim), None)
 
     def argmin(self, dim=None, keepdim=False):
         _named_axes("argmin", dim, self.ndim)
         if self.ndim == 0:
-            return _zero_index()
-        return autograd.Tensor._from_op(np.argmin(self._data, axis=dim, keepdims=keepdim), None)
+            return _zero_index(self)
+        return self._op_class._from_op(np.argmin(self._data, axis=dim, keepdims=keepdim), None)
 
     def var(self, dim=None, unbiased=True, keepdim=False, *, correction=None):
         """Variance; unbiased=True divides by N-1 (PyTorch's default), or give correction.
@@ -220,7 +221,7 @@ class ShapeMethods:
 
     def masked_fill(self, mask, value):
         """Put `value` where mask is True; self and mask broadcast together (as torch)."""
-        m = mask._data if isinstance(mask, autograd.Tensor) else np.asarray(mask)
+        m = mask._data if isinstance(mask, TensorBase) else np.asarray(mask)
         if m.dtype != np.bool_:
             raise TypeError(f"masked_fill: mask must be a bool tensor, got dtype {m.dtype}")
         if m.ndim > self.ndim or any(a == 1 < b for a, b in zip(self.shape[::-1],
@@ -230,7 +231,7 @@ class ShapeMethods:
                     mask, value)
             except ValueError:
                 pass               # not broadcastable: MaskedFill's message below
-        if isinstance(value, autograd.Tensor) and value.requires_grad:
+        if isinstance(value, TensorBase) and value.requires_grad:
             # a learned fill value: where() gives it the gradient of the filled positions
             if value.ndim != 0:
                 raise OpError(f"masked_fill: value must be a number or a 0-d tensor, got "
@@ -238,7 +239,7 @@ class ShapeMethods:
             if np.broadcast_shapes(m.shape, self.shape) != self.shape:
                 return ops.MaskedFill.apply(self, mask=m, value=0)     # raises the message
             return ops.Where.apply(value.to(self.dtype), self, cond=m)
-        if isinstance(value, autograd.Tensor):
+        if isinstance(value, TensorBase):
             value = value._data
         return ops.MaskedFill.apply(self, mask=m, value=value)
 
@@ -356,7 +357,7 @@ class ShapeMethods:
 def _int_arg(name, arg, value):
     """An int argument (a 0-d integer tensor too, as torch); bools and floats refused."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) and not (
-            isinstance(value, autograd.Tensor) and value.ndim == 0 and value.dtype.kind in "iu"):
+            isinstance(value, TensorBase) and value.ndim == 0 and value.dtype.kind in "iu"):
         raise OpError(f"{name}: {arg} must be an int, got {value!r}")
     return int(value)
 
@@ -366,8 +367,9 @@ def _dim_list(dims):
     return list(dims) if isinstance(dims, (tuple, list)) else [dims]
 
 
-def _zero_index():
-    return autograd.Tensor._from_op(np.zeros((), dtype=np.int64), None)
+def _zero_index(x):
+    """A 0-d int64 index of x's class: argmax/argmin of a 0-d tensor."""
+    return x._op_class._from_op(np.zeros((), dtype=np.int64), None)
 
 
 def _named_axes(name, dim, ndim):
@@ -415,7 +417,7 @@ def _normalise_index(index, shape):
     items = index if isinstance(index, tuple) else (index,)
     out = []
     for i in items:
-        if isinstance(i, autograd.Tensor):
+        if isinstance(i, TensorBase):
             i = i._data
             if i.ndim == 0 and i.dtype.kind in "iu":
                 i = int(i)
