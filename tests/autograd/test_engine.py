@@ -586,3 +586,13 @@ def test_linear_over_few_and_many_rows_is_x_times_w_transposed(rows, dtype):
     assert got.shape == (rows, 1, 96) and got.flags.c_contiguous and got.dtype == dtype
     np.testing.assert_allclose(got, x @ w.T + b, rtol=1e-5 if dtype == np.float32 else 1e-12,
                                atol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+def test_autograd_package_has_torch_autograds_names():
+    """tinygradx.autograd.grad / backward / Function are the same objects as tgx's, as
+    torch.autograd.grad is torch's."""
+    from tinygradx import autograd
+    assert autograd.grad is tgx.grad and autograd.Function is tgx.Function
+    x = tgx.tensor([1.0, 2.0], requires_grad=True)
+    autograd.backward((x * x).sum())
+    assert x.grad.tolist() == [2.0, 4.0]

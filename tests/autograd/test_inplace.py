@@ -265,8 +265,8 @@ def _gpt_two_steps(fused):
 
 def _no_version_checks(monkeypatch):
     """The engine as it was before version counters: the walk never looks at versions."""
-    from tinygradx import autograd
-    monkeypatch.setattr(autograd, "resolve_parents", lambda t, ctx: None)
+    from tinygradx.autograd import walk
+    monkeypatch.setattr(walk, "resolve_parents", lambda t, ctx: None)
 
 
 @pytest.mark.parametrize("fused", [True, False], ids=["fused-attention", "op-by-op"])

@@ -1,6 +1,6 @@
 """`backward()` and `grad()`, and the carrier that records a graph (create_graph=True).
 
-Both run the one walk, `autograd.run_backward`. `create_graph=False` (the default, and what
+Both run the one walk, `walk.run_backward`. `create_graph=False` (the default, and what
 training does) carries numpy arrays: every node's `backward` works on the arrays its forward
 saved, so the pass records nothing and costs nothing beyond the arithmetic.
 
@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import autograd
-from . import STATE, Frame, OpError, run_backward, unbroadcast_axes
+from . import walk
+from .custom_function import Function
+from .node import STATE, Frame, OpError, unbroadcast_axes
+from .walk import run_backward
 from .tensor_base import TensorBase
 
 
@@ -150,7 +152,7 @@ def _seed(root, gradient, as_tensor):
 
 
 def unbroadcast_graph(g, shape):
-    """`autograd.unbroadcast` with Tensor ops: sum g down to `shape`, recorded in the graph."""
+    """`node.unbroadcast` with Tensor ops: sum g down to `shape`, recorded in the graph."""
     shape = tuple(shape)
     if g.shape == shape:
         return g
@@ -198,7 +200,7 @@ class _Recording:
         return False
 
 
-class Restore(autograd.Function):
+class Restore(Function):
     """An input's value from before an in-place change, with the input's gradient path:
     forward gives the kept copy, backward passes g on to the input unchanged."""
     op_name = "restore"
@@ -255,7 +257,7 @@ def _node_backward_graph(ctx, g, grads, t, on_edge=None):
             f"derivatives{old}.") from None
     finally:
         STATE.frame = prev
-    in_grads = autograd.grads_per_input(ctx, in_grads, "backward")
+    in_grads = walk.grads_per_input(ctx, in_grads, "backward")
     for i, (p, ig, need) in enumerate(zip(ctx.parents, in_grads, ctx.needs_input_grad,
                                           strict=True)):
         if ig is None or not need:
@@ -265,7 +267,7 @@ def _node_backward_graph(ctx, g, grads, t, on_edge=None):
         try:
             ig = unbroadcast_graph(ig, p.shape)
         except OpError:
-            raise autograd.bad_grad(ctx, "backward", i, ig, p) from None
+            raise walk.bad_grad(ctx, "backward", i, ig, p) from None
         if ig.dtype != p.dtype:
             ig = ig.to(p.dtype)
         if STATE.anomaly and not np.all(np.isfinite(ig._data)):
@@ -278,7 +280,7 @@ def _node_backward_graph(ctx, g, grads, t, on_edge=None):
 
 
 class GraphWalk:
-    """The create_graph carrier of `autograd.run_backward`: gradients are Tensors, each node's
+    """The create_graph carrier of `walk.run_backward`: gradients are Tensors, each node's
     `backward` runs on Tensors with grad enabled, so the whole pass is recorded."""
 
     new_grads = TensorGrads

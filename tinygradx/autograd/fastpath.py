@@ -3,7 +3,7 @@
 An op's `backward` is its one derivative, the formula that runs on arrays and, under
 create_graph, on Tensors (autograd.Function). Where a faster array version stays (a compiled
 kernel, in-place numpy calls, a slice buffer), it is a function registered beside the op with
-`@fast_backward(Op)`, never a second method: the ordinary walk (`autograd._node_backward`)
+`@fast_backward(Op)`, never a second method: the ordinary walk (`walk._node_backward`)
 runs it instead of the formula, and the formula stays the definition that create_graph and the
 tests use.
 """

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 
-from . import STATE
+from .node import STATE
 
 
 def _check_mode(name, mode):
