@@ -84,41 +84,22 @@ class _Arrays:
 class _Tensors:
     """The same names on Tensors, each an op of the engine (so recorded under create_graph)."""
 
-    @staticmethod
-    def exp(x):
-        return x.exp()
+    # exp(x) is x.exp(), and so on: the names whose Tensor method has the same name and takes
+    # nothing more (clip is clamp; the rest below need more than one call)
+    _METHODS = ("exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "erf")
 
-    @staticmethod
-    def log(x):
-        return x.log()
+    def __getattr__(self, name):          # looked up once, then an attribute of its own
+        if name not in self._METHODS:
+            raise AttributeError(f"xp on Tensors has no {name!r}")
 
-    @staticmethod
-    def sqrt(x):
-        return x.sqrt()
-
-    @staticmethod
-    def sin(x):
-        return x.sin()
-
-    @staticmethod
-    def cos(x):
-        return x.cos()
-
-    @staticmethod
-    def tanh(x):
-        return x.tanh()
-
-    @staticmethod
-    def sigmoid(x):
-        return x.sigmoid()
+        def method(x):
+            return getattr(x, name)()
+        setattr(self, name, method)
+        return method
 
     @staticmethod
     def clip(x, lo, hi):
         return x.clamp(lo, hi)
-
-    @staticmethod
-    def erf(x):
-        return x.erf()
 
     @staticmethod
     def erf_grad(x):
