@@ -179,6 +179,22 @@ def _activation(activation):
 
 
 class _Layer(Module):
+    def _sublayers(self, n, d_model, dim_feedforward, dropout, activation, layer_norm_eps, bias,
+                   norm_first, device, dtype):
+        """The feed-forward block and the n residual sublayers' norms and dropouts, under
+        torch's names and in torch's order (so state_dicts load either way)."""
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias)
+        self.norm_first = norm_first
+        for i in range(1, n + 1):
+            setattr(self, f"norm{i}", LayerNorm(d_model, eps=layer_norm_eps, bias=bias))
+        for i in range(1, n + 1):
+            setattr(self, f"dropout{i}", Dropout(dropout))
+        self.activation = activation
+        if device is not None or dtype is not None:       # torch's factory arguments
+            self.to(device=device, dtype=dtype)
+
     def _ff_block(self, x):
         return self.dropout2(self.linear2(self.dropout(self._act(self.linear1(x)))))
 
@@ -197,16 +213,8 @@ class TransformerEncoderLayer(_Layer):
         _activation(activation)
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                             batch_first=batch_first)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.dropout1, self.dropout2 = Dropout(dropout), Dropout(dropout)
-        self.activation = activation
-        if device is not None or dtype is not None:       # torch's factory arguments
-            self.to(device=device, dtype=dtype)
+        self._sublayers(2, d_model, dim_feedforward, dropout, activation, layer_norm_eps, bias,
+                        norm_first, device, dtype)
 
     def _sa_block(self, x, mask, padding, is_causal):
         x = self.self_attn(x, x, x, attn_mask=mask, key_padding_mask=padding,
@@ -234,18 +242,8 @@ class TransformerDecoderLayer(_Layer):
                                             batch_first=batch_first)
         self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                                  batch_first=batch_first)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-        self.dropout1, self.dropout2 = Dropout(dropout), Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
-        self.activation = activation
-        if device is not None or dtype is not None:       # torch's factory arguments
-            self.to(device=device, dtype=dtype)
+        self._sublayers(3, d_model, dim_feedforward, dropout, activation, layer_norm_eps, bias,
+                        norm_first, device, dtype)
 
     def _ff_block(self, x):
         return self.dropout3(self.linear2(self.dropout(self._act(self.linear1(x)))))
