@@ -265,7 +265,7 @@ def _gpt_two_steps(fused):
 
 def _no_version_checks(monkeypatch):
     """The engine as it was before version counters: the walk never looks at versions."""
-    from tinygradx.autograd import walk
+    from tinygradx.core import walk
     monkeypatch.setattr(walk, "resolve_parents", lambda t, ctx: None)
 
 

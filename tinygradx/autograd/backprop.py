@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import walk
+from ..core import walk
 from .custom_function import Function
-from .node import STATE, Frame, OpError, unbroadcast_axes
-from .walk import run_backward
-from .tensor_base import TensorBase
+from ..core.node import STATE, Frame, OpError, unbroadcast_axes
+from ..core.walk import initial_grad, run_backward
+from ..core.tensor_base import TensorBase
 
 
 class BackwardFrame(Frame):
@@ -46,23 +46,6 @@ class BackwardFrame(Frame):
         return f"{above}/{self.name}" if above else self.name
 
 
-def _initial_grad(root, gradient):
-    Tensor = TensorBase
-    if gradient is None:
-        if root._data.size != 1:
-            raise RuntimeError(
-                f"backward: grad can be created implicitly only for a scalar output, but the "
-                f"output has shape {root.shape}; pass backward(gradient) with that shape "
-                f"(e.g. loss.sum().backward() or y.backward(tgx.ones_like(y))).")
-        return np.ones(root._data.shape, dtype=root._data.dtype)
-    g = gradient._data if isinstance(gradient, Tensor) else np.asarray(gradient,
-                                                                       root._data.dtype)
-    if g.shape != root._data.shape:
-        raise OpError(f"backward: gradient has shape {g.shape} but the output has shape "
-                      f"{root.shape}; they must match")
-    return g
-
-
 def backward(tensor, gradient=None, retain_graph=None, create_graph=False):
     """Accumulate d(tensor)/d(leaf) into every leaf's .grad (Tensor.backward calls this).
 
@@ -74,7 +57,7 @@ def backward(tensor, gradient=None, retain_graph=None, create_graph=False):
         seed = gradient if isinstance(gradient, TensorBase) else None
         run_backward([tensor], [_seed(tensor, gradient, seed)], retain_graph, carrier=GraphWalk)
     else:
-        run_backward([tensor], [_initial_grad(tensor, gradient)], retain_graph)
+        run_backward([tensor], [initial_grad(tensor, gradient)], retain_graph)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
@@ -119,7 +102,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                  for o, g in zip(outputs, grad_outputs, strict=True)]
         run_backward(outputs, seeds, retain_graph, store, inputs, carrier=GraphWalk)
     else:
-        seeds = [_initial_grad(o, g) for o, g in zip(outputs, grad_outputs, strict=True)]
+        seeds = [initial_grad(o, g) for o, g in zip(outputs, grad_outputs, strict=True)]
         run_backward(outputs, seeds, retain_graph, store, inputs)
     result = []
     for i, x in enumerate(inputs):
@@ -148,7 +131,7 @@ def _seed(root, gradient, as_tensor):
             raise OpError(f"backward: gradient has shape {as_tensor.shape} but the output has "
                           f"shape {root.shape}; they must match")
         return as_tensor
-    return root._op_class._from_op(_initial_grad(root, gradient), None)
+    return root._op_class._from_op(initial_grad(root, gradient), None)
 
 
 def unbroadcast_graph(g, shape):

@@ -41,10 +41,10 @@ import time
 
 import numpy as np
 
-from .node import Function as Node
-from .node import STATE, OpError, no_grad, unbroadcast_axes, user_line
-from .fastpath import Slice, fast_backward
-from .tensor_base import TensorBase
+from ..core.node import Function as Node
+from ..core.node import STATE, OpError, no_grad, unbroadcast_axes, user_line
+from ..core.fastpath import Slice, fast_backward
+from ..core.tensor_base import TensorBase
 
 
 class Function(Node):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 
-from .node import STATE
+from ..core.node import STATE
 
 
 def _check_mode(name, mode):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .node import STATE
+from ..core.node import STATE
 
 __all__ = ["manual_seed", "get_rng_state", "set_rng_state", "default_rng"]
 

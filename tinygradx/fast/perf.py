@@ -19,7 +19,7 @@ import contextlib
 import time
 from collections import defaultdict
 
-from ..autograd import STATE, observe
+from ..core.node import STATE, observe
 
 
 class Profile:

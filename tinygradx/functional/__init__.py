@@ -10,10 +10,11 @@ import math
 
 import numpy as np
 
-from ..ops import attention as attention_op, fused, linalg as ops_linalg
+from ..core import linalg as ops_linalg, tensor as core_tensor
+from ..ops import attention as attention_op, fused
 from .. import ops
 from ..autograd import STATE, OpError, current_scope
-from ..ops.dims import check_dim
+from ..core.dims import check_dim
 from ..tensor.creation import where
 from ..tensor import Tensor
 
@@ -101,9 +102,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
         if p is not None and tuple(p.shape) != normalized_shape:
             raise OpError(f"layer_norm{_where()}: {name} has shape {tuple(p.shape)}, "
                           f"expected {normalized_shape}")
-    wb = [p for p in (weight, bias) if p is not None]
-    return fused.LayerNorm.apply(x, *wb, n_axes=n, eps=eps,
-                               affine=(weight is not None, bias is not None))
+    return core_tensor.layer_norm(x, normalized_shape, weight, bias, eps)    # one node
 
 
 def _where():

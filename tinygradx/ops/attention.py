@@ -9,13 +9,13 @@ import math
 
 import numpy as np
 
-from .. import autograd
-from ..autograd import Function, OpError
+from ..core import fastpath
+from ..core.node import Function, OpError
 from ..fast import kernels, parallel
 from . import rowwise
 from .fused import Softmax
 from .movement import IndexPut, Stack
-from .xp import of
+from ..core.xp import of
 
 
 def attention_output(q, k, v, mask):
@@ -151,7 +151,7 @@ class Attention(Function):
         return _attention_backward(a, g, qs, k, v, self.keep, self.scale, None, *grads)
 
 
-@autograd.fast_backward(Attention)
+@fastpath.fast_backward(Attention)
 def _attention_fast_backward(ctx, g):
     """Attention's derivative from the kept weights, written into dQ, dK, dV buffers laid
     out like Q, K, V (in batch row blocks on both cores when large)."""
@@ -254,7 +254,7 @@ class PackedAttention(Attention):
         return a.reshape(B, -1, h, d).transpose(0, 2, 1, 3)      # (B, n, h*d) -> (B, h, n, d)
 
 
-@autograd.fast_backward(PackedAttention)
+@fastpath.fast_backward(PackedAttention)
 def _packed_attention_fast_backward(ctx, g):
     """dQ, dK, dV written straight into one (B, T, 3*h*d) gradient through strided views."""
     B, T, h, d = ctx.heads

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..autograd import Function, OpError
-from .xp import ARRAYS, of
+from ..core.node import Function, OpError
+from ..core.xp import ARRAYS, of
 
 LETTERS = string.ascii_uppercase + string.ascii_lowercase   # PyTorch's label order
 _PLANS = {}

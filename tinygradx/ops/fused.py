@@ -9,13 +9,15 @@ Each op's `backward` is its one derivative, the formula in operators and `xp` fu
 runs on arrays and, under create_graph=True, on Tensors (differentiated again). It reads only the
 saved input or output and constants (masks, targets, shapes), recomputing the rest:
   Gelu: g * (Phi(x) + x phi(x)) from erf and exp of x (the tanh form from tanh of x).
-  Softmax, LogSoftmax: s * (g - sum(g s)) and g - exp(y) * sum(g), from the output.
-  LayerNorm: xhat and rstd recomputed from x with mean and sqrt, then the formula of dx.
+  LogSoftmax: g - exp(y) * sum(g), from the output.
   CrossEntropy: (softmax(x) - q) * g per row, q the (smoothed) target distribution.
   Dropout: g times the mask drawn in forward (a constant).
 The in-place kernels above are each op's `@fast_backward`, beside the op: the ordinary walk
 runs them instead of the formula (same values, fewer passes over memory), and the tests hold
 the two equal.
+
+The core's softmax and layer_norm (tinygradx/core/rows.py, re-exported here) get their speed
+here too: a compiled forward row loop each (`fastpath.use_kernel`) and a fast backward each.
 """
 from __future__ import annotations
 
@@ -23,13 +25,14 @@ import math
 
 import numpy as np
 
-from ..fast._erf import erf as _erf
-from .. import autograd
+from ..core import fastpath
+from ..core.elementwise import as_float
+from ..core.node import Function, OpError
+from ..core.rows import LayerNorm, Softmax, layer_norm_rows  # noqa: F401  (the core's ops)
+from ..core.xp import ARRAYS, of
 from ..fast import kernels, parallel
+from ..fast._erf import erf as _erf
 from . import rowwise
-from ..autograd import Function, OpError
-from . import as_float
-from .xp import of
 
 
 # ------------------------------------------------------------------------------------------
@@ -79,12 +82,13 @@ class Gelu(Function):
             t = xp.tanh((x + x * x * x * 0.044715) * _SQRT_2_OVER_PI)
             du = (x * x * (3 * 0.044715) + 1) * _SQRT_2_OVER_PI
             return g * ((t + 1) * 0.5 + x * (1 - t * t) * du * 0.5)
-        cdf = (xp.erf(x * (1 / math.sqrt(2))) + 1) * 0.5
+        u = x * (1 / math.sqrt(2))
+        cdf = ((_erf(u) if xp is ARRAYS else u.erf()) + 1) * 0.5
         pdf = xp.exp(x * x * -0.5) * (1 / math.sqrt(2 * math.pi))
         return g * (cdf + x * pdf)
 
 
-@autograd.fast_backward(Gelu)
+@fastpath.fast_backward(Gelu)
 def _gelu_backward(ctx, g):
     """Gelu's derivative in one compiled pass, or in place with the kept Phi(x) / tanh."""
     x = ctx.x
@@ -140,35 +144,10 @@ def _gelu_tanh_grad(x, t, g, d, du):
     d *= g
 
 # ------------------------------------------------------------------------------------------
-# softmax, attention, normalisation, losses, dropout
+# the speed versions of the core's softmax and layer_norm; log_softmax, losses, dropout
 # ------------------------------------------------------------------------------------------
 
-class Softmax(Function):
-    """s = exp(x - max)/sum; dx = s * (g - sum(g*s)).
-
-    A row that is entirely -inf (every key masked) gives all-zero probabilities and zero
-    gradient instead of NaN: the max is treated as 0 and the empty sum as 1.
-    Composite twin: `F.softmax_composite`.
-    """
-    fresh_grads = True
-
-    def forward(self, x, dim=-1):
-        x = as_float(x)                      # an int tensor's softmax is float32
-        self.dim = dim
-        if x.size == 0:
-            self.out = np.empty_like(x)
-            return self.out
-        self.out = rowwise.softmax(x, np.empty_like(x), dim)
-        return self.out
-
-    def backward(self, g):
-        xp, s = of(g), self.out
-        if s.ndim == 0 or s.size == 0:
-            return xp.zeros_like(g)          # one element: s = 1 whatever x is
-        return s * (g - xp.sum(g * s, self.dim, True))
-
-
-@autograd.fast_backward(Softmax)
+@fastpath.fast_backward(Softmax)
 def _softmax_backward(ctx, g):
     """Softmax's derivative row by row into one new array (a compiled pass when available)."""
     if ctx.out.ndim == 0 or ctx.out.size == 0:
@@ -202,63 +181,15 @@ class LogSoftmax(Function):
         return g - xp.exp(self.out) * xp.sum(g, self.dim, True)
 
 
-def layer_norm_rows(x2, w, b, eps, keep):
-    """(y, xhat, rstd (rows, 1)) of LayerNorm over the rows of x2 (rows, n); w, b (n,) or None.
-    xhat, the normalised input that backward reads, may be None unless keep."""
-    if kernels.ENABLED:                                        # one compiled pass per row
-        done = kernels.layer_norm(x2, w, b, eps, keep)
-        if done is not None:
-            return done
-    n = x2.shape[1]
-    mean = np.add.reduce(x2, axis=1, keepdims=True)            # x2.mean's two calls, bit for
-    np.true_divide(mean, np.intp(n), out=mean, casting="unsafe")        # bit, no wrapper
-    xc = x2 - mean
-    var = np.einsum("ij,ij->i", xc, xc) / n                     # biased variance, no temporary
-    rstd = (1.0 / np.sqrt(var + eps)).astype(x2.dtype, copy=False)[:, None]
-    xc *= rstd
-    y = xc * w if w is not None else xc.copy()
-    if b is not None:
-        y += b
-    return y, xc, rstd
+def _layer_norm_kernel(x2, w, b, eps, keep):
+    """core.LayerNorm's forward row loop: one compiled pass per row (None: numpy's)."""
+    return kernels.layer_norm(x2, w, b, eps, keep) if kernels.ENABLED else None
 
 
-class LayerNorm(Function):
-    """y = (x - mean)/sqrt(var + eps) * w + b over the last len(normalized_shape) dims.
-
-    Biased variance, eps inside the square root (as torch.nn.LayerNorm). With xhat the
-    normalised input and gh = g*w: dx = rstd * (gh - mean(gh) - xhat * mean(gh*xhat)).
-    Composite twin: `F.layer_norm_composite`.
-    """
-    fresh_grads = True
-    op_name = "layer_norm"
-
-    def forward(self, x, *wb, n_axes=1, eps=1e-5, affine=(False, False)):
-        # work on a (rows, n) view: every reduction is then along axis 1, and the row dot
-        # products of the backward become BLAS matrix-vector products
-        self.x, self.wb = x, wb             # what the formula reads (kept, not copied)
-        self.shape, self.wshape = x.shape, x.shape[x.ndim - n_axes:]
-        n = math.prod(self.wshape)
-        x2 = x.reshape(-1, n)
-        self.w = wb[0].reshape(n) if affine[0] else None
-        b = wb[-1].reshape(n) if affine[1] else None
-        self.affine, self.eps = affine, eps
-        y, self.xhat, self.rstd = layer_norm_rows(x2, self.w, b, eps,
-                                                  keep=True in self.needs_input_grad)
-        return y.reshape(x.shape)
-
-    def backward(self, g):
-        xp, x = of(g), self.x
-        dims = tuple(range(x.ndim - len(self.wshape), x.ndim))
-        xc = x - xp.mean(x, dims, True)
-        rstd = 1 / xp.sqrt(xp.mean(xc * xc, dims, True) + self.eps)
-        xhat = xc * rstd                      # recomputed: xhat and rstd depend on x
-        gh = g * self.wb[0] if self.affine[0] else g
-        dx = rstd * (gh - xp.mean(gh, dims, True) - xhat * xp.mean(gh * xhat, dims, True))
-        # dw, db in the shape of x: the walk sums the leading dims away
-        return (dx,) + ((g * xhat,) if self.affine[0] else ()) + ((g,) if self.affine[1] else ())
+fastpath.use_kernel("layer_norm", _layer_norm_kernel)
 
 
-@autograd.fast_backward(LayerNorm)
+@fastpath.fast_backward(LayerNorm)
 def _layer_norm_backward(ctx, g):
     """LayerNorm's derivative from the kept xhat and rstd: one compiled pass per row, or
     in-place numpy with the row sums as BLAS matrix-vector products."""
@@ -341,7 +272,7 @@ class CrossEntropy(Function):
         return (of(g).run(Softmax, x, dim=1) - q) * scale.reshape(n, 1)
 
 
-@autograd.fast_backward(CrossEntropy)
+@fastpath.fast_backward(CrossEntropy)
 def _cross_entropy_backward(ctx, g):
     """The same (softmax(x) - q) * g, in place of the saved log-probabilities."""
     n, c = ctx.logp.shape

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import Function, OpError
-from .xp import of
+from ..core.node import Function, OpError
+from ..core.xp import of
 
 
 def _scan_dtype(x):

@@ -21,11 +21,11 @@ import math
 
 import numpy as np
 
-from ..autograd import STATE, OpError
+from ..core.node import STATE, OpError
 from .attention import attention_output, attention_weights
 from .fused import gelu_forward, layer_norm_rows
 from . import relu_forward
-from .linalg import linear_forward
+from ..core.linalg import linear_forward
 
 
 def fast_path():

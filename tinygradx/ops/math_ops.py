@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import Function
-from ..autograd import OpError
-from . import as_float
-from .xp import of, sigmoid as _sigmoid, value
+from ..core.node import Function, OpError
+from ..core.elementwise import as_float
+from ..core.xp import of, sigmoid as _sigmoid, value
 
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946

@@ -1,11 +1,13 @@
 """Row-wise numpy work the fused ops share: reductions along the last axis, the row max that
 keeps fully masked rows finite, softmax and its backward (each with the compiled kernel of
-kernels.py when it is on), and the masked softmax attention runs on its score buffer.
+kernels.py when it is on), and the masked softmax attention runs on its score buffer. The
+softmax here is the core's softmax row loop made fast (registered with `fastpath.use_kernel`).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..core import fastpath
 from ..fast import kernels
 
 
@@ -84,6 +86,9 @@ def softmax(x, out, axis=-1):
         total[total == 0] = 1
     out /= total
     return out
+
+
+fastpath.use_kernel("softmax", softmax)    # core.Softmax's forward row loop
 
 
 def softmax_grad(g, s, out, axis=-1):

@@ -1,11 +1,13 @@
-"""Tensor: a numpy array, a requires_grad flag, a .grad, and the node (_ctx) that made it.
+"""Tensor: the learner's core Tensor (tinygradx/core/tensor.py) with the rest of torch's surface.
 
-Methods only check arguments and call `ops.X.apply` (or `fused.X.apply`); the math lives in
-ops.py, movement.py and fused.py, the walk in autograd.py, the dtype rules in dtypes.py, the
-reductions, movement and indexing methods in tensor_methods.py (a mixin Tensor inherits), the
-constructors (zeros, randn, ...) and the functions of several tensors (cat, stack, where, ...)
-in creation.py. Names, argument names and
-semantics follow PyTorch where it has the same function.
+The core's Tensor has the fields, the arithmetic, exp/log/sqrt/tanh/relu, softmax, sum/mean and
+reshape/permute/transpose/expand; this subclass adds torch's constructor checks, dtype
+conversion (convert.py), in-place ops (inplace.py), indexing by torch's rules and the other
+reductions and movements (shape_methods.py, index_methods.py), more element-wise math
+(math_methods.py), hooks and create_graph. Methods only check arguments and call an op's
+`apply`; the math lives in the ops (tinygradx/core/, tinygradx/ops/). The constructors (zeros,
+randn, ...) and the functions of several tensors (cat, stack, where, ...) are in creation.py.
+Names, argument names and semantics follow PyTorch where it has the same function.
 """
 from __future__ import annotations
 
@@ -15,11 +17,11 @@ import numpy as np
 
 from .. import autograd, ops
 from ..autograd import backprop, hooks
-from ..autograd.tensor_base import TensorBase
-from ..ops import fused, movement, linalg as ops_linalg
+from .. import core
+from ..ops import fused, movement
 from ..fast import process
 from ..autograd import OpError
-from ..ops.dims import Shape, check_dim, normalize_dims
+from ..core.dims import Shape, check_dim, normalize_dims
 from ..ops.dtypes import as_dtype, result_type, to_array
 from .math_methods import MathMethods
 from .convert import ConvertMethods
@@ -28,7 +30,7 @@ from .inplace import InplaceMethods
 from .shape_methods import ShapeMethods
 
 
-class Tensor(TensorBase, ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMethods):
+class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMethods, core.Tensor):
     """An n-d array that can record the graph of ops applied to it.
 
     >>> x = Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
@@ -39,7 +41,8 @@ class Tensor(TensorBase, ShapeMethods, IndexMethods, MathMethods, ConvertMethods
     """
 
     # the fields (_data, grad, _ctx, the version counter, ...) and the constructors of op
-    # results (_from_op, _const) are TensorBase's, the part of a tensor the engine knows
+    # results (_from_op, _const) are TensorBase's, the part of a tensor the engine knows; the
+    # mixins come first so their torch versions (masked_fill, indexing) win over the core's
     __slots__ = ()
     __array_priority__ = 1000  # numpy scalars/arrays on the left defer to our reflected ops
 
@@ -63,12 +66,6 @@ class Tensor(TensorBase, ShapeMethods, IndexMethods, MathMethods, ConvertMethods
         """An operand that is no tensor, through the boundary's dtype checks."""
         return to_array(data, None)
 
-    def _view_of(self, base):
-        """Mark self as a view of base: same memory, same version counter."""
-        self._version = base._version
-        self._base = base._base if base._base is not None else base
-        return self
-
     # -- basic attributes -----------------------------------------------------------------
     @property
     def data(self):
@@ -87,26 +84,6 @@ class Tensor(TensorBase, ShapeMethods, IndexMethods, MathMethods, ConvertMethods
             raise TypeError(f"Tensor.data: a tensor that requires grad cannot take data of "
                             f"dtype {arr.dtype}")
         self._data = arr
-
-    @property
-    def shape(self):
-        return Shape.of(self._data.shape)
-
-    @property
-    def ndim(self):
-        return self._data.ndim
-
-    @property
-    def dtype(self):
-        return self._data.dtype
-
-    @property
-    def is_leaf(self):
-        return self._ctx is None
-
-    @property
-    def grad_fn(self):
-        return self._ctx
 
     @property
     def T(self):
@@ -143,19 +120,6 @@ class Tensor(TensorBase, ShapeMethods, IndexMethods, MathMethods, ConvertMethods
             return np.array(self._data, dtype=dtype, copy=True)
         return self._data if dtype is None else self._data.astype(dtype, copy=False)
 
-    def numpy(self, *, force=False):
-        """The underlying array (shared, not copied), as torch's `.numpy()`.
-
-        Refused on a tensor that requires grad, as in PyTorch: a write into the array would
-        change values a graph node saved behind the version counter's back, and the gradient
-        would silently use them. `t.detach().numpy()` (or `force=True`, as torch's) says you
-        mean it.
-        """
-        if self.requires_grad and not force:
-            raise RuntimeError("Can't call numpy() on a Tensor that requires grad: use "
-                               "tensor.detach().numpy() instead")
-        return self._data
-
     def item(self):
         if self._data.size != 1:
             raise ValueError(f"item: only a one-element tensor converts to a Python number, "
@@ -164,12 +128,6 @@ class Tensor(TensorBase, ShapeMethods, IndexMethods, MathMethods, ConvertMethods
 
     def tolist(self):
         return self._data.tolist()
-
-    def detach(self):
-        """The same data, cut from the graph (it shares the version counter, as in PyTorch)."""
-        t = Tensor._from_op(self._data, None)
-        t._version = self._version
-        return t
 
     def clone(self):
         return self * 1 if self.requires_grad else Tensor._from_op(self._data.copy(), None)
@@ -345,31 +303,7 @@ class Tensor(TensorBase, ShapeMethods, IndexMethods, MathMethods, ConvertMethods
 
     __hash__ = object.__hash__
 
-    # -- arithmetic -----------------------------------------------------------------------
-    def __add__(self, other):
-        return ops.Add.apply(self, other)
-
-    def __radd__(self, other):  # other + self
-        return ops.Add.apply(other, self)
-
-    def __sub__(self, other):
-        return ops.Sub.apply(self, other)
-
-    def __rsub__(self, other):  # other - self
-        return ops.Sub.apply(other, self)
-
-    def __mul__(self, other):
-        return ops.Mul.apply(self, other)
-
-    def __rmul__(self, other):  # other * self
-        return ops.Mul.apply(other, self)
-
-    def __truediv__(self, other):
-        return ops.Div.apply(self, other)
-
-    def __rtruediv__(self, other):  # other / self
-        return ops.Div.apply(other, self)
-
+    # -- arithmetic (+ - * / @ and neg: the core's Tensor) ------------------------------------
     def __pow__(self, other):
         if isinstance(other, numbers.Real) and not isinstance(other, Tensor):
             return ops.PowScalar.apply(self, p=other)
@@ -378,16 +312,6 @@ class Tensor(TensorBase, ShapeMethods, IndexMethods, MathMethods, ConvertMethods
     def __rpow__(self, other):  # other ** self
         return ops.Pow.apply(other, self)
 
-    def __neg__(self):
-        return ops.Neg.apply(self)
-
-    def __matmul__(self, other):
-        return ops_linalg.MatMul.apply(self, other)
-
-    def __rmatmul__(self, other):  # other @ self
-        return ops_linalg.MatMul.apply(other, self)
-
-    add, sub, mul, matmul = __add__, __sub__, __mul__, __matmul__   # div: math_methods.py
     pow = __pow__
 
     # comparisons make boolean tensors (no gradient flows through them); both sides are
@@ -462,26 +386,11 @@ class Tensor(TensorBase, ShapeMethods, IndexMethods, MathMethods, ConvertMethods
                                       axes is not None), None)
 
     # -- element-wise math ----------------------------------------------------------------
-    def exp(self):
-        return ops.Exp.apply(self)
-
-    def log(self):
-        return ops.Log.apply(self)
-
-    def sqrt(self):
-        return ops.Sqrt.apply(self)
-
     def rsqrt(self):
         return ops.Rsqrt.apply(self)
 
-    def tanh(self):
-        return ops.Tanh.apply(self)
-
     def sigmoid(self):
         return ops.Sigmoid.apply(self)
-
-    def relu(self):
-        return ops.Relu.apply(self)
 
     def gelu(self, approximate="none"):
         if approximate not in ("none", "tanh"):
@@ -510,9 +419,6 @@ class Tensor(TensorBase, ShapeMethods, IndexMethods, MathMethods, ConvertMethods
         return ops.Clamp.apply(self, min=min, max=max)
 
     clip = clamp
-
-    def softmax(self, dim):
-        return fused.Softmax.apply(self, dim=check_dim("softmax", dim, self._data.ndim))
 
     def log_softmax(self, dim):
         return fused.LogSoftmax.apply(self, dim=check_dim("log_softmax", dim,

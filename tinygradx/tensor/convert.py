@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops
-from ..autograd.tensor_base import TensorBase
+from ..core.tensor_base import TensorBase
 from ..ops import movement
 from .devices import CPU, check_device, is_device
 from ..ops.dtypes import as_dtype, bool_, float16, float32, float64, int32, int64, to_array

@@ -9,10 +9,11 @@ import numbers
 
 import numpy as np
 
-from ..ops import movement, einsum as ops_einsum, linalg as ops_linalg
+from ..core import linalg as ops_linalg
+from ..ops import movement, einsum as ops_einsum
 from .. import ops
 from ..autograd import STATE, OpError
-from ..ops.dims import check_dim
+from ..core.dims import check_dim
 from .devices import check_device
 from ..ops.dtypes import as_dtype, bool_, check_int_range, float32, int64, to_array
 from . import Tensor

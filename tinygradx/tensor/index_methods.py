@@ -12,8 +12,8 @@ import numpy as np
 
 from ..ops import movement, index as ops_index
 from ..autograd import OpError
-from ..autograd.tensor_base import TensorBase
-from ..ops.dims import check_dim, normalize_dims
+from ..core.tensor_base import TensorBase
+from ..core.dims import check_dim, normalize_dims
 from ..autograd import rng as _rng
 
 SortResult = namedtuple("SortResult", ["values", "indices"])

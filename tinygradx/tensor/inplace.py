@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import autograd
-from ..autograd.tensor_base import TensorBase
+from ..core.tensor_base import TensorBase
 from ..ops import movement
-from ..ops.dims import check_dim
+from ..core.dims import check_dim
 from ..autograd import rng as _rng
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from .. import ops
 from ..ops import math_ops as ops_math
 from ..autograd import OpError
-from ..autograd.tensor_base import TensorBase
+from ..core.tensor_base import TensorBase
 
 
 def _floating(name, *xs):

@@ -15,10 +15,11 @@ from collections import namedtuple
 import numpy as np
 
 from .. import ops
-from ..ops import movement, reduce as ops_reduce
+from ..core import reduce as ops_reduce
+from ..ops import movement
 from ..autograd import OpError
-from ..autograd.tensor_base import TensorBase
-from ..ops.dims import check_dim, normalize_dims
+from ..core.tensor_base import TensorBase
+from ..core.dims import check_dim, normalize_dims
 
 MaxResult = namedtuple("MaxResult", ["values", "indices"])
 
@@ -28,15 +29,7 @@ class ShapeMethods:
 
     __slots__ = ()
 
-    # -- reductions -----------------------------------------------------------------------
-    def sum(self, dim=None, keepdim=False):
-        return ops_reduce.Sum.apply(self, dim=dim, keepdim=keepdim)
-
-    def mean(self, dim=None, keepdim=False):
-        if self.dtype.kind != "f":
-            raise TypeError(f"mean: needs a floating-point tensor, got {self.dtype}")
-        return ops_reduce.Mean.apply(self, dim=dim, keepdim=keepdim)
-
+    # -- reductions (sum, mean: the core's Tensor) -----------------------------------------
     def amax(self, dim=None, keepdim=False):
         return ops_reduce.Max.apply(self, dim=dim, keepdim=keepdim)
 
@@ -101,17 +94,7 @@ class ShapeMethods:
     def logsumexp(self, dim, keepdim=False):
         return ops_reduce.LogSumExp.apply(self, dim=dim, keepdim=keepdim)
 
-    # -- movement -------------------------------------------------------------------------
-    def reshape(self, *shape):
-        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) \
-            else shape
-        if shape == self._data.shape:
-            return self
-        out = movement.Reshape.apply(self, shape=shape)
-        return out._view_of(self) if np.may_share_memory(out._data, self._data) else out
-
-    view = reshape
-
+    # -- movement (reshape/view, permute, transpose, expand: the core's Tensor) -------------
     def flatten(self, start_dim=0, end_dim=-1):
         if self.ndim == 0:
             return self.reshape(1)
@@ -121,25 +104,6 @@ class ShapeMethods:
                           f"for a {self.ndim}-d tensor")
         shape = self.shape[:s] + (math.prod(self.shape[s:e + 1]),) + self.shape[e + 1:]
         return self.reshape(shape)
-
-    def permute(self, *dims):
-        dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
-        return movement.Permute.apply(self, dims=dims)._view_of(self)
-
-    def transpose(self, dim0, dim1):
-        nd = self._data.ndim
-        dim0 = check_dim("transpose", dim0, nd)
-        dim1 = check_dim("transpose", dim1, nd)
-        order = list(range(nd))
-        order[dim0], order[dim1] = order[dim1], order[dim0]
-        return movement.Permute.apply(self, dims=tuple(order))._view_of(self)
-
-    swapaxes = transpose
-
-    def expand(self, *shape):
-        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) \
-            else shape
-        return movement.Expand.apply(self, shape=shape)._view_of(self)
 
     def expand_as(self, other):
         return self.expand(other.shape)
@@ -257,7 +221,8 @@ class ShapeMethods:
                           f"use transpose(dim0, dim1) or mT")
         return self.T
 
-    swapdims = transpose
+    def swapdims(self, dim0, dim1):
+        return self.transpose(dim0, dim1)
 
     def movedim(self, source, destination):
         """Move the dims `source` (an int or a sequence) to the places `destination`; the

@@ -9,7 +9,7 @@ import operator
 
 import numpy as np
 
-from ..autograd import OpError
+from .node import OpError
 
 
 def dim_error(dim, ndim, extra=0):

@@ -1,17 +1,17 @@
 """The functions an op's one derivative needs beyond operators, for both of its carriers.
 
 An op's `backward` runs on numpy arrays in the ordinary walk and on Tensors under
-`create_graph=True` (autograd.Function, backprop.graph_view). Operators (+ - * / ** @ and
-comparisons), `.reshape`, `.shape`, `.ndim` and `.dtype` mean the same on both; for the rest a
-formula writes `xp = of(g)` and calls `xp.exp(x)`, `xp.where(c, a, b)`, `xp.sum(x, axes,
-keepdims)`, ...: numpy's function on arrays, the op of the same meaning on Tensors (recorded,
-so differentiable again). Both namespaces have the same names, so one formula reads as math.
+`create_graph=True` (tinygradx.autograd's backprop.graph_view, on tinygradx.Tensor). Operators
+(+ - * / ** @ and comparisons), `.reshape`, `.shape`, `.ndim` and `.dtype` mean the same on
+both; for the rest a formula writes `xp = of(g)` and calls `xp.exp(x)`, `xp.where(c, a, b)`,
+`xp.sum(x, axes, keepdims)`, ...: numpy's function on arrays, the op of the same meaning on
+Tensors (recorded, so differentiable again). Both namespaces have the same names, so one
+formula reads as math.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..fast._erf import erf as _erf, erf_grad as _erf_grad
 
 
 def of(g):
@@ -63,15 +63,6 @@ class _Arrays:
         return np.zeros_like(g)
 
     @staticmethod
-    def erf(x):
-        return _erf(x)
-
-    @staticmethod
-    def erf_grad(x):
-        """2/sqrt(pi) exp(-x^2), the derivative of erf."""
-        return _erf_grad(x)
-
-    @staticmethod
     def run(op, *args, **kwargs):
         """op's forward on arrays (a linear op applied to g, say)."""
         return op.__new__(op).forward(*args, **kwargs)
@@ -82,11 +73,12 @@ class _Arrays:
 
 
 class _Tensors:
-    """The same names on Tensors, each an op of the engine (so recorded under create_graph)."""
+    """The same names on Tensors, each an op of the engine (so recorded under create_graph, which
+    tinygradx.autograd runs with tinygradx.Tensor: `clip`, `astype` use its clamp and to)."""
 
     # exp(x) is x.exp(), and so on: the names whose Tensor method has the same name and takes
     # nothing more (clip is clamp; the rest below need more than one call)
-    _METHODS = ("exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "erf")
+    _METHODS = ("exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid")
 
     def __getattr__(self, name):          # looked up once, then an attribute of its own
         if name not in self._METHODS:
@@ -100,10 +92,6 @@ class _Tensors:
     @staticmethod
     def clip(x, lo, hi):
         return x.clamp(lo, hi)
-
-    @staticmethod
-    def erf_grad(x):
-        return (-(x * x)).exp() * (2 / np.sqrt(np.pi))
 
     @staticmethod
     def zeros_like(g):

@@ -1,11 +1,17 @@
-"""The one hook beside an op: a faster array version of its derivative.
+"""The hooks the speed layer plugs into: a faster array version of an op's derivative, and
+compiled or threaded row loops an op's forward may use.
 
 An op's `backward` is its one derivative, the formula that runs on arrays and, under
-create_graph, on Tensors (autograd.Function). Where a faster array version stays (a compiled
+create_graph, on Tensors (node.Function). Where a faster array version stays (a compiled
 kernel, in-place numpy calls, a slice buffer), it is a function registered beside the op with
 `@fast_backward(Op)`, never a second method: the ordinary walk (`walk._node_backward`)
 runs it instead of the formula, and the formula stays the definition that create_graph and the
 tests use.
+
+Forwards have one hook of their own: `kernel(name, *arrays)` gives the speed layer's result for
+a row loop (softmax, layer_norm, relu) when it registered one with `use_kernel` and it took
+these arrays, else None, and the numpy line after the call runs. The core registers nothing: on
+its own it is plain numpy, the reference the faster versions are tested against.
 """
 from __future__ import annotations
 
@@ -35,3 +41,20 @@ def fast_backward(cls):
         FAST_BACKWARD[cls] = fn
         return fn
     return register
+
+
+KERNELS = {}   # name -> fn(*arrays): the speed layer's row loop, or None for "not these arrays"
+
+
+def use_kernel(name, fn):
+    """Register fn as the forward row loop `name` (None removes it)."""
+    if fn is None:
+        KERNELS.pop(name, None)
+    else:
+        KERNELS[name] = fn
+
+
+def kernel(name, *args):
+    """The registered row loop's result on args, or None (no loop, or not for these args)."""
+    fn = KERNELS.get(name)
+    return None if fn is None else fn(*args)

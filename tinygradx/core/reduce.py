@@ -1,14 +1,14 @@
 """Reductions: sum, mean, max/min, var, logsumexp. One Function each, forward and backward side
-by side (as in ops.py); each backward runs on arrays and, under create_graph, on Tensors."""
+by side (as in elementwise.py); each backward runs on arrays and, under create_graph, on Tensors."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from ..autograd import Function, OpError
+from .node import Function, OpError
 from .dims import normalize_dims
-from . import as_float
+from .elementwise import as_float
 from .xp import of, value
 
 

@@ -1,10 +1,7 @@
 """The node and the switches around it: `Function` (the base of every op: run forward on the
 inputs' arrays, record the node), grad mode, module frames, anomaly detection, observers, and
 `unbroadcast`. The walk that runs the nodes backward is `walk.py`; a PyTorch-style Function
-(static forward/backward on Tensors) is `custom_function.py`.
-
-No module of the package imports the package itself, so `autograd/__init__.py` can gather
-them all (and `custom_function.Function`, the public class) without a circle.
+(static forward/backward on Tensors) is tinygradx.autograd's `custom_function.py`, a subclass.
 """
 from __future__ import annotations
 

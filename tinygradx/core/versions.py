@@ -2,8 +2,8 @@
 operations").
 
 Each in-place op bumps the version counter of the tensor it changes (shared by its views); a
-node records the versions of its inputs and output when it is created. The walk (autograd's
-toposort) calls `resolve_parents` on a node whose versions no longer match: an error if the node
+node records the versions of its inputs and output when it is created. The walk's
+toposort calls `resolve_parents` on a node whose versions no longer match: an error if the node
 holds the changed memory, else its edge goes to the graph the tensor had when the node used it.
 """
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """TensorBase: what the engine knows of a tensor, below the Tensor class users see.
 
-The node and the walk (autograd) make and read tensors, but the class with the methods
-(`tinygradx.tensor.Tensor`) sits above them and calls them. So the engine holds only this base:
-the fields every tensor has, and the constructors of an op's result. It never names the class
-above; an op's result takes its operands' class instead, as numpy's subclasses do:
+The node and the walk make and read tensors, but the class with the methods (`tensor.Tensor`,
+and tinygradx.Tensor, its subclass) sits above them and calls them. So the engine holds only
+this base: the fields every tensor has, and the constructors of an op's result. It never names
+the class above; an op's result takes its operands' class instead, as numpy's subclasses do:
 
     a * b      a and b are Tensors        ->  a Tensor (Tensor is a subclass of TensorBase)
     w * 2      w is an nn.Parameter       ->  a Tensor (Parameter's results are Tensors)

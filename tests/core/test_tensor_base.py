@@ -8,7 +8,7 @@ import pytest
 
 import tinygradx as tgx
 from tinygradx import autograd, nn, ops
-from tinygradx.autograd.tensor_base import TensorBase
+from tinygradx.core.tensor_base import TensorBase
 
 
 def test_the_engine_holds_no_tensor_class_of_its_own():

@@ -1,5 +1,5 @@
 """Matrix products and table lookups: matmul, linear, embedding. One Function each, forward and
-backward side by side (as in ops.py), each backward written once for arrays and Tensors; the
+backward side by side (as in elementwise.py), each backward written once for arrays and Tensors; the
 embedding's backward (a scatter-add of rows) is an op of its own, EmbeddingBackward, so that
 its result can be differentiated again.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import Function, OpError
+from .node import Function, OpError
 from .xp import ARRAYS, of
 
 

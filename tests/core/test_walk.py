@@ -8,7 +8,7 @@ import pytest
 import tinygradx as tgx
 from tinygradx import Tensor, autograd
 from tinygradx.autograd import toposort, unbroadcast
-from tinygradx.autograd.gradbuf import Grads
+from tinygradx.core.gradbuf import Grads
 from helpers import small_gpt_step
 
 

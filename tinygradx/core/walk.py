@@ -195,6 +195,23 @@ def _timed(node_backward):
     return timed
 
 
+def initial_grad(root, gradient):
+    """The gradient the walk starts from: ones for a one-element output, else the given one."""
+    if gradient is None:
+        if root._data.size != 1:
+            raise RuntimeError(
+                f"backward: grad can be created implicitly only for a scalar output, but the "
+                f"output has shape {root.shape}; pass backward(gradient) with that shape "
+                f"(e.g. loss.sum().backward() or y.backward(tgx.ones_like(y))).")
+        return np.ones(root._data.shape, dtype=root._data.dtype)
+    g = gradient._data if isinstance(gradient, TensorBase) else np.asarray(gradient,
+                                                                       root._data.dtype)
+    if g.shape != root._data.shape:
+        raise OpError(f"backward: gradient has shape {g.shape} but the output has shape "
+                      f"{root.shape}; they must match")
+    return g
+
+
 def check_root(r):
     if not r.requires_grad:
         raise RuntimeError(

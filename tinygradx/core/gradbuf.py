@@ -1,6 +1,6 @@
 """The backward walk's gradient buffers: one array per tensor, summed as contributions arrive.
 
-`Grads` is the bookkeeping behind `autograd.run_backward`, kept here so the walk reads as
+`Grads` is the bookkeeping behind `walk.run_backward`, kept here so the walk reads as
 "pop a gradient, call backward, hand the results on". It decides two things:
 
 - **Who may add in place.** An entry is *owned* when the walk allocated the array (a sum, a
