@@ -90,6 +90,37 @@ def test_gelu_tanh_and_softmax_backward(shape, dtype, transpose, seed):
     both(run, dtype)
 
 
+@settings(max_examples=30, deadline=None)
+@given(shape=shapes, dtype=dtypes, transpose=st.booleans(), seed=st.integers(0, 99))
+def test_gelu_erf(shape, dtype, transpose, seed):
+    """The exact GELU's compiled loop (float32) gives the numpy path's values and gradient."""
+    def run(dt):
+        x = tgx.Tensor(_array(shape, dt, seed, transpose) * 3, requires_grad=True)
+        y = F.gelu(x)
+        y.backward(tgx.Tensor(_array(shape, dt, seed + 3, transpose)))
+        return [y.detach().numpy(), x.grad.detach().numpy()]
+
+    both(run, dtype)
+
+
+def test_gelu_erf_special_values():
+    """NaN, +-inf, signed zeros and the clamp at |x/sqrt 2| = 4: bit for bit the numpy path."""
+    from tinygradx.ops.fused import gelu_forward
+    x = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 5.0, -5.0, 5.7, 6.0, 1e-30], np.float32)
+    cdf, y = np.empty_like(x), np.empty_like(x)
+    if not kernels.gelu_erf(x, cdf, y):
+        pytest.skip("compiled kernels not available")
+    old = kernels.set_enabled(False)
+    try:
+        with np.errstate(invalid="ignore"):
+            want_y, want_cdf = gelu_forward(x, "none")
+    finally:
+        kernels.set_enabled(old)
+    np.testing.assert_array_equal(cdf, want_cdf)
+    np.testing.assert_array_equal(y, want_y)
+    assert np.signbit(y[4]) and cdf[1] == 1 and cdf[2] == 0
+
+
 @settings(max_examples=20, deadline=None)
 @given(b=st.integers(1, 3), h=st.integers(1, 3), n=st.integers(1, 9), m=st.integers(1, 9),
        d=st.integers(1, 8), dtype=dtypes, seed=st.integers(0, 99))

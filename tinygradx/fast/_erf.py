@@ -92,10 +92,10 @@ _Q3 = (1.0, 3.03380607434824582924e+01, 3.25792512996573918826e+02, 1.5367295860
 # float32 path: our own fit of erf(x)/x ~ PF(x^2)/QF(x^2) on [0, 4], max relative error 2.6e-9.
 # PF[0] differs from 2/sqrt(pi) by that same 2.6e-9: the fit trades it for a flatter error.
 # --------------------------------------------------------------------------------------------
-_CLAMP_F = 4.0
-_PF = (1.1283791699742116, 0.19287880265949459, 0.05574961716403978, 0.0042265004439564526,
+CLAMP_F = 4.0
+PF = (1.1283791699742116, 0.19287880265949459, 0.05574961716403978, 0.0042265004439564526,
        0.0004112810741094272, 6.791478480669529e-06)
-_QF = (1.0, 0.5042678221353091, 0.11749543715115013, 0.016295171303264085,
+QF = (1.0, 0.5042678221353091, 0.11749543715115013, 0.016295171303264085,
        0.0014212133354877174, 7.256473902419066e-05, 2.604917573907647e-07)
 
 
@@ -113,10 +113,10 @@ def _erf_lowprec_chunk(x, out, buf):
     """float32/float16 chunk: clamp, rational in float64, one rounding into ``out``."""
     xc, t, p, q = buf
     # clip propagates nan and maps +-inf to +-4 (whose erf rounds to +-1); it also upcasts.
-    np.clip(x, -_CLAMP_F, _CLAMP_F, out=xc)
+    np.clip(x, -CLAMP_F, CLAMP_F, out=xc)
     np.multiply(xc, xc, out=t)
-    _horner(t, _PF, p)
-    _horner(t, _QF, q)
+    _horner(t, PF, p)
+    _horner(t, QF, q)
     np.multiply(p, xc, out=p)
     np.divide(p, q, out=out, casting="same_kind")
 

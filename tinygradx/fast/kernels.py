@@ -41,6 +41,7 @@ import threading
 import numpy as np
 
 from . import parallel, process
+from ._erf import CLAMP_F, PF, QF
 
 ENABLED = (os.environ.get("TINYGRADX_KERNELS", "1") != "0"
            and importlib.util.find_spec("numba") is not None)
@@ -77,6 +78,7 @@ def module_name():
     build = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels_build.py")
     with open(build, "rb") as f:
         h.update(f.read())
+    h.update(repr((CLAMP_F, PF, QF)).encode())            # constants the erf GELU loop bakes in
     h.update(f"{sys.version} {np.__version__} {platform.machine()} {_cpu()}".encode())
     return f"tgx_kernels_{h.hexdigest()[:16]}"
 
@@ -287,6 +289,37 @@ def gelu_tanh_grad(x, t, g, d):
     return None
 
 
+# The exact GELU, x Phi(x) with Phi(x) = (1 + erf(x / sqrt 2)) / 2. _erf.py's float32 erf is a
+# rational function, no transcendental, so one compiled loop vectorises it where numpy needs
+# ~24 passes; it is evaluated in float64 and rounded once, then the float32 steps of
+# fused.gelu_forward's numpy path follow, so both give the same numbers.
+
+def _gelu_erf(x, cdf, y, r, half, one):
+    for i in range(x.size):
+        v = float(x[i] * r)                             # x / sqrt(2) in x's dtype, then f8
+        if v > CLAMP_F:                                 # (NaN passes both tests unchanged)
+            v = CLAMP_F
+        elif v < -CLAMP_F:
+            v = -CLAMP_F
+        t = v * v
+        p = PF[0] + t * (PF[1] + t * (PF[2] + t * (PF[3] + t * (PF[4] + t * PF[5]))))
+        q = QF[0] + t * (QF[1] + t * (QF[2] + t * (QF[3] + t * (QF[4] + t * (QF[5]
+                                                                          + t * QF[6])))))
+        cdf[i] = v * p / q                              # erf, rounded once to x's dtype
+        c = (cdf[i] + one) * half
+        cdf[i] = c
+        y[i] = x[i] * c
+
+
+def gelu_erf(x, cdf, y):
+    """cdf <- Phi(x), y <- x Phi(x) for 1-D float32 arrays (the rational is float32's erf:
+    float64 keeps _erf.py's full-precision path); True, or None when not handled."""
+    if not x.dtype == cdf.dtype == y.dtype == np.float32:
+        return None
+    f = np.float32
+    return _call(_gelu_erf, x.dtype, x, cdf, y, f(1 / np.sqrt(2)), f(0.5), f(1))
+
+
 def _row_dot(g, s, i):
     dot = 0.0
     for j in range(g.shape[1]):
@@ -409,6 +442,7 @@ LOOPS = {
     _gelu_tanh_inner: "a1 a1 s s",
     _gelu_tanh_outer: "a1 a1 a1 s s",
     _gelu_tanh_grad: "a1 a1 a1 a1 s s s s",
+    _gelu_erf: "a1 a1 a1 s s s",
     _softmax_grad: "a2 a2 a2",
     _softmax_grad_inplace: "a2 a2",
     _adam: "a1 a1 a1 a1 s s s s s s s",

@@ -53,6 +53,11 @@ def gelu_forward(x, approximate):
                                                   y.reshape(-1), min_elements=1 << 18)):
             parallel.rows(_gelu_tanh, _flat(x), t.reshape(-1), y.reshape(-1))
         return y, t
+    if kernels.ENABLED and x.dtype == np.float32:           # one compiled pass, both cores
+        cdf, y = np.empty(x.shape, x.dtype), np.empty(x.shape, x.dtype)
+        if parallel.rows(kernels.gelu_erf, _flat(x), cdf.reshape(-1), y.reshape(-1),
+                         min_elements=parallel.MIN_KERNEL_ELEMENTS):
+            return y, cdf
     cdf = np.asarray(_erf(x * (1 / math.sqrt(2))))
     cdf += 1
     cdf *= 0.5                                   # Phi(x)
