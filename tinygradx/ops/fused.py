@@ -107,7 +107,12 @@ def _gelu_backward(ctx, g):
         parallel.rows(_gelu_tanh_grad, _flat(x), _flat(ctx.t), _flat(g), d.reshape(-1),
                       du.reshape(-1))
         return d
-    pdf = np.multiply(x, x, out=np.empty_like(x))
+    d = np.empty(x.shape, dtype=x.dtype)
+    if kernels.ENABLED and g.dtype == x.dtype and parallel.rows(
+            kernels.gelu_erf_grad, _flat(x), _flat(ctx.cdf), _flat(g), d.reshape(-1),
+            min_elements=parallel.MIN_KERNEL_ELEMENTS):
+        return d                                     # three passes around numpy's exp
+    pdf = np.multiply(x, x, out=d)
     pdf *= -0.5
     np.exp(pdf, out=pdf)
     pdf *= 1 / math.sqrt(2 * math.pi)       # phi(x)
