@@ -56,6 +56,13 @@ x = embedding(ids, P["emb"]) * d ** 0.5 + pe         # X = sqrt(d_model) Emb + P
 y = layer_norm(x + self_attention(x, pad[:, None, None, :]), (d,), P["g1"], P["n1"])
 y = layer_norm(y + ffn(y), (d,), P["g2"], P["n2"])    # Post-LN Add & Norm, twice
 (y * probe).sum().backward()
+
+# the formulas alone (no fast backward registered here): a bias gradient that is the incoming
+# gradient itself must still be a fresh array, or the second backward adds into a read-only one
+x1, b1 = Tensor(np.arange(5.0), requires_grad=True), Tensor(np.zeros(5), requires_grad=True)
+for _ in range(2):
+    layer_norm(x1, (5,), None, b1).sum().backward()
+assert b1.grad.numpy().tolist() == [2.0] * 5
 np.savez(sys.argv[2], y=y.detach().numpy(), **{"grad_" + k: p.grad.numpy() for k, p in P.items()})
 '''
 

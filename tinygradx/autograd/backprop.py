@@ -22,7 +22,7 @@ import numpy as np
 
 from ..core import walk
 from .custom_function import Function
-from ..core.node import STATE, Frame, OpError, unbroadcast_axes
+from ..core.node import STATE, Frame, OpError, unbroadcast
 from ..core.walk import initial_grad, run_backward
 from ..core.tensor_base import TensorBase
 
@@ -134,14 +134,6 @@ def _seed(root, gradient, as_tensor):
     return root._op_class._from_op(initial_grad(root, gradient), None)
 
 
-def unbroadcast_graph(g, shape):
-    """`node.unbroadcast` with Tensor ops: sum g down to `shape`, recorded in the graph."""
-    shape = tuple(shape)
-    if g.shape == shape:
-        return g
-    return g.sum(dim=unbroadcast_axes(g.shape, shape), keepdim=True).reshape(shape)
-
-
 class TensorGrads:
     """The gradient of each tensor so far, as Tensors: a sum is an op, so it is recorded."""
 
@@ -248,7 +240,7 @@ def _node_backward_graph(ctx, g, grads, t, on_edge=None):
         if not isinstance(ig, TensorBase):
             ig = p._op_class._from_op(np.asarray(ig), None)
         try:
-            ig = unbroadcast_graph(ig, p.shape)
+            ig = unbroadcast(ig, p.shape)
         except OpError:
             raise walk.bad_grad(ctx, "backward", i, ig, p) from None
         if ig.dtype != p.dtype:

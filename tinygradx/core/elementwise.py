@@ -188,8 +188,9 @@ class PowScalar(Function):
 # ------------------------------------------------------------------------------------------
 
 def as_float(x):
-    """x itself if it is floating point, else x in float32: exp, log, sqrt, tanh, sigmoid,
-    erf, softmax of an int or bool tensor are float32 (torch's default dtype), not float64."""
+    """x itself if it is floating point, else x in float32: exp, log, sqrt, tanh, softmax (and
+    the library's other float ops) of an int or bool tensor are float32 (torch's default
+    dtype), not float64."""
     return x if x.dtype.kind == "f" else x.astype(np.float32)
 
 

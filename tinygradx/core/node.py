@@ -14,6 +14,7 @@ import traceback
 import numpy as np
 
 from .tensor_base import TensorBase
+from .xp import of
 # numpy.exceptions is new in numpy 1.25; before it AxisError lived at the top level (gone in 2.0)
 _AxisError = getattr(np, "exceptions", np).AxisError
 
@@ -121,7 +122,10 @@ def observe(fn):
         STATE.refresh()
 
 
-_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tinygradx/
+# The library's own frames, skipped when naming the user's line: the whole package the core
+# sits in (tinygradx/), or the core's folder alone when it runs on its own (`import core`).
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_PKG_DIR = (os.path.dirname(_HERE) if __name__.count(".") >= 2 else _HERE) + os.sep
 
 
 def _user_callsite():
@@ -151,8 +155,9 @@ def fmt_shapes(arrays):
 class Function:
     """Base class of every differentiable op, built-in or user-written.
 
-    Users write PyTorch's style: `@staticmethod forward(ctx, ...)` and `backward(ctx, *grads)`
-    on Tensors, several outputs allowed (custom_function.py runs it). The engine's own ops, and
+    Users of tinygradx write PyTorch's style: `@staticmethod forward(ctx, ...)` and
+    `backward(ctx, *grads)` on Tensors, several outputs allowed (tinygradx.autograd's
+    custom_function.py runs it, a subclass of this one). The engine's own ops, and
     users who want the lower level, subclass it with two methods on numpy arrays:
 
         class Cube(Function):
@@ -175,7 +180,7 @@ class Function:
     `backward` is the op's one derivative: on arrays in the ordinary walk, on Tensors under
     `create_graph=True` (backprop.graph_view: a saved input is then the input Tensor, the
     saved output the output Tensor, masks stay as saved). Written with operators (and
-    `ops.xp` for exp, where, ...) it has higher derivatives for free, as Cube does. A faster
+    `xp.py` for exp, where, ...) it has higher derivatives for free, as Cube does. A faster
     array version goes beside the op, `@fast_backward(Op)` (fastpath.py), never a second method.
     """
 
@@ -197,9 +202,9 @@ class Function:
     # The version of the output tensor when this node made it: 0, except for a node that an
     # in-place op made the new history of an existing tensor (Tensor._inplace sets it)
     out_version = 0
-    # True when backward always returns new arrays, not g, not saved arrays, not views of them
-    # and never one array for two inputs: the walk may then add into them in place and hand
-    # them to a leaf's .grad without a copy
+    # True when backward returns new arrays (or g itself, which the walk checks for), not saved
+    # arrays, not views of them and never one array for two inputs: the walk may then add into
+    # them in place and hand them to a leaf's .grad without a copy
     fresh_grads = False
 
     @classmethod
@@ -354,11 +359,12 @@ def unbroadcast_axes(gshape, shape):
 
 
 def unbroadcast(grad, shape):
-    """Sum `grad` down to `shape`: the adjoint of numpy broadcasting `shape` up to grad.shape."""
+    """Sum `grad` down to `shape`: the adjoint of numpy broadcasting `shape` up to grad.shape
+    (an array, or a Tensor when create_graph records the walk: xp.py)."""
     shape = tuple(shape)
     if grad.shape == shape:
         return grad
-    return grad.sum(axis=unbroadcast_axes(grad.shape, shape), keepdims=True).reshape(shape)
+    return of(grad).sum(grad, unbroadcast_axes(grad.shape, shape), True).reshape(shape)
 
 
 # --------------------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ class Softmax(Function):
 
     A row that is entirely -inf (every key masked) gives all-zero probabilities and zero
     gradient instead of NaN: the max is treated as 0 and the empty sum as 1.
-    Composite twin: `F.softmax_composite`.
+    Composite twin (the same math op by op): tinygradx's `F.softmax_composite`.
     """
     fresh_grads = True
 
@@ -66,7 +66,8 @@ class Softmax(Function):
 
 def layer_norm_rows(x2, w, b, eps, keep):
     """(y, xhat, rstd (rows, 1)) of LayerNorm over the rows of x2 (rows, n); w, b (n,) or None.
-    xhat, the normalised input that backward reads, may be None unless keep."""
+    xhat and rstd are what a faster array backward reads (the library's, in ops/fused.py; the
+    formula below recomputes them from x); xhat may be None unless keep."""
     done = kernel("layer_norm", x2, w, b, eps, keep)
     if done is not None:
         return done
@@ -86,9 +87,9 @@ class LayerNorm(Function):
 
     Biased variance, eps inside the square root (as torch.nn.LayerNorm). With xhat the
     normalised input and gh = g*w: dx = rstd * (gh - mean(gh) - xhat * mean(gh*xhat)).
-    Composite twin: `F.layer_norm_composite`.
+    Composite twin (the same math op by op): tinygradx's `F.layer_norm_composite`.
     """
-    fresh_grads = True
+    fresh_grads = True          # dx, dw are new arrays (db is g itself: the walk copes)
     op_name = "layer_norm"
 
     def forward(self, x, *wb, n_axes=1, eps=1e-5, affine=(False, False)):
@@ -114,4 +115,5 @@ class LayerNorm(Function):
         gh = g * self.wb[0] if self.affine[0] else g
         dx = rstd * (gh - xp.mean(gh, dims, True) - xhat * xp.mean(gh * xhat, dims, True))
         # dw, db in the shape of x: the walk sums the leading dims away
-        return (dx,) + ((g * xhat,) if self.affine[0] else ()) + ((g,) if self.affine[1] else ())
+        dw, db = (g * xhat,) if self.affine[0] else (), (g,) if self.affine[1] else ()
+        return (dx, *dw, *db)

@@ -67,6 +67,10 @@ class Tensor(TensorBase):
     def grad_fn(self):
         return self._ctx
 
+    @property
+    def T(self):
+        return self.permute(*reversed(range(self.ndim)))
+
     def numpy(self, *, force=False):
         """The underlying array (shared, not copied), as torch's `.numpy()`.
 
@@ -196,6 +200,7 @@ class Tensor(TensorBase):
     def masked_fill(self, mask, value):
         """value where mask (a bool array or tensor that broadcasts to self) is True."""
         mask = mask._data if isinstance(mask, TensorBase) else np.asarray(mask)
+        value = value._data if isinstance(value, TensorBase) else value   # a constant here
         return MaskedFill.apply(self, mask=mask, value=value)
 
     # -- the walk ---------------------------------------------------------------------------

@@ -35,7 +35,8 @@ class TensorBase:
         cls._op_class = cls if op_class is None else op_class
 
     def __init__(self, data, dtype=None, requires_grad=False, name=None):
-        # the engine's own constants only; tensor.Tensor checks and converts what users give
+        # no checks: the engine's own constants and the core's Tensor; tinygradx.Tensor checks
+        # and converts what users give (a dtype it supports, requires_grad on floats only)
         self._data = np.asarray(data, dtype=dtype)
         self.requires_grad = bool(requires_grad)
         self.grad = self._ctx = self._hooks = self._base = self._history = None
@@ -57,8 +58,8 @@ class TensorBase:
 
     @staticmethod
     def _array(data):
-        """Data given as an operand (a list, an array), as an array; Tensor's checks the dtype
-        (dtypes.to_array)."""
+        """Data given as an operand (a list, an array), as an array; tinygradx.Tensor checks its
+        dtype here (ops/dtypes.to_array)."""
         return np.asarray(data)
 
     @classmethod
@@ -101,7 +102,8 @@ def _op_result(data, ctx):
         op = ctx.name() if ctx is not None else "a Function"
         raise TypeError(f"{op}: forward on arrays returned a {type(data).__name__}, but an op "
                         f"written with methods on arrays has one output; write an op with "
-                        f"several outputs in PyTorch's style (@staticmethod forward(ctx, ...))")
+                        f"several outputs in PyTorch's style (tinygradx.autograd.Function, "
+                        f"@staticmethod forward(ctx, ...))")
     arr = np.asarray(data)
     if ctx is not None:                 # a saved output (0-d: a numpy scalar) is this array,
         for k, v in ctx.__dict__.items():    # so create_graph finds it (backprop.graph_view)

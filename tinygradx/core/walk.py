@@ -2,7 +2,7 @@
 
 The path of one op (see docs/design.md):
 
-    a * b  ->  Tensor.__mul__  ->  ops.Mul.apply(a, b)
+    a * b  ->  Tensor.__mul__  ->  Mul.apply(a, b)   (tensor.py, elementwise.py)
            ->  Function.apply: ctx = Mul(); out = ctx.forward(a._data, b._data)  (numpy arrays)
            ->  Tensor(out) with out._ctx = ctx, ctx.parents = (a, b)  (only if a grad is needed;
                the result takes a's and b's class, tensor_base.py: no module here names Tensor)
@@ -146,7 +146,9 @@ def _node_backward(ctx, g, grads, t=None, on_edge=None):
                 raise bad_grad(ctx, "backward", i, ig, p) from None
             if on_edge is not None:
                 on_edge(ctx, i, p, new)
-            grads.add(p, new, ctx.fresh_grads or new is not ig)  # made here: ours to write
+            # ours to write: made here, or made by an op that makes every gradient afresh
+            # (fresh_grads; never the incoming g itself, which others may hold)
+            grads.add(p, new, (ctx.fresh_grads and ig is not g) or new is not ig)
 
 
 def _placed(values, index, p):

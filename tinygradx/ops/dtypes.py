@@ -1,6 +1,7 @@
 """Dtypes: the ones a Tensor may hold, dtype names ("float32", "long", ...), the boundary that
-turns Python data and arrays into a supported array, and PyTorch's promotion rule for
-element-wise ops (`result_type`), in one place.
+turns Python data and arrays into a supported array, finfo/iinfo and the default dtype.
+PyTorch's promotion rule for element-wise ops (`result_type`) is the core's
+(tinygradx/core/dtypes.py), re-exported here.
 """
 from __future__ import annotations
 

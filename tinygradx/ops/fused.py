@@ -1,6 +1,7 @@
-"""The fused ops: one graph node each, with a hand-derived backward written for speed.
+"""The fused ops beyond the core's: one graph node each, with a hand-derived backward written
+for speed (the core's softmax and layer_norm, tinygradx/core/rows.py, are fused ops too).
 
-Each is the same function as a chain of primitives from ops.py, with fewer passes over memory
+Each is the same function as a chain of primitives, with fewer passes over memory
 and fewer temporaries: in-place numpy calls, the softmax run inside the score buffer, gradients
 written in the layout of the inputs. Each docstring names its composite twin in functional.py
 (the same math built from primitives), and the tests hold the pair equal in value and gradient.

@@ -2,7 +2,7 @@
 core's (reshape, permute, expand, getitem and its adjoint index_put, in
 `tinygradx/core/movement.py`, re-exported here): cat/stack, triu/tril, and the out-of-place
 halves of fill_, copy_ and x[index] = v (see Tensor._inplace). Forward and backward side by
-side, on numpy arrays, as in ops.py.
+side, on numpy arrays, as in the core's.
 
 Every backward here is linear in g and reads no value of an input: the same movement applied
 to g (`xp.run(Op, g)`: the op's forward on arrays, the recorded op on Tensors).

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import fastpath
+from ..core.rows import softmax_rows
 from ..fast import kernels
 
 
@@ -73,12 +74,16 @@ def safe_max(x, axis):
 
 
 def softmax(x, out, axis=-1):
-    """out <- softmax(x) along axis (out may be x itself). A row that is entirely -inf (every
-    key masked) gives zeros: its max is treated as 0 and its empty sum as 1."""
+    """The core's softmax row loop made fast (core/rows.py asks it first, `fastpath.kernel`):
+    out <- softmax(x) along axis by two compiled loops around np.exp, or for many short rows
+    by numpy with the column-by-column reductions above; None otherwise (the core's numpy
+    lines then run: the same values)."""
     if (kernels.ENABLED and axis in (-1, x.ndim - 1) and x.ndim and out.flags.c_contiguous
             and x.dtype == out.dtype and kernels.softmax(
                 x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1]), out is x)):
-        return out                                       # two compiled loops around np.exp
+        return out
+    if not short_rows(x, axis):
+        return None
     np.subtract(x, safe_max(x, axis), out=out)
     np.exp(out, out=out)
     total = row_sum(out, axis)
@@ -88,7 +93,7 @@ def softmax(x, out, axis=-1):
     return out
 
 
-fastpath.use_kernel("softmax", softmax)    # core.Softmax's forward row loop
+fastpath.use_kernel("softmax", softmax)    # core.Softmax's forward row loop, made fast
 
 
 def softmax_grad(g, s, out, axis=-1):
@@ -114,4 +119,4 @@ def masked_softmax(s, mask):
     """s <- softmax(s + mask) over the last axis, in place."""
     if mask is not None:
         s += mask                                                # + M
-    softmax(s, s)
+    softmax_rows(s, s)                     # the core's, which asks `softmax` above first

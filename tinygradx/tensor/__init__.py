@@ -86,10 +86,6 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMet
         self._data = arr
 
     @property
-    def T(self):
-        return self.permute(*reversed(range(self.ndim)))
-
-    @property
     def mT(self):
         return self.transpose(-2, -1)
 

@@ -1,5 +1,5 @@
 """The methods of Tensor that convert it or make tensors like it: `ConvertMethods`, a mixin
-Tensor inherits (next to tensor_methods.ShapeMethods).
+Tensor inherits (next to shape_methods.ShapeMethods).
 
 Device (`x.device`, `x.to("cpu")`, `x.cpu()`: tinygradx has one device, the CPU; see
 devices.py), dtype conversion (`to`, `float()`, `long()`, `type_as`, ...), layout

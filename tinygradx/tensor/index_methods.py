@@ -1,5 +1,5 @@
 """The methods of Tensor that scan, reorder, repeat and index along a dim: `IndexMethods`, a
-mixin Tensor inherits (next to tensor_methods.ShapeMethods). cumsum/cumprod/prod, flip, roll,
+mixin Tensor inherits (next to shape_methods.ShapeMethods). cumsum/cumprod/prod, flip, roll,
 repeat, repeat_interleave, unflatten, diagonal, gather, scatter/scatter_add, masked_select,
 sort/argsort/topk. Methods check arguments and call `ops_index.X.apply`; torch's names,
 argument names and semantics.

@@ -1,5 +1,5 @@
 """More in-place methods of Tensor: `InplaceMethods`, a mixin Tensor inherits (the machinery,
-`Tensor._inplace`, and add_/mul_/fill_/copy_/... are in tensor.py).
+`Tensor._inplace`, and add_/mul_/fill_/copy_/... are in tensor/__init__.py).
 
 - Augmented assignment is in place, as in PyTorch: `x += y` is `x.add_(y)` (the same object,
   the same memory: every alias sees it; a leaf that requires grad refuses it outside

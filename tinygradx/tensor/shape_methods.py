@@ -1,11 +1,11 @@
-"""The methods of Tensor that reduce, move and index: `ShapeMethods`, a mixin that Tensor
-inherits (tensor.py holds the class itself, in-place machinery, dtype conversion, operators and
-element-wise math).
+"""The methods of Tensor that reduce, move and index beyond the core's: `ShapeMethods`, a mixin
+that Tensor inherits (tensor/__init__.py holds the class itself, in-place machinery, dtype
+conversion and element-wise math; sum, mean, reshape, permute, transpose and expand are the
+core Tensor's, tinygradx/core/tensor.py).
 
-Reductions (sum, mean, max(dim) -> (values, indices), var, ...), movement (reshape, permute,
-expand, squeeze, split, ...) and indexing (x[idx], x[idx] = v, masked_fill, triu/tril). As in
-tensor.py, methods only check arguments and call `ops.X.apply` / `movement.X.apply`; torch's
-names, argument names and semantics.
+Reductions (max(dim) -> (values, indices), amax, var, ...), movement (flatten, squeeze, split,
+...) and indexing by torch's rules (x[idx], x[idx] = v, masked_fill, triu/tril). Methods only
+check arguments and call an op's `apply`; torch's names, argument names and semantics.
 """
 from __future__ import annotations
 
