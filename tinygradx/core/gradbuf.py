@@ -8,10 +8,11 @@
   contribution is added into it. Anything else (the incoming gradient that Add returns to both
   inputs, a saved array, a root seed) is never written: the next contribution makes a new sum.
   The result is the same value either way; ownership saves allocations and memory traffic.
-- **Slices into one buffer.** `add_slice` takes what getitem's fast backward hands over
-  ("values at index, zeros elsewhere"). The pieces of a split (q, k, v) are written into one
-  uninitialised buffer; the parts no piece wrote are zeroed only when the buffer is read or
-  something is added to it, so a split that is used whole costs no zero-fill at all.
+- **Slices into one buffer** (speed only; a first reading may stop at `add` and `pop`).
+  `add_slice` takes what getitem's fast backward hands over ("values at index, zeros
+  elsewhere"). The pieces of a split (q, k, v) are written into one uninitialised buffer; the
+  parts no piece wrote are zeroed only when the buffer is read or something is added to it, so
+  a split that is used whole costs no zero-fill at all.
 """
 from __future__ import annotations
 
