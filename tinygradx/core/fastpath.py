@@ -47,11 +47,8 @@ KERNELS = {}   # name -> fn(*arrays): the speed layer's row loop, or None for "n
 
 
 def use_kernel(name, fn):
-    """Register fn as the forward row loop `name` (None removes it)."""
-    if fn is None:
-        KERNELS.pop(name, None)
-    else:
-        KERNELS[name] = fn
+    """Register fn as the forward row loop `name`."""
+    KERNELS[name] = fn
 
 
 def kernel(name, *args):

@@ -29,7 +29,7 @@ import numpy as np
 from ..core import fastpath
 from ..core.elementwise import as_float
 from ..core.node import Function, OpError
-from ..core.rows import LayerNorm, Softmax, layer_norm_rows  # noqa: F401  (the core's ops)
+from ..core.rows import LayerNorm, Softmax  # noqa: F401  (the core's ops, made fast here)
 from ..core.xp import ARRAYS, of
 from ..fast import kernels, parallel
 from ..fast._erf import erf as _erf

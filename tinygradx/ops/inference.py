@@ -23,7 +23,8 @@ import numpy as np
 
 from ..core.node import STATE, OpError
 from .attention import attention_output, attention_weights
-from .fused import gelu_forward, layer_norm_rows
+from ..core.rows import layer_norm_rows
+from .fused import gelu_forward
 from . import relu_forward
 from ..core.linalg import linear_forward
 
