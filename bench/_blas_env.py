@@ -13,8 +13,15 @@ OMP_WAIT_POLICY=PASSIVE (no spinning at all) slows torch itself to 58 ms, so it 
 """
 import os
 
-os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
-os.environ.setdefault("GOMP_SPINCOUNT", "30000")
+# The two variables as a user's shell has them, before this module set anything: the arms of
+# `bench_floor.py --isolated` start with this environment (their own process each, with idle
+# gaps between arms instead of short spins). BENCH_USER_SPIN=1 marks such a child.
+USER_ENV = dict(os.environ)
+SPIN_VARS = ("OPENBLAS_THREAD_TIMEOUT", "GOMP_SPINCOUNT")
+
+if os.environ.get("BENCH_USER_SPIN") != "1":
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+    os.environ.setdefault("GOMP_SPINCOUNT", "30000")
 
 # The benchmarks own their process, as the Trainer does: keep freed memory in glibc's heap for
 # every implementation measured here (tinygradx.process explains; TINYGRADX_MALLOC_TUNE=0 skips).

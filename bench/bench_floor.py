@@ -26,6 +26,16 @@ prints compat / torch-script too):
 
     python bench/bench_floor.py --configs gpt-cpu --impls torch tinygradx plain \
         plain-nomalloc compat torch-script --pairs 10
+
+By default the in-process arms share one process, and every arm (children too) runs with short
+BLAS/OpenMP spins (bench/_blas_env.py) so one arm's idle workers do not hold the next arm's
+core. `--isolated` measures each arm as its user gets it instead: every arm in a process of
+its own with the user's environment (the libraries' default spins), a sleep before each step
+long enough for the previous arm's workers to stop spinning, and a few untimed steps before
+the timed one so it is a step inside a warm loop:
+
+    python bench/bench_floor.py --configs gpt-cpu encdec --impls numpy torch tinygradx plain \
+        compat torch-script --pairs 20 --isolated
 """
 from __future__ import annotations
 
@@ -37,7 +47,7 @@ import subprocess
 import sys
 
 
-import _blas_env  # noqa: F401,E402  (before numpy: see bench/_blas_env.py)
+import _blas_env  # noqa: E402  (before numpy: see bench/_blas_env.py)
 
 import numpy as np  # noqa: E402
 
@@ -224,11 +234,17 @@ def _child_adapter(argv, env=None):
     bench/gpt_loop.py with --serve). The child imports what the script imports and nothing
     from bench/, so the process is as a user's; only the environment is the benchmark's
     (OPENBLAS_THREAD_TIMEOUT, GOMP_SPINCOUNT: idle spinning workers of one arm would take the
-    core of the next arm's process, as in one process). The pipe round trip is in the time
-    (~0.1 ms of a ~40 ms step)."""
+    core of the next arm's process, as in one process), except with --isolated, where the
+    child gets the user's environment and the rounds sleep between arms instead. The pipe
+    round trip is in the time (~0.1 ms of a ~40 ms step)."""
+    base = os.environ
+    if _ISOLATED:                   # the user's shell: no spin settings (gaps between arms instead)
+        base = {k: v for k, v in os.environ.items() if k not in _blas_env.SPIN_VARS}
+        base.update({k: _blas_env.USER_ENV[k] for k in _blas_env.SPIN_VARS
+                     if k in _blas_env.USER_ENV}, BENCH_USER_SPIN="1")
     proc = subprocess.Popen([sys.executable, *argv], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True, cwd=os.path.dirname(BENCH),
-                            env=dict(os.environ, **_thread_env(), **(env or {})))
+                            env=dict(base, **_thread_env(), **(env or {})))
     _CHILDREN.append(proc)
     for line in proc.stdout:
         if line.strip() == "ready":
@@ -244,6 +260,26 @@ def _child_adapter(argv, env=None):
             raise RuntimeError(f"{' '.join(argv)} exited with {proc.wait()}")
         return float(line)
     return step
+
+
+def _arm_child(config, impl):
+    """--isolated: the in-process arm `impl` (numpy, torch, tinygradx, ...) served from a
+    process of its own (`bench_floor.py --serve-arm`), built as make_step_fns builds it. The
+    child imports tinygradx before numpy (this file's first import does), which sets
+    OPENBLAS_THREAD_TIMEOUT=4 as it does for a user's script that starts with `import
+    tinygradx`; the numpy and torch arms are kept from that, so they run with the defaults."""
+    argv = [os.path.abspath(__file__), "--serve-arm", config, impl]
+    if _LIMITS:
+        argv += ["--threads", str(_LIMITS[-1])]
+    ours = impl.startswith("tinygradx")
+    return _child_adapter(argv, None if ours else {"TINYGRADX_BLAS_TIMEOUT": "0"})
+
+
+def _serve_arm(config, impl):
+    fn = make_step_fns(config, (impl,))[impl]
+    print("ready", flush=True)
+    for _ in sys.stdin:                         # one step per line read; EOF ends the process
+        print(repr(fn()), flush=True)
 
 
 def _thread_env():
@@ -327,6 +363,9 @@ def make_step_fns(config, impls=("numpy", "torch"), seed=0):
     fns = {}
     for name in impls:
         try:
+            if _ISOLATED and name not in CHILD_ARMS:
+                fns[name] = _arm_child(config, name)
+                continue
             fns[name] = ADAPTERS[name](spec, params, batch)
         except (ImportError, NotImplementedError) as e:
             print(f"[skip] {name} on {config}: {e}", file=sys.stderr)
@@ -364,6 +403,7 @@ def set_threads(n):
 
 
 _LIMITS = []
+_ISOLATED = []           # [True] with --isolated
 
 
 def measure_rss(config, impl, steps=3):
@@ -377,7 +417,7 @@ def measure_rss(config, impl, steps=3):
 
 # ---- main ------------------------------------------------------------------------------------
 
-def run(configs, impls, pairs, warmup, rss):
+def run(configs, impls, pairs, warmup, rss, gap=0.0, burst=1):
     rows = []
     for config in configs:
         spec = CONFIGS[config]
@@ -391,7 +431,8 @@ def run(configs, impls, pairs, warmup, rss):
                 del fns[n]
         base = "torch" if "torch" in fns else next(iter(fns))
         try:
-            res = ab_compare(fns, pairs=pairs, warmup=warmup, baseline=base)
+            res = ab_compare(fns, pairs=pairs, warmup=warmup, baseline=base, gap=gap,
+                              burst=burst)
         finally:
             _close_children()
         flops, peak = _step_flops(config, fns), None
@@ -487,8 +528,19 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=None,
                     help="limit BLAS (via threadpoolctl) and torch intra-op threads, e.g. 1 for "
                          "a comparison that a busy machine distorts less")
+    ap.add_argument("--isolated", action="store_true",
+                    help="every arm in a process of its own with the user's environment (BLAS "
+                         "and OpenMP workers spin as their defaults say) and --gap seconds of "
+                         "sleep before each step, so no arm's idle workers share its core")
+    ap.add_argument("--gap", type=float, default=0.3,
+                    help="with --isolated: the sleep before each step (default 0.3 s; "
+                         "OpenBLAS's workers spin ~2^28 cycles, ~0.1 s)")
+    ap.add_argument("--burst", type=int, default=3,
+                    help="with --isolated: steps per arm and round after the gap, the last "
+                         "one timed (default 3: a step inside a warm loop, as in training)")
     ap.add_argument("--json", help="also write the raw rows here")
     ap.add_argument("--rss-child", nargs=2, metavar=("CONFIG", "IMPL"), help=argparse.SUPPRESS)
+    ap.add_argument("--serve-arm", nargs=2, metavar=("CONFIG", "IMPL"), help=argparse.SUPPRESS)
     ap.add_argument("--steps", type=int, default=3, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.threads:
@@ -496,12 +548,25 @@ def main(argv=None):
     if a.rss_child:
         _rss_child(*a.rss_child, a.steps)
         return
+    if a.serve_arm:
+        _serve_arm(*a.serve_arm)
+        return
+    if a.isolated:
+        _ISOLATED.append(True)
     impls = a.impls or (["numpy", "torch"] if torch_available() else ["numpy"])
-    rows = run(a.configs, impls, a.pairs, a.warmup, a.rss)
+    rows = run(a.configs, impls, a.pairs, a.warmup, a.rss, gap=a.gap if a.isolated else 0.0,
+               burst=a.burst if a.isolated else 1)
     print(f"date: {datetime.date.today().isoformat()}\n")
     print("command: python bench/bench_floor.py " + " ".join(sys.argv[1:] if argv is None
                                                                else argv) + "\n")
-    print("```\n" + machine_facts() + "\n```\n")
+    facts = machine_facts()
+    if a.isolated:
+        user = ", ".join(f"{k}={_blas_env.USER_ENV.get(k, '(unset)')}" for k in _blas_env.SPIN_VARS)
+        facts += (f"\narms: a process each, with the user's environment ({user}; the "
+                  f"tinygradx arms: what `import tinygradx` sets before numpy loads); "
+                  f"{a.gap:g} s of sleep, then {a.burst - 1} untimed step(s), then the timed "
+                  f"one, per arm and round")
+    print("```\n" + facts + "\n```\n")
     print(markdown(rows, a.pairs, a.rss))
     if a.json:
         with open(a.json, "w") as f:

@@ -17,7 +17,8 @@ import sys
 import time
 
 
-def ab_compare(fns, pairs=10, warmup=2, baseline=None, timer=time.perf_counter):
+def ab_compare(fns, pairs=10, warmup=2, baseline=None, timer=time.perf_counter, gap=0.0,
+               burst=1):
     """Time each callable in ``fns`` (dict name -> zero-arg callable) ``pairs`` times, interleaved.
 
     Round r calls the implementations in the dict order rotated by r (for two implementations:
@@ -28,7 +29,13 @@ def ab_compare(fns, pairs=10, warmup=2, baseline=None, timer=time.perf_counter):
       ratios[name]  {"median", "min", "max"} of time(name) / time(baseline) within each round
       baseline      the baseline name (first key unless given)
     The cyclic garbage collector is disabled while timing (and run between rounds) so a collection
-    triggered by one implementation is not billed to whichever happens to run next.
+    triggered by one implementation is not billed to whichever happens to run next. ``gap``
+    seconds of sleep (untimed) come before each call: long enough, and the BLAS and OpenMP
+    workers that the previous implementation left spinning (each in its own process) have gone
+    to sleep, so no implementation runs while another one holds a core. ``burst`` > 1 runs
+    burst - 1 untimed calls right before the timed one, so after a gap the timed step is one
+    inside a warm loop, as in a training run (caches, thread pools awake), not the first
+    after an idle pause.
     """
     names = list(fns)
     if baseline is None:
@@ -44,6 +51,10 @@ def ab_compare(fns, pairs=10, warmup=2, baseline=None, timer=time.perf_counter):
             gc.collect()
             gc.disable()
             for n in order:
+                if gap:
+                    time.sleep(gap)
+                for _ in range(burst - 1):
+                    fns[n]()
                 t0 = timer()
                 fns[n]()
                 dt = timer() - t0

@@ -110,3 +110,18 @@ def test_plain_script_gpt_matches_the_floor():
     assert abs(mine.item() - loss) <= 1e-12 * abs(loss)
     for k, g in grads.items():
         np.testing.assert_allclose(P[k].grad.numpy(), g, rtol=1e-9, atol=1e-12, err_msg=k)
+
+
+def test_ab_compare_times_only_the_last_step_of_a_burst():
+    """--isolated's rounds: `burst - 1` untimed calls, then the timed one, after each gap."""
+    calls = {"a": 0, "b": 0}
+    clock = iter(range(10_000))
+
+    def fn(name):
+        def f():
+            calls[name] += 1
+        return f
+    res = harness.ab_compare({"a": fn("a"), "b": fn("b")}, pairs=4, warmup=1, gap=0.001,
+                             burst=3, timer=lambda: next(clock))
+    assert calls == {"a": 15, "b": 15}                  # (1 + 4) rounds x 3 calls
+    assert all(len(ts) == 4 and all(t == 1 for t in ts) for ts in res["times"].values())
