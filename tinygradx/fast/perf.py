@@ -87,6 +87,8 @@ def profile():
 
 def _nodes(root):
     """Every node behind `root`, parents before consumers (the order forward made them)."""
+    # Not core.walk.toposort: that one re-resolves parents edited in place (it changes the
+    # graph it walks) and raises backward's error; a report only reads the graph.
     order, seen, stack = [], set(), [(root, False)]
     while stack:
         t, expanded = stack.pop()
