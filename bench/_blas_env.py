@@ -24,7 +24,8 @@ if os.environ.get("BENCH_USER_SPIN") != "1":
     os.environ.setdefault("GOMP_SPINCOUNT", "30000")
 
 # The benchmarks own their process, as the Trainer does: keep freed memory in glibc's heap for
-# every implementation measured here (tinygradx.process explains; TINYGRADX_MALLOC_TUNE=0 skips).
+# every implementation measured here (tinygradx.process explains; TINYGRADX_MALLOC_TUNE=0 skips),
+# and no line when tinygradx's thread pool starts (TINYGRADX_POOL=0 keeps it off).
 from tinygradx.fast import process  # noqa: E402
 
-process.keep_freed_memory()
+process.own_process()

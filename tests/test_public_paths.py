@@ -20,7 +20,7 @@ PUBLIC_MODULES = ["tinygradx.functional", "tinygradx.nn", "tinygradx.nn.init", "
                   "tinygradx.optim.lr_scheduler", "tinygradx.autograd", "tinygradx.io",
                   "tinygradx.compat", "tinygradx.gradcheck"]
 PUBLIC_MODULES += ["tinygradx." + n for n in
-                   "viz trace page testing func inference perf parallel process".split()]
+                   "viz trace page testing func inference perf parallel pool process".split()]
 
 
 def documented():

@@ -11,7 +11,7 @@ process.blas_thread_timeout()
 
 # every import below loads numpy, so each must follow the BLAS setting above (hence E402)
 from . import autograd, ops  # noqa: E402  (after the BLAS setting)
-from .ops import fused  # noqa: E402  (after the BLAS setting)
+from .ops import fused, products  # noqa: E402,F401  (after the BLAS setting)
 from .autograd import (Function, OpError, detect_anomaly, enable_grad,  # noqa: E402
                        is_grad_enabled, no_grad, unbroadcast)
 from .autograd.rng import default_rng, get_rng_state, manual_seed, set_rng_state  # noqa: E402

@@ -517,7 +517,7 @@ def _main(argv):
         commands = {c.dest: c.help for c in _subcommands(parser)._choices_actions}
         print(overview(commands, version()))
         return 2                             # argparse's code for a command line missing a part
-    tgx.process.keep_freed_memory()          # the command owns the process (see tinygradx.process)
+    tgx.process.own_process()                # the command owns the process (see tinygradx.process)
     try:
         return args.fn(args) or 0
     except UsageError as err:

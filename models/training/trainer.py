@@ -65,7 +65,7 @@ class Trainer:
         """`overwrite`: a fresh run may replace the run in cfg.out_dir (else it refuses)."""
         self.cfg, self.log, self.overwrite = cfg, log, overwrite
         self._saved_vocab = _saved_vocab
-        tgx.process.keep_freed_memory()      # the training process owns the allocator
+        tgx.process.own_process()            # the training process owns the allocator
         tgx.manual_seed(cfg.seed)
         self.data_rng = np.random.default_rng(cfg.seed + 1)
         self.task = self._make_task()

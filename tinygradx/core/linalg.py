@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .fastpath import kernel
 from .node import Function, OpError
 from .xp import ARRAYS, of
 
@@ -24,7 +25,8 @@ def _mm(a, b):
 
     numpy loops over the batch for an N-d @ 2-d product and, when the 2-d operand is a
     transposed view (x @ W.T), falls back to a non-BLAS loop that is ~50x slower. A few rows
-    times a transposed weight run as (W @ x.T).T (see _FEW_ROWS).
+    times a transposed weight run as (W @ x.T).T (see _FEW_ROWS). A stack of products (both
+    operands 3-d or more) may run on both cores (the speed layer's "matmul", fastpath.py).
     """
     if b.ndim == 2 and a.ndim >= 2:
         a2 = a if a.ndim == 2 else a.reshape(-1, a.shape[-1])
@@ -33,6 +35,10 @@ def _mm(a, b):
         else:
             y = a2 @ b
         return y.reshape(a.shape[:-1] + (b.shape[1],)) if a.ndim > 2 else y
+    if a.ndim > 2 and b.ndim > 2:
+        y = kernel("matmul", a, b)
+        if y is not None:
+            return y
     return np.matmul(a, b)
 
 
@@ -89,7 +95,7 @@ class MatMul(Function):
                 k = a2.shape[-1]
                 gb = xp.swapaxes(a2.reshape(-1, k), 0, 1) @ g.reshape(-1, g.shape[-1])
             else:
-                gb = xp.matmul(xp.swapaxes(a2, -1, -2), g)
+                gb = _matmul(xp, xp.swapaxes(a2, -1, -2), g)
             if b_nd == 1:
                 gb = gb[..., 0]
         return ga, gb

@@ -75,9 +75,10 @@ def module_name():
     h = hashlib.sha256()
     for fn in (*HELPERS, *LOOPS):
         h.update(inspect.getsource(fn).encode())
-    build = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels_build.py")
-    with open(build, "rb") as f:
-        h.update(f.read())
+    here = os.path.dirname(os.path.abspath(__file__))
+    for built_from in ("kernels_build.py", "pool.c"):     # pool.c: built beside the module
+        with open(os.path.join(here, built_from), "rb") as f:
+            h.update(f.read())
     h.update(repr((CLAMP_F, PF, QF)).encode())            # constants the erf GELU loop bakes in
     h.update(f"{sys.version} {np.__version__} {platform.machine()} {_cpu()}".encode())
     return f"tgx_kernels_{h.hexdigest()[:16]}"
@@ -90,6 +91,12 @@ def _cpu():
                            if line.startswith(("model name", "flags")))
     except OSError:
         return platform.processor()
+
+
+def ready():
+    """Whether the compiled kernels are on and built (building them now, once, if needed;
+    the build also compiles fast/pool.py's pool.c beside them)."""
+    return ENABLED and _load() is not None
 
 
 def _load():

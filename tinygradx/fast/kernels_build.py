@@ -4,7 +4,8 @@ NAME`.
 Run by kernels.py in a child process on first use, so that numba and LLVM (~100 MB of resident
 memory) never load into the process that trains. Each loop is compiled with the kernels' flags
 for float32 and float64 (C-contiguous arrays) into one extension module NAME for this CPU,
-written to a temporary directory and moved into DIR in one rename.
+written to a temporary directory and moved into DIR in one rename. On Linux the same build
+compiles pool.c (the thread pool of pool.py) into NAME_pool.so beside it.
 """
 from __future__ import annotations
 
@@ -62,8 +63,25 @@ def build(directory, name):
                 exec(f"def {export}({args}):\n    loop({args})\n", scope)
                 cc.export(export, _signature(kinds, t))(scope[export])
         cc.compile()
+        if sys.platform.startswith("linux"):
+            _build_pool(tmp, name)
+            # the pool first: a module found in the cache means both are there
+            os.replace(os.path.join(tmp, name + "_pool.so"),
+                       os.path.join(directory, name + "_pool.so"))
         built = [f for f in os.listdir(tmp) if f.startswith(name + ".")]
         os.replace(os.path.join(tmp, built[0]), os.path.join(directory, built[0]))
+
+
+def _build_pool(tmp, name):
+    """pool.c into the shared library NAME_pool.so (loaded with ctypes by pool.py), with the
+    compiler numba's build uses."""
+    from numba.pycc.platform import Toolchain
+
+    toolchain = Toolchain()
+    source = os.path.join(os.path.dirname(os.path.abspath(kernels.__file__)), "pool.c")
+    objects = toolchain.compile_objects([source], tmp, extra_cflags=["-O2", "-pthread"])
+    toolchain.link_shared(os.path.join(tmp, name + "_pool.so"), objects,
+                          libraries=["pthread"], extra_ldflags=["-pthread"])
 
 
 if __name__ == "__main__":

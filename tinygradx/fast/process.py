@@ -1,6 +1,6 @@
-"""Process-wide settings: the two knobs that change more than tinygradx's own objects.
+"""Process-wide settings: the knobs that change more than tinygradx's own objects.
 
-Both change speed only, never a result, and both can be turned off.
+Each changes speed only, never a result, and each can be turned off.
 
 1. OpenBLAS's idle threads (`blas_thread_timeout`, applied when `tinygradx` is imported).
    After each GEMM, OpenBLAS's worker threads spin for ~2^28 cycles before they sleep, holding
@@ -17,8 +17,11 @@ Both change speed only, never a result, and both can be turned off.
    only where its need starts, the first `backward()` or `tgx.grad()`, said once (`notice`),
    and can be refused: TINYGRADX_MALLOC_TUNE=0 in the environment, or
    `tinygradx.process.set_auto_malloc(False)` before the first backward. Applications that own
-   their process (the Trainer, the `tinygradx` command, bench/) call `keep_freed_memory()`
-   themselves, silently.
+   their process (the Trainer, the `tinygradx` command, bench/) call `own_process()`, which
+   applies it silently.
+
+A third process-wide change lives in fast/pool.py, where its reasons are: the thread pool that
+runs numpy's OpenBLAS jobs (TINYGRADX_POOL=0 keeps OpenBLAS's own threads).
 
 This module imports no numpy: `tinygradx/__init__.py` runs `blas_thread_timeout()` first.
 """
@@ -94,6 +97,15 @@ def keep_freed_memory(mmap_threshold=32 << 20, trim_threshold=256 << 20):
     MALLOC_TUNED = bool(mallopt(_M_MMAP_THRESHOLD, int(mmap_threshold))
                         and mallopt(_M_TRIM_THRESHOLD, int(trim_threshold)))
     return MALLOC_TUNED
+
+
+def own_process():
+    """For programs that own their process (the Trainer, the `tinygradx` command, bench/):
+    the allocator setting now (`keep_freed_memory()`), and no line when the thread pool of
+    fast/pool.py takes numpy's OpenBLAS threads at the first backward pass. Returns whether
+    the allocator setting applied."""
+    _NOTICED.add("pool")
+    return keep_freed_memory()
 
 
 def set_auto_malloc(flag):

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..core import fastpath
 from ..core.node import Function, OpError
-from ..fast import kernels, parallel
+from ..fast import kernels, parallel, pool
 from . import rowwise
 from .fused import Softmax
 from .movement import IndexPut, Stack
@@ -53,7 +53,7 @@ def attention_weights(q, k, mask, scale, v=None, out=None):
                       *(() if v is None else (v, out)))
         return qs, s
     qs = np.multiply(q, q.dtype.type(scale), out=np.empty_like(q))
-    s = np.matmul(qs, k.swapaxes(-1, -2))                    # S = (Q scale) K^T: (.., n, m)
+    s = _matmul(qs, k.swapaxes(-1, -2))                      # S = (Q scale) K^T: (.., n, m)
     if mask is not None and np.broadcast_shapes(s.shape, mask.shape) != s.shape:
         s, mask = s + mask, None                                 # the mask adds batch dims
     if s.size >= parallel.MIN_ELEMENTS and s.ndim > 2 and (
@@ -62,7 +62,7 @@ def attention_weights(q, k, mask, scale, v=None, out=None):
     else:
         rowwise.masked_softmax(s, mask)                          # A = softmax(S + M), in place
     if v is not None:
-        np.matmul(s, v, out=out)                                 # Z = A V: (..., n, d_v)
+        _matmul(s, v, out)                                       # Z = A V: (..., n, d_v)
     return qs, s
 
 
@@ -135,7 +135,7 @@ class Attention(Function):
     def _backward(self, g, gq, gk, gv):
         qs, k, v, a = self.qs, self.k, self.v, self.a
         grads = (gq, gk, gv)
-        if (self.keep is None and a.ndim > 2 and _split_batch(qs, k)
+        if (self.keep is None and a.ndim > 2 and not pool.running() and _split_batch(qs, k)
                 and g.shape[:-2] == qs.shape[:-2] == k.shape[:-2] == v.shape[:-2] == a.shape[:-2]
                 and g.dtype == qs.dtype == k.dtype == v.dtype == a.dtype):
             # batch row blocks on both cores, as attention_weights (the same calls per slice)
@@ -174,19 +174,29 @@ def _attention_backward(a, g, qs, k, v, keep, scale, da, gq, gk, gv):
     da is an empty (..., n, m) buffer for dS, or None to let the first matmul allocate it."""
     if gv is not None:
         ad = a if keep is None else a * keep
-        np.matmul(ad.swapaxes(-1, -2), g, out=gv)                # dV = A'^T g
-    da = np.matmul(g, v.swapaxes(-1, -2), out=da)                # dA' = g V^T: (..., n, m)
+        _matmul(ad.swapaxes(-1, -2), g, gv)                      # dV = A'^T g
+    da = _matmul(g, v.swapaxes(-1, -2), da)                      # dA' = g V^T: (..., n, m)
     if keep is not None:
         da *= keep
     # dS = A (dA - rowsum(dA A))
     parallel.rows(lambda d, a_: rowwise.softmax_grad(d, a_, d), da, a,
                   min_elements=parallel.MIN_KERNEL_ELEMENTS if kernels.ENABLED else None)
     if gq is not None:
-        np.matmul(da, k, out=gq)
+        _matmul(da, k, gq)
         gq *= np.asarray(scale, dtype=gq.dtype)                  # dQ = dS K scale
     if gk is not None:
-        np.matmul(da.swapaxes(-1, -2), qs, out=gk)               # dK = dS^T (Q scale)
+        _matmul(da.swapaxes(-1, -2), qs, gk)                     # dK = dS^T (Q scale)
     return da                                                    # dS = dL/d(S + M)
+
+
+def _matmul(a, b, out=None):
+    """np.matmul(a, b, out=out), the stack in batch blocks on the pool when it runs (then
+    attention's own batch blocks on Python threads are skipped: fast/pool.py)."""
+    if out is None or not (np.may_share_memory(out, a) or np.may_share_memory(out, b)):
+        done = pool.matmul(a, b, out)
+        if done is not None:
+            return done
+    return np.matmul(a, b, out=out)
 
 
 def _attention_formula(xp, g, q, k, v, mask, scale, keep):

@@ -1,0 +1,288 @@
+"""tinygradx.fast.pool: the thread pool that runs numpy's OpenBLAS jobs and tinygradx's small
+matrix products, against numpy itself.
+
+Each product the pool computes is one cblas_?gemm call per matrix, as numpy's own loop makes
+them, so the results are compared for equality, not closeness: a stack over every operand
+layout BLAS takes (plain, transposed, strided views, broadcast batch dims, 1 to 4 of them),
+the pair of a layer's two weight products (each as numpy on one thread), and OpenBLAS's own
+threaded GEMM run on the pool.
+Then what must never happen: a hang when OpenBLAS is called from two threads at once or
+inside a pool task, or in a forked child; a training step whose gradients change when the
+pool is on; a refusal that is not a clean None (the caller's numpy path).
+
+The pool runs on Linux with numba (the kernels' build compiles it) and a numpy whose OpenBLAS
+has the threads callback (numpy's wheels); elsewhere these tests skip with the reason.
+"""
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import tinygradx as tgx
+from tinygradx.fast import pool
+
+# the suite runs OpenBLAS on one thread (conftest.py), where the pool stays off; these tests
+# give it two for their module, and their child processes two as well
+ENV = dict(os.environ, OPENBLAS_NUM_THREADS="2")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def two_blas_threads():
+    blas = pool._find_openblas() if sys.platform.startswith("linux") else None
+    old = blas.get_threads() if blas is not None else None
+    if blas is not None:
+        blas.set_threads(2)
+    pool.set_enabled(True)                  # (an earlier test may have found one thread)
+    try:
+        if not pool.start(announce=False):
+            pytest.skip(f"the pool does not run here: {pool.status()}")
+        yield
+    finally:
+        pool.set_enabled(False)             # OpenBLAS's own threads again, as before
+        pool.set_enabled(True)
+        if old is not None:
+            blas.set_threads(old)
+
+
+def _operand(rng, batch, rows, cols, dtype, layout):
+    """(..., rows, cols) as BLAS may meet it: C-ordered, a transposed view, or a view with a
+    row stride wider than the row (a slice of a wider array, as the heads of a packed QKV)."""
+    if layout == "T":
+        return np.swapaxes(rng.standard_normal(batch + (cols, rows)).astype(dtype), -1, -2)
+    if layout == "wide":
+        return rng.standard_normal(batch + (rows, cols + 3)).astype(dtype)[..., 1:cols + 1]
+    return rng.standard_normal(batch + (rows, cols)).astype(dtype)
+
+
+@settings(max_examples=60, deadline=None)
+@given(dims=st.integers(1, 4), m=st.integers(1, 40), k=st.integers(1, 40), n=st.integers(1, 40),
+       la=st.sampled_from(["C", "T", "wide"]), lb=st.sampled_from(["C", "T", "wide"]),
+       dtype=st.sampled_from([np.float32, np.float64]), broadcast=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_a_stack_equals_numpys_matmul(dims, m, k, n, la, lb, dtype, broadcast, seed):
+    rng = np.random.default_rng(seed)
+    batch = tuple(rng.integers(1, 5, dims).tolist())
+    batch = (batch[0] * 16,) + batch[1:]                 # enough products to be split
+    a = _operand(rng, batch, m, k, dtype, la)
+    b = _operand(rng, (1,) + batch[1:] if broadcast else batch, k, n, dtype, lb)
+    got = pool.matmul(a, b)
+    want = np.matmul(a, b)
+    if got is None:                                      # too few output elements to split
+        assert np.prod(batch) * m * n < pool.MIN_SPLIT
+        return
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_stack_into_a_strided_out_and_counted_as_a_task():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((12, 4, 64, 32)).astype(np.float32)
+    b = rng.standard_normal((12, 4, 32, 64)).astype(np.float32)
+    packed = np.zeros((12, 64, 3, 4, 64), np.float32)    # the heads of a packed gradient
+    out = packed[:, :, 1].transpose(0, 2, 1, 3)          # (12, 4, 64, 64), rows 3*4*64 apart
+    before = pool.counters()[0]
+    assert pool.matmul(a, b, out) is out
+    np.testing.assert_array_equal(out, a @ b)
+    assert packed[:, :, 0].max() == packed[:, :, 2].max() == 0      # nothing else written
+    assert pool.counters()[0] > before
+
+
+@pytest.mark.parametrize("a, b, why", [
+    (np.ones((8, 64, 64), np.int64), np.ones((8, 64, 64), np.int64), "integers"),
+    (np.ones((8, 64, 64), np.float32), np.ones((8, 64, 64)), "two dtypes"),
+    (np.ones((4, 128, 64), np.float32), np.ones((4, 64, 128), np.float32), "OpenBLAS threads it"),
+    (np.ones((2, 2, 2, 2, 2, 64, 64), np.float32), np.ones((64, 64), np.float32), "2-D operand"),
+    (np.ones((2,) * 5 + (64, 64), np.float32), np.ones((2,) * 5 + (64, 64), np.float32),
+     "five batch dims"),
+    (np.ones((64, 64, 64), np.float32)[:, :, ::2], np.ones((64, 32, 64), np.float32),
+     "no unit stride"),
+    (np.ones((8, 64, 0), np.float32), np.ones((8, 0, 64), np.float32), "k = 0"),
+])
+def test_what_a_stack_does_not_take_is_a_clean_none(a, b, why):
+    assert pool.matmul(a, b) is None, why
+
+
+def test_a_pair_equals_the_two_products_on_one_thread_each():
+    # each product of a pair is OpenBLAS's one-thread GEMM: the numbers of numpy on one
+    # thread (a GEMM split over threads may round its edge columns differently)
+    rng = np.random.default_rng(1)
+    blas = pool._find_openblas()
+    for rows, n_in, n_out, dtype in [(768, 128, 384, np.float32), (300, 70, 50, np.float64)]:
+        g = rng.standard_normal((rows, n_out)).astype(dtype)
+        w = rng.standard_normal((n_out, n_in)).astype(dtype)
+        x = rng.standard_normal((rows, n_in)).astype(dtype)
+        dx, dw = pool.pair(g, w, g.T, x)
+        threads = blas.get_threads()
+        blas.set_threads(1)
+        try:
+            want_dx, want_dw = g @ w, g.T @ x
+        finally:
+            blas.set_threads(threads)
+        np.testing.assert_array_equal(dx, want_dx)
+        np.testing.assert_array_equal(dw, want_dw)
+        np.testing.assert_allclose(dw, g.T @ x, rtol=1e-12 if dtype == np.float64 else 1e-5)
+    small = np.ones((4, 4), np.float32)
+    assert pool.pair(small, small, small, small) is None           # below MIN_PAIR
+
+
+def _big_gemm(seed=2):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((512, 256)).astype(np.float32)
+    b = rng.standard_normal((256, 384)).astype(np.float32)
+    return a, b
+
+
+def test_openblas_threaded_gemm_runs_on_the_pool_with_the_same_numbers():
+    a, b = _big_gemm()
+    old = pool.set_enabled(False)
+    try:
+        alone = a @ b                                    # OpenBLAS's own threads
+    finally:
+        pool.set_enabled(old)
+    assert pool.start(announce=False)
+    before = pool.counters()[0]
+    on_pool = a @ b
+    assert pool.counters()[0] > before                   # OpenBLAS handed its jobs over
+    np.testing.assert_array_equal(on_pool, alone)
+
+
+def test_off_gives_openblas_its_threads_back_and_on_again_restarts():
+    a, b = _big_gemm()
+    pool.set_enabled(False)
+    try:
+        assert not pool.running() and "off" in pool.status()
+        before = pool.counters()
+        a @ b
+        assert pool.counters() == before == (0, 0)       # nothing goes through the pool
+    finally:
+        pool.set_enabled(True)
+    assert pool.start(announce=False) and pool.running()
+
+
+def test_openblas_from_two_threads_at_once_finishes_with_the_right_numbers():
+    a, b = _big_gemm()
+    want = a @ b
+    results, errors = [], []
+
+    def work():
+        try:
+            for _ in range(30):
+                results.append(np.array_equal(a @ b, want))
+        except Exception as e:                           # (a failure must not hang the test)
+            errors.append(e)
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "a GEMM never finished"
+    assert not errors and len(results) == 90 and all(results)
+
+
+def test_a_forked_child_gets_a_pool_of_its_own():
+    a, b = _big_gemm()
+    a @ b                                                # the parent's workers exist
+    code = ("import os, sys, numpy as np\n"
+            "import tinygradx\n"
+            "from tinygradx.fast import pool\n"
+            "assert pool.start(announce=False), pool.status()\n"
+            "a = np.ones((512, 256), np.float32); b = np.ones((256, 384), np.float32)\n"
+            "a @ b\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    ok = bool(((a @ b) == 256).all())\n"
+            "    os._exit(0 if ok else 3)\n"
+            "_, status = os.waitpid(pid, 0)\n"
+            "sys.exit(os.waitstatus_to_exitcode(status))\n")
+    done = subprocess.run([sys.executable, "-c", code], timeout=120, capture_output=True,
+                          text=True, env=ENV)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def _gpt_grads():
+    """One GPT step's gradients (the model op by op, so stacks and pairs both run)."""
+    from tinygradx.models.nets import gpt
+    tgx.manual_seed(0)
+    model = gpt.GPT(gpt.GPTConfig(block_size=32, vocab_size=40, n_layer=2, n_head=4, n_embd=64,
+                                  dropout=0.0, fused_attention=False))
+    rng = np.random.default_rng(3)
+    idx = tgx.Tensor(rng.integers(0, 40, (8, 32)))
+    _, loss = model(idx, tgx.Tensor(rng.integers(0, 40, (8, 32))))
+    loss.backward()
+    return {n: p.grad.numpy().copy() for n, p in model.named_parameters()}
+
+
+def test_a_training_step_has_the_same_gradients_with_the_pool_on_and_off():
+    before = pool.counters()[0]
+    on = _gpt_grads()
+    assert pool.counters()[0] > before
+    old = pool.set_enabled(False)
+    try:
+        off = _gpt_grads()
+    finally:
+        pool.set_enabled(old)
+        pool.start(announce=False)
+    for name in on:     # equal to rounding: a pair's GEMMs run on one thread each
+        np.testing.assert_allclose(on[name], off[name], rtol=1e-4, atol=1e-7, err_msg=name)
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_fused_attention_on_the_pool_equals_it_off(packed):
+    # with the pool running, attention's backward runs its stacks on the pool instead of in
+    # batch blocks on Python threads (tinygradx/ops/attention.py)
+    import tinygradx.functional as F
+    rng = np.random.default_rng(4)
+    B, T, h, d = 12, 64, 4, 32
+
+    def run():
+        if packed:
+            qkv = tgx.tensor(rng_data, requires_grad=True)
+            out = F.packed_attention(qkv, n_head=h, is_causal=True)
+            out.backward(tgx.tensor(np.cos(np.arange(out.numel())).reshape(out.shape)
+                                    .astype(np.float32)))
+            return out.detach().numpy(), qkv.grad.numpy()
+        q, k, v = (tgx.tensor(x, requires_grad=True) for x in rng_qkv)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        out.sum().backward()
+        return out.detach().numpy(), q.grad.numpy(), k.grad.numpy(), v.grad.numpy()
+    rng_data = rng.standard_normal((B, T, 3 * h * d)).astype(np.float32)
+    rng_qkv = [rng.standard_normal((B, h, T, d)).astype(np.float32) for _ in range(3)]
+    before = pool.counters()[0]
+    on = run()
+    assert pool.counters()[0] > before
+    pool.set_enabled(False)
+    try:
+        off = run()
+    finally:
+        pool.set_enabled(True)
+        pool.start(announce=False)
+    for x, y in zip(on, off, strict=True):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+
+
+def test_the_switch_in_the_environment_keeps_it_off_and_says_why():
+    env = dict(ENV, TINYGRADX_POOL="0")
+    code = ("import tinygradx; from tinygradx.fast import pool\n"
+            "print(pool.start(), pool.status())")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.stdout.strip() == "False off (TINYGRADX_POOL=0 or set_enabled(False))", out.stderr
+
+
+def test_the_first_start_says_so_once_and_a_program_owning_its_process_silences_it():
+    code = ("import numpy as np, tinygradx as tgx\n"
+            "{own}"
+            "x = tgx.tensor(np.ones((256, 256), np.float32), requires_grad=True)\n"
+            "w = tgx.tensor(np.ones((256, 256), np.float32), requires_grad=True)\n"
+            "for _ in range(2):\n"
+            "    tgx.functional.linear(x, w).sum().backward()\n")
+    for own, lines in (("", 1), ("tgx.process.own_process()\n", 0)):
+        out = subprocess.run([sys.executable, "-c", code.format(own=own)], capture_output=True,
+                             text=True, timeout=120, env=ENV)
+        assert out.returncode == 0, out.stderr
+        said = [ln for ln in out.stderr.splitlines() if "one pool of threads" in ln]
+        assert len(said) == lines, out.stderr

@@ -1,0 +1,323 @@
+/* tinygradx's thread pool: one set of threads for numpy's OpenBLAS and for tinygradx's own
+ * matrix products (read pool.py first: it says what this file is for and how it is used).
+ *
+ * Why C: handing work to a Python thread costs 20-50 us (a queue, a wake-up, the GIL), more
+ * than the 50-200 us a head-batched product of attention takes. Here a thread that finished
+ * a task keeps polling for the next for a while (yielding the core to anyone else who wants
+ * it), so a hand-off costs about a microsecond while work keeps coming, and it sleeps on a
+ * futex when it stops coming.
+ *
+ * Why one pool: OpenBLAS keeps threads of its own that spin after every GEMM. A second pool
+ * beside them makes three busy threads on two cores (a GPT step 3x slower, measured).
+ * OpenBLAS (0.3.28 on) lets a program run its parallel jobs instead:
+ * openblas_set_threads_callback_function. pool.py hands it `tgx_openblas_jobs` below, so
+ * OpenBLAS's own threads sleep for good and every parallel piece of work in the process
+ * runs on these threads. OpenBLAS still splits each GEMM the same way, so its numbers do not
+ * change.
+ *
+ * Everything here is called with the GIL released (ctypes) and touches only the memory it
+ * is given; pool.py keeps the arrays alive for the duration of a call.
+ */
+#define _GNU_SOURCE
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_THREADS 64             /* pool.py leaves OpenBLAS alone when it runs more */
+
+#if defined(__x86_64__) || defined(__i386__)
+#define RELAX() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define RELAX() __asm__ __volatile__("yield")
+#else
+#define RELAX() ((void)0)
+#endif
+
+/* ---- the pool ------------------------------------------------------------------------ */
+
+typedef void (*part_fn)(int part, int parts, void *arg);
+
+static int n_threads = 1;              /* the caller plus n_threads - 1 workers */
+static int n_started = 0;              /* workers running (0 again in a forked child) */
+static long poll_ns = 2000000;         /* how long an idle worker polls before it sleeps */
+static atomic_uint task_no;            /* bumped for every task; the futex word */
+static atomic_int to_finish;           /* workers still on the current task */
+static atomic_int asleep;              /* workers sleeping on the futex */
+static atomic_flag in_use = ATOMIC_FLAG_INIT;
+static unsigned first_task;            /* task_no when the workers started */
+static part_fn task_fn;                /* the current task (written before task_no is bumped) */
+static void *task_arg;
+static int task_parts;
+static atomic_long n_tasks, n_spawned; /* counters, for tests and reports */
+
+static long now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+static void *worker(void *arg)
+{
+    int part = (int)(intptr_t)arg;
+    unsigned seen = first_task;
+    for (;;) {
+        long since = now_ns();
+        unsigned now;
+        while ((now = atomic_load_explicit(&task_no, memory_order_acquire)) == seen) {
+            if (now_ns() - since < poll_ns) {
+                sched_yield();          /* poll, but let any other runnable thread have the core */
+                continue;
+            }
+            atomic_fetch_add(&asleep, 1);
+            /* sleeps only if task_no is still `seen` (the kernel checks), so a task posted
+               between the load above and this call is not missed */
+            syscall(SYS_futex, &task_no, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+            atomic_fetch_sub(&asleep, 1);
+            since = now_ns();
+        }
+        seen = now;
+        if (part < task_parts)
+            task_fn(part, task_parts, task_arg);
+        atomic_fetch_sub_explicit(&to_finish, 1, memory_order_release);
+    }
+    return NULL;
+}
+
+static void forget_workers(void)       /* in a forked child: the threads did not come along */
+{
+    n_started = 0;
+    atomic_flag_clear(&in_use);
+    atomic_store(&asleep, 0);
+}
+
+static int start_workers(void)
+{
+    static int registered = 0;
+    if (!registered) {
+        pthread_atfork(NULL, NULL, forget_workers);
+        registered = 1;
+    }
+    first_task = atomic_load(&task_no);
+    for (; n_started < n_threads - 1; n_started++) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, worker, (void *)(intptr_t)(n_started + 1)) != 0)
+            break;
+        pthread_detach(t);
+    }
+    return n_started + 1;
+}
+
+/* fn(part, parts, arg) for every part in [0, parts), all at once, the caller running part 0.
+ * Returns 0 without running anything when the pool is taken (a task inside a task, or
+ * another thread's) or has too few threads: the caller decides what to do then. */
+static int run_parts(part_fn fn, int parts, void *arg)
+{
+    if (parts < 2 || atomic_flag_test_and_set(&in_use))
+        return 0;
+    if (n_started + 1 < parts && start_workers() < parts) {
+        atomic_flag_clear(&in_use);
+        return 0;
+    }
+    task_fn = fn;
+    task_arg = arg;
+    task_parts = parts;
+    atomic_store(&to_finish, n_started);
+    atomic_fetch_add_explicit(&task_no, 1, memory_order_seq_cst);
+    if (atomic_load(&asleep))
+        syscall(SYS_futex, &task_no, FUTEX_WAKE_PRIVATE, MAX_THREADS, NULL, NULL, 0);
+    fn(0, parts, arg);
+    /* the others' parts are about as long as ours: wait on the core, but give it up after a
+       while in case a worker waits for it (more threads than free cores) */
+    for (long spins = 0; atomic_load_explicit(&to_finish, memory_order_acquire) > 0; spins++) {
+        if (spins < 4096)
+            RELAX();
+        else
+            sched_yield();
+    }
+    atomic_fetch_add(&n_tasks, 1);
+    atomic_flag_clear(&in_use);
+    return 1;
+}
+
+/* ---- OpenBLAS's parallel jobs ------------------------------------------------------------ */
+
+/* OpenBLAS's callback types (openblas_config.h) */
+typedef void (*openblas_dojob)(int thread_num, void *jobdata, int dojob_data);
+
+struct jobs { openblas_dojob run; char *data; size_t size; int extra; };
+
+static void one_job(int part, int parts, void *arg)
+{
+    struct jobs *j = arg;
+    (void)parts;
+    j->run(part, j->data + (size_t)part * j->size, j->extra);
+}
+
+struct spawned { struct jobs *jobs; int part; };
+
+static void *spawned_job(void *arg)
+{
+    struct spawned *s = arg;
+    one_job(s->part, 0, s->jobs);
+    return NULL;
+}
+
+/* OpenBLAS's parts of one GEMM wait for each other (they share packed panels), so they must
+ * all run at the same time: on the pool, or when it is taken (OpenBLAS called from inside a
+ * task, or from two threads at once) on threads made for them. */
+void tgx_openblas_jobs(int sync, openblas_dojob run, int n, size_t size, void *data, int extra)
+{
+    struct jobs j = {run, data, size, extra};
+    pthread_t threads[MAX_THREADS];
+    struct spawned args[MAX_THREADS];
+    int made = 1;
+    (void)sync;                         /* OpenBLAS always waits for the jobs (sync = 1) */
+    if (n <= 1) {
+        if (n == 1)
+            one_job(0, 1, &j);
+        return;
+    }
+    if (n <= MAX_THREADS && run_parts(one_job, n, &j))
+        return;
+    atomic_fetch_add(&n_spawned, 1);
+    for (int p = 1; p < n && p < MAX_THREADS; p++) {
+        args[p].jobs = &j;
+        args[p].part = p;
+        if (pthread_create(&threads[p], NULL, spawned_job, &args[p]) != 0)
+            break;
+        made = p + 1;
+    }
+    if (made < n)       /* no thread to be had: the jobs would wait for each other for ever */
+        abort();
+    one_job(0, n, &j);
+    for (int p = 1; p < made; p++)
+        pthread_join(threads[p], NULL);
+}
+
+/* ---- stacks of products ------------------------------------------------------------------ */
+
+/* cblas_?gemm with 64-bit (ILP64, numpy's wheels) or 32-bit integers */
+typedef void (*sgemm64)(int, int, int, int64_t, int64_t, int64_t, float, const float *,
+                        int64_t, const float *, int64_t, float, float *, int64_t);
+typedef void (*dgemm64)(int, int, int, int64_t, int64_t, int64_t, double, const double *,
+                        int64_t, const double *, int64_t, double, double *, int64_t);
+typedef void (*sgemm32)(int, int, int, int, int, int, float, const float *, int,
+                        const float *, int, float, float *, int);
+typedef void (*dgemm32)(int, int, int, int, int, int, double, const double *, int,
+                        const double *, int, double, double *, int);
+typedef int (*get_threads_fn)(void);
+typedef void (*set_threads_fn)(int);
+
+static void *sgemm, *dgemm;
+static int ilp64;
+static get_threads_fn blas_threads;
+static set_threads_fn set_blas_threads;
+
+enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
+
+/* One product stack, as pool.py packs it into int64s: C[i] = A[i] B[i] for every i of
+ * `count`, each A (m, k), B (k, n), C (m, n); A or B taken transposed when ta / tb; the i-th
+ * matrix sits at base + the batch index (unravelled over `dims` batch dims of `shape`) times
+ * each operand's batch strides, in bytes. */
+struct stack {
+    int64_t count, dims, shape[4], a_step[4], b_step[4], c_step[4];
+    int64_t ta, tb, m, n, k, lda, ldb, ldc, a, b, c, is_double;
+};
+
+static void gemm(const struct stack *s, int64_t a, int64_t b, int64_t c)
+{
+    int ta = s->ta ? TRANS : NO_TRANS, tb = s->tb ? TRANS : NO_TRANS;
+    if (s->is_double && ilp64)
+        ((dgemm64)dgemm)(ROW_MAJOR, ta, tb, s->m, s->n, s->k, 1.0, (const double *)a, s->lda,
+                         (const double *)b, s->ldb, 0.0, (double *)c, s->ldc);
+    else if (s->is_double)
+        ((dgemm32)dgemm)(ROW_MAJOR, ta, tb, (int)s->m, (int)s->n, (int)s->k, 1.0,
+                         (const double *)a, (int)s->lda, (const double *)b, (int)s->ldb, 0.0,
+                         (double *)c, (int)s->ldc);
+    else if (ilp64)
+        ((sgemm64)sgemm)(ROW_MAJOR, ta, tb, s->m, s->n, s->k, 1.0f, (const float *)a, s->lda,
+                         (const float *)b, s->ldb, 0.0f, (float *)c, s->ldc);
+    else
+        ((sgemm32)sgemm)(ROW_MAJOR, ta, tb, (int)s->m, (int)s->n, (int)s->k, 1.0f,
+                         (const float *)a, (int)s->lda, (const float *)b, (int)s->ldb, 0.0f,
+                         (float *)c, (int)s->ldc);
+}
+
+static void stack_part(int part, int parts, void *arg)
+{
+    const struct stack *s = arg;
+    int64_t lo = s->count * part / parts, hi = s->count * (part + 1) / parts;
+    for (int64_t i = lo; i < hi; i++) {
+        int64_t rest = i, a = s->a, b = s->b, c = s->c;
+        for (int64_t d = s->dims - 1; d >= 0; d--) {
+            int64_t at = rest % s->shape[d];
+            rest /= s->shape[d];
+            a += at * s->a_step[d];
+            b += at * s->b_step[d];
+            c += at * s->c_step[d];
+        }
+        gemm(s, a, b, c);
+    }
+}
+
+/* The stack in `parts` blocks of its batch at once (each product small enough that OpenBLAS
+ * runs it on the calling thread: pool.py checks), or on this thread when the pool is taken. */
+void tgx_stack(const struct stack *s, int parts)
+{
+    if (!run_parts(stack_part, parts, (void *)s))
+        stack_part(0, 1, (void *)s);
+}
+
+static void pair_part(int part, int parts, void *arg)
+{
+    (void)parts;
+    stack_part(0, 1, ((struct stack **)arg)[part]);
+}
+
+/* Two independent products at once, one per thread, with OpenBLAS on one thread meanwhile
+ * (a layer's dX = g W and dW = g^T X: the same FLOPs each). Two single-threaded GEMMs side
+ * by side skip the hand-offs and the panel sharing of two two-threaded GEMMs; each gives the
+ * numbers of OpenBLAS on one thread. One after the other when the pool is taken or BLAS is
+ * held to one thread. */
+void tgx_pair(const struct stack *first, const struct stack *second)
+{
+    const struct stack *both[2] = {first, second};
+    int threads = blas_threads();
+    if (threads >= 2) {
+        set_blas_threads(1);
+        int ran = run_parts(pair_part, 2, (void *)both);
+        set_blas_threads(threads);
+        if (ran)
+            return;
+    }
+    stack_part(0, 1, (void *)first);
+    stack_part(0, 1, (void *)second);
+}
+
+/* ---- set-up --------------------------------------------------------------------------- */
+
+int tgx_setup(int threads, long poll_us, void *s, void *d, int is_ilp64, void *get_threads,
+              void *set_threads)
+{
+    n_threads = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
+    poll_ns = poll_us * 1000L;
+    sgemm = s;
+    dgemm = d;
+    ilp64 = is_ilp64;
+    blas_threads = (get_threads_fn)get_threads;
+    set_blas_threads = (set_threads_fn)set_threads;
+    return n_threads;
+}
+
+long tgx_counter(int which)            /* 0: tasks the pool ran, 1: OpenBLAS jobs on threads
+                                          made for them (the pool was taken) */
+{
+    return which == 0 ? atomic_load(&n_tasks) : atomic_load(&n_spawned);
+}

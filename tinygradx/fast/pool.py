@@ -1,0 +1,309 @@
+"""Both cores for matrix products: one pool of threads for numpy's OpenBLAS and for tinygradx.
+
+Where a GPT step's time goes beyond its large GEMMs is in products too small for OpenBLAS to
+thread: attention multiplies 48 (64, 32) matrices at a time, six stacks per layer, each on
+one core while the other waits. PyTorch runs them on both. Python threads cannot help: a
+hand-off costs 20-50 us against 50-200 us of work (parallel.py). So pool.c keeps a few C
+threads that take a task in about a microsecond:
+
+- `matmul(a, b)`: a stack of small products, its batch cut in blocks, one block per thread
+  (each product still one cblas_?gemm call of numpy's OpenBLAS, so each is computed as by
+  numpy's own loop);
+- `pair(a1, b1, a2, b2)`: two large products at once, one per thread, OpenBLAS on one thread
+  meanwhile: a layer's backward dX = g W and dW = g^T X (the same FLOPs each; side by side
+  they skip the hand-offs and the shared packing of two threaded GEMMs). Each is the GEMM
+  numpy computes on one thread; against OpenBLAS's split over two threads an edge column may
+  round differently in the last bit, as numpy's own results do between thread counts.
+
+A second pool beside OpenBLAS's own threads would fight them for the cores (a GPT step 3x
+slower, measured), so this one also runs OpenBLAS's parallel jobs: OpenBLAS >= 0.3.28 takes
+a program's threading through `openblas_set_threads_callback_function`, and numpy's wheels
+ship such an OpenBLAS. That is a change to the whole process (numpy's threaded GEMMs anywhere
+in it run on these threads, with the same numbers), so it is taken at the first backward
+pass that multiplies matrices, said once (`process.notice`), and can be refused:
+TINYGRADX_POOL=0 in the environment, or `set_enabled(False)` (which gives OpenBLAS its own
+threads back). The Trainer, the `tinygradx` command and bench/ start it silently
+(`start(announce=False)`). Without OpenBLAS with that callback (numpy on MKL or Accelerate,
+an older OpenBLAS), on one thread (TINYGRADX_THREADS=1, OPENBLAS_NUM_THREADS=1), off Linux,
+or without the compiled kernels (kernels.py builds pool.c next to them), nothing changes:
+every function here returns None and the caller runs numpy. `status()` says which.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+
+import numpy as np
+
+from . import kernels, parallel, process
+
+ENABLED = os.environ.get("TINYGRADX_POOL", "1") != "0"
+# how long a thread that ran a task polls for the next before it sleeps: long enough to span
+# the element-wise work between two GEMMs of a step, short enough to free the core soon after
+POLL_US = int(os.environ.get("TINYGRADX_POOL_POLL_US", "2000"))
+# OpenBLAS threads a GEMM from m*n*k above 4 * 65536 (GEMM_MULTITHREAD_THRESHOLD x
+# SMP_THRESHOLD_MIN in its interface/gemm.c): a stack's products must stay at or below it,
+# so each runs on the thread of its block
+ONE_THREAD_GEMM = 1 << 18
+MIN_SPLIT = 1 << 15          # a stack's output elements from which two blocks pay
+MIN_PAIR = 1 << 16           # m*n*k of each product from which a pair pays
+
+_lib = None                  # pool.c's library, once started
+_blas = None                 # the OpenBLAS it drives (_Blas)
+_threads = 1                 # the pool's threads (OpenBLAS's own count)
+_parts = 1                   # blocks a stack is cut into
+_why = "not started (it starts at the first backward pass that multiplies matrices)"
+_tried = False
+_LOCK = threading.Lock()
+
+
+class _Blas:
+    """numpy's OpenBLAS, found among the libraries this process has loaded, and the names its
+    build gives its functions: numpy's wheels (scipy-openblas) prefix them `scipy_` and, with
+    64-bit integers, suffix them `64_`; a distribution's libopenblas has neither."""
+
+    def __init__(self, path):
+        self.lib = ctypes.CDLL(path)
+        for prefix, suffix in (("scipy_", "64_"), ("scipy_", ""), ("", "64_"), ("", "")):
+            try:
+                self.sgemm = getattr(self.lib, f"{prefix}cblas_sgemm{suffix}")
+                self.dgemm = getattr(self.lib, f"{prefix}cblas_dgemm{suffix}")
+                self.get_threads = getattr(self.lib, f"{prefix}openblas_get_num_threads{suffix}")
+                self.set_threads = getattr(self.lib, f"{prefix}openblas_set_num_threads{suffix}")
+                config = getattr(self.lib, f"{prefix}openblas_get_config{suffix}")
+            except AttributeError:
+                continue
+            self.set_callback = getattr(
+                self.lib, f"{prefix}openblas_set_threads_callback_function{suffix}", None)
+            config.restype = ctypes.c_char_p
+            self.config = config().decode(errors="replace")
+            self.ilp64 = "USE64BITINT" in self.config
+            return
+        raise LookupError(f"no cblas_sgemm / openblas_get_num_threads in {path}")
+
+
+def _find_openblas():
+    """The OpenBLAS numpy loaded, from /proc/self/maps; None when there is none. numpy's
+    wheels keep theirs in numpy.libs/; other libraries (scipy, torch) may have loaded one of
+    their own, whose threads are not numpy's, so that one comes first."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {fields[5].strip() for fields in (line.split(None, 5) for line in f)
+                     if len(fields) == 6}
+    except OSError:
+        return None
+    found = [p for p in paths if "openblas" in os.path.basename(p).lower()
+             and ".so" in os.path.basename(p)]
+    numpys = [p for p in found if os.sep + "numpy.libs" + os.sep in p]
+    if numpys or len(found) == 1:
+        return _Blas((numpys or found)[0])
+    return None                       # none, or several and none of them numpy's own
+
+
+def _library_path():
+    return os.path.join(kernels.cache_dir(), kernels.module_name() + "_pool.so")
+
+
+def start(announce=True):
+    """Start the pool and give it OpenBLAS's parallel jobs (see the module docstring).
+    Returns whether it runs; idempotent. announce=False for programs that own their process."""
+    global _tried
+    if _lib is not None or _tried:
+        return _lib is not None
+    with _LOCK:
+        if _lib is None and not _tried:
+            _tried = True
+            _start()
+            if _lib is not None and announce:
+                process.notice("pool", "running numpy's OpenBLAS threads and tinygradx's "
+                               "matrix products on one pool of threads, for both cores; "
+                               "TINYGRADX_POOL=0 or tinygradx.pool.set_enabled(False) "
+                               "turns it off")
+    return _lib is not None
+
+
+def _start():
+    global _lib, _blas, _threads, _parts, _why
+    if not ENABLED:
+        _why = "off (TINYGRADX_POOL=0 or set_enabled(False))"
+        return
+    if not sys.platform.startswith("linux"):
+        _why = f"off: Linux only (futexes), this is {sys.platform}"
+        return
+    if parallel.THREADS < 2:
+        _why = "off: one thread (TINYGRADX_THREADS=1 or one usable core)"
+        return
+    try:
+        blas = _find_openblas()
+    except (OSError, LookupError) as e:
+        _why = f"off: numpy's OpenBLAS could not be used ({e})"
+        return
+    if blas is None:
+        _why = "off: numpy does not run on OpenBLAS here"
+        return
+    if blas.set_callback is None:
+        _why = (f"off: this OpenBLAS ({blas.config.split(' ')[1] if ' ' in blas.config else '?'})"
+                f" has no threads callback (0.3.28 and later have)")
+        return
+    threads = blas.get_threads()
+    if threads < 2 or threads > 64:
+        _why = f"off: OpenBLAS runs {threads} thread(s) (the pool takes 2 to 64)"
+        return
+    if not kernels.ready():
+        _why = "off: the compiled kernels are off (" + (kernels.BUILD_ERROR or "numba is not "
+                                                         "installed or TINYGRADX_KERNELS=0") + ")"
+        return
+    try:
+        lib = ctypes.CDLL(_library_path())
+    except OSError as e:
+        _why = f"off: {e}"
+        return
+    addr = _address
+    lib.tgx_counter.restype = ctypes.c_long
+    lib.tgx_setup(threads, ctypes.c_long(POLL_US), addr(blas.sgemm), addr(blas.dgemm),
+                  int(blas.ilp64), addr(blas.get_threads), addr(blas.set_threads))
+    blas.set_callback(addr(lib.tgx_openblas_jobs))
+    _lib, _blas, _threads = lib, blas, threads
+    _parts = min(threads, parallel.THREADS)
+    _why = f"on: {threads} threads, running OpenBLAS's jobs ({blas.config})"
+
+
+def _address(fn):
+    return ctypes.c_void_p(ctypes.cast(fn, ctypes.c_void_p).value)
+
+
+def set_enabled(flag):
+    """Use the pool (True) or numpy and OpenBLAS's own threads only (False); returns the old
+    setting. Turning it off hands OpenBLAS its threads back at once; on again restarts it."""
+    global ENABLED, _lib, _tried, _why
+    old = ENABLED
+    ENABLED = bool(flag)
+    with _LOCK:
+        if not ENABLED and _lib is not None:
+            _blas.set_callback(None)
+            _lib = None                       # (the idle threads stay, asleep on their futex)
+        if _lib is None:
+            _tried = False                    # the next start() tries again
+            _why = "off (set_enabled(False))" if not ENABLED else _why
+    return old
+
+
+def running():
+    """Whether the pool runs (its calls may apply)."""
+    return _lib is not None
+
+
+def status():
+    """One line: whether the pool runs, and why not when it does not."""
+    return _why
+
+
+def counters():
+    """(tasks run on the pool, OpenBLAS jobs that needed threads of their own because the pool
+    was taken), for tests and reports; (0, 0) when it does not run."""
+    if _lib is None:
+        return 0, 0
+    return _lib.tgx_counter(0), _lib.tgx_counter(1)
+
+
+# ------------------------------------------------------------------------------------------
+# the calls: each returns None when it does not apply, and the caller runs numpy
+# ------------------------------------------------------------------------------------------
+
+def _layout(x):
+    """(transposed, leading dimension) of the last two dims of x as a BLAS operand, or None
+    when neither they nor their transpose have unit stride along a row."""
+    size = x.itemsize
+    s0, s1 = x.strides[-2], x.strides[-1]
+    if s0 % size or s1 % size:
+        return None
+    r, c = x.shape[-2], x.shape[-1]
+    if s1 == size and s0 >= max(1, c) * size:
+        return 0, s0 // size
+    if s0 == size and s1 >= max(1, r) * size:
+        return 1, s1 // size
+    return None
+
+
+def _stack(a, b, out, batch):
+    """The int64 block pool.c's `struct stack` reads: out[i] = a[i] @ b[i] over `batch`."""
+    la, lb = _layout(a), _layout(b)
+    if la is None or lb is None:
+        return None
+    dims = len(batch)
+    steps = []
+    for x in (a, b, out):
+        pad = dims - (x.ndim - 2)                 # a broadcast dim steps by 0
+        sizes, strides = (1,) * pad + x.shape[:-2], (0,) * pad + x.strides[:-2]
+        steps.append([0 if n == 1 else s for n, s in zip(sizes, strides, strict=True)]
+                     + [0] * (4 - dims))
+    count = 1
+    for n in batch:
+        count *= n
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    ldc = out.strides[-2] // out.itemsize
+    return np.array([count, dims, *batch, *([1] * (4 - dims)), *steps[0], *steps[1],
+                     *steps[2], la[0], lb[0], m, n, k, la[1], lb[1], ldc,
+                     a.ctypes.data, b.ctypes.data, out.ctypes.data, a.dtype == np.float64],
+                    dtype=np.int64)
+
+
+def matmul(a, b, out=None):
+    """a @ b for stacks (both at least 3-D) of small products, in batch blocks on the pool;
+    into `out` when given (C-ordered rows, not overlapping a or b). None when it does not
+    apply: the pool is not running, other dtypes, large products (OpenBLAS threads those
+    itself), a stack too small to pay, more than 4 batch dims, layouts BLAS cannot take."""
+    if _lib is None or a.ndim < 3 or b.ndim < 3 or a.ndim > 6 or b.ndim > 6:
+        return None
+    dtype = a.dtype
+    if dtype != b.dtype or dtype not in (np.float32, np.float64):
+        return None
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    if b.shape[-2] != k or not 0 < m * n * k <= ONE_THREAD_GEMM:
+        return None
+    batch = a.shape[:-2] if a.shape[:-2] == b.shape[:-2] else _broadcast(a, b)
+    if batch is None or len(batch) > 4:
+        return None
+    count = 1
+    for d in batch:
+        count *= d
+    if count * m * n < MIN_SPLIT:
+        return None
+    if out is None:
+        out = np.empty(batch + (m, n), dtype)
+    elif out.shape != batch + (m, n) or out.dtype != dtype or out.strides[-1] != out.itemsize:
+        return None
+    block = _stack(a, b, out, batch)
+    if block is None:
+        return None
+    _lib.tgx_stack(ctypes.c_void_p(block.ctypes.data), _parts)
+    return out
+
+
+def _broadcast(a, b):
+    try:
+        return np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        return None
+
+
+def pair(a1, b1, a2, b2):
+    """(a1 @ b1, a2 @ b2) for 2-D operands, side by side on two threads; None when it does not
+    apply (the pool not running, other dtypes, small products, layouts BLAS cannot take)."""
+    if _lib is None or a1.ndim != 2 or b1.ndim != 2 or a2.ndim != 2 or b2.ndim != 2:
+        return None
+    dtype = a1.dtype
+    if not (dtype == b1.dtype == a2.dtype == b2.dtype) or dtype not in (np.float32, np.float64):
+        return None
+    for a, b in ((a1, b1), (a2, b2)):
+        if a.shape[1] != b.shape[0] or a.shape[0] * a.shape[1] * b.shape[1] < MIN_PAIR:
+            return None
+    o1 = np.empty((a1.shape[0], b1.shape[1]), dtype)
+    o2 = np.empty((a2.shape[0], b2.shape[1]), dtype)
+    s1, s2 = _stack(a1, b1, o1, ()), _stack(a2, b2, o2, ())
+    if s1 is None or s2 is None:
+        return None
+    _lib.tgx_pair(ctypes.c_void_p(s1.ctypes.data), ctypes.c_void_p(s2.ctypes.data))
+    return o1, o2
