@@ -19,7 +19,8 @@ loss as a float. ``_tinygradx_adapter`` below wires tinygradx's own models
 What a user's own code gets, each in a fresh process that imports only what its script
 imports (GPT CPU config only): `plain` is bench/plain_gpt.py, the GPT op by op with the public
 ops and AdamW and no setting called (`plain-nomalloc`: the same with TINYGRADX_MALLOC_TUNE=0,
-as such a script ran before the first backward applied the allocator setting); `compat` is
+as such a script ran before the first backward applied the allocator setting; `plain-nopool`:
+with TINYGRADX_POOL=0, OpenBLAS's own threads instead of tinygradx's pool); `compat` is
 bench/gpt_loop.py, a PyTorch script for the nanoGPT-style tests/compat_models/gpt.py, run
 through `python -m tinygradx.compat`, and `torch-script` the same file on PyTorch (its row
 prints compat / torch-script too):
@@ -36,6 +37,9 @@ the timed one so it is a step inside a warm loop:
 
     python bench/bench_floor.py --configs gpt-cpu encdec --impls numpy torch tinygradx plain \
         compat torch-script --pairs 20 --isolated
+
+With --isolated an in-process arm's name may end in `-nopool` (`tinygradx-nopool`): the same
+arm in a process with TINYGRADX_POOL=0, to read the pool's effect within one run.
 """
 from __future__ import annotations
 
@@ -272,7 +276,10 @@ def _arm_child(config, impl):
     if _LIMITS:
         argv += ["--threads", str(_LIMITS[-1])]
     ours = impl.startswith("tinygradx")
-    return _child_adapter(argv, None if ours else {"TINYGRADX_BLAS_TIMEOUT": "0"})
+    env = None if ours else {"TINYGRADX_BLAS_TIMEOUT": "0"}
+    if impl.endswith("-nopool"):        # the same arm with tinygradx's thread pool off
+        argv[3], env = impl[:-len("-nopool")], {"TINYGRADX_POOL": "0"}
+    return _child_adapter(argv, env)
 
 
 def _serve_arm(config, impl):
@@ -334,9 +341,10 @@ ADAPTERS = {"numpy": _numpy_adapter, "torch": _torch_adapter, "tinygradx": _tiny
             # next to the same script on PyTorch
             "plain": _plain_adapter,
             "plain-nomalloc": lambda *a: _plain_adapter(*a, env={"TINYGRADX_MALLOC_TUNE": "0"}),
+            "plain-nopool": lambda *a: _plain_adapter(*a, env={"TINYGRADX_POOL": "0"}),
             "compat": lambda *a: _loop_adapter(*a, compat=True),
             "torch-script": lambda *a: _loop_adapter(*a, compat=False)}
-CHILD_ARMS = {"plain", "plain-nomalloc", "compat", "torch-script"}
+CHILD_ARMS = {"plain", "plain-nomalloc", "plain-nopool", "compat", "torch-script"}
 # ratios reported besides "vs torch": an arm against the arm it must be read against
 PAIRED = {"compat": "torch-script"}
 
