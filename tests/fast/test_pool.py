@@ -91,6 +91,17 @@ def test_a_stack_into_a_strided_out_and_counted_as_a_task():
     assert pool.counters()[0] > before
 
 
+def test_parked_threads_wake_for_the_next_task():
+    # parallel.rows parks the pool's idle threads before its Python threads run; the next task
+    # must wake them (the futex), not wait on a thread that no longer polls
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((48, 64, 32)).astype(np.float32)
+    b = rng.standard_normal((48, 32, 64)).astype(np.float32)
+    for _ in range(50):
+        pool.park()
+        np.testing.assert_array_equal(pool.matmul(a, b), np.matmul(a, b))
+
+
 @pytest.mark.parametrize("a, b, why", [
     (np.ones((8, 64, 64), np.int64), np.ones((8, 64, 64), np.int64), "integers"),
     (np.ones((8, 64, 64), np.float32), np.ones((8, 64, 64)), "two dtypes"),

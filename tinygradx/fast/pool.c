@@ -49,6 +49,7 @@ static long poll_ns = 2000000;         /* how long an idle worker polls before i
 static atomic_uint task_no;            /* bumped for every task; the futex word */
 static atomic_int to_finish;           /* workers still on the current task */
 static atomic_int asleep;              /* workers sleeping on the futex */
+static atomic_int parked;              /* idle workers sleep at once instead of polling */
 static atomic_flag in_use = ATOMIC_FLAG_INIT;
 static unsigned first_task;            /* task_no when the workers started */
 static part_fn task_fn;                /* the current task (written before task_no is bumped) */
@@ -71,7 +72,7 @@ static void *worker(void *arg)
         long since = now_ns();
         unsigned now;
         while ((now = atomic_load_explicit(&task_no, memory_order_acquire)) == seen) {
-            if (now_ns() - since < poll_ns) {
+            if (now_ns() - since < poll_ns && !atomic_load_explicit(&parked, memory_order_relaxed)) {
                 sched_yield();          /* poll, but let any other runnable thread have the core */
                 continue;
             }
@@ -125,6 +126,7 @@ static int run_parts(part_fn fn, int parts, void *arg)
         atomic_flag_clear(&in_use);
         return 0;
     }
+    atomic_store_explicit(&parked, 0, memory_order_relaxed);
     task_fn = fn;
     task_arg = arg;
     task_parts = parts;
@@ -144,6 +146,14 @@ static int run_parts(part_fn fn, int parts, void *arg)
     atomic_fetch_add(&n_tasks, 1);
     atomic_flag_clear(&in_use);
     return 1;
+}
+
+/* Idle workers stop polling and sleep until the next task: for work about to run on other
+ * threads (tinygradx.parallel's Python threads), which a polling worker would keep from the
+ * core the scheduler gives them. */
+void tgx_park(void)
+{
+    atomic_store_explicit(&parked, 1, memory_order_relaxed);
 }
 
 /* ---- OpenBLAS's parallel jobs ------------------------------------------------------------ */

@@ -165,6 +165,7 @@ def _start():
     lib.tgx_setup(threads, ctypes.c_long(POLL_US), addr(blas.sgemm), addr(blas.dgemm),
                   int(blas.ilp64), addr(blas.get_threads), addr(blas.set_threads))
     blas.set_callback(addr(lib.tgx_openblas_jobs))
+    parallel.before_split = lib.tgx_park
     _lib, _blas, _threads = lib, blas, threads
     _parts = min(threads, parallel.THREADS)
     _why = f"on: {threads} threads, running OpenBLAS's jobs ({blas.config})"
@@ -183,6 +184,7 @@ def set_enabled(flag):
     with _LOCK:
         if not ENABLED and _lib is not None:
             _blas.set_callback(None)
+            parallel.before_split = None
             _lib = None                       # (the idle threads stay, asleep on their futex)
         if _lib is None:
             _tried = False                    # the next start() tries again
@@ -193,6 +195,13 @@ def set_enabled(flag):
 def running():
     """Whether the pool runs (its calls may apply)."""
     return _lib is not None
+
+
+def park():
+    """Let the pool's idle threads sleep now instead of polling (parallel.rows calls it
+    before handing blocks to its Python threads, which need the core)."""
+    if _lib is not None:
+        _lib.tgx_park()
 
 
 def status():
