@@ -2,11 +2,15 @@
 
     python bench/bench_ab.py threads --config gpt-gpu-b8 --pairs 4   # parallel pool 1 vs 2
     python bench/bench_ab.py fused --config gpt-cpu --pairs 15       # fused vs op-by-op attention
+    python bench/bench_ab.py pool --config encdec --pairs 60         # the C pool on vs off
 
 `threads` runs one GPT model with `tinygradx.parallel.set_threads(1)` and `(2)` in alternate
-calls; `fused` builds two identical GPTs and turns `CausalSelfAttention.fused` off in one. Both
-arms and the floor alternate within each round (bench/harness.py), so the ratios compare like
-with like. Timings are printed, never asserted.
+calls; `fused` builds two identical GPTs and turns `CausalSelfAttention.fused` off in one;
+`pool` runs one model (any config) with `tinygradx.pool.set_enabled(True)` and `(False)` in
+alternate calls, against each other (no floor: the pool serves numpy's GEMMs too; with this
+file's OPENBLAS_THREAD_TIMEOUT=4, OpenBLAS's own threads sleep as soon as they are handed
+back). The arms (and the floor) alternate within each round (bench/harness.py), so the
+ratios compare like with like. Timings are printed, never asserted.
 """
 from __future__ import annotations
 
@@ -38,6 +42,20 @@ def _find_model(fn, kind, depth=0):
 def arms(what, spec, params, batch):
     from tinygradx.fast import parallel
     from tinygradx.models.nets.gpt import GPT, CausalSelfAttention
+    if what == "pool":
+        from tinygradx.fast import pool
+        step = bf._tinygradx_adapter(spec, params, batch)
+
+        def on():
+            pool.set_enabled(True)
+            return step()
+
+        def off():
+            pool.set_enabled(False)
+            return step()
+        return {"pool off": off, "pool on": on}
+    if spec["kind"] != "gpt":
+        raise SystemExit(f"{what}: a GPT config only")
     if what == "threads":
         step = bf._tinygradx_adapter(spec, params, batch)
 
@@ -60,19 +78,20 @@ def arms(what, spec, params, batch):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("what", choices=["threads", "fused"])
-    ap.add_argument("--config", default="gpt-cpu", choices=[c for c in bf.CONFIGS
-                                                            if bf.CONFIGS[c]["kind"] == "gpt"])
+    ap.add_argument("what", choices=["threads", "fused", "pool"])
+    ap.add_argument("--config", default="gpt-cpu", choices=list(bf.CONFIGS))
     ap.add_argument("--pairs", type=int, default=10)
     args = ap.parse_args(argv)
     spec = bf.CONFIGS[args.config]
     params, batch = bf.init_params(spec), bf.make_batch(spec)
-    fns = {"numpy": bf._numpy_adapter(spec, params, batch), **arms(args.what, spec, params,
-                                                                    batch)}
+    fns = arms(args.what, spec, params, batch)
+    base = "pool off" if args.what == "pool" else "numpy"
+    if base == "numpy":
+        fns = {"numpy": bf._numpy_adapter(spec, params, batch), **fns}
     print(machine_facts())
     print(f"\n**{spec['title']}**: {args.what}, {args.pairs} rounds\n")
-    res = ab_compare(fns, pairs=args.pairs, baseline="numpy")
-    print("| arm | step ms, median [min, max] | vs numpy floor |\n|---|---|---|")
+    res = ab_compare(fns, pairs=args.pairs, baseline=base)
+    print(f"| arm | step ms, median [min, max] | vs {base} |\n|---|---|---|")
     for name in fns:
         st, ra = res["stats"][name], res["ratios"][name]
         print(f"| {name} | {st['median'] * 1e3:.1f} [{st['min'] * 1e3:.1f}, "

@@ -42,9 +42,8 @@ def two_blas_threads():
             pytest.skip(f"the pool does not run here: {pool.status()}")
         yield
     finally:
-        pool.set_enabled(False)             # OpenBLAS's own threads again, as before
-        pool.set_enabled(True)
-        if old is not None:
+        pool.set_enabled(False)             # OpenBLAS's own threads again, and the pool off
+        if old is not None:                 # for the rest of the suite (as with one thread)
             blas.set_threads(old)
 
 

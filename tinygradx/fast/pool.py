@@ -56,6 +56,7 @@ _threads = 1                 # the pool's threads (OpenBLAS's own count)
 _parts = 1                   # blocks a stack is cut into
 _why = "not started (it starts at the first backward pass that multiplies matrices)"
 _tried = False
+_stopped = None              # (library, status) of a pool set_enabled(False) stopped
 _LOCK = threading.Lock()
 
 
@@ -177,18 +178,26 @@ def _address(fn):
 
 def set_enabled(flag):
     """Use the pool (True) or numpy and OpenBLAS's own threads only (False); returns the old
-    setting. Turning it off hands OpenBLAS its threads back at once; on again restarts it."""
-    global ENABLED, _lib, _tried, _why
+    setting. Turning it off hands OpenBLAS its threads back at once; on again gives them to
+    the pool again (at once if it ran before, else at the next start())."""
+    global ENABLED, _lib, _tried, _why, _stopped
     old = ENABLED
     ENABLED = bool(flag)
     with _LOCK:
         if not ENABLED and _lib is not None:
             _blas.set_callback(None)
             parallel.before_split = None
-            _lib = None                       # (the idle threads stay, asleep on their futex)
-        if _lib is None:
-            _tried = False                    # the next start() tries again
-            _why = "off (set_enabled(False))" if not ENABLED else _why
+            _stopped, _lib = (_lib, _why), None   # (its threads stay, asleep on their futex)
+            _why = "off (set_enabled(False))"
+        elif ENABLED and _lib is None and _stopped is not None:
+            (lib, why), _stopped = _stopped, None
+            _blas.set_callback(_address(lib.tgx_openblas_jobs))
+            parallel.before_split = lib.tgx_park
+            _lib, _why = lib, why
+        elif _lib is None:
+            _tried = False                        # the next start() tries again
+            if not ENABLED:
+                _why = "off (set_enabled(False))"
     return old
 
 
