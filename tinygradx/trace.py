@@ -1,14 +1,6 @@
 """Public path of tinygradx.graph.trace (every attribute is read there)."""
 # public path: the module lives in tinygradx/graph/trace.py
 from .graph import trace as _module
+from ._public import forward
 
-__all__ = list(getattr(_module, "__all__", [n for n in dir(_module) if not n.startswith("_")]))
-__doc__ = _module.__doc__
-
-
-def __getattr__(name):
-    return getattr(_module, name)
-
-
-def __dir__():
-    return dir(_module)
+__all__, __doc__, __getattr__, __dir__ = forward(_module)

@@ -37,9 +37,7 @@ def _default_threads():
 
 
 THREADS = _default_threads()
-# called before blocks go to the threads: pool.py's C threads, when they run, stop polling for
-# work there, so that the core is free for these (see pool.park)
-before_split = None
+_before_split = None   # called before blocks go to the threads (set_before_split)
 _pool = None
 _worker = threading.local()     # .busy: this thread is a pool worker running a block
 
@@ -53,6 +51,13 @@ def set_threads(n):
         _pool.shutdown(wait=True)
         _pool = None
     return old
+
+
+def set_before_split(fn):
+    """Call fn() before each split hands blocks to the threads (None: nothing): pool.py's C
+    threads, when they run, stop polling for work there, so the core is free for these."""
+    global _before_split
+    _before_split = fn
 
 
 def rows(fn, *arrays, min_elements=None):
@@ -72,8 +77,8 @@ def rows(fn, *arrays, min_elements=None):
     if _pool is None:
         _pool = ThreadPoolExecutor(THREADS - 1, thread_name_prefix="tinygradx")
     cuts = [n * i // parts for i in range(parts + 1)]
-    if before_split is not None:
-        before_split()
+    if _before_split is not None:
+        _before_split()
     futures = [_pool.submit(_as_worker, fn, *(a[lo:hi] for a in arrays))
                for lo, hi in zip(cuts[1:-1], cuts[2:], strict=True)]
     try:

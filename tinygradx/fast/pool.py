@@ -166,7 +166,7 @@ def _start():
     lib.tgx_setup(threads, ctypes.c_long(POLL_US), addr(blas.sgemm), addr(blas.dgemm),
                   int(blas.ilp64), addr(blas.get_threads), addr(blas.set_threads))
     blas.set_callback(addr(lib.tgx_openblas_jobs))
-    parallel.before_split = lib.tgx_park
+    parallel.set_before_split(lib.tgx_park)
     _lib, _blas, _threads = lib, blas, threads
     _parts = min(threads, parallel.THREADS)
     _why = f"on: {threads} threads, running OpenBLAS's jobs ({blas.config})"
@@ -186,13 +186,13 @@ def set_enabled(flag):
     with _LOCK:
         if not ENABLED and _lib is not None:
             _blas.set_callback(None)
-            parallel.before_split = None
+            parallel.set_before_split(None)
             _stopped, _lib = (_lib, _why), None   # (its threads stay, asleep on their futex)
             _why = "off (set_enabled(False))"
         elif ENABLED and _lib is None and _stopped is not None:
             (lib, why), _stopped = _stopped, None
             _blas.set_callback(_address(lib.tgx_openblas_jobs))
-            parallel.before_split = lib.tgx_park
+            parallel.set_before_split(lib.tgx_park)
             _lib, _why = lib, why
         elif _lib is None:
             _tried = False                        # the next start() tries again
