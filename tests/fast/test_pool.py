@@ -90,6 +90,20 @@ def test_a_stack_into_a_strided_out_and_counted_as_a_task():
     assert pool.counters()[0] > before
 
 
+def test_a_stack_follows_openblas_thread_count_lowered_at_run_time():
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((48, 64, 32)).astype(np.float32)
+    b = rng.standard_normal((48, 32, 64)).astype(np.float32)
+    blas = pool._find_openblas()
+    blas.set_threads(1)                     # as threadpoolctl's limits do
+    try:
+        before = pool.counters()[0]
+        np.testing.assert_array_equal(pool.matmul(a, b), np.matmul(a, b))
+        assert pool.counters()[0] == before  # one thread: not handed to the pool
+    finally:
+        blas.set_threads(2)
+
+
 def test_parked_threads_wake_for_the_next_task():
     # parallel.rows parks the pool's idle threads before its Python threads run; the next task
     # must wake them (the futex), not wait on a thread that no longer polls

@@ -278,9 +278,13 @@ static void stack_part(int part, int parts, void *arg)
 }
 
 /* The stack in `parts` blocks of its batch at once (each product small enough that OpenBLAS
- * runs it on the calling thread: pool.py checks), or on this thread when the pool is taken. */
+ * runs it on the calling thread: pool.py checks), at most as many as OpenBLAS's thread count
+ * now (a program may have lowered it since), or on this thread when the pool is taken. */
 void tgx_stack(const struct stack *s, int parts)
 {
+    int threads = blas_threads();
+    if (parts > threads)
+        parts = threads;
     if (!run_parts(stack_part, parts, (void *)s))
         stack_part(0, 1, (void *)s);
 }

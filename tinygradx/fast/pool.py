@@ -110,13 +110,17 @@ def _library_path():
 def start(announce=True):
     """Start the pool and give it OpenBLAS's parallel jobs (see the module docstring).
     Returns whether it runs; idempotent. announce=False for programs that own their process."""
-    global _tried
+    global _tried, _why
     if _lib is not None or _tried:
         return _lib is not None
     with _LOCK:
         if _lib is None and not _tried:
             _tried = True
-            _start()
+            try:
+                _start()
+            except Exception as e:       # never a failed training step for a speed-up
+                _why = f"off: {type(e).__name__}: {e}"
+                return False
             if _lib is not None and announce:
                 process.notice("pool", "running numpy's OpenBLAS threads and tinygradx's "
                                "matrix products on one pool of threads, for both cores; "
