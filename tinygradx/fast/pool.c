@@ -11,9 +11,8 @@
  * beside them makes three busy threads on two cores (a GPT step 3x slower, measured).
  * OpenBLAS (0.3.28 on) lets a program run its parallel jobs instead:
  * openblas_set_threads_callback_function. pool.py hands it `tgx_openblas_jobs` below, so
- * OpenBLAS's own threads sleep for good and every parallel piece of work in the process
- * runs on these threads. OpenBLAS still splits each GEMM the same way, so its numbers do not
- * change.
+ * OpenBLAS's own threads sleep for good and every threaded GEMM of the process runs on these
+ * threads. OpenBLAS still splits each GEMM the same way, so its numbers do not change.
  *
  * Everything here is called with the GIL released (ctypes) and touches only the memory it
  * is given; pool.py keeps the arrays alive for the duration of a call.
