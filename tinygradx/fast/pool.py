@@ -22,9 +22,9 @@ ship such an OpenBLAS. That is a change to the whole process (numpy's threaded G
 in it run on these threads, with the same numbers), so it is taken at the first backward
 pass that multiplies matrices, said once (`process.notice`), and can be refused:
 TINYGRADX_POOL=0 in the environment, or `set_enabled(False)` (which gives OpenBLAS its own
-threads back). The Trainer, the `tinygradx` command and bench/ call
-`process.own_process()`, which keeps it quiet. Without OpenBLAS with that callback (numpy on MKL or Accelerate,
-an older OpenBLAS), on one thread (TINYGRADX_THREADS=1, OPENBLAS_NUM_THREADS=1), off Linux,
+threads back). The Trainer, the `tinygradx` command and bench/ call `process.own_process()`,
+which keeps it quiet. Without OpenBLAS with that callback (numpy on MKL or Accelerate, an
+older OpenBLAS), on one thread (TINYGRADX_THREADS=1, OPENBLAS_NUM_THREADS=1), off Linux,
 or without the compiled kernels (kernels.py builds pool.c next to them), nothing changes:
 every function here returns None and the caller runs numpy. `status()` says which.
 """
