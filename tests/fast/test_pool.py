@@ -70,8 +70,8 @@ def test_a_stack_equals_numpys_matmul(dims, m, k, n, la, lb, dtype, broadcast, s
     b = _operand(rng, (1,) + batch[1:] if broadcast else batch, k, n, dtype, lb)
     got = pool.matmul(a, b)
     want = np.matmul(a, b)
-    if got is None:                                      # too few output elements to split
-        assert np.prod(batch) * m * n < pool.MIN_SPLIT
+    if got is None:          # too few output elements to split, or a vector (numpy: gemv)
+        assert np.prod(batch) * m * n < pool.MIN_SPLIT or m == 1 or n == 1
         return
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
@@ -113,6 +113,13 @@ def test_parked_threads_wake_for_the_next_task():
     for _ in range(50):
         pool.park()
         np.testing.assert_array_equal(pool.matmul(a, b), np.matmul(a, b))
+
+
+def test_a_matrix_times_its_own_transpose_is_left_to_numpy():
+    # numpy multiplies X X^T with syrk, which rounds otherwise than GEMM: not the pool's
+    x = np.random.default_rng(7).standard_normal((48, 64, 32)).astype(np.float32)
+    assert pool.matmul(x, x.swapaxes(-1, -2)) is None
+    assert pool.matmul(x, x.copy().swapaxes(-1, -2)) is not None
 
 
 @pytest.mark.parametrize("a, b, why", [
@@ -310,3 +317,20 @@ def test_the_first_start_says_so_once_and_a_program_owning_its_process_silences_
         assert out.returncode == 0, out.stderr
         said = [ln for ln in out.stderr.splitlines() if "one pool of threads" in ln]
         assert len(said) == lines, out.stderr
+
+
+def test_inference_alone_never_starts_it():
+    # generation and other forward-only work keep numpy's OpenBLAS as it is: the pool starts
+    # only in a backward pass that multiplies matrices
+    code = ("import numpy as np, tinygradx as tgx\n"
+            "from tinygradx.fast import pool\n"
+            "x = tgx.tensor(np.ones((4, 8, 64, 32), np.float32))\n"
+            "w = tgx.tensor(np.ones((256, 32), np.float32))\n"
+            "with tgx.no_grad():\n"
+            "    (x @ x.transpose(-1, -2)).sum(); tgx.functional.linear(x, w).sum()\n"
+            "(x @ x.transpose(-1, -2)).sum()\n"
+            "print(pool.running(), pool.status().split(' ')[0])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, env=ENV)
+    assert out.stdout.strip() == "False not", out.stderr
+

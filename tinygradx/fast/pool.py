@@ -276,7 +276,8 @@ def matmul(a, b, out=None):
     """a @ b for stacks (both at least 3-D) of small products, in batch blocks on the pool;
     into `out` when given (C-ordered rows, not overlapping a or b). None when it does not
     apply: the pool is not running, other dtypes, large products (OpenBLAS threads those
-    itself), a stack too small to pay, more than 4 batch dims, layouts BLAS cannot take."""
+    itself), a stack too small to pay, more than 4 batch dims, layouts BLAS cannot take,
+    vectors (m or n of 1) and X @ X^T (numpy calls gemv and syrk there, not GEMM)."""
     if _lib is None or a.ndim < 3 or b.ndim < 3 or a.ndim > 6 or b.ndim > 6:
         return None
     dtype = a.dtype
@@ -284,6 +285,12 @@ def matmul(a, b, out=None):
         return None
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     if b.shape[-2] != k or not 0 < m * n * k <= ONE_THREAD_GEMM:
+        return None
+    # where numpy's loop calls another BLAS routine than GEMM, leave the stack to it, so its
+    # numbers stay numpy's: a matrix times a vector (gemv), a matrix times its own transpose
+    # (syrk)
+    if m == 1 or n == 1 or (a.ctypes.data == b.ctypes.data
+                            and a.strides[-2:] == b.strides[-2:][::-1]):
         return None
     batch = a.shape[:-2] if a.shape[:-2] == b.shape[:-2] else _broadcast(a, b)
     if batch is None or len(batch) > 4:
