@@ -272,13 +272,12 @@ def _arm_child(config, impl):
     child imports tinygradx before numpy (this file's first import does), which sets
     OPENBLAS_THREAD_TIMEOUT=4 as it does for a user's script that starts with `import
     tinygradx`; the numpy and torch arms are kept from that, so they run with the defaults."""
+    env = None if impl.startswith("tinygradx") else {"TINYGRADX_BLAS_TIMEOUT": "0"}
+    if impl.endswith("-nopool"):        # the same arm with tinygradx's thread pool off
+        impl, env = impl[:-len("-nopool")], {"TINYGRADX_POOL": "0"}
     argv = [os.path.abspath(__file__), "--serve-arm", config, impl]
     if _LIMITS:
         argv += ["--threads", str(_LIMITS[-1])]
-    ours = impl.startswith("tinygradx")
-    env = None if ours else {"TINYGRADX_BLAS_TIMEOUT": "0"}
-    if impl.endswith("-nopool"):        # the same arm with tinygradx's thread pool off
-        argv[3], env = impl[:-len("-nopool")], {"TINYGRADX_POOL": "0"}
     return _child_adapter(argv, env)
 
 

@@ -52,7 +52,6 @@ MIN_PAIR = 1 << 16           # m*n*k of each product from which a pair pays
 
 _lib = None                  # pool.c's library, once started
 _blas = None                 # the OpenBLAS it drives (_Blas)
-_threads = 1                 # the pool's threads (OpenBLAS's own count)
 _parts = 1                   # blocks a stack is cut into
 _why = "not started (it starts at the first backward pass that multiplies matrices)"
 _tried = False
@@ -130,7 +129,7 @@ def start(announce=True):
 
 
 def _start():
-    global _lib, _blas, _threads, _parts, _why
+    global _lib, _blas, _parts, _why
     if not ENABLED:
         _why = "off (TINYGRADX_POOL=0 or set_enabled(False))"
         return
@@ -171,7 +170,7 @@ def _start():
                   int(blas.ilp64), addr(blas.get_threads), addr(blas.set_threads))
     blas.set_callback(addr(lib.tgx_openblas_jobs))
     parallel.set_before_split(lib.tgx_park)
-    _lib, _blas, _threads = lib, blas, threads
+    _lib, _blas = lib, blas
     _parts = min(threads, parallel.THREADS)
     _why = f"on: {threads} threads, running OpenBLAS's jobs ({blas.config})"
 
@@ -274,10 +273,10 @@ def _stack(a, b, out, batch):
 
 def matmul(a, b, out=None):
     """a @ b for stacks (both at least 3-D) of small products, in batch blocks on the pool;
-    into `out` when given (C-ordered rows, not overlapping a or b). None when it does not
-    apply: the pool is not running, other dtypes, large products (OpenBLAS threads those
-    itself), a stack too small to pay, more than 4 batch dims, layouts BLAS cannot take,
-    vectors (m or n of 1) and X @ X^T (numpy calls gemv and syrk there, not GEMM)."""
+    into `out` when given (C-ordered rows). None when it does not apply: the pool is not
+    running, other dtypes, large products (OpenBLAS threads those itself), a stack too small
+    to pay, more than 4 batch dims, layouts BLAS cannot take, an `out` that may overlap a or
+    b, vectors (m or n of 1) and X @ X^T (numpy calls gemv and syrk there, not GEMM)."""
     if _lib is None or a.ndim < 3 or b.ndim < 3 or a.ndim > 6 or b.ndim > 6:
         return None
     dtype = a.dtype
@@ -302,7 +301,8 @@ def matmul(a, b, out=None):
         return None
     if out is None:
         out = np.empty(batch + (m, n), dtype)
-    elif out.shape != batch + (m, n) or out.dtype != dtype or out.strides[-1] != out.itemsize:
+    elif (out.shape != batch + (m, n) or out.dtype != dtype or out.strides[-1] != out.itemsize
+          or np.may_share_memory(out, a) or np.may_share_memory(out, b)):
         return None
     block = _stack(a, b, out, batch)
     if block is None:

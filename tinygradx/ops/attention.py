@@ -192,11 +192,8 @@ def _attention_backward(a, g, qs, k, v, keep, scale, da, gq, gk, gv):
 def _matmul(a, b, out=None):
     """np.matmul(a, b, out=out), the stack in batch blocks on the pool when it runs (then
     attention's own batch blocks on Python threads are skipped: fast/pool.py)."""
-    if out is None or not (np.may_share_memory(out, a) or np.may_share_memory(out, b)):
-        done = pool.matmul(a, b, out)
-        if done is not None:
-            return done
-    return np.matmul(a, b, out=out)
+    done = pool.matmul(a, b, out)
+    return np.matmul(a, b, out=out) if done is None else done
 
 
 def _attention_formula(xp, g, q, k, v, mask, scale, keep):
