@@ -13,7 +13,7 @@ from ..core import fastpath
 from ..core.node import Function, OpError
 from ..fast import kernels, parallel, pool
 from . import rowwise
-from .fused import Softmax
+from .fused import Softmax, dropout_scale
 from .movement import IndexPut, Stack
 from ..core.xp import of
 
@@ -128,8 +128,7 @@ class Attention(Function):
             return out
         qs, s = attention_weights(q, k, mask, scale)             # Q scale, A
         self.qs, self.k, self.v, self.a, self.scale = qs, k, v, s, scale
-        keep = rng.random(s.shape, dtype=np.float32) >= p       # as Dropout draws it
-        self.keep = keep * np.asarray(1.0 / (1.0 - p), dtype=s.dtype)
+        self.keep = dropout_scale(rng, s.shape, p, s.dtype)      # as Dropout draws it
         return np.matmul(s * self.keep, v, out=out)              # Z = A' V: (..., n, d_v)
 
     def _backward(self, g, gq, gk, gv):
