@@ -3,14 +3,17 @@
     python bench/bench_ab.py threads --config gpt-gpu-b8 --pairs 4   # parallel pool 1 vs 2
     python bench/bench_ab.py fused --config gpt-cpu --pairs 15       # fused vs op-by-op attention
     python bench/bench_ab.py pool --config encdec --pairs 60         # the C pool on vs off
+    python bench/bench_ab.py dropout --config encdec --pairs 40      # dropout masks: bits vs floats
 
 `threads` runs one GPT model with `tinygradx.parallel.set_threads(1)` and `(2)` in alternate
 calls; `fused` builds two identical GPTs and turns `CausalSelfAttention.fused` off in one;
 `pool` runs one model (any config) with `tinygradx.pool.set_enabled(True)` and `(False)` in
 alternate calls, against each other (no floor: the pool serves numpy's GEMMs too; with this
 file's OPENBLAS_THREAD_TIMEOUT=4, OpenBLAS's own threads sleep as soon as they are handed
-back). The arms (and the floor) alternate within each round (bench/harness.py), so the
-ratios compare like with like. Timings are printed, never asserted.
+back); `dropout` runs one model (a config with dropout: encdec) with dropout's masks drawn as
+now (`ops.fused.dropout_scale`: 32 raw bits per element) and as before (a float32 uniform
+per element) in alternate calls. The arms (and the floor) alternate within each round
+(bench/harness.py), so the ratios compare like with like. Timings are printed, never asserted.
 """
 from __future__ import annotations
 
@@ -54,6 +57,8 @@ def arms(what, spec, params, batch):
             pool.set_enabled(False)
             return step()
         return {"pool off": off, "pool on": on}
+    if what == "dropout":
+        return _dropout_arms(bf._tinygradx_adapter(spec, params, batch))
     if spec["kind"] != "gpt":
         raise SystemExit(f"{what}: a GPT config only")
     if what == "threads":
@@ -76,16 +81,36 @@ def arms(what, spec, params, batch):
     return {"fused attention": fused, "op by op": explicit}
 
 
+def _dropout_arms(step):
+    import numpy as np
+    from tinygradx.ops import attention, fused
+    bits = fused.dropout_scale
+
+    def floats(rng, shape, p, dtype):              # the draw before: a float32 uniform each
+        keep = rng.random(shape, dtype=np.float32) >= p
+        return keep * np.asarray(1.0 / (1.0 - p), dtype=dtype)
+
+    def use(draw):
+        def run():
+            fused.dropout_scale = attention.dropout_scale = draw   # the Dropout op, attention
+            try:
+                return step()
+            finally:
+                fused.dropout_scale = attention.dropout_scale = bits
+        return run
+    return {"float32 uniforms": use(floats), "raw bits": use(bits)}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("what", choices=["threads", "fused", "pool"])
+    ap.add_argument("what", choices=["threads", "fused", "pool", "dropout"])
     ap.add_argument("--config", default="gpt-cpu", choices=list(bf.CONFIGS))
     ap.add_argument("--pairs", type=int, default=10)
     args = ap.parse_args(argv)
     spec = bf.CONFIGS[args.config]
     params, batch = bf.init_params(spec), bf.make_batch(spec)
     fns = arms(args.what, spec, params, batch)
-    base = "pool off" if args.what == "pool" else "numpy"
+    base = {"pool": "pool off", "dropout": "float32 uniforms"}.get(args.what, "numpy")
     if base == "numpy":
         fns = {"numpy": bf._numpy_adapter(spec, params, batch), **fns}
     print(machine_facts())
