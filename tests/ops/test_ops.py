@@ -678,6 +678,25 @@ def test_dropout_is_identity_when_not_training_and_p0_p1():
     assert np.all(F.dropout(x, 1.0).numpy() == 0)
 
 
+def test_dropout_masks_drop_each_element_with_probability_p():
+    """The masks come from 32 random bits per element: the drop rate is p (within binomial
+    noise) from tiny p to p near 1, the kept scale is exactly 1/(1-p) in the input's dtype,
+    and the same generator state gives the same mask."""
+    from tinygradx.ops.fused import dropout_scale
+    n = 1 << 20
+    for p in (1e-12, 0.001, 0.1, 0.5, 0.9, 1 - 1e-12):
+        for dtype in (np.float32, np.float64):
+            scale = dropout_scale(np.random.default_rng(1), (n,), p, dtype)
+            assert scale.dtype == dtype and scale.shape == (n,)
+            dropped = float((scale == 0).mean())
+            assert abs(dropped - p) < 5 * np.sqrt(p * (1 - p) / n) + 1e-6, (p, dropped)
+            assert np.all(scale[scale != 0] == dtype(1.0 / (1.0 - p)))
+    a = dropout_scale(np.random.default_rng(7), (3, 5), 0.5, np.float32)
+    assert np.array_equal(a, dropout_scale(np.random.default_rng(7), (3, 5), 0.5, np.float32))
+    assert dropout_scale(np.random.default_rng(0), (0, 4), 0.5, np.float32).shape == (0, 4)
+    assert dropout_scale(np.random.default_rng(0), (), 0.5, np.float64).shape == ()
+
+
 def test_dropout_statistics():
     tgx.manual_seed(0)
     y = F.dropout(tgx.ones(200, 500), p=0.3).numpy()
