@@ -31,6 +31,7 @@ every function here returns None and the caller runs numpy. `status()` says whic
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import sys
 import threading
@@ -260,12 +261,9 @@ def _stack(a, b, out, batch):
         sizes, strides = (1,) * pad + x.shape[:-2], (0,) * pad + x.strides[:-2]
         steps.append([0 if n == 1 else s for n, s in zip(sizes, strides, strict=True)]
                      + [0] * (4 - dims))
-    count = 1
-    for n in batch:
-        count *= n
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     ldc = out.strides[-2] // out.itemsize
-    return np.array([count, dims, *batch, *([1] * (4 - dims)), *steps[0], *steps[1],
+    return np.array([math.prod(batch), dims, *batch, *([1] * (4 - dims)), *steps[0], *steps[1],
                      *steps[2], la[0], lb[0], m, n, k, la[1], lb[1], ldc,
                      a.ctypes.data, b.ctypes.data, out.ctypes.data, a.dtype == np.float64],
                     dtype=np.int64)
@@ -294,10 +292,7 @@ def matmul(a, b, out=None):
     batch = a.shape[:-2] if a.shape[:-2] == b.shape[:-2] else _broadcast(a, b)
     if batch is None or len(batch) > 4:
         return None
-    count = 1
-    for d in batch:
-        count *= d
-    if count * m * n < MIN_SPLIT:
+    if math.prod(batch) * m * n < MIN_SPLIT:
         return None
     if out is None:
         out = np.empty(batch + (m, n), dtype)
