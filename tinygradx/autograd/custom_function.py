@@ -145,10 +145,10 @@ def apply(cls, *args, **kwargs):
     needs = tuple(grad_on and isinstance(a, TensorBase) and a.requires_grad for a in args)
     ctx = FunctionCtx(cls.name(), needs)
     record = True in needs
-    frame, start, observers = STATE.frame, time.perf_counter(), STATE.observers
+    here = STATE.here
+    frame, start, observed = here.frame, time.perf_counter(), here.observed
     if record:                    # trace and profile see the node, not the ops inside
-        STATE.observers = []
-        STATE.refresh()
+        here.observed = False     # (this thread's ops only: the observers stay the process's)
     try:
         with no_grad():
             if _has_setup_context(cls):
@@ -157,8 +157,7 @@ def apply(cls, *args, **kwargs):
             else:
                 out = cls.forward(ctx, *args, **rest)
     finally:
-        STATE.observers = observers
-        STATE.refresh()
+        here.observed = observed
     single = not isinstance(out, (tuple, list))
     items = (out,) if single else tuple(out)
     inputs = {id(a) for a in args if isinstance(a, TensorBase)}
@@ -228,6 +227,8 @@ def _record(cls, ctx, frame, args, results, diff, seconds):
 
 
 def _observe(node, out, seconds):
+    if not STATE.here.observed:           # inside another custom Function's forward
+        return
     for fn in list(STATE.observers):      # trace, profile: the node as one op
         fn(node, node.parents, out, seconds)
 

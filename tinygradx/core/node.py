@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 import time
 import traceback
 
@@ -24,11 +25,11 @@ class OpError(ValueError):
 
 
 class _State:
-    """Process-wide switches. One object, so the hot path reads one attribute per switch."""
+    """The switches in one object (the hot path reads one attribute each). Anomaly detection,
+    observers, the generator: the process's; grad mode, module calls: each thread's (`here`)."""
 
     def __init__(self):
-        self.grad_enabled = True
-        self.frame = None          # the innermost call (a Frame, ROOT outside any; see below)
+        self.here = None           # this thread's switches (_ThreadSwitches, made below ROOT)
         self.instrumented = False  # True while any observer below is active (slow path)
         self.anomaly = False
         self.observers = []        # callables(ctx, inputs, out, seconds), e.g. trace and profile
@@ -37,6 +38,17 @@ class _State:
 
     def refresh(self):
         self.instrumented = self.anomaly or bool(self.observers)
+
+    grad_enabled = property(lambda s: s.here.grad_enabled,
+                            lambda s, on: setattr(s.here, "grad_enabled", on))
+    frame = property(lambda s: s.here.frame, lambda s, f: setattr(s.here, "frame", f))
+
+
+class _ThreadSwitches(threading.local):
+    """A thread's own switches, as PyTorch's grad mode: a new thread records, outside any call."""
+
+    def __init__(self):    # observed: False inside a custom Function's forward (its inner ops)
+        self.grad_enabled, self.frame, self.observed = True, ROOT, True
 
 
 STATE = _State()
@@ -230,12 +242,13 @@ class Function:
             if out_cls is None:            # numbers or arrays only: no tensor class to follow
                 raise no_tensor(cls.name(), inputs)
         ctx = cls.__new__(cls)
-        if STATE.grad_enabled:
+        here = STATE.here                  # this thread's grad mode and module call
+        if here.grad_enabled:
             needs = tuple([t.requires_grad for t in tensors])
         else:
             needs = (False,) * len(tensors)
         ctx.needs_input_grad = needs
-        ctx.frame = STATE.frame
+        ctx.frame = here.frame
         arrays = [t._data for t in tensors]
         if STATE.instrumented:
             return _apply_instrumented(cls, ctx, tensors, out_cls, arrays, kwargs)
@@ -290,8 +303,9 @@ def _apply_instrumented(cls, ctx, tensors, out_cls, arrays, kwargs):
         result = out_cls._from_op(out, ctx)
     else:
         result = out_cls._from_op(out, None)
-    for fn in list(STATE.observers):
-        fn(ctx, tensors, result, seconds)
+    if STATE.here.observed:
+        for fn in list(STATE.observers):
+            fn(ctx, tensors, result, seconds)
     return result
 
 
@@ -402,4 +416,4 @@ class Frame:
 
 
 ROOT = Frame(None, "")  # the frame of code outside any call
-STATE.frame = ROOT
+STATE.here = _ThreadSwitches()   # made after ROOT: each thread's first frame

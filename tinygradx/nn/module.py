@@ -94,16 +94,17 @@ class Module(ModuleHooks):
     def __call__(self, *args, **kwargs):
         # one frame per call, nothing per op: nodes created inside keep the frame on top, and
         # their module path is resolved from the frames when an error, a graph or a trace asks
-        parent = STATE.frame
+        here = STATE.here                                  # this thread's call stack
+        parent = here.frame
         if parent is ROOT:
             _called_outermost(self)
-        STATE.frame = _ModuleFrame(parent, self)
+        here.frame = _ModuleFrame(parent, self)
         try:
             if "_hooks_with_kwargs" in self.__dict__:     # a hook was registered (hooks.py)
                 return self._call_with_hooks(args, kwargs)
             return self.forward(*args, **kwargs)
         finally:
-            STATE.frame = parent
+            here.frame = parent
 
     # -- the tree ------------------------------------------------------------------------
     def _members(self):
