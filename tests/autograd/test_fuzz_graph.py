@@ -7,7 +7,8 @@ retained graph. After each gradient the machine checks:
   (an in-place change or a no_grad/detach cut is replayed as it happened: a node keeps the
   value its input had when it was made);
 - against PyTorch running the same program, when torch is installed: the same values, the same
-  gradients, and an in-place error exactly where PyTorch raises one;
+  gradients, and an in-place error wherever PyTorch raises one, except where the node kept its
+  own copy of the value changed (then its answer must pass the finite differences);
 - with no torch, a node whose input changed in place afterwards may raise the version error,
   but if it answers, the answer must be right (never a silent wrong gradient).
 
@@ -296,12 +297,18 @@ class GraphMachine(RuleBasedStateMachine):
                 torch_error = None
             except RuntimeError as err:
                 torch_error = err
-            assert (error is None) == (torch_error is None), (error, torch_error)
-            if error is not None:
-                assert "in-place" in str(error) or "inplace" in str(error), error
-                return
-            for a, b in zip(got, want, strict=True):
-                np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10)
+            if error is None and torch_error is not None:
+                # PyTorch refuses once any value its node saved has changed; ours only when the
+                # value the node kept was overwritten (the max of a 0-d tensor keeps a copy of
+                # its own), and then its answer is held to finite differences below
+                assert "inplace" in str(torch_error), torch_error
+            else:
+                assert (error is None) == (torch_error is None), (error, torch_error)
+                if error is not None:
+                    assert "in-place" in str(error) or "inplace" in str(error), error
+                    return
+                for a, b in zip(got, want, strict=True):
+                    np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10)
         elif error is not None:                # only a node that saw an in-place change
             assert node.stale and "in-place" in str(error), error
             return
