@@ -211,3 +211,28 @@ def test_training_in_two_threads_while_a_third_toggles_no_grad_matches_one_threa
     for seed in (1, 2):
         for a, b in zip(got[seed], want[seed], strict=True):
             np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("create_graph", [False, True], ids=["backward", "create_graph"])
+def test_backward_in_two_threads_into_shared_leaves_loses_no_contribution(create_graph):
+    # PyTorch accumulates into .grad under a lock; without one, two threads adding into the
+    # same (large: numpy lets go of the GIL) buffer lose each other's updates
+    n, calls = (1 << 20, 100) if not create_graph else (1 << 12, 200)
+    w = tgx.nn.Parameter(tgx.zeros(n))
+    x = tgx.ones(n)
+    errors = []
+
+    def work():
+        try:
+            for _ in range(calls):
+                (w * x).sum().backward(create_graph=create_graph)
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(WAIT * 4)
+    assert not errors, errors[0]
+    np.testing.assert_array_equal(w.grad.detach().numpy(), np.full(n, 2.0 * calls))

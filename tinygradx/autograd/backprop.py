@@ -160,7 +160,8 @@ def _store_grad_graph(t, g, owned):
     """As autograd's leaf store, but .grad keeps g's graph (accumulation is an op too)."""
     if t._ctx is not None and not t._retain_grad:
         return
-    t.grad = g if t.grad is None else t.grad + g
+    with walk.ArrayWalk.grad_lock:          # walks in two threads may share a leaf
+        t.grad = g if t.grad is None else t.grad + g
 
 
 class _Recording:

@@ -63,8 +63,7 @@ class _GradMode(contextlib.ContextDecorator):
         self.enabled = enabled
 
     def __enter__(self):
-        self.prev = STATE.grad_enabled
-        STATE.grad_enabled = self.enabled
+        self.prev, STATE.grad_enabled = STATE.grad_enabled, self.enabled
 
     def __exit__(self, *exc):
         STATE.grad_enabled = self.prev
@@ -112,8 +111,7 @@ def detect_anomaly():
     The error names the op, its module path and the line of user code that created the node.
     Costs a finiteness check per op and a stack walk per node, so use it while debugging.
     """
-    prev = STATE.anomaly
-    STATE.anomaly = True
+    prev, STATE.anomaly = STATE.anomaly, True
     STATE.refresh()
     try:
         yield
@@ -303,9 +301,8 @@ def _apply_instrumented(cls, ctx, tensors, out_cls, arrays, kwargs):
         result = out_cls._from_op(out, ctx)
     else:
         result = out_cls._from_op(out, None)
-    if STATE.here.observed:
-        for fn in list(STATE.observers):
-            fn(ctx, tensors, result, seconds)
+    for fn in list(STATE.observers) if STATE.here.observed else ():
+        fn(ctx, tensors, result, seconds)
     return result
 
 

@@ -23,6 +23,7 @@ has no reference cycles and is freed by reference counting alone.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 
 import numpy as np
@@ -233,12 +234,13 @@ def _store_grad(t, g, owned):
     """Leaves (and retain_grad tensors) accumulate across backward calls, as in PyTorch."""
     if t._ctx is not None and not t._retain_grad:
         return
-    if t.grad is None:
-        if not (owned and t._ctx is None and g.dtype == t._data.dtype):
-            g = np.array(g, dtype=t._data.dtype, copy=True)
-        t.grad = t._op_class._from_op(g, None)
-    else:
-        t.grad._data += g
+    with ArrayWalk.grad_lock:
+        if t.grad is None:
+            if not (owned and t._ctx is None and g.dtype == t._data.dtype):
+                g = np.array(g, dtype=t._data.dtype, copy=True)
+            t.grad = t._op_class._from_op(g, None)
+        else:
+            t.grad._data += g
 
 
 def _check_finite(ig, ctx, p):
@@ -257,3 +259,4 @@ class ArrayWalk:
     run_hooks = staticmethod(_run_hooks)
     store = staticmethod(_store_grad)
     node_backward = staticmethod(_node_backward)
+    grad_lock = threading.Lock()   # one .grad change at a time: walks in two threads share leaves
