@@ -259,4 +259,4 @@ class ArrayWalk:
     run_hooks = staticmethod(_run_hooks)
     store = staticmethod(_store_grad)
     node_backward = staticmethod(_node_backward)
-    grad_lock = threading.Lock()   # one .grad change at a time: walks in two threads share leaves
+    grad_lock = threading.RLock()  # one .grad change at a time: walks in two threads share leaves
