@@ -141,11 +141,11 @@ def _has_setup_context(cls):
 def apply(cls, *args, **kwargs):
     """Function.apply for a class in PyTorch's style (see the module docstring)."""
     args, rest = _forward_args(cls, args, kwargs)
-    grad_on = STATE.grad_enabled
+    here = STATE.here                     # this thread's grad mode, module call, observers
+    grad_on = here.grad_enabled
     needs = tuple(grad_on and isinstance(a, TensorBase) and a.requires_grad for a in args)
     ctx = FunctionCtx(cls.name(), needs)
     record = True in needs
-    here = STATE.here
     frame, start, observed = here.frame, time.perf_counter(), here.observed
     if record:                    # trace and profile see the node, not the ops inside
         here.observed = False     # (this thread's ops only: the observers stay the process's)
