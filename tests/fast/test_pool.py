@@ -334,3 +334,124 @@ def test_inference_alone_never_starts_it():
                          timeout=120, env=ENV)
     assert out.stdout.strip() == "False not", out.stderr
 
+
+
+# ------------------------------------------------------------------------------------------
+# attention head by head (pool.attention, pool.attention_backward): float32, against numpy's
+# formulas in float64 (its own softmax and exp, so not equal bit for bit: within rounding)
+# ------------------------------------------------------------------------------------------
+
+def _heads_of(rng, B=12, h=4, T=64, d=32, packed=True):
+    """Q, K, V (B, h, T, d) as the strided head views of a packed [Q K V], or C-ordered."""
+    if packed:
+        qkv = rng.standard_normal((B, T, 3, h, d)).astype(np.float32)
+        return tuple(qkv[:, :, j].transpose(0, 2, 1, 3) for j in range(3))
+    return tuple(rng.standard_normal((B, h, T, d)).astype(np.float32) for _ in range(3))
+
+
+def _reference(q, k, v, mask, scale, g):
+    """Z, A and dQ, dK, dV, dS of attention in float64 with numpy."""
+    q, k, v, g = (x.astype(np.float64) for x in (q, k, v, g))
+    s = (q * scale) @ k.swapaxes(-1, -2) + (0 if mask is None else mask)
+    top = s.max(-1, keepdims=True)
+    e = np.exp(s - np.where(np.isneginf(top), 0, top))
+    total = e.sum(-1, keepdims=True)
+    a = e / np.where(total == 0, 1, total)
+    da = g @ v.swapaxes(-1, -2)
+    ds = a * (da - (da * a).sum(-1, keepdims=True))
+    return a @ v, a, ds @ k * scale, ds.swapaxes(-1, -2) @ (q * scale), a.swapaxes(-1, -2) @ g, ds
+
+
+@pytest.mark.parametrize("packed", [True, False])
+@pytest.mark.parametrize("masking", ["causal", "none", "a row fully masked", "queries < keys"])
+def test_attention_head_by_head_equals_the_formula(packed, masking):
+    rng = np.random.default_rng(11)
+    q, k, v = _heads_of(rng, packed=packed)
+    T = k.shape[-2]
+    mask = None if masking == "none" else np.triu(np.full((T, T), -np.inf, np.float32), 1)
+    if masking == "a row fully masked":
+        mask[5] = -np.inf
+    if masking == "queries < keys":                  # a KV cache's last 16 rows as queries
+        q, mask = q[:, :, -16:], mask[-16:]
+    scale = 1 / np.sqrt(q.shape[-1])
+    z = np.full(q.shape[:-1] + v.shape[-1:], np.nan, np.float32)
+    got = pool.attention(q, k, v, mask, scale, z)
+    assert got is not None
+    qs, a = got
+    g = rng.standard_normal(z.shape).astype(np.float32)
+    grads = [np.full(x.shape, np.nan, np.float32) for x in (q, k, v)]
+    ds = pool.attention_backward(g, qs, k, v, a, scale, *grads)
+    assert ds is not None
+    want = _reference(q, k, v, mask, scale, g)
+    np.testing.assert_allclose(qs, q * np.float32(scale), rtol=1e-6)
+    for name, x, y in zip(("Z", "A", "dQ", "dK", "dV", "dS"), (z, a, *grads, ds), want,
+                          strict=True):
+        np.testing.assert_allclose(x, y, rtol=2e-5, atol=2e-6, err_msg=name)
+    if masking == "a row fully masked":              # zeros there, as softmax gives
+        assert not a[:, :, 5].any() and not z[:, :, 5].any()
+
+
+def test_attention_head_by_head_keeps_a_nan_to_its_row():
+    rng = np.random.default_rng(12)
+    q, k, v = _heads_of(rng, packed=False)
+    q[3, 1, 7, 0] = np.nan
+    T = k.shape[-2]
+    mask = np.triu(np.full((T, T), -np.inf, np.float32), 1)
+    z = np.empty(q.shape, np.float32)
+    _, a = pool.attention(q, k, v, mask, 0.125, z)
+    bad = np.isnan(a)
+    assert bad[3, 1, 7].all() and bad.sum() == T and np.isnan(z).sum() == q.shape[-1]
+
+
+def test_attention_head_by_head_exp_is_within_an_ulp_or_two():
+    # one query, its scores spread over float32's range of e^x: the softmax weights against
+    # float64's from the same float32 differences s - max(s) (whose rounding, ~4e-6 near -80,
+    # is float32's, not the exp's), relative to each weight
+    rng = np.random.default_rng(13)
+    B, h, T, d = 16, 4, 64, 32
+    q = np.zeros((B, h, T, d), np.float32)
+    q[..., 0] = 1
+    k = np.zeros((B, h, T, d), np.float32)
+    k[..., 0] = rng.uniform(-80, 0, (B, h, T)).astype(np.float32)
+    v = rng.standard_normal((B, h, T, d)).astype(np.float32)
+    _, a = pool.attention(q, k, v, None, 1.0, np.empty(q.shape, np.float32))
+    s = k[..., 0][:, :, None, :]
+    e = np.exp((s - s.max(-1, keepdims=True)).astype(np.float64))
+    want = e / e.sum(-1, keepdims=True)
+    big = want > 1e-30
+    np.testing.assert_allclose(a[np.broadcast_to(big, a.shape)],
+                               np.broadcast_to(want, a.shape)[np.broadcast_to(big, a.shape)],
+                               rtol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["float64", "a mask per head", "a broadcast mask",
+                                  "one query", "d = 0", "too few heads", "5 batch dims",
+                                  "two batch shapes"])
+def test_what_attention_head_by_head_does_not_take_is_a_clean_none(case):
+    rng = np.random.default_rng(14)
+    q, k, v = _heads_of(rng, packed=False)
+    T = k.shape[-2]
+    mask = np.zeros((T, T), np.float32)
+    if case == "float64":
+        q, k, v = (x.astype(np.float64) for x in (q, k, v))
+    elif case == "a mask per head":
+        mask = np.zeros((4, T, T), np.float32)
+    elif case == "a broadcast mask":
+        mask = np.broadcast_to(np.zeros(T, np.float32), (T, T))
+    elif case == "one query":
+        q = q[:, :, -1:]
+    elif case == "d = 0":
+        q, k = q[..., :0], k[..., :0]
+    elif case == "too few heads":
+        q, k, v = q[:1, :1], k[:1, :1], v[:1, :1]
+    elif case == "5 batch dims":
+        q, k, v = (x.reshape(2, 2, 3, 2, 2, T, -1) for x in (q, k, v))
+    elif case == "two batch shapes":
+        k, v = k[:1], v[:1]
+    z = np.empty(q.shape[:-1] + v.shape[-1:], q.dtype)
+    assert pool.attention(q, k, v, mask, 0.5, z) is None
+    if "mask" in case:                               # the backward takes no mask
+        return
+    g = np.ones(z.shape, z.dtype)
+    assert pool.attention_backward(g, q, k, v, np.ones(q.shape[:-1] + (T,), q.dtype), 0.5,
+                                   None, None, None) is None

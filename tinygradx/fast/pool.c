@@ -19,11 +19,13 @@
  */
 #define _GNU_SOURCE
 #include <linux/futex.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -312,6 +314,183 @@ void tgx_pair(const struct stack *first, const struct stack *second)
     }
     stack_part(0, 1, (void *)first);
     stack_part(0, 1, (void *)second);
+}
+
+/* ---- attention, one head at a time ----------------------------------------------------- */
+
+/* Fused attention's float32 forward and backward (ops/attention.py holds the formulas and the
+ * numpy path, which stays the reference). numpy runs a head-batched attention as whole-stack
+ * passes: the scores of all 48 heads of a GPT CPU config layer (786 KB) are written by one
+ * matmul, read and written again by the mask, the row max, exp and the normalisation, then
+ * read by the next matmul. Here each head runs start to end on one thread, its 64 x 64
+ * scores staying in the core's cache between the products and the softmax, and the heads
+ * are cut between the pool's threads. The products are the same cblas_sgemm calls numpy's
+ * loop makes; the softmax is the compiled loop's (kernels.py) with exp computed here. */
+
+/* e^x in float32 for x <= 0 (a score minus its row's max): x = k ln2 + r with |r| <= ln2/2,
+ * e^r by a polynomial (a least-squares fit of degree 6, within 2e-9 of e^r), 2^k written
+ * into the exponent bits. At most 1 ulp from the correctly rounded value (numpy's exp: 3);
+ * below -87.3, where e^x leaves float32's normal range, 0 (a masked score's -inf included);
+ * NaN stays NaN. Plain arithmetic, so the compiler vectorises the loops that call it. */
+static inline float exp_nonpositive(float x)
+{
+    const float big = 12582912.0f;                 /* 1.5 * 2^23: adding it rounds to an int */
+    float xc = x < -87.5f ? -87.5f : x;
+    float t = xc * 1.44269504088896341f + big;     /* round(x / ln 2) in t's low bits */
+    float k = t - big;
+    int32_t ti, bits;
+    float two_k;
+    memcpy(&ti, &t, sizeof ti);
+    bits = (ti - 0x4B400000 + 127) << 23;          /* 0x4B400000: the bits of `big` */
+    memcpy(&two_k, &bits, sizeof two_k);
+    float r = (xc - k * 0.693359375f) - k * -2.12194440e-4f;      /* ln 2 in two parts */
+    float p = ((((0.0013843654f * r + 0.0083741555f) * r + 0.041668002f) * r
+                + 0.16666432f) * r + 0.49999994f) * r + 1.0f;
+    p = p * r + 1.0f;
+    return x < -87.3f ? 0.0f : p * two_k;
+}
+
+/* row <- softmax(row + mask) in place (mask NULL: none), as kernels.softmax: a NaN anywhere
+ * gives a NaN row, a fully masked row gives zeros. The sums run in float32 over 16 lanes
+ * (a float64 accumulator kept GCC from vectorising the loop: 3x slower) */
+static void softmax_row(float *row, const float *mask, int64_t n)
+{
+    float top = -INFINITY;
+    int bad = 0;
+    if (mask) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++)
+            row[j] += mask[j];
+    }
+#pragma omp simd reduction(max:top) reduction(|:bad)
+    for (int64_t j = 0; j < n; j++) {
+        top = row[j] > top ? row[j] : top;
+        bad |= row[j] != row[j];
+    }
+    if (bad)
+        top = NAN;
+    else if (top == -INFINITY)
+        top = 0.0f;                                /* every key masked: zeros, not NaN */
+    float total = 0.0f;
+#pragma omp simd reduction(+:total)
+    for (int64_t j = 0; j < n; j++) {
+        float e = exp_nonpositive(row[j] - top);
+        row[j] = e;
+        total += e;
+    }
+    float inv = 1.0f / (total == 0.0f ? 1.0f : total);
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++)
+        row[j] *= inv;
+}
+
+/* d <- a (d - rowsum(d a)) for one row: softmax's backward, in place */
+static void softmax_grad_row(float *d, const float *a, int64_t n)
+{
+    float dot = 0.0f;
+#pragma omp simd reduction(+:dot)
+    for (int64_t j = 0; j < n; j++)
+        dot += d[j] * a[j];
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++)
+        d[j] = a[j] * (d[j] - dot);
+}
+
+/* One attention stack, as pool.py packs it into int64s: for every head i of `count`
+ * (unravelled over `dims` batch dims of `shape`), each matrix at its base + the batch index
+ * times its batch strides (bytes), rows `ld` floats apart, unit stride along a row.
+ * Q (m, d), K (n, d), V (n, dv), the mask (m, n) shared by every head (0: none), the scaled Q
+ * and the weights A (m, n) kept for the backward, Z (m, dv); the backward's g (m, dv), dS
+ * (m, n) and dQ, dK, dV like Q, K, V (0: not wanted). */
+enum { Q, K, V, QS, A, Z, G, DS, DQ, DK, DV, N_MATS };
+
+struct attn {
+    int64_t count, dims, shape[4], step[N_MATS][4], ld[N_MATS], base[N_MATS];
+    int64_t m, n, d, dv, mask, ld_mask;
+    double scale;
+};
+
+static void sgemm_call(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
+                       const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+                       int64_t ldc)
+{
+    if (ilp64)
+        ((sgemm64)sgemm)(ROW_MAJOR, ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc);
+    else
+        ((sgemm32)sgemm)(ROW_MAJOR, ta, tb, (int)m, (int)n, (int)k, alpha, a, (int)lda, b,
+                         (int)ldb, 0.0f, c, (int)ldc);
+}
+
+/* the addresses of head i's matrices */
+static void head(const struct attn *s, int64_t i, float *at[N_MATS])
+{
+    for (int x = 0; x < N_MATS; x++)
+        at[x] = (float *)(intptr_t)s->base[x];
+    for (int64_t d = s->dims - 1; d >= 0; d--) {
+        int64_t pos = i % s->shape[d];
+        i /= s->shape[d];
+        for (int x = 0; x < N_MATS; x++)
+            at[x] = (float *)((char *)at[x] + pos * s->step[x][d]);
+    }
+}
+
+static void attn_forward_part(int part, int parts, void *arg)
+{
+    const struct attn *s = arg;
+    const float *mask = (const float *)(intptr_t)s->mask;
+    float scale = (float)s->scale;
+    for (int64_t i = s->count * part / parts; i < s->count * (part + 1) / parts; i++) {
+        float *at[N_MATS];
+        head(s, i, at);
+        for (int64_t r = 0; r < s->m; r++) {                       /* Q scale */
+            const float *q = at[Q] + r * s->ld[Q];
+            float *qs = at[QS] + r * s->ld[QS];
+#pragma omp simd
+            for (int64_t j = 0; j < s->d; j++)
+                qs[j] = q[j] * scale;
+        }
+        sgemm_call(NO_TRANS, TRANS, s->m, s->n, s->d, 1.0f, at[QS], s->ld[QS], at[K],  /* S */
+                   s->ld[K], at[A], s->ld[A]);
+        for (int64_t r = 0; r < s->m; r++)                         /* A = softmax(S + M) */
+            softmax_row(at[A] + r * s->ld[A], mask ? mask + r * s->ld_mask : NULL, s->n);
+        sgemm_call(NO_TRANS, NO_TRANS, s->m, s->dv, s->n, 1.0f, at[A], s->ld[A], at[V],  /* Z */
+                   s->ld[V], at[Z], s->ld[Z]);
+    }
+}
+
+static void attn_backward_part(int part, int parts, void *arg)
+{
+    const struct attn *s = arg;
+    for (int64_t i = s->count * part / parts; i < s->count * (part + 1) / parts; i++) {
+        float *at[N_MATS];
+        head(s, i, at);
+        if (s->base[DV])                                           /* dV = A^T g */
+            sgemm_call(TRANS, NO_TRANS, s->n, s->dv, s->m, 1.0f, at[A], s->ld[A], at[G],
+                       s->ld[G], at[DV], s->ld[DV]);
+        sgemm_call(NO_TRANS, TRANS, s->m, s->n, s->dv, 1.0f, at[G], s->ld[G], at[V],  /* dA */
+                   s->ld[V], at[DS], s->ld[DS]);
+        for (int64_t r = 0; r < s->m; r++)                         /* dS = A (dA - rowsum) */
+            softmax_grad_row(at[DS] + r * s->ld[DS], at[A] + r * s->ld[A], s->n);
+        if (s->base[DQ])                                           /* dQ = dS K scale */
+            sgemm_call(NO_TRANS, NO_TRANS, s->m, s->d, s->n, (float)s->scale, at[DS],
+                       s->ld[DS], at[K], s->ld[K], at[DQ], s->ld[DQ]);
+        if (s->base[DK])                                           /* dK = dS^T (Q scale) */
+            sgemm_call(TRANS, NO_TRANS, s->n, s->d, s->m, 1.0f, at[DS], s->ld[DS], at[QS],
+                       s->ld[QS], at[DK], s->ld[DK]);
+    }
+}
+
+/* The heads cut between the pool's threads (each head's products small enough that OpenBLAS
+ * runs them on the calling thread: pool.py checks), or all on this thread when the pool is
+ * taken. */
+void tgx_attention(const struct attn *s, int backward, int parts)
+{
+    part_fn fn = backward ? attn_backward_part : attn_forward_part;
+    int threads = blas_threads();
+    if (parts > threads)
+        parts = threads;
+    if (!run_parts(fn, parts, (void *)s))
+        fn(0, 1, (void *)s);
 }
 
 /* ---- set-up --------------------------------------------------------------------------- */

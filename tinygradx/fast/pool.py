@@ -14,6 +14,10 @@ threads that take a task in about a microsecond:
   they skip the hand-offs and the shared packing of two threaded GEMMs). Each is the GEMM
   numpy computes on one thread; against OpenBLAS's split over two threads an edge column may
   round differently in the last bit, as numpy's own results do between thread counts.
+- `attention(q, k, v, mask, scale, out)` and `attention_backward(...)`: float32 attention
+  head by head, a block of heads per thread, each head's products (numpy's cblas_sgemm
+  calls) and its softmax in one go while its scores sit in the core's cache, instead of
+  whole-stack passes over every head's scores (pool.c says how; ops/attention.py calls it).
 
 A second pool beside OpenBLAS's own threads would fight them for the cores (a GPT step 3x
 slower, measured), so this one also runs OpenBLAS's parallel jobs: OpenBLAS >= 0.3.28 takes
@@ -331,3 +335,101 @@ def pair(a1, b1, a2, b2):
         return None
     _lib.tgx_pair(ctypes.c_void_p(s1.ctypes.data), ctypes.c_void_p(s2.ctypes.data))
     return o1, o2
+
+
+# ------------------------------------------------------------------------------------------
+# attention, one head at a time (pool.c's tgx_attention): float32 only, every other case None
+# ------------------------------------------------------------------------------------------
+
+_HEAD_MATS = ("q", "k", "v", "qs", "a", "z", "g", "ds", "dq", "dk", "dv")    # pool.c's order
+
+
+def _rows(x, cols):
+    """x's row stride in elements when its last two dims are rows of `cols` unit-stride
+    float32 values (what pool.c's attention takes), else None."""
+    size = x.itemsize
+    s0, s1 = x.strides[-2], x.strides[-1]
+    if x.dtype != np.float32 or (s1 != size and x.shape[-1] > 1) or s0 % size \
+            or s0 < cols * size:
+        return None
+    return s0 // size
+
+
+def _heads(mats, mask, scale):
+    """The int64 block of pool.c's `struct attn` for `mats` (name -> array, all with the same
+    batch dims), or None when a layout does not fit."""
+    batch = mats["q"].shape[:-2]
+    if not 0 < len(batch) <= 4:
+        return None
+    m, d = mats["q"].shape[-2:]
+    n, dv = mats["v"].shape[-2:]
+    steps, lds, bases = [], [], []
+    for name in _HEAD_MATS:
+        x = mats.get(name)
+        if x is None:
+            steps.append([0] * 4)
+            lds.append(0)
+            bases.append(0)
+            continue
+        ld = _rows(x, x.shape[-1])
+        if ld is None or x.shape[:-2] != batch:
+            return None
+        steps.append(list(x.strides[:-2]) + [0] * (4 - len(batch)))
+        lds.append(ld)
+        bases.append(x.ctypes.data)
+    ld_mask = 0
+    if mask is not None:
+        ld_mask = _rows(mask, n) if mask.shape == (m, n) else None
+        if ld_mask is None:
+            return None
+    head = [math.prod(batch), len(batch), *batch, *([1] * (4 - len(batch)))]
+    for step in steps:
+        head += step
+    head += lds + bases + [m, n, d, dv, 0 if mask is None else mask.ctypes.data, ld_mask]
+    return np.array(head + [np.float64(scale).view(np.int64)], dtype=np.int64)
+
+
+def _fits(q, k, v):
+    """Whether pool.c's attention applies to Q (.., m, d), K (.., n, d), V (.., n, dv): the
+    pool running, float32, one batch shape, each head's products small enough for OpenBLAS
+    to run them on one thread, and enough of them to pay for the hand-off."""
+    if _lib is None or q.ndim < 3 or not q.dtype == k.dtype == v.dtype == np.float32:
+        return False
+    if not q.shape[:-2] == k.shape[:-2] == v.shape[:-2] or k.shape[-2] != v.shape[-2]:
+        return False
+    m, n, d, dv = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
+    return (k.shape[-1] == d and min(m, n, d, dv) > 0 and m * n * max(d, dv) <= ONE_THREAD_GEMM
+            and m > 1 and n > 1 and math.prod(q.shape[:-2]) * m * n >= MIN_SPLIT)
+
+
+def attention(q, k, v, mask, scale, out):
+    """out <- softmax(Q scale K^T + M) V head by head on the pool; returns (Q scale, A) for
+    the backward, or None when it does not apply (see _fits; a mask other than one (m, n)
+    array for every head; layouts without unit-stride rows)."""
+    if not _fits(q, k, v) or out.dtype != np.float32 or (
+            mask is not None and mask.dtype != np.float32):
+        return None
+    qs = np.empty_like(q)
+    a = np.empty(q.shape[:-1] + k.shape[-2:-1], np.float32)
+    block = _heads({"q": q, "k": k, "v": v, "qs": qs, "a": a, "z": out}, mask, scale)
+    if block is None:
+        return None
+    _lib.tgx_attention(ctypes.c_void_p(block.ctypes.data), 0, _parts)
+    return qs, a
+
+
+def attention_backward(g, qs, k, v, a, scale, gq, gk, gv):
+    """Attention's backward head by head on the pool: dQ, dK, dV into gq, gk, gv (each None
+    or an array to fill); returns dS, or None when it does not apply."""
+    if not _fits(qs, k, v) or not g.dtype == a.dtype == np.float32:
+        return None
+    if any(x is not None and (x.dtype != np.float32 or np.may_share_memory(x, y))
+           for x in (gq, gk, gv) for y in (g, qs, k, v, a)):
+        return None
+    ds = np.empty(a.shape, np.float32)
+    block = _heads({"qs": qs, "k": k, "v": v, "a": a, "g": g, "ds": ds, "dq": gq, "dk": gk,
+                    "dv": gv, "q": qs}, None, scale)
+    if block is None:
+        return None
+    _lib.tgx_attention(ctypes.c_void_p(block.ctypes.data), 1, _parts)
+    return ds
