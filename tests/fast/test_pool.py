@@ -261,18 +261,20 @@ def test_a_training_step_has_the_same_gradients_with_the_pool_on_and_off():
         np.testing.assert_allclose(on[name], off[name], rtol=1e-4, atol=1e-7, err_msg=name)
 
 
-@pytest.mark.parametrize("packed", [False, True])
-def test_fused_attention_on_the_pool_equals_it_off(packed):
-    # with the pool running, attention's backward runs its stacks on the pool instead of in
-    # batch blocks on Python threads (tinygradx/ops/attention.py)
+@pytest.mark.parametrize("packed, dropout", [(False, 0.0), (True, 0.0), (True, 0.2)])
+def test_fused_attention_on_the_pool_equals_it_off(packed, dropout):
+    # with the pool running, fused attention runs head by head there and op-by-op attention's
+    # stacks run on it, instead of in batch blocks on Python threads (ops/attention.py); with
+    # dropout the same generator state draws the same mask either way
     import tinygradx.functional as F
     rng = np.random.default_rng(4)
     B, T, h, d = 12, 64, 4, 32
 
     def run():
         if packed:
+            tgx.manual_seed(0)
             qkv = tgx.tensor(rng_data, requires_grad=True)
-            out = F.packed_attention(qkv, n_head=h, is_causal=True)
+            out = F.packed_attention(qkv, n_head=h, is_causal=True, dropout_p=dropout)
             out.backward(tgx.tensor(np.cos(np.arange(out.numel())).reshape(out.shape)
                                     .astype(np.float32)))
             return out.detach().numpy(), qkv.grad.numpy()
@@ -349,22 +351,25 @@ def _heads_of(rng, B=12, h=4, T=64, d=32, packed=True):
     return tuple(rng.standard_normal((B, h, T, d)).astype(np.float32) for _ in range(3))
 
 
-def _reference(q, k, v, mask, scale, g):
-    """Z, A and dQ, dK, dV, dS of attention in float64 with numpy."""
+def _reference(q, k, v, mask, scale, g, keep=None):
+    """Z, A and dQ, dK, dV, dS of attention in float64 with numpy (keep: dropout's D)."""
     q, k, v, g = (x.astype(np.float64) for x in (q, k, v, g))
+    keep = 1.0 if keep is None else keep.astype(np.float64)
     s = (q * scale) @ k.swapaxes(-1, -2) + (0 if mask is None else mask)
     top = s.max(-1, keepdims=True)
     e = np.exp(s - np.where(np.isneginf(top), 0, top))
     total = e.sum(-1, keepdims=True)
     a = e / np.where(total == 0, 1, total)
-    da = g @ v.swapaxes(-1, -2)
+    da = (g @ v.swapaxes(-1, -2)) * keep
     ds = a * (da - (da * a).sum(-1, keepdims=True))
-    return a @ v, a, ds @ k * scale, ds.swapaxes(-1, -2) @ (q * scale), a.swapaxes(-1, -2) @ g, ds
+    return ((a * keep) @ v, a, ds @ k * scale, ds.swapaxes(-1, -2) @ (q * scale),
+            (a * keep).swapaxes(-1, -2) @ g, ds)
 
 
+@pytest.mark.parametrize("dropout", [0.0, 0.25])
 @pytest.mark.parametrize("packed", [True, False])
 @pytest.mark.parametrize("masking", ["causal", "none", "a row fully masked", "queries < keys"])
-def test_attention_head_by_head_equals_the_formula(packed, masking):
+def test_attention_head_by_head_equals_the_formula(packed, masking, dropout):
     rng = np.random.default_rng(11)
     q, k, v = _heads_of(rng, packed=packed)
     T = k.shape[-2]
@@ -375,14 +380,18 @@ def test_attention_head_by_head_equals_the_formula(packed, masking):
         q, mask = q[:, :, -16:], mask[-16:]
     scale = 1 / np.sqrt(q.shape[-1])
     z = np.full(q.shape[:-1] + v.shape[-1:], np.nan, np.float32)
-    got = pool.attention(q, k, v, mask, scale, z)
+
+    def draw(shape):                                 # dropout's scaled keep-mask D
+        return (rng.random(shape) >= dropout).astype(np.float32) / np.float32(1 - dropout)
+    got = pool.attention(q, k, v, mask, scale, z, draw=draw if dropout else None)
     assert got is not None
-    qs, a = got
+    qs, a, keep = got
+    assert (keep is None) == (dropout == 0)
     g = rng.standard_normal(z.shape).astype(np.float32)
     grads = [np.full(x.shape, np.nan, np.float32) for x in (q, k, v)]
-    ds = pool.attention_backward(g, qs, k, v, a, scale, *grads)
+    ds = pool.attention_backward(g, qs, k, v, a, scale, *grads, keep=keep)
     assert ds is not None
-    want = _reference(q, k, v, mask, scale, g)
+    want = _reference(q, k, v, mask, scale, g, keep)
     np.testing.assert_allclose(qs, q * np.float32(scale), rtol=1e-6)
     for name, x, y in zip(("Z", "A", "dQ", "dK", "dV", "dS"), (z, a, *grads, ds), want,
                           strict=True):
@@ -398,7 +407,7 @@ def test_attention_head_by_head_keeps_a_nan_to_its_row():
     T = k.shape[-2]
     mask = np.triu(np.full((T, T), -np.inf, np.float32), 1)
     z = np.empty(q.shape, np.float32)
-    _, a = pool.attention(q, k, v, mask, 0.125, z)
+    _, a, _ = pool.attention(q, k, v, mask, 0.125, z)
     bad = np.isnan(a)
     assert bad[3, 1, 7].all() and bad.sum() == T and np.isnan(z).sum() == q.shape[-1]
 
@@ -414,7 +423,7 @@ def test_attention_head_by_head_exp_is_within_an_ulp_or_two():
     k = np.zeros((B, h, T, d), np.float32)
     k[..., 0] = rng.uniform(-80, 0, (B, h, T)).astype(np.float32)
     v = rng.standard_normal((B, h, T, d)).astype(np.float32)
-    _, a = pool.attention(q, k, v, None, 1.0, np.empty(q.shape, np.float32))
+    _, a, _ = pool.attention(q, k, v, None, 1.0, np.empty(q.shape, np.float32))
     s = k[..., 0][:, :, None, :]
     e = np.exp((s - s.max(-1, keepdims=True)).astype(np.float64))
     want = e / e.sum(-1, keepdims=True)
@@ -422,6 +431,10 @@ def test_attention_head_by_head_exp_is_within_an_ulp_or_two():
     np.testing.assert_allclose(a[np.broadcast_to(big, a.shape)],
                                np.broadcast_to(want, a.shape)[np.broadcast_to(big, a.shape)],
                                rtol=1e-6)
+
+
+def _never(shape):
+    raise AssertionError("a refused call drew a dropout mask")
 
 
 @pytest.mark.parametrize("case", ["float64", "a mask per head", "a broadcast mask",
@@ -449,7 +462,7 @@ def test_what_attention_head_by_head_does_not_take_is_a_clean_none(case):
     elif case == "two batch shapes":
         k, v = k[:1], v[:1]
     z = np.empty(q.shape[:-1] + v.shape[-1:], q.dtype)
-    assert pool.attention(q, k, v, mask, 0.5, z) is None
+    assert pool.attention(q, k, v, mask, 0.5, z, draw=_never) is None
     if "mask" in case:                               # the backward takes no mask
         return
     g = np.ones(z.shape, z.dtype)

@@ -401,12 +401,13 @@ static void softmax_grad_row(float *d, const float *a, int64_t n)
  * times its batch strides (bytes), rows `ld` floats apart, unit stride along a row.
  * Q (m, d), K (n, d), V (n, dv), the mask (m, n) shared by every head (0: none), the scaled Q
  * and the weights A (m, n) kept for the backward, Z (m, dv); the backward's g (m, dv), dS
- * (m, n) and dQ, dK, dV like Q, K, V (0: not wanted). */
-enum { Q, K, V, QS, A, Z, G, DS, DQ, DK, DV, N_MATS };
+ * (m, n) and dQ, dK, dV like Q, K, V (0: not wanted); with dropout its scaled keep-mask D
+ * (m, n) and `scratch`, m * n floats per part for A' = A D. */
+enum { Q, K, V, QS, A, Z, G, DS, DQ, DK, DV, KEEP, N_MATS };
 
 struct attn {
     int64_t count, dims, shape[4], step[N_MATS][4], ld[N_MATS], base[N_MATS];
-    int64_t m, n, d, dv, mask, ld_mask;
+    int64_t m, n, d, dv, mask, ld_mask, scratch;
     double scale;
 };
 
@@ -434,6 +435,26 @@ static void head(const struct attn *s, int64_t i, float *at[N_MATS])
     }
 }
 
+/* The weights the product with V sees: A, or with dropout A' = A D in this part's scratch.
+ * Returns their row stride through *ld. */
+static const float *weights(const struct attn *s, float *at[N_MATS], int part, int64_t *ld)
+{
+    if (!s->base[KEEP]) {
+        *ld = s->ld[A];
+        return at[A];
+    }
+    float *w = (float *)(intptr_t)s->scratch + (int64_t)part * s->m * s->n;
+    for (int64_t r = 0; r < s->m; r++) {
+        const float *a = at[A] + r * s->ld[A], *keep = at[KEEP] + r * s->ld[KEEP];
+        float *row = w + r * s->n;
+#pragma omp simd
+        for (int64_t j = 0; j < s->n; j++)
+            row[j] = a[j] * keep[j];
+    }
+    *ld = s->n;
+    return w;
+}
+
 static void attn_forward_part(int part, int parts, void *arg)
 {
     const struct attn *s = arg;
@@ -453,8 +474,10 @@ static void attn_forward_part(int part, int parts, void *arg)
                    s->ld[K], at[A], s->ld[A]);
         for (int64_t r = 0; r < s->m; r++)                         /* A = softmax(S + M) */
             softmax_row(at[A] + r * s->ld[A], mask ? mask + r * s->ld_mask : NULL, s->n);
-        sgemm_call(NO_TRANS, NO_TRANS, s->m, s->dv, s->n, 1.0f, at[A], s->ld[A], at[V],  /* Z */
-                   s->ld[V], at[Z], s->ld[Z]);
+        int64_t ldw;
+        const float *w = weights(s, at, part, &ldw);               /* A, or A' = A D */
+        sgemm_call(NO_TRANS, NO_TRANS, s->m, s->dv, s->n, 1.0f, w, ldw, at[V], s->ld[V],  /* Z */
+                   at[Z], s->ld[Z]);
     }
 }
 
@@ -464,13 +487,24 @@ static void attn_backward_part(int part, int parts, void *arg)
     for (int64_t i = s->count * part / parts; i < s->count * (part + 1) / parts; i++) {
         float *at[N_MATS];
         head(s, i, at);
-        if (s->base[DV])                                           /* dV = A^T g */
-            sgemm_call(TRANS, NO_TRANS, s->n, s->dv, s->m, 1.0f, at[A], s->ld[A], at[G],
-                       s->ld[G], at[DV], s->ld[DV]);
-        sgemm_call(NO_TRANS, TRANS, s->m, s->n, s->dv, 1.0f, at[G], s->ld[G], at[V],  /* dA */
+        if (s->base[DV]) {                                         /* dV = A'^T g */
+            int64_t ldw;
+            const float *w = weights(s, at, part, &ldw);
+            sgemm_call(TRANS, NO_TRANS, s->n, s->dv, s->m, 1.0f, w, ldw, at[G], s->ld[G],
+                       at[DV], s->ld[DV]);
+        }
+        sgemm_call(NO_TRANS, TRANS, s->m, s->n, s->dv, 1.0f, at[G], s->ld[G], at[V],  /* dA' */
                    s->ld[V], at[DS], s->ld[DS]);
-        for (int64_t r = 0; r < s->m; r++)                         /* dS = A (dA - rowsum) */
-            softmax_grad_row(at[DS] + r * s->ld[DS], at[A] + r * s->ld[A], s->n);
+        for (int64_t r = 0; r < s->m; r++) {                       /* dS = A (dA - rowsum) */
+            float *ds = at[DS] + r * s->ld[DS];
+            if (s->base[KEEP]) {                                   /* dA = dA' D */
+                const float *keep = at[KEEP] + r * s->ld[KEEP];
+#pragma omp simd
+                for (int64_t j = 0; j < s->n; j++)
+                    ds[j] *= keep[j];
+            }
+            softmax_grad_row(ds, at[A] + r * s->ld[A], s->n);
+        }
         if (s->base[DQ])                                           /* dQ = dS K scale */
             sgemm_call(NO_TRANS, NO_TRANS, s->m, s->d, s->n, (float)s->scale, at[DS],
                        s->ld[DS], at[K], s->ld[K], at[DQ], s->ld[DQ]);

@@ -341,7 +341,7 @@ def pair(a1, b1, a2, b2):
 # attention, one head at a time (pool.c's tgx_attention): float32 only, every other case None
 # ------------------------------------------------------------------------------------------
 
-_HEAD_MATS = ("q", "k", "v", "qs", "a", "z", "g", "ds", "dq", "dk", "dv")    # pool.c's order
+_HEAD_MATS = ("q", "k", "v", "qs", "a", "z", "g", "ds", "dq", "dk", "dv", "keep")   # pool.c's
 
 
 def _rows(x, cols):
@@ -355,9 +355,9 @@ def _rows(x, cols):
     return s0 // size
 
 
-def _heads(mats, mask, scale):
+def _heads(mats, mask, scale, scratch=None):
     """The int64 block of pool.c's `struct attn` for `mats` (name -> array, all with the same
-    batch dims), or None when a layout does not fit."""
+    batch dims), or None when a layout does not fit; `scratch` (parts, m, n) with dropout."""
     batch = mats["q"].shape[:-2]
     if not 0 < len(batch) <= 4:
         return None
@@ -385,7 +385,8 @@ def _heads(mats, mask, scale):
     head = [math.prod(batch), len(batch), *batch, *([1] * (4 - len(batch)))]
     for step in steps:
         head += step
-    head += lds + bases + [m, n, d, dv, 0 if mask is None else mask.ctypes.data, ld_mask]
+    head += lds + bases + [m, n, d, dv, 0 if mask is None else mask.ctypes.data, ld_mask,
+                           0 if scratch is None else scratch.ctypes.data]
     return np.array(head + [np.float64(scale).view(np.int64)], dtype=np.int64)
 
 
@@ -402,33 +403,43 @@ def _fits(q, k, v):
             and m > 1 and n > 1 and math.prod(q.shape[:-2]) * m * n >= MIN_SPLIT)
 
 
-def attention(q, k, v, mask, scale, out):
-    """out <- softmax(Q scale K^T + M) V head by head on the pool; returns (Q scale, A) for
-    the backward, or None when it does not apply (see _fits; a mask other than one (m, n)
-    array for every head; layouts without unit-stride rows)."""
+def attention(q, k, v, mask, scale, out, draw=None):
+    """out <- softmax(Q scale K^T + M) V head by head on the pool, or with dropout (A D) V where
+    D = draw(shape of A), the scaled keep-mask; returns (Q scale, A, D or None) for the
+    backward, or None, having drawn nothing, when it does not apply (see _fits; a mask other
+    than one (m, n) array for every head; layouts without unit-stride rows)."""
     if not _fits(q, k, v) or out.dtype != np.float32 or (
             mask is not None and mask.dtype != np.float32):
         return None
     qs = np.empty_like(q)
     a = np.empty(q.shape[:-1] + k.shape[-2:-1], np.float32)
-    block = _heads({"q": q, "k": k, "v": v, "qs": qs, "a": a, "z": out}, mask, scale)
-    if block is None:
+    mats = {"q": q, "k": k, "v": v, "qs": qs, "a": a, "z": out}
+    if _heads(mats, mask, scale) is None:
         return None
+    keep = scratch = None
+    if draw is not None:
+        keep = np.ascontiguousarray(draw(a.shape), dtype=np.float32)
+        scratch = np.empty((_parts,) + a.shape[-2:], np.float32)
+        mats["keep"] = keep
+    block = _heads(mats, mask, scale, scratch)
     _lib.tgx_attention(ctypes.c_void_p(block.ctypes.data), 0, _parts)
-    return qs, a
+    return qs, a, keep
 
 
-def attention_backward(g, qs, k, v, a, scale, gq, gk, gv):
+def attention_backward(g, qs, k, v, a, scale, gq, gk, gv, keep=None):
     """Attention's backward head by head on the pool: dQ, dK, dV into gq, gk, gv (each None
-    or an array to fill); returns dS, or None when it does not apply."""
-    if not _fits(qs, k, v) or not g.dtype == a.dtype == np.float32:
+    or an array to fill), `keep` the forward's dropout mask D or None; returns dS, or None
+    when it does not apply."""
+    if not _fits(qs, k, v) or not g.dtype == a.dtype == np.float32 or (
+            keep is not None and (keep.dtype != np.float32 or keep.shape != a.shape)):
         return None
     if any(x is not None and (x.dtype != np.float32 or np.may_share_memory(x, y))
            for x in (gq, gk, gv) for y in (g, qs, k, v, a)):
         return None
     ds = np.empty(a.shape, np.float32)
+    scratch = None if keep is None else np.empty((_parts,) + a.shape[-2:], np.float32)
     block = _heads({"qs": qs, "k": k, "v": v, "a": a, "g": g, "ds": ds, "dq": gq, "dk": gk,
-                    "dv": gv, "q": qs}, None, scale)
+                    "dv": gv, "q": qs, "keep": keep}, None, scale, scratch)
     if block is None:
         return None
     _lib.tgx_attention(ctypes.c_void_p(block.ctypes.data), 1, _parts)

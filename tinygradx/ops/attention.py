@@ -44,7 +44,7 @@ def attention_weights(q, k, mask, scale, v=None, out=None):
     if v is not None:
         done = pool.attention(q, k, v, mask, scale, out)
         if done is not None:
-            return done
+            return done[:2]
     if _split_batch(q, k) and _blockable(q, k, v, out, mask):
         qs, s = np.empty_like(q), np.empty(q.shape[:-1] + k.shape[-2:-1], q.dtype)
         split = mask is not None and mask.ndim == s.ndim and mask.shape[0] > 1
@@ -132,18 +132,23 @@ class Attention(Function):
             self.qs, self.a = attention_weights(q, k, mask, scale, v, out)
             self.k, self.v, self.scale = k, v, scale
             return out
+        self.k, self.v, self.scale = k, v, scale
+        done = pool.attention(q, k, v, mask, scale, out,         # head by head, drawing D
+                              draw=lambda shape: dropout_scale(rng, shape, p, np.float32))
+        if done is not None:                                     # as below when it applies
+            self.qs, self.a, self.keep = done
+            return out
         qs, s = attention_weights(q, k, mask, scale)             # Q scale, A
-        self.qs, self.k, self.v, self.a, self.scale = qs, k, v, s, scale
+        self.qs, self.a = qs, s
         self.keep = dropout_scale(rng, s.shape, p, s.dtype)      # as Dropout draws it
         return np.matmul(s * self.keep, v, out=out)              # Z = A' V: (..., n, d_v)
 
     def _backward(self, g, gq, gk, gv):
         qs, k, v, a = self.qs, self.k, self.v, self.a
         grads = (gq, gk, gv)
-        if self.keep is None:                    # head by head on the pool's threads
-            ds = pool.attention_backward(g, qs, k, v, a, self.scale, gq, gk, gv)
-            if ds is not None:
-                return ds
+        ds = pool.attention_backward(g, qs, k, v, a, self.scale, gq, gk, gv, self.keep)
+        if ds is not None:                       # head by head on the pool's threads
+            return ds
         if (self.keep is None and a.ndim > 2 and not pool.running() and _split_batch(qs, k)
                 and g.shape[:-2] == qs.shape[:-2] == k.shape[:-2] == v.shape[:-2] == a.shape[:-2]
                 and g.dtype == qs.dtype == k.dtype == v.dtype == a.dtype):
