@@ -357,7 +357,7 @@ def _rows(x, cols):
 
 def _heads(mats, mask, scale, scratch=None):
     """The int64 block of pool.c's `struct attn` for `mats` (name -> array, all with the same
-    batch dims), or None when a layout does not fit; `scratch` (parts, m, n) with dropout."""
+    batch dims), or None when a layout does not fit; `scratch` from _scratch."""
     batch = mats["q"].shape[:-2]
     if not 0 < len(batch) <= 4:
         return None
@@ -390,6 +390,13 @@ def _heads(mats, mask, scale, scratch=None):
     return np.array(head + [np.float64(scale).view(np.int64)], dtype=np.int64)
 
 
+def _scratch(q, v):
+    """pool.c's per-part scratch for attention: A' = A D (m, n) and K^T or V^T (n, max(d, dv))."""
+    m, d = q.shape[-2:]
+    n, dv = v.shape[-2:]
+    return np.empty((_parts, m * n + n * max(d, dv)), np.float32)
+
+
 def _fits(q, k, v):
     """Whether pool.c's attention applies to Q (.., m, d), K (.., n, d), V (.., n, dv): the
     pool running, float32, one batch shape, each head's products small enough for OpenBLAS
@@ -414,14 +421,15 @@ def attention(q, k, v, mask, scale, out, draw=None):
     qs = np.empty_like(q)
     a = np.empty(q.shape[:-1] + k.shape[-2:-1], np.float32)
     mats = {"q": q, "k": k, "v": v, "qs": qs, "a": a, "z": out}
-    if _heads(mats, mask, scale) is None:
-        return None
-    keep = scratch = None
-    if draw is not None:
-        keep = np.ascontiguousarray(draw(a.shape), dtype=np.float32)
-        scratch = np.empty((_parts,) + a.shape[-2:], np.float32)
-        mats["keep"] = keep
+    scratch = _scratch(q, v)
     block = _heads(mats, mask, scale, scratch)
+    if block is None:
+        return None
+    keep = None
+    if draw is not None:                      # drawn only once the call is sure to run
+        keep = np.ascontiguousarray(draw(a.shape), dtype=np.float32)
+        mats["keep"] = keep
+        block = _heads(mats, mask, scale, scratch)
     _lib.tgx_attention(ctypes.c_void_p(block.ctypes.data), 0, _parts)
     return qs, a, keep
 
@@ -437,7 +445,7 @@ def attention_backward(g, qs, k, v, a, scale, gq, gk, gv, keep=None):
            for x in (gq, gk, gv) for y in (g, qs, k, v, a)):
         return None
     ds = np.empty(a.shape, np.float32)
-    scratch = None if keep is None else np.empty((_parts,) + a.shape[-2:], np.float32)
+    scratch = _scratch(qs, v)                 # (alive until the call returns)
     block = _heads({"qs": qs, "k": k, "v": v, "a": a, "g": g, "ds": ds, "dq": gq, "dk": gk,
                     "dv": gv, "q": qs, "keep": keep}, None, scale, scratch)
     if block is None:
