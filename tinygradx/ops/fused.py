@@ -48,10 +48,14 @@ def gelu_forward(x, approximate):
     if approximate == "tanh":
         t = np.empty(x.shape, dtype=x.dtype)
         y = np.empty(x.shape, dtype=x.dtype)
-        # (two loops around np.tanh, ~0.6 ns per element: a split pays from ~250k elements;
-        # (256, 512) took 86 us on one thread and 120 us split, (768, 512) 237 and 195 us)
+        # (two loops around np.tanh, ~0.6 ns per element: split from MIN_KERNEL_ELEMENTS as the
+        # other kernels. Alone (768, 512) took 237 us on one thread and 195 us split, but in a
+        # GPT CPU config step the split cost more than it saved: its Python threads park the
+        # C pool, whose next GEMM then waits for a thread to wake; the step unsplit was 0.930
+        # of the step split, 60 alternating rounds)
         if not (kernels.ENABLED and parallel.rows(kernels.gelu_tanh, _flat(x), t.reshape(-1),
-                                                  y.reshape(-1), min_elements=1 << 18)):
+                                                  y.reshape(-1),
+                                                  min_elements=parallel.MIN_KERNEL_ELEMENTS)):
             parallel.rows(_gelu_tanh, _flat(x), t.reshape(-1), y.reshape(-1))
         return y, t
     if kernels.ENABLED and x.dtype == np.float32:           # one compiled pass, both cores
