@@ -468,3 +468,81 @@ def test_what_attention_head_by_head_does_not_take_is_a_clean_none(case):
     g = np.ones(z.shape, z.dtype)
     assert pool.attention_backward(g, q, k, v, np.ones(q.shape[:-1] + (T,), q.dtype), 0.5,
                                    None, None, None) is None
+
+
+# ------------------------------------------------------------------------------------------
+# the tanh GELU on the pool (pool.gelu_tanh, pool.gelu_tanh_grad) against float64
+# ------------------------------------------------------------------------------------------
+
+SPECIAL = np.array([0, -0.0, np.nan, np.inf, -np.inf, 1e-30, -1e-30, 1e-3, -1e-3, 0.78, -0.78,
+                    3, -3, 5, -5, 10, -10, 1e30, -1e30], np.float32)
+
+
+def test_gelu_tanh_on_the_pool_is_within_two_ulp_of_tanh():
+    rng = np.random.default_rng(21)
+    x = np.concatenate([rng.standard_normal(100_000).astype(np.float32) * 3, SPECIAL])
+    t, y = np.empty_like(x), np.empty_like(x)
+    assert pool.gelu_tanh(x, t, y)
+    with np.errstate(all="ignore"):
+        c1 = np.float32(np.sqrt(2 / np.pi))
+        u = (x * x * np.float32(0.044715 * c1) + c1) * x          # the same float32 u
+        want_t = np.tanh(u.astype(np.float64)).astype(np.float32)
+        want_y = (want_t + np.float32(1)) * x * np.float32(0.5)
+    assert np.array_equal(np.isnan(t), np.isnan(want_t))
+    ok = ~np.isnan(want_t)
+    ulps = np.abs(t[ok].view(np.int32).astype(np.int64) - want_t[ok].view(np.int32))
+    assert ulps.max() <= 2
+    assert np.array_equal(np.isnan(y), np.isnan(want_y))       # -inf: 0 * inf, as numpy's
+    ok = ~np.isnan(want_y)
+    # (1 + t) near t = -1 inherits t's absolute error, hence atol
+    np.testing.assert_allclose(y[ok], want_y[ok], rtol=1e-6, atol=3e-7)
+
+
+def test_gelu_tanh_backward_on_the_pool_is_the_formula():
+    rng = np.random.default_rng(22)
+    x = rng.standard_normal(50_000).astype(np.float32) * 3
+    g = rng.standard_normal(x.size).astype(np.float32)
+    t, y, d = np.empty_like(x), np.empty_like(x), np.empty_like(x)
+    assert pool.gelu_tanh(x, t, y) and pool.gelu_tanh_grad(x, t, g, d)
+    x64, t64 = x.astype(np.float64), t.astype(np.float64)
+    du = np.sqrt(2 / np.pi) * (1 + 3 * 0.044715 * x64 ** 2)
+    want = g * (0.5 * (1 + t64) + 0.5 * x64 * (1 - t64 ** 2) * du)
+    np.testing.assert_allclose(d, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["float64", "too few", "not contiguous", "two sizes"])
+def test_what_the_pools_gelu_does_not_take_is_a_clean_none(case):
+    x = np.ones(1 << 16, np.float32)
+    t, y = np.zeros_like(x), np.zeros_like(x)
+    if case == "float64":
+        x, t, y = (a.astype(np.float64) for a in (x, t, y))
+    elif case == "too few":
+        x, t, y = x[:100], t[:100], y[:100]
+    elif case == "not contiguous":
+        x = np.ones(1 << 17, np.float32)[::2]
+    elif case == "two sizes":
+        y = y[:-1]
+    assert pool.gelu_tanh(x, t, y) is None
+    assert pool.gelu_tanh_grad(x, t, x, y) is None
+
+
+def test_gelu_on_the_pool_equals_it_off():
+    import tinygradx.functional as F
+    x0 = np.random.default_rng(23).standard_normal((12, 64, 512)).astype(np.float32)
+
+    def run():
+        x = tgx.tensor(x0, requires_grad=True)
+        y = F.gelu(x, approximate="tanh")
+        (y * y).sum().backward()
+        return y.detach().numpy(), x.grad.numpy()
+    before = pool.counters()[0]
+    on = run()
+    assert pool.counters()[0] > before
+    pool.set_enabled(False)
+    try:
+        off = run()
+    finally:
+        pool.set_enabled(True)
+        pool.start(announce=False)
+    for a, b in zip(on, off, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -549,6 +549,94 @@ void tgx_attention(const struct attn *s, int backward, int parts)
         fn(0, 1, (void *)s);
 }
 
+/* ---- GELU (tanh form), element-wise on both cores ---------------------------------------- */
+
+/* The tanh GELU's forward and backward in float32 (ops/fused.py holds the numpy path, the
+ * reference, and kernels.py the numba loops used without the pool). numba's loops leave tanh
+ * to numpy (its own is scalar): three passes where this is one, and a Python-thread split of
+ * a GPT CPU config block's 393k values cost more than it saved, since those threads park
+ * this pool. Here the values are cut between the pool's threads at ~1 us a hand-off. */
+
+/* tanh(u) within ~2 ulp: for |u| < 0.625 the odd polynomial u + u^3 P(u^2) (a least-squares
+ * fit, within 5e-9 of tanh there), above it (1 - e) / (1 + e) with e = e^(-2|u|) <= 0.29, so
+ * neither form cancels; NaN stays NaN, +-inf gives +-1. Both are computed and one kept, so
+ * the loops that call it vectorise. */
+static inline float tanh_f(float u)
+{
+    float a = fabsf(u);
+    float e = exp_nonpositive(-2.0f * a);
+    float far = (1.0f - e) / (1.0f + e);
+    float z = a * a;
+    float near = a + a * z * ((((-0.0057049887f * z + 0.020639089f) * z - 0.053739716f) * z
+                               + 0.13331442f) * z - 0.33333282f);
+    return copysignf(a < 0.625f ? near : far, u);
+}
+
+struct gelu { const float *x, *t, *g; float *out, *out2; int64_t n; };
+
+#define GELU_C1 0.7978845608028654f                 /* sqrt(2 / pi) */
+#define GELU_C3 (0.044715f * GELU_C1)
+
+/* part's share of n, cut at multiples of 16 floats (64 bytes: no cache line shared) */
+static void share(int64_t n, int part, int parts, int64_t *lo, int64_t *hi)
+{
+    int64_t lines = (n + 15) / 16;
+    *lo = lines * part / parts * 16;
+    *hi = lines * (part + 1) / parts * 16;
+    if (*hi > n)
+        *hi = n;
+    if (*lo > n)
+        *lo = n;
+}
+
+static void gelu_forward_part(int part, int parts, void *arg)
+{
+    const struct gelu *s = arg;
+    int64_t lo, hi;
+    share(s->n, part, parts, &lo, &hi);
+    const float *x = s->x;
+    float *t = s->out, *y = s->out2;
+#pragma omp simd
+    for (int64_t i = lo; i < hi; i++) {
+        float xi = x[i];
+        float ti = tanh_f((xi * xi * GELU_C3 + GELU_C1) * xi);  /* sqrt(2/pi)(x + 0.044715x^3) */
+        t[i] = ti;
+        y[i] = (ti + 1.0f) * xi * 0.5f;
+    }
+}
+
+static void gelu_backward_part(int part, int parts, void *arg)
+{
+    const struct gelu *s = arg;
+    int64_t lo, hi;
+    share(s->n, part, parts, &lo, &hi);
+    const float *x = s->x, *t = s->t, *g = s->g;
+    float *d = s->out;
+#pragma omp simd
+    for (int64_t i = lo; i < hi; i++) {
+        float xi = x[i], ti = t[i];
+        float du = GELU_C1 + 3.0f * GELU_C3 * xi * xi;      /* sqrt(2/pi)(1 + 3*0.044715x^2) */
+        d[i] = g[i] * (0.5f * (1.0f + ti) + 0.5f * xi * (1.0f - ti * ti) * du);
+    }
+}
+
+/* t <- tanh(...), y <- GELU(x) over n floats (backward: d <- g GELU'(x) from x, t), in
+ * `parts` shares at once, or on this thread when the pool is taken */
+void tgx_gelu_tanh(const float *x, float *t, float *y, int64_t n, int parts)
+{
+    struct gelu s = {x, NULL, NULL, t, y, n};
+    if (!run_parts(gelu_forward_part, parts, &s))
+        gelu_forward_part(0, 1, &s);
+}
+
+void tgx_gelu_tanh_grad(const float *x, const float *t, const float *g, float *d, int64_t n,
+                        int parts)
+{
+    struct gelu s = {x, t, g, d, NULL, n};
+    if (!run_parts(gelu_backward_part, parts, &s))
+        gelu_backward_part(0, 1, &s);
+}
+
 /* ---- set-up --------------------------------------------------------------------------- */
 
 int tgx_setup(int threads, long poll_us, void *s, void *d, int is_ilp64, void *get_threads,

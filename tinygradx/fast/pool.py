@@ -1,4 +1,5 @@
-"""Both cores for matrix products: one pool of threads for numpy's OpenBLAS and for tinygradx.
+"""Both cores for matrix products and the work between them: one pool of threads for numpy's
+OpenBLAS and for tinygradx.
 
 Where a GPT step's time goes beyond its large GEMMs is in products too small for OpenBLAS to
 thread: attention multiplies 48 (64, 32) matrices at a time, six stacks per layer, each on
@@ -18,6 +19,8 @@ threads that take a task in about a microsecond:
   head by head, a block of heads per thread, each head's products (numpy's cblas_sgemm
   calls) and its softmax in one go while its scores sit in the core's cache, instead of
   whole-stack passes over every head's scores (pool.c says how; ops/attention.py calls it).
+- `gelu_tanh(x, t, y)` and `gelu_tanh_grad(x, t, g, d)`: the tanh GELU in float32 in one pass
+  (with pool.c's own tanh) cut between the threads (ops/fused.py calls it).
 
 A second pool beside OpenBLAS's own threads would fight them for the cores (a GPT step 3x
 slower, measured), so this one also runs OpenBLAS's parallel jobs: OpenBLAS >= 0.3.28 takes
@@ -452,3 +455,40 @@ def attention_backward(g, qs, k, v, a, scale, gq, gk, gv, keep=None):
         return None
     _lib.tgx_attention(ctypes.c_void_p(block.ctypes.data), 1, _parts)
     return ds
+
+
+# ------------------------------------------------------------------------------------------
+# the tanh GELU on both cores (pool.c's tgx_gelu_tanh): float32 only, every other case None
+# ------------------------------------------------------------------------------------------
+
+MIN_GELU = 1 << 14           # values from which the pool's threads share a GELU
+
+
+def _flat32(*arrays):
+    """Whether every array is a C-contiguous float32 array of the first one's size."""
+    n = arrays[0].size
+    return all(a.dtype == np.float32 and a.flags.c_contiguous and a.size == n for a in arrays)
+
+
+def gelu_tanh(x, t, y):
+    """t <- tanh(sqrt(2/pi) (x + 0.044715 x^3)), y <- 0.5 x (1 + t) in one pass on the pool's
+    threads; True, or None when it does not apply (the pool not running, not float32 arrays
+    of one size in C order, fewer than MIN_GELU values)."""
+    if _lib is None or x.size < MIN_GELU or not _flat32(x, t, y):
+        return None
+    _lib.tgx_gelu_tanh(_ptr(x), _ptr(t), _ptr(y), ctypes.c_int64(x.size), _parts)
+    return True
+
+
+def gelu_tanh_grad(x, t, g, d):
+    """d <- g GELU'(x) from x and the kept t, in one pass on the pool's threads; True, or
+    None when it does not apply (as gelu_tanh)."""
+    if _lib is None or x.size < MIN_GELU or not _flat32(x, t, g, d):
+        return None
+    _lib.tgx_gelu_tanh_grad(_ptr(x), _ptr(t), _ptr(g), _ptr(d), ctypes.c_int64(x.size),
+                            _parts)
+    return True
+
+
+def _ptr(a):
+    return ctypes.c_void_p(a.ctypes.data)

@@ -31,7 +31,7 @@ from ..core.elementwise import as_float
 from ..core.node import Function, OpError
 from ..core.rows import LayerNorm, Softmax  # noqa: F401  (the core's ops, made fast here)
 from ..core.xp import ARRAYS, of
-from ..fast import kernels, parallel
+from ..fast import kernels, parallel, pool
 from ..fast._erf import erf as _erf
 from . import rowwise
 
@@ -48,6 +48,8 @@ def gelu_forward(x, approximate):
     if approximate == "tanh":
         t = np.empty(x.shape, dtype=x.dtype)
         y = np.empty(x.shape, dtype=x.dtype)
+        if pool.gelu_tanh(_flat(x), t.reshape(-1), y.reshape(-1)):   # one pass, both cores
+            return y, t
         # (two loops around np.tanh, ~0.6 ns per element: split from MIN_KERNEL_ELEMENTS as the
         # other kernels. Alone (768, 512) took 237 us on one thread and 195 us split, but in a
         # GPT CPU config step the split cost more than it saved: its Python threads park the
@@ -104,6 +106,8 @@ def _gelu_backward(ctx, g):
     x = ctx.x
     if ctx.approximate == "tanh":
         d = np.empty(x.shape, dtype=x.dtype)
+        if pool.gelu_tanh_grad(_flat(x), _flat(ctx.t), _flat(g), d.reshape(-1)):
+            return d                                 # one pass, both cores
         if kernels.ENABLED and g.dtype == x.dtype and parallel.rows(
                 kernels.gelu_tanh_grad, _flat(x), _flat(ctx.t), _flat(g), d.reshape(-1),
                 min_elements=parallel.MIN_KERNEL_ELEMENTS):
