@@ -546,3 +546,71 @@ def test_gelu_on_the_pool_equals_it_off():
         pool.start(announce=False)
     for a, b in zip(on, off, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------
+# softmax over the last axis on the pool (pool.softmax, pool.softmax_grad) against float64
+# ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_softmax_on_the_pool_equals_the_formula_with_masked_and_nan_rows(inplace):
+    rng = np.random.default_rng(31)
+    x = (rng.standard_normal((1024, 64)) * 4).astype(np.float32)
+    x[np.triu_indices(64, 1)] = -np.inf                  # causal rows, as attention's
+    x[70] = -np.inf                                      # a fully masked row: zeros
+    x[71, 5] = np.nan                                    # a NaN: a NaN row
+    out = x.copy() if inplace else np.full_like(x, 7.0)
+    assert pool.softmax(out if inplace else x, out)
+    with np.errstate(all="ignore"):
+        x64 = x.astype(np.float64)
+        e = np.exp(x64 - np.where(np.isneginf(x64.max(1, keepdims=True)), 0,
+                                  x64.max(1, keepdims=True)))
+        total = e.sum(1, keepdims=True)
+        want = e / np.where(total == 0, 1, total)
+    assert np.array_equal(np.isnan(out), np.isnan(want)) and np.isnan(out[71]).all()
+    assert not out[70].any()
+    ok = ~np.isnan(want)
+    np.testing.assert_allclose(out[ok], want[ok], rtol=2e-6, atol=1e-7)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    s = np.nan_to_num(out)
+    d = g.copy() if inplace else np.empty_like(g)
+    assert pool.softmax_grad(d if inplace else g, s, d)
+    s64 = s.astype(np.float64)
+    want_d = s64 * (g - (g * s64).sum(1, keepdims=True))
+    np.testing.assert_allclose(d, want_d, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["float64", "too few", "3-D", "not contiguous"])
+def test_what_the_pools_softmax_does_not_take_is_a_clean_none(case):
+    x = np.zeros((512, 64), np.float32)
+    if case == "float64":
+        x = x.astype(np.float64)
+    elif case == "too few":
+        x = x[:2]
+    elif case == "3-D":
+        x = x.reshape(8, 64, 64)
+    elif case == "not contiguous":
+        x = np.zeros((512, 128), np.float32)[:, ::2]
+    out = np.zeros(x.shape, x.dtype)
+    assert pool.softmax(x, out) is None
+    assert pool.softmax_grad(x, x, out) is None
+
+
+def test_f_softmax_on_the_pool_equals_it_off():
+    import tinygradx.functional as F
+    x0 = np.random.default_rng(32).standard_normal((12, 4, 64, 64)).astype(np.float32)
+
+    def run():
+        x = tgx.tensor(x0, requires_grad=True)
+        y = F.softmax(x, dim=-1)
+        (y * y).sum().backward()
+        return y.detach().numpy(), x.grad.numpy()
+    on = run()
+    pool.set_enabled(False)
+    try:
+        off = run()
+    finally:
+        pool.set_enabled(True)
+        pool.start(announce=False)
+    for a, b in zip(on, off, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)

@@ -21,6 +21,8 @@ threads that take a task in about a microsecond:
   whole-stack passes over every head's scores (pool.c says how; ops/attention.py calls it).
 - `gelu_tanh(x, t, y)` and `gelu_tanh_grad(x, t, g, d)`: the tanh GELU in float32 in one pass
   (with pool.c's own tanh) cut between the threads (ops/fused.py calls it).
+- `softmax(x2, out2)` and `softmax_grad(g2, s2, out2)`: the last-axis softmax in float32, rows
+  cut between the threads, with attention's row loops (ops/rowwise.py calls it).
 
 A second pool beside OpenBLAS's own threads would fight them for the cores (a GPT step 3x
 slower, measured), so this one also runs OpenBLAS's parallel jobs: OpenBLAS >= 0.3.28 takes
@@ -492,3 +494,34 @@ def gelu_tanh_grad(x, t, g, d):
 
 def _ptr(a):
     return ctypes.c_void_p(a.ctypes.data)
+
+
+# ------------------------------------------------------------------------------------------
+# softmax over the last axis on both cores (pool.c's tgx_softmax): float32 only, else None
+# ------------------------------------------------------------------------------------------
+
+MIN_SOFTMAX = 1 << 14        # values from which the pool's threads share a softmax
+
+
+def softmax(x2, out2):
+    """out2 <- softmax(x2) over the rows of (rows, n) float32 arrays in C order (out2 may be
+    x2), rows cut between the pool's threads, with pool.c's exp; True, or None when it does
+    not apply (the pool not running, other dtypes or layouts, fewer than MIN_SOFTMAX values,
+    empty rows)."""
+    if (_lib is None or x2.ndim != 2 or x2.size < MIN_SOFTMAX or x2.shape != out2.shape
+            or not _flat32(x2, out2)):
+        return None
+    _lib.tgx_softmax(_ptr(x2), None, _ptr(out2), ctypes.c_int64(x2.shape[0]),
+                     ctypes.c_int64(x2.shape[1]), 0, _parts)
+    return True
+
+
+def softmax_grad(g2, s2, out2):
+    """out2 <- s2 (g2 - rowsum(g2 s2)) over the rows of (rows, n) float32 arrays in C order
+    (out2 may be g2): softmax's backward on the pool's threads; True, or None (as softmax)."""
+    if (_lib is None or g2.ndim != 2 or g2.size < MIN_SOFTMAX
+            or not g2.shape == s2.shape == out2.shape or not _flat32(g2, s2, out2)):
+        return None
+    _lib.tgx_softmax(_ptr(g2), _ptr(s2), _ptr(out2), ctypes.c_int64(g2.shape[0]),
+                     ctypes.c_int64(g2.shape[1]), 1, _parts)
+    return True

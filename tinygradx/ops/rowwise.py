@@ -9,7 +9,7 @@ import numpy as np
 
 from ..core import fastpath
 from ..core.rows import softmax_rows
-from ..fast import kernels
+from ..fast import kernels, pool
 
 
 # The reductions below call the ufunc methods (np.maximum.reduce, np.add.reduce, ndarray.all)
@@ -78,7 +78,11 @@ def softmax(x, out, axis=-1):
     out <- softmax(x) along axis by two compiled loops around np.exp, or for many short rows
     by numpy with the column-by-column reductions above; None otherwise (the core's numpy
     lines then run: the same values)."""
-    if (kernels.ENABLED and axis in (-1, x.ndim - 1) and x.ndim and out.flags.c_contiguous
+    last = axis in (-1, x.ndim - 1) and x.ndim and x.shape[-1]
+    if last and x.flags.c_contiguous and out.flags.c_contiguous and pool.softmax(
+            x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1])):
+        return out                                   # one pass per row, both cores
+    if (kernels.ENABLED and last and out.flags.c_contiguous
             and x.dtype == out.dtype and kernels.softmax(
                 x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1]), out is x)):
         return out
@@ -98,6 +102,12 @@ fastpath.use_kernel("softmax", softmax)    # core.Softmax's forward row loop, ma
 
 def softmax_grad(g, s, out, axis=-1):
     """out <- s * (g - sum(g*s)) along axis (out may be g itself): softmax's backward."""
+    if (axis in (-1, s.ndim - 1) and s.ndim and s.shape[-1] and g.shape == s.shape == out.shape
+            and g.flags.c_contiguous and s.flags.c_contiguous and out.flags.c_contiguous
+            and pool.softmax_grad(
+                g.reshape(-1, s.shape[-1]), s.reshape(-1, s.shape[-1]),
+                out.reshape(-1, s.shape[-1]))):
+        return out                                       # one pass per row, both cores
     if (kernels.ENABLED and axis in (-1, s.ndim - 1) and s.ndim and g.dtype == s.dtype
             and g.shape == s.shape == out.shape and out.flags.c_contiguous  # a view below
             and kernels.softmax_grad(
