@@ -47,6 +47,20 @@ def two_blas_threads():
             blas.set_threads(old)
 
 
+def _on_and_off(run):
+    """run() with the pool on (it must take at least one task), then off; both results."""
+    before = pool.counters()[0]
+    on = run()
+    assert pool.counters()[0] > before
+    pool.set_enabled(False)
+    try:
+        off = run()
+    finally:
+        pool.set_enabled(True)
+        pool.start(announce=False)
+    return on, off
+
+
 def _operand(rng, batch, rows, cols, dtype, layout):
     """(..., rows, cols) as BLAS may meet it: C-ordered, a transposed view, or a view with a
     row stride wider than the row (a slice of a wider array, as the heads of a packed QKV)."""
@@ -248,15 +262,7 @@ def _gpt_grads():
 
 
 def test_a_training_step_has_the_same_gradients_with_the_pool_on_and_off():
-    before = pool.counters()[0]
-    on = _gpt_grads()
-    assert pool.counters()[0] > before
-    old = pool.set_enabled(False)
-    try:
-        off = _gpt_grads()
-    finally:
-        pool.set_enabled(old)
-        pool.start(announce=False)
+    on, off = _on_and_off(_gpt_grads)
     for name in on:     # equal to rounding: a pair's GEMMs run on one thread each
         np.testing.assert_allclose(on[name], off[name], rtol=1e-4, atol=1e-7, err_msg=name)
 
@@ -284,15 +290,7 @@ def test_fused_attention_on_the_pool_equals_it_off(packed, dropout):
         return out.detach().numpy(), q.grad.numpy(), k.grad.numpy(), v.grad.numpy()
     rng_data = rng.standard_normal((B, T, 3 * h * d)).astype(np.float32)
     rng_qkv = [rng.standard_normal((B, h, T, d)).astype(np.float32) for _ in range(3)]
-    before = pool.counters()[0]
-    on = run()
-    assert pool.counters()[0] > before
-    pool.set_enabled(False)
-    try:
-        off = run()
-    finally:
-        pool.set_enabled(True)
-        pool.start(announce=False)
+    on, off = _on_and_off(run)
     for x, y in zip(on, off, strict=True):
         np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
 
@@ -535,15 +533,7 @@ def test_gelu_on_the_pool_equals_it_off():
         y = F.gelu(x, approximate="tanh")
         (y * y).sum().backward()
         return y.detach().numpy(), x.grad.numpy()
-    before = pool.counters()[0]
-    on = run()
-    assert pool.counters()[0] > before
-    pool.set_enabled(False)
-    try:
-        off = run()
-    finally:
-        pool.set_enabled(True)
-        pool.start(announce=False)
+    on, off = _on_and_off(run)
     for a, b in zip(on, off, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
@@ -610,12 +600,6 @@ def test_f_softmax_on_the_pool_equals_it_off():
         y = F.softmax(x, dim=-1)
         (y * y).sum().backward()
         return y.detach().numpy(), x.grad.numpy()
-    on = run()
-    pool.set_enabled(False)
-    try:
-        off = run()
-    finally:
-        pool.set_enabled(True)
-        pool.start(announce=False)
+    on, off = _on_and_off(run)
     for a, b in zip(on, off, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)

@@ -642,7 +642,7 @@ void tgx_gelu_tanh_grad(const float *x, const float *t, const float *g, float *d
 /* softmax and its backward on (rows, n) float32 with attention's row loops above (its own
  * exp): for the softmax a model calls op by op (F.softmax on attention's scores), which the
  * numba loops run around numpy's exp on one thread. out may be x (g), in place. */
-struct rows { const float *x, *s; float *out; int64_t rows, n; };
+struct rows { const float *x, *s; float *out; int64_t rows, n; };   /* s: the backward's */
 
 static void softmax_part(int part, int parts, void *arg)
 {
@@ -651,31 +651,23 @@ static void softmax_part(int part, int parts, void *arg)
         float *out = j->out + i * j->n;
         if (out != j->x + i * j->n)
             memcpy(out, j->x + i * j->n, (size_t)j->n * sizeof(float));
-        softmax_row(out, NULL, j->n);
+        if (j->s)
+            softmax_grad_row(out, j->s + i * j->n, j->n);
+        else
+            softmax_row(out, NULL, j->n);
     }
 }
 
-static void softmax_grad_part(int part, int parts, void *arg)
-{
-    const struct rows *j = arg;
-    for (int64_t i = j->rows * part / parts; i < j->rows * (part + 1) / parts; i++) {
-        float *out = j->out + i * j->n;
-        if (out != j->x + i * j->n)
-            memcpy(out, j->x + i * j->n, (size_t)j->n * sizeof(float));
-        softmax_grad_row(out, j->s + i * j->n, j->n);
-    }
-}
-
-/* out <- softmax(x) (backward: out <- s (g - rowsum(g s)) with g in x) row by row */
+/* out <- softmax(x), or with s given its backward out <- s (g - rowsum(g s)) with g in x,
+ * row by row */
 void tgx_softmax(const float *x, const float *s, float *out, int64_t rows, int64_t n,
-                 int backward, int parts)
+                 int parts)
 {
     struct rows j = {x, s, out, rows, n};
-    part_fn fn = backward ? softmax_grad_part : softmax_part;
     if (parts > rows)
         parts = (int)rows;
-    if (!run_parts(fn, parts, &j))
-        fn(0, 1, &j);
+    if (!run_parts(softmax_part, parts, &j))
+        softmax_part(0, 1, &j);
 }
 
 /* ---- set-up --------------------------------------------------------------------------- */

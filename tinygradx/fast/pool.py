@@ -521,7 +521,7 @@ def softmax(x2, out2):
             or not _flat32(x2, out2)):
         return None
     _lib.tgx_softmax(_ptr(x2), None, _ptr(out2), ctypes.c_int64(x2.shape[0]),
-                     ctypes.c_int64(x2.shape[1]), 0, _parts)
+                     ctypes.c_int64(x2.shape[1]), _parts)
     return True
 
 
@@ -532,5 +532,5 @@ def softmax_grad(g2, s2, out2):
             or not _rows_fit(g2) or not _flat32(g2, s2, out2)):
         return None
     _lib.tgx_softmax(_ptr(g2), _ptr(s2), _ptr(out2), ctypes.c_int64(g2.shape[0]),
-                     ctypes.c_int64(g2.shape[1]), 1, _parts)
+                     ctypes.c_int64(g2.shape[1]), _parts)
     return True
