@@ -437,7 +437,7 @@ def _never(shape):
 
 @pytest.mark.parametrize("case", ["float64", "a mask per head", "a broadcast mask",
                                   "one query", "d = 0", "too few heads", "5 batch dims",
-                                  "two batch shapes"])
+                                  "two batch shapes", "an out too narrow", "an out that is q"])
 def test_what_attention_head_by_head_does_not_take_is_a_clean_none(case):
     rng = np.random.default_rng(14)
     q, k, v = _heads_of(rng, packed=False)
@@ -460,8 +460,12 @@ def test_what_attention_head_by_head_does_not_take_is_a_clean_none(case):
     elif case == "two batch shapes":
         k, v = k[:1], v[:1]
     z = np.empty(q.shape[:-1] + v.shape[-1:], q.dtype)
+    if case == "an out too narrow":                  # C would write past it
+        z = z[..., :-1]
+    elif case == "an out that is q":
+        z = q
     assert pool.attention(q, k, v, mask, 0.5, z, draw=_never) is None
-    if "mask" in case:                               # the backward takes no mask
+    if "mask" in case or "out" in case:              # the backward takes no mask, no out
         return
     g = np.ones(z.shape, z.dtype)
     assert pool.attention_backward(g, q, k, v, np.ones(q.shape[:-1] + (T,), q.dtype), 0.5,
@@ -603,3 +607,68 @@ def test_f_softmax_on_the_pool_equals_it_off():
     on, off = _on_and_off(run)
     for a, b in zip(on, off, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
+# ------------------------------------------------------------------------------------------
+# the pool's own loops: off with the kernels, inline inside a Python-thread block, and from
+# two threads at once
+# ------------------------------------------------------------------------------------------
+
+def _one_pass_calls():
+    """Each of the pool's own loops once on GPT CPU config shapes; their results."""
+    rng = np.random.default_rng(41)
+    q, k, v = _heads_of(rng)
+    mask = np.triu(np.full((64, 64), -np.inf, np.float32), 1)
+    z = np.empty(q.shape, np.float32)
+    x = rng.standard_normal(1 << 16).astype(np.float32)
+    t, y = np.empty_like(x), np.empty_like(x)
+    s = rng.standard_normal((512, 64)).astype(np.float32)
+    out = np.empty_like(s)
+    done = (pool.attention(q, k, v, mask, 0.125, z) is not None, pool.gelu_tanh(x, t, y),
+            pool.softmax(s, out))
+    return done, (z, t, y, out)
+
+
+def test_the_pools_own_loops_are_off_with_the_kernels():
+    from tinygradx.fast import kernels
+    assert _one_pass_calls()[0] == (True, True, True)
+    old = kernels.set_enabled(False)                 # the numpy path, everywhere
+    try:
+        assert _one_pass_calls()[0] == (False, None, None)
+    finally:
+        kernels.set_enabled(old)
+
+
+def test_the_pools_own_loops_decline_inside_a_python_thread_block():
+    from tinygradx.fast import parallel
+    if parallel.THREADS < 2:
+        pytest.skip("one thread: parallel.rows does not split")
+    seen = []
+    s = np.zeros((2048, 64), np.float32)
+
+    def block(s_):
+        seen.append((parallel.in_block(), pool.softmax(s_, s_)))
+    parallel.rows(block, s)
+    assert len(seen) == 2 and all(inside and done is None for inside, done in seen)
+
+
+def test_the_pools_own_loops_from_two_threads_at_once_give_the_same_numbers():
+    _, want = _one_pass_calls()
+    errors = []
+
+    def work():
+        try:
+            for _ in range(30):
+                done, got = _one_pass_calls()
+                assert done == (True, True, True)
+                for a, b in zip(got, want, strict=True):
+                    np.testing.assert_array_equal(a, b)
+        except BaseException as e:                   # reported below
+            errors.append(e)
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=120)
+    assert not any(th.is_alive() for th in threads), "a pool call hung"
+    assert not errors, errors[0]

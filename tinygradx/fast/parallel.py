@@ -99,6 +99,11 @@ def rows(fn, *arrays, min_elements=None):
 ONE_THREAD_GEMM = 1 << 18
 
 
+def in_block():
+    """Whether this thread is running one of rows()' blocks (work it starts must stay on it)."""
+    return getattr(_worker, "busy", False)
+
+
 def split_gemms(count, n, k, m):
     """Whether a stack of `count` (n, k) @ (k, m) products, together with the element-wise
     work around them, should run in batch blocks on both cores: products large enough

@@ -316,6 +316,13 @@ void tgx_pair(const struct stack *first, const struct stack *second)
     stack_part(0, 1, (void *)second);
 }
 
+/* at most as many parts as OpenBLAS's thread count now (a program may have lowered it) */
+static int capped(int parts)
+{
+    int threads = blas_threads();
+    return parts > threads ? threads : parts;
+}
+
 /* ---- attention, one head at a time ----------------------------------------------------- */
 
 /* Fused attention's float32 forward and backward (ops/attention.py holds the formulas and the
@@ -325,7 +332,8 @@ void tgx_pair(const struct stack *first, const struct stack *second)
  * read by the next matmul. Here each head runs start to end on one thread, its 64 x 64
  * scores staying in the core's cache between the products and the softmax, and the heads
  * are cut between the pool's threads. The products are the same cblas_sgemm calls numpy's
- * loop makes; the softmax is the compiled loop's (kernels.py) with exp computed here. */
+ * loop makes; the softmax keeps kernels.py's rules (a NaN gives a NaN row, a fully masked row
+ * zeros) with its own exp and float32 sums. */
 
 /* e^x in float32 for x <= 0 (a score minus its row's max): x = k ln2 + r with |r| <= ln2/2,
  * e^r by a polynomial (a least-squares fit of degree 6, within 2e-9 of e^r), 2^k written
@@ -351,8 +359,9 @@ static inline float exp_nonpositive(float x)
 }
 
 /* row <- softmax(row + mask) in place (mask NULL: none), as kernels.softmax: a NaN anywhere
- * gives a NaN row, a fully masked row gives zeros. The sums run in float32 over 16 lanes
- * (a float64 accumulator kept GCC from vectorising the loop: 3x slower) */
+ * gives a NaN row, a fully masked row gives zeros. The sums run in float32, over the
+ * vector's lanes where the build vectorises (a float64 accumulator kept GCC from vectorising
+ * the loop: 3x slower) */
 static void softmax_row(float *row, const float *mask, int64_t n)
 {
     float top = -INFINITY;
@@ -542,10 +551,7 @@ static void attn_backward_part(int part, int parts, void *arg)
 void tgx_attention(const struct attn *s, int backward, int parts)
 {
     part_fn fn = backward ? attn_backward_part : attn_forward_part;
-    int threads = blas_threads();
-    if (parts > threads)
-        parts = threads;
-    if (!run_parts(fn, parts, (void *)s))
+    if (!run_parts(fn, capped(parts), (void *)s))
         fn(0, 1, (void *)s);
 }
 
@@ -625,7 +631,7 @@ static void gelu_backward_part(int part, int parts, void *arg)
 void tgx_gelu_tanh(const float *x, float *t, float *y, int64_t n, int parts)
 {
     struct gelu s = {x, NULL, NULL, t, y, n};
-    if (!run_parts(gelu_forward_part, parts, &s))
+    if (!run_parts(gelu_forward_part, capped(parts), &s))
         gelu_forward_part(0, 1, &s);
 }
 
@@ -633,7 +639,7 @@ void tgx_gelu_tanh_grad(const float *x, const float *t, const float *g, float *d
                         int parts)
 {
     struct gelu s = {x, t, g, d, NULL, n};
-    if (!run_parts(gelu_backward_part, parts, &s))
+    if (!run_parts(gelu_backward_part, capped(parts), &s))
         gelu_backward_part(0, 1, &s);
 }
 
@@ -664,6 +670,7 @@ void tgx_softmax(const float *x, const float *s, float *out, int64_t rows, int64
                  int parts)
 {
     struct rows j = {x, s, out, rows, n};
+    parts = capped(parts);
     if (parts > rows)
         parts = (int)rows;
     if (!run_parts(softmax_part, parts, &j))

@@ -15,8 +15,8 @@ threads that take a task in about a microsecond:
   they skip the hand-offs and the shared packing of two threaded GEMMs). Each is the GEMM
   numpy computes on one thread; against OpenBLAS's split over two threads an edge column may
   round differently in the last bit, as numpy's own results do between thread counts.
-- `attention(q, k, v, mask, scale, out)` and `attention_backward(...)`: float32 attention
-  head by head, a block of heads per thread, each head's products (numpy's cblas_sgemm
+- `attention(q, k, v, mask, scale, out, draw=None)` and `attention_backward(...)`: float32
+  attention head by head, a block of heads per thread, each head's products (numpy's cblas_sgemm
   calls) and its softmax in one go while its scores sit in the core's cache, instead of
   whole-stack passes over every head's scores (pool.c says how; ops/attention.py calls it).
 - `gelu_tanh(x, t, y)` and `gelu_tanh_grad(x, t, g, d)`: the tanh GELU in float32 in one pass
@@ -342,6 +342,17 @@ def pair(a1, b1, a2, b2):
     return o1, o2
 
 
+def _one_pass():
+    """The pool's library for its own compiled loops (attention, GELU, softmax), or None: the
+    pool not running, the compiled kernels switched off (`kernels.set_enabled(False)` gives
+    the numpy path everywhere), or inside a block of parallel.rows, whose other block is
+    already on the other core (a split there runs inline, as every split inside a block)."""
+    lib = _lib
+    if lib is None or not kernels.ENABLED or parallel.in_block():
+        return None
+    return lib
+
+
 # ------------------------------------------------------------------------------------------
 # attention, one head at a time (pool.c's tgx_attention): float32 only, every other case None
 # ------------------------------------------------------------------------------------------
@@ -368,6 +379,9 @@ def _heads(mats, mask, scale, scratch=None):
         return None
     m, d = mats["q"].shape[-2:]
     n, dv = mats["v"].shape[-2:]
+    shapes = {"q": (m, d), "k": (n, d), "v": (n, dv), "qs": (m, d), "a": (m, n), "z": (m, dv),
+              "g": (m, dv), "ds": (m, n), "dq": (m, d), "dk": (n, d), "dv": (n, dv),
+              "keep": (m, n)}                 # what pool.c reads and writes of each, per head
     steps, lds, bases = [], [], []
     for name in _HEAD_MATS:
         x = mats.get(name)
@@ -377,7 +391,7 @@ def _heads(mats, mask, scale, scratch=None):
             bases.append(0)
             continue
         ld = _rows(x, x.shape[-1])
-        if ld is None or x.shape[:-2] != batch:
+        if ld is None or x.shape != batch + shapes[name]:
             return None
         steps.append(list(x.strides[:-2]) + [0] * (4 - len(batch)))
         lds.append(ld)
@@ -406,7 +420,7 @@ def _fits(q, k, v):
     """Whether pool.c's attention applies to Q (.., m, d), K (.., n, d), V (.., n, dv): the
     pool running, float32, one batch shape, each head's products small enough for OpenBLAS
     to run them on one thread, and enough of them to pay for the hand-off."""
-    if _lib is None or q.ndim < 3 or not q.dtype == k.dtype == v.dtype == np.float32:
+    if q.ndim < 3 or not q.dtype == k.dtype == v.dtype == np.float32:
         return False
     if not q.shape[:-2] == k.shape[:-2] == v.shape[:-2] or k.shape[-2] != v.shape[-2]:
         return False
@@ -420,8 +434,10 @@ def attention(q, k, v, mask, scale, out, draw=None):
     D = draw(shape of A), the scaled keep-mask; returns (Q scale, A, D or None) for the
     backward, or None, having drawn nothing, when it does not apply (see _fits; a mask other
     than one (m, n) array for every head; layouts without unit-stride rows)."""
-    if not _fits(q, k, v) or out.dtype != np.float32 or (
-            mask is not None and mask.dtype != np.float32):
+    lib = _one_pass()
+    if lib is None or not _fits(q, k, v) or out.dtype != np.float32 or (
+            mask is not None and mask.dtype != np.float32) or any(
+            np.may_share_memory(out, x) for x in (q, k, v, mask) if x is not None):
         return None
     qs = np.empty_like(q)
     a = np.empty(q.shape[:-1] + k.shape[-2:-1], np.float32)
@@ -435,7 +451,7 @@ def attention(q, k, v, mask, scale, out, draw=None):
         keep = np.ascontiguousarray(draw(a.shape), dtype=np.float32)
         mats["keep"] = keep
         block = _heads(mats, mask, scale, scratch)
-    _lib.tgx_attention(ctypes.c_void_p(block.ctypes.data), 0, _parts)
+    lib.tgx_attention(ctypes.c_void_p(block.ctypes.data), 0, _parts)
     return qs, a, keep
 
 
@@ -443,7 +459,8 @@ def attention_backward(g, qs, k, v, a, scale, gq, gk, gv, keep=None):
     """Attention's backward head by head on the pool: dQ, dK, dV into gq, gk, gv (each None
     or an array to fill), `keep` the forward's dropout mask D or None; returns dS, or None
     when it does not apply."""
-    if not _fits(qs, k, v) or not g.dtype == a.dtype == np.float32 or (
+    lib = _one_pass()
+    if lib is None or not _fits(qs, k, v) or not g.dtype == a.dtype == np.float32 or (
             keep is not None and (keep.dtype != np.float32 or keep.shape != a.shape)):
         return None
     if any(x is not None and (x.dtype != np.float32 or np.may_share_memory(x, y))
@@ -455,7 +472,7 @@ def attention_backward(g, qs, k, v, a, scale, gq, gk, gv, keep=None):
                     "dv": gv, "q": qs, "keep": keep}, None, scale, scratch)
     if block is None:
         return None
-    _lib.tgx_attention(ctypes.c_void_p(block.ctypes.data), 1, _parts)
+    lib.tgx_attention(ctypes.c_void_p(block.ctypes.data), 1, _parts)
     return ds
 
 
@@ -474,20 +491,22 @@ def _flat32(*arrays):
 
 def gelu_tanh(x, t, y):
     """t <- tanh(sqrt(2/pi) (x + 0.044715 x^3)), y <- 0.5 x (1 + t) in one pass on the pool's
-    threads; True, or None when it does not apply (the pool not running, not float32 arrays
-    of one size in C order, fewer than MIN_GELU values)."""
-    if _lib is None or x.size < MIN_GELU or not _flat32(x, t, y):
+    threads; True, or None when it does not apply (see _one_pass; not float32 arrays of one
+    size in C order, fewer than MIN_GELU values)."""
+    lib = _one_pass()
+    if lib is None or x.size < MIN_GELU or not _flat32(x, t, y):
         return None
-    _lib.tgx_gelu_tanh(_ptr(x), _ptr(t), _ptr(y), ctypes.c_int64(x.size), _parts)
+    lib.tgx_gelu_tanh(_ptr(x), _ptr(t), _ptr(y), ctypes.c_int64(x.size), _parts)
     return True
 
 
 def gelu_tanh_grad(x, t, g, d):
     """d <- g GELU'(x) from x and the kept t, in one pass on the pool's threads; True, or
     None when it does not apply (as gelu_tanh)."""
-    if _lib is None or x.size < MIN_GELU or not _flat32(x, t, g, d):
+    lib = _one_pass()
+    if lib is None or x.size < MIN_GELU or not _flat32(x, t, g, d):
         return None
-    _lib.tgx_gelu_tanh_grad(_ptr(x), _ptr(t), _ptr(g), _ptr(d), ctypes.c_int64(x.size),
+    lib.tgx_gelu_tanh_grad(_ptr(x), _ptr(t), _ptr(g), _ptr(d), ctypes.c_int64(x.size),
                             _parts)
     return True
 
@@ -505,9 +524,9 @@ MIN_SOFTMAX = 1 << 14        # values from which the pool's threads share a soft
 
 def _rows_fit(x2):
     """Rows the C loops run faster than numba's: at least 32 values filling whole 16-float
-    vectors, or 256+. A ragged row leaves each loop's remainder to scalar code: (3072, 24)
-    took 177 us against numba's 137, (768, 65)'s backward 33 against 21; (3072, 64) 112
-    against 490, (768, 512) 125 against 605."""
+    vectors (AVX-512's width, this machine's), or 256+. A ragged row leaves each loop's
+    remainder to scalar code: (3072, 24) took 177 us against numba's 137, (768, 65)'s
+    backward 33 against 21; (3072, 64) 158 against 324, (100, 1000) 38 against 153."""
     n = x2.shape[1]
     return x2.size >= MIN_SOFTMAX and n >= 32 and (n % 16 == 0 or n >= 256)
 
@@ -515,12 +534,13 @@ def _rows_fit(x2):
 def softmax(x2, out2):
     """out2 <- softmax(x2) over the rows of (rows, n) float32 arrays in C order (out2 may be
     x2), rows cut between the pool's threads, with pool.c's exp; True, or None when it does
-    not apply (the pool not running, other dtypes or layouts, fewer than MIN_SOFTMAX values,
-    rows _rows_fit declines)."""
-    if (_lib is None or x2.ndim != 2 or x2.shape != out2.shape or not _rows_fit(x2)
+    not apply (see _one_pass; other dtypes or layouts, fewer than MIN_SOFTMAX values, rows
+    _rows_fit declines)."""
+    lib = _one_pass()
+    if (lib is None or x2.ndim != 2 or x2.shape != out2.shape or not _rows_fit(x2)
             or not _flat32(x2, out2)):
         return None
-    _lib.tgx_softmax(_ptr(x2), None, _ptr(out2), ctypes.c_int64(x2.shape[0]),
+    lib.tgx_softmax(_ptr(x2), None, _ptr(out2), ctypes.c_int64(x2.shape[0]),
                      ctypes.c_int64(x2.shape[1]), _parts)
     return True
 
@@ -528,9 +548,10 @@ def softmax(x2, out2):
 def softmax_grad(g2, s2, out2):
     """out2 <- s2 (g2 - rowsum(g2 s2)) over the rows of (rows, n) float32 arrays in C order
     (out2 may be g2): softmax's backward on the pool's threads; True, or None (as softmax)."""
-    if (_lib is None or g2.ndim != 2 or not g2.shape == s2.shape == out2.shape
+    lib = _one_pass()
+    if (lib is None or g2.ndim != 2 or not g2.shape == s2.shape == out2.shape
             or not _rows_fit(g2) or not _flat32(g2, s2, out2)):
         return None
-    _lib.tgx_softmax(_ptr(g2), _ptr(s2), _ptr(out2), ctypes.c_int64(g2.shape[0]),
+    lib.tgx_softmax(_ptr(g2), _ptr(s2), _ptr(out2), ctypes.c_int64(g2.shape[0]),
                      ctypes.c_int64(g2.shape[1]), _parts)
     return True
