@@ -208,24 +208,34 @@ def test_off_gives_openblas_its_threads_back_and_on_again_restarts():
     assert pool.start(announce=False) and pool.running()
 
 
+def _at_once(work, threads, what):
+    """work() on `threads` threads at once; each must finish within a minute, without raising
+    (a failure inside a thread is re-raised here rather than left to hang the test)."""
+    errors = []
+
+    def run():
+        try:
+            work()
+        except BaseException as e:
+            errors.append(e)
+    running = [threading.Thread(target=run) for _ in range(threads)]
+    for t in running:
+        t.start()
+    for t in running:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in running), f"{what} never finished"
+    if errors:
+        raise errors[0]
+
+
 def test_openblas_from_two_threads_at_once_finishes_with_the_right_numbers():
     a, b = _big_gemm()
     want = a @ b
-    results, errors = [], []
 
     def work():
-        try:
-            for _ in range(30):
-                results.append(np.array_equal(a @ b, want))
-        except Exception as e:                           # (a failure must not hang the test)
-            errors.append(e)
-    threads = [threading.Thread(target=work) for _ in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    assert not any(t.is_alive() for t in threads), "a GEMM never finished"
-    assert not errors and len(results) == 90 and all(results)
+        for _ in range(30):
+            np.testing.assert_array_equal(a @ b, want)
+    _at_once(work, 3, "a GEMM")
 
 
 def test_a_forked_child_gets_a_pool_of_its_own():
@@ -654,21 +664,11 @@ def test_the_pools_own_loops_decline_inside_a_python_thread_block():
 
 def test_the_pools_own_loops_from_two_threads_at_once_give_the_same_numbers():
     _, want = _one_pass_calls()
-    errors = []
 
     def work():
-        try:
-            for _ in range(30):
-                done, got = _one_pass_calls()
-                assert done == (True, True, True)
-                for a, b in zip(got, want, strict=True):
-                    np.testing.assert_array_equal(a, b)
-        except BaseException as e:                   # reported below
-            errors.append(e)
-    threads = [threading.Thread(target=work) for _ in range(2)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(timeout=120)
-    assert not any(th.is_alive() for th in threads), "a pool call hung"
-    assert not errors, errors[0]
+        for _ in range(30):
+            done, got = _one_pass_calls()
+            assert done == (True, True, True)
+            for a, b in zip(got, want, strict=True):
+                np.testing.assert_array_equal(a, b)
+    _at_once(work, 2, "a pool call")
