@@ -281,12 +281,16 @@ static void stack_part(int part, int parts, void *arg)
 /* The stack in `parts` blocks of its batch at once (each product small enough that OpenBLAS
  * runs it on the calling thread: pool.py checks), at most as many as OpenBLAS's thread count
  * now (a program may have lowered it since), or on this thread when the pool is taken. */
-void tgx_stack(const struct stack *s, int parts)
+/* at most as many parts as OpenBLAS's thread count now (a program may have lowered it) */
+static int capped(int parts)
 {
     int threads = blas_threads();
-    if (parts > threads)
-        parts = threads;
-    if (!run_parts(stack_part, parts, (void *)s))
+    return parts > threads ? threads : parts;
+}
+
+void tgx_stack(const struct stack *s, int parts)
+{
+    if (!run_parts(stack_part, capped(parts), (void *)s))
         stack_part(0, 1, (void *)s);
 }
 
@@ -314,13 +318,6 @@ void tgx_pair(const struct stack *first, const struct stack *second)
     }
     stack_part(0, 1, (void *)first);
     stack_part(0, 1, (void *)second);
-}
-
-/* at most as many parts as OpenBLAS's thread count now (a program may have lowered it) */
-static int capped(int parts)
-{
-    int threads = blas_threads();
-    return parts > threads ? threads : parts;
 }
 
 /* ---- attention, one head at a time ----------------------------------------------------- */

@@ -243,6 +243,11 @@ def counters():
 # the calls: each returns None when it does not apply, and the caller runs numpy
 # ------------------------------------------------------------------------------------------
 
+def _ptr(a):
+    """An array's data address for a ctypes call (the caller keeps the array alive)."""
+    return ctypes.c_void_p(a.ctypes.data)
+
+
 def _layout(x):
     """(transposed, leading dimension) of the last two dims of x as a BLAS operand, or None
     when neither they nor their transpose have unit stride along a row."""
@@ -311,7 +316,7 @@ def matmul(a, b, out=None):
     block = _stack(a, b, out, batch)
     if block is None:
         return None
-    _lib.tgx_stack(ctypes.c_void_p(block.ctypes.data), _parts)
+    _lib.tgx_stack(_ptr(block), _parts)
     return out
 
 
@@ -338,7 +343,7 @@ def pair(a1, b1, a2, b2):
     s1, s2 = _stack(a1, b1, o1, ()), _stack(a2, b2, o2, ())
     if s1 is None or s2 is None:
         return None
-    _lib.tgx_pair(ctypes.c_void_p(s1.ctypes.data), ctypes.c_void_p(s2.ctypes.data))
+    _lib.tgx_pair(_ptr(s1), _ptr(s2))
     return o1, o2
 
 
@@ -451,7 +456,7 @@ def attention(q, k, v, mask, scale, out, draw=None):
         keep = np.ascontiguousarray(draw(a.shape), dtype=np.float32)
         mats["keep"] = keep
         block = _heads(mats, mask, scale, scratch)
-    lib.tgx_attention(ctypes.c_void_p(block.ctypes.data), 0, _parts)
+    lib.tgx_attention(_ptr(block), 0, _parts)
     return qs, a, keep
 
 
@@ -472,7 +477,7 @@ def attention_backward(g, qs, k, v, a, scale, gq, gk, gv, keep=None):
                     "dv": gv, "q": qs, "keep": keep}, None, scale, scratch)
     if block is None:
         return None
-    lib.tgx_attention(ctypes.c_void_p(block.ctypes.data), 1, _parts)
+    lib.tgx_attention(_ptr(block), 1, _parts)
     return ds
 
 
@@ -509,10 +514,6 @@ def gelu_tanh_grad(x, t, g, d):
     lib.tgx_gelu_tanh_grad(_ptr(x), _ptr(t), _ptr(g), _ptr(d), ctypes.c_int64(x.size),
                             _parts)
     return True
-
-
-def _ptr(a):
-    return ctypes.c_void_p(a.ctypes.data)
 
 
 # ------------------------------------------------------------------------------------------

@@ -128,11 +128,10 @@ class Attention(Function):
     # the math, on arrays or views given by the caller (PackedAttention passes views)
     def _forward(self, q, k, v, out, mask, scale, p, rng):
         self.mask, self.keep = mask, None        # a 4th input, or a constant
+        self.k, self.v, self.scale = k, v, scale
         if p == 0.0:                                             # Q scale, A; Z = A V
             self.qs, self.a = attention_weights(q, k, mask, scale, v, out)
-            self.k, self.v, self.scale = k, v, scale
             return out
-        self.k, self.v, self.scale = k, v, scale
         done = pool.attention(q, k, v, mask, scale, out,         # head by head, drawing D
                               draw=lambda shape: dropout_scale(rng, shape, p, np.float32))
         if done is not None:                                     # as below when it applies

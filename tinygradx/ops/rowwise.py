@@ -78,14 +78,12 @@ def softmax(x, out, axis=-1):
     out <- softmax(x) along axis by two compiled loops around np.exp, or for many short rows
     by numpy with the column-by-column reductions above; None otherwise (the core's numpy
     lines then run: the same values)."""
-    last = axis in (-1, x.ndim - 1) and x.ndim and x.shape[-1]
-    if last and x.flags.c_contiguous and out.flags.c_contiguous and pool.softmax(
-            x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1])):
-        return out                                   # one pass per row, both cores
-    if (kernels.ENABLED and last and out.flags.c_contiguous
-            and x.dtype == out.dtype and kernels.softmax(
-                x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1]), out is x)):
-        return out
+    if axis in (-1, x.ndim - 1) and x.ndim and x.shape[-1] and out.flags.c_contiguous:
+        x2, out2 = x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1])   # rows (views)
+        if x.flags.c_contiguous and pool.softmax(x2, out2):
+            return out                               # one pass per row, both cores
+        if kernels.ENABLED and x.dtype == out.dtype and kernels.softmax(x2, out2, out is x):
+            return out
     if not short_rows(x, axis):
         return None
     np.subtract(x, safe_max(x, axis), out=out)
@@ -103,17 +101,14 @@ fastpath.use_kernel("softmax", softmax)    # core.Softmax's forward row loop, ma
 def softmax_grad(g, s, out, axis=-1):
     """out <- s * (g - sum(g*s)) along axis (out may be g itself): softmax's backward."""
     if (axis in (-1, s.ndim - 1) and s.ndim and s.shape[-1] and g.shape == s.shape == out.shape
-            and g.flags.c_contiguous and s.flags.c_contiguous and out.flags.c_contiguous
-            and pool.softmax_grad(
-                g.reshape(-1, s.shape[-1]), s.reshape(-1, s.shape[-1]),
-                out.reshape(-1, s.shape[-1]))):
-        return out                                       # one pass per row, both cores
-    if (kernels.ENABLED and axis in (-1, s.ndim - 1) and s.ndim and g.dtype == s.dtype
-            and g.shape == s.shape == out.shape and out.flags.c_contiguous  # a view below
-            and kernels.softmax_grad(
-                g.reshape(-1, s.shape[-1]), s.reshape(-1, s.shape[-1]),
-                out.reshape(-1, s.shape[-1]), out is g)):
-        return out                                       # one compiled pass per row
+            and out.flags.c_contiguous):                 # (out's rows below: a view)
+        n = s.shape[-1]
+        g2, s2, out2 = g.reshape(-1, n), s.reshape(-1, n), out.reshape(-1, n)
+        if g.flags.c_contiguous and s.flags.c_contiguous and pool.softmax_grad(g2, s2, out2):
+            return out                                   # one pass per row, both cores
+        if kernels.ENABLED and g.dtype == s.dtype and kernels.softmax_grad(g2, s2, out2,
+                                                                          out is g):
+            return out                                   # one compiled pass per row
     if axis in (-1, s.ndim - 1) and s.ndim <= 26:
         # sum_j g_j s_j as a row-wise dot: no (..., n) temporary for g*s
         sub = "abcdefghijklmnopqrstuvwxyz"[:s.ndim]
