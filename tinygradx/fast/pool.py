@@ -439,7 +439,7 @@ def attention(q, k, v, mask, scale, out, draw=None):
     D = draw(shape of A), the scaled keep-mask; returns (Q scale, A, D or None) for the
     backward, or None, having drawn nothing, when it does not apply (see _fits; a mask other
     than one (m, n) array for every head; layouts without unit-stride rows)."""
-    lib = _one_pass()
+    lib = _lib and _one_pass()      # (the first test alone when the pool is off: inference)
     if lib is None or not _fits(q, k, v) or out.dtype != np.float32 or (
             mask is not None and mask.dtype != np.float32) or any(
             np.may_share_memory(out, x) for x in (q, k, v, mask) if x is not None):
@@ -464,7 +464,7 @@ def attention_backward(g, qs, k, v, a, scale, gq, gk, gv, keep=None):
     """Attention's backward head by head on the pool: dQ, dK, dV into gq, gk, gv (each None
     or an array to fill), `keep` the forward's dropout mask D or None; returns dS, or None
     when it does not apply."""
-    lib = _one_pass()
+    lib = _lib and _one_pass()      # (the first test alone when the pool is off: inference)
     if lib is None or not _fits(qs, k, v) or not g.dtype == a.dtype == np.float32 or (
             keep is not None and (keep.dtype != np.float32 or keep.shape != a.shape)):
         return None
@@ -498,7 +498,7 @@ def gelu_tanh(x, t, y):
     """t <- tanh(sqrt(2/pi) (x + 0.044715 x^3)), y <- 0.5 x (1 + t) in one pass on the pool's
     threads; True, or None when it does not apply (see _one_pass; not float32 arrays of one
     size in C order, fewer than MIN_GELU values)."""
-    lib = _one_pass()
+    lib = _lib and _one_pass()      # (the first test alone when the pool is off: inference)
     if lib is None or x.size < MIN_GELU or not _flat32(x, t, y):
         return None
     lib.tgx_gelu_tanh(_ptr(x), _ptr(t), _ptr(y), ctypes.c_int64(x.size), _parts)
@@ -508,7 +508,7 @@ def gelu_tanh(x, t, y):
 def gelu_tanh_grad(x, t, g, d):
     """d <- g GELU'(x) from x and the kept t, in one pass on the pool's threads; True, or
     None when it does not apply (as gelu_tanh)."""
-    lib = _one_pass()
+    lib = _lib and _one_pass()      # (the first test alone when the pool is off: inference)
     if lib is None or x.size < MIN_GELU or not _flat32(x, t, g, d):
         return None
     lib.tgx_gelu_tanh_grad(_ptr(x), _ptr(t), _ptr(g), _ptr(d), ctypes.c_int64(x.size),
@@ -537,7 +537,7 @@ def softmax(x2, out2):
     x2), rows cut between the pool's threads, with pool.c's exp; True, or None when it does
     not apply (see _one_pass; other dtypes or layouts, fewer than MIN_SOFTMAX values, rows
     _rows_fit declines)."""
-    lib = _one_pass()
+    lib = _lib and _one_pass()      # (the first test alone when the pool is off: inference)
     if (lib is None or x2.ndim != 2 or x2.shape != out2.shape or not _rows_fit(x2)
             or not _flat32(x2, out2)):
         return None
@@ -549,7 +549,7 @@ def softmax(x2, out2):
 def softmax_grad(g2, s2, out2):
     """out2 <- s2 (g2 - rowsum(g2 s2)) over the rows of (rows, n) float32 arrays in C order
     (out2 may be g2): softmax's backward on the pool's threads; True, or None (as softmax)."""
-    lib = _one_pass()
+    lib = _lib and _one_pass()      # (the first test alone when the pool is off: inference)
     if (lib is None or g2.ndim != 2 or not g2.shape == s2.shape == out2.shape
             or not _rows_fit(g2) or not _flat32(g2, s2, out2)):
         return None

@@ -41,7 +41,7 @@ def attention_weights(q, k, mask, scale, v=None, out=None):
     677 -> 482 us. With V, and the C pool running, float32 attention runs head by head there
     instead (pool.attention: each head's products and softmax while its scores are in cache;
     the same layer's forward 614 -> 338 us)."""
-    if v is not None:
+    if v is not None and q.shape[-2] > 1:     # (one query, a generated token's: never the pool's)
         done = pool.attention(q, k, v, mask, scale, out)
         if done is not None:
             return done[:2]

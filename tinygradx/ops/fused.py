@@ -48,17 +48,17 @@ def gelu_forward(x, approximate):
     if approximate == "tanh":
         t = np.empty(x.shape, dtype=x.dtype)
         y = np.empty(x.shape, dtype=x.dtype)
-        if pool.gelu_tanh(_flat(x), t.reshape(-1), y.reshape(-1)):   # one pass, both cores
+        flat = _flat(x), t.reshape(-1), y.reshape(-1)               # 1-D views (t, y: fresh)
+        if x.size >= pool.MIN_GELU and pool.gelu_tanh(*flat):        # one pass, both cores
             return y, t
         # (two loops around np.tanh, ~0.6 ns per element: split from MIN_KERNEL_ELEMENTS as the
         # other kernels. Alone (768, 512) took 237 us on one thread and 195 us split, but in a
         # GPT CPU config step the split cost more than it saved: its Python threads park the
         # C pool, whose next GEMM then waits for a thread to wake; the step unsplit was 0.930
         # of the step split, 60 alternating rounds)
-        if not (kernels.ENABLED and parallel.rows(kernels.gelu_tanh, _flat(x), t.reshape(-1),
-                                                  y.reshape(-1),
+        if not (kernels.ENABLED and parallel.rows(kernels.gelu_tanh, *flat,
                                                   min_elements=parallel.MIN_KERNEL_ELEMENTS)):
-            parallel.rows(_gelu_tanh, _flat(x), t.reshape(-1), y.reshape(-1))
+            parallel.rows(_gelu_tanh, *flat)
         return y, t
     if kernels.ENABLED and x.dtype == np.float32:           # one compiled pass, both cores
         cdf, y = np.empty(x.shape, x.dtype), np.empty(x.shape, x.dtype)
@@ -106,15 +106,14 @@ def _gelu_backward(ctx, g):
     x = ctx.x
     if ctx.approximate == "tanh":
         d = np.empty(x.shape, dtype=x.dtype)
-        if pool.gelu_tanh_grad(_flat(x), _flat(ctx.t), _flat(g), d.reshape(-1)):
+        flat = _flat(x), _flat(ctx.t), _flat(g), d.reshape(-1)     # 1-D views (d: fresh)
+        if x.size >= pool.MIN_GELU and pool.gelu_tanh_grad(*flat):
             return d                                 # one pass, both cores
         if kernels.ENABLED and g.dtype == x.dtype and parallel.rows(
-                kernels.gelu_tanh_grad, _flat(x), _flat(ctx.t), _flat(g), d.reshape(-1),
-                min_elements=parallel.MIN_KERNEL_ELEMENTS):
+                kernels.gelu_tanh_grad, *flat, min_elements=parallel.MIN_KERNEL_ELEMENTS):
             return d                                 # one compiled pass
         du = np.empty(x.shape, dtype=x.dtype)
-        parallel.rows(_gelu_tanh_grad, _flat(x), _flat(ctx.t), _flat(g), d.reshape(-1),
-                      du.reshape(-1))
+        parallel.rows(_gelu_tanh_grad, *flat, du.reshape(-1))
         return d
     d = np.empty(x.shape, dtype=x.dtype)
     if kernels.ENABLED and g.dtype == x.dtype and parallel.rows(

@@ -80,7 +80,7 @@ def softmax(x, out, axis=-1):
     lines then run: the same values)."""
     if axis in (-1, x.ndim - 1) and x.ndim and x.shape[-1] and out.flags.c_contiguous:
         x2, out2 = x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1])   # rows (views)
-        if x.flags.c_contiguous and pool.softmax(x2, out2):
+        if x.size >= pool.MIN_SOFTMAX and x.flags.c_contiguous and pool.softmax(x2, out2):
             return out                               # one pass per row, both cores
         if kernels.ENABLED and x.dtype == out.dtype and kernels.softmax(x2, out2, out is x):
             return out
@@ -104,7 +104,8 @@ def softmax_grad(g, s, out, axis=-1):
             and out.flags.c_contiguous):                 # (out's rows below: a view)
         n = s.shape[-1]
         g2, s2, out2 = g.reshape(-1, n), s.reshape(-1, n), out.reshape(-1, n)
-        if g.flags.c_contiguous and s.flags.c_contiguous and pool.softmax_grad(g2, s2, out2):
+        if (s.size >= pool.MIN_SOFTMAX and g.flags.c_contiguous and s.flags.c_contiguous
+                and pool.softmax_grad(g2, s2, out2)):
             return out                                   # one pass per row, both cores
         if kernels.ENABLED and g.dtype == s.dtype and kernels.softmax_grad(g2, s2, out2,
                                                                           out is g):
