@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import sys
 
 import numpy as np
 
@@ -29,25 +30,33 @@ ZH = {
 TRAINING_COLUMNS = ("step", "loss", "lr", "val_loss", "val_exact_match")
 
 
-def read_metrics(path):
+def read_metrics(path, log=None):
     """A run's metrics.jsonl (or its directory) -> {column: array}; rows without an
     evaluation have NaN in val_loss and val_exact_match."""
     if os.path.isdir(path):
         path = os.path.join(path, "metrics.jsonl")
-    rows = _metric_rows(path)
+    rows = _metric_rows(path, log)
     return {c: np.array([float(r.get(c, math.nan)) for r in rows]) for c in TRAINING_COLUMNS}
 
 
-def _metric_rows(path):
+def _metric_rows(path, log=None):
     """The rows of a metrics.jsonl in step order, the last row of each step (a resumed run
-    appends); a torn line (a kill mid-write) is skipped."""
+    appends). A damaged line is an error naming the file and the line (rundir.read_metrics);
+    a last row cut short by a kill is left out and said through `log` (default: stderr)."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such file")
-    rows = rundir.read_metrics(path)
+    notes = []
+    rows = rundir.read_metrics(path, notes)
+    for note in notes:
+        (log or _stderr)(note)
     if not rows:
         raise ValueError(f"{path}: no metrics rows")
     by_step = {int(r["step"]): r for r in rows}
     return [by_step[s] for s in sorted(by_step)]
+
+
+def _stderr(line):
+    print(line, file=sys.stderr)
 
 
 def run_title(run_dir):
@@ -67,25 +76,21 @@ def _legend_outside(ax, x=1.02, **kw):
     return ax.legend(loc="upper left", bbox_to_anchor=(x, 1.0), borderaxespad=0.0, **kw)
 
 
-def training_health(run_dir, out_dir=None, name="health"):
-    """`tinygradx plot RUN_DIR`: loss and validation exact match (where the task has it),
-    learning rate, and per layer the gradient norm and the update:data ratio
-    ||lr * update|| / ||param|| (rows logged every --health_interval steps).
+HEALTH_BASE = ("step", "loss", "lr", "grad_norm", "val_loss", "val_exact_match")
 
-    Writes NAME.csv always (one row a step; per-layer columns grad_norm/LAYER and
-    update_ratio/LAYER, empty between health rows) and NAME.png with matplotlib, titled with
-    the run and its task, legends outside the panels. Returns the paths written.
-    """
-    path = os.path.join(run_dir, "metrics.jsonl") if os.path.isdir(run_dir) else run_dir
-    rows = _metric_rows(path)
+
+def health_table(path, log=None):
+    """{column: array (rows,)} of a run's metrics.jsonl (or its directory), and the layers in
+    model order: the base columns (HEALTH_BASE) and, per layer, "grad_norm/LAYER" and
+    "update_ratio/LAYER" (NaN where a row has no health entry). Every column is read by its
+    name, so a column added to the log moves nothing."""
+    path = os.path.join(path, "metrics.jsonl") if os.path.isdir(path) else path
+    rows = _metric_rows(path, log)
     layers = []
     for r in rows:
         for layer in r.get("layers") or {}:
             if layer not in layers:
                 layers.append(layer)
-    out_dir = ensure_dir(out_dir or os.path.dirname(path))
-    base = ["step", "loss", "lr", "grad_norm", "val_loss", "val_exact_match"]
-    cols = base + [f"{k}/{layer}" for k in ("grad_norm", "update_ratio") for layer in layers]
 
     def value(r, col):
         if "/" in col:
@@ -95,57 +100,83 @@ def training_health(run_dir, out_dir=None, name="health"):
             v = r.get(col)
         return math.nan if v is None else float(v)
 
-    table = np.array([[value(r, c) for c in cols] for r in rows])       # (rows, columns)
+    cols = list(HEALTH_BASE) + [f"{k}/{layer}" for k in ("grad_norm", "update_ratio")
+                                for layer in layers]
+    return {c: np.array([value(r, c) for r in rows]) for c in cols}, layers
+
+
+def health_figure(table, layers, title):
+    """The health picture of `health_table`'s columns: a matplotlib Figure (None without
+    matplotlib) of four panels, each curve labelled with what it draws (the layer's name in
+    the two per-layer panels), so a test can read every drawn number back."""
+    Figure = figure_class()
+    if Figure is None:
+        return None
+    step = table["step"]
+    fig = Figure(figsize=(14, 7.5))
+    fig.suptitle(title)
+    (ax_loss, ax_lr), (ax_g, ax_u) = fig.subplots(2, 2)
+    handles = ax_loss.plot(step, table["loss"], lw=0.8, label="train loss")
+    ev = np.isfinite(table["val_loss"])
+    if ev.any():
+        handles += ax_loss.plot(step[ev], table["val_loss"][ev], "o-", label="val loss")
+    ax_loss.set_yscale("log")
+    em = np.isfinite(table["val_exact_match"])
+    if em.any():                   # translation and add: exact match on its own axis
+        ax_em = ax_loss.twinx()
+        handles += ax_em.plot(step[em], 100 * table["val_exact_match"][em], "s--",
+                              color="C2", label="val exact match (%)")
+        ax_em.set_ylim(0, 100)
+        ax_em.set_ylabel("exact match (%)")
+    ax_loss.set_title("loss" + (" and exact match" if em.any() else ""))
+    # past the exact-match axis's labels when there is one
+    _legend_outside(ax_loss, x=1.15 if em.any() else 1.02, handles=handles)
+    ax_lr.plot(step, table["lr"], label="lr")
+    ax_lr.set_title("learning rate")
+    for i, layer in enumerate(layers):
+        color = f"C{i % 10}"
+        for ax, kind in ((ax_g, "grad_norm"), (ax_u, "update_ratio")):
+            y = table[f"{kind}/{layer}"]
+            ok = np.isfinite(y) & (y > 0)          # log axes: no zeros, no rows without health
+            ax.plot(step[ok], y[ok], lw=1, color=color, label=layer)
+    ax_g.set_title("gradient norm per layer (before clipping)")
+    ax_u.axhline(1e-3, color="k", ls="--", lw=0.8, label="1e-3 (rule of thumb)")
+    ax_u.set_title("update:data ratio per layer  ||lr·update|| / ||param||")
+    for ax in (ax_g, ax_u):
+        if layers:
+            ax.set_yscale("log")
+    if layers:
+        _legend_outside(ax_u, fontsize=7, ncol=1 + len(layers) // 12)
+    else:
+        ax_g.text(0.5, 0.5, "no health rows (--health_interval 0?)", ha="center",
+                  transform=ax_g.transAxes)
+    for ax in (ax_loss, ax_lr, ax_g, ax_u):
+        ax.set_xlabel("step")
+    return fig
+
+
+def training_health(run_dir, out_dir=None, name="health", log=None):
+    """`tinygradx plot RUN_DIR`: loss and validation exact match (where the task has it),
+    learning rate, and per layer the gradient norm and the update:data ratio
+    ||lr * update|| / ||param|| (rows logged every --health_interval steps).
+
+    Writes NAME.csv always (one row a step; the columns of `health_table`, empty between
+    health rows) and NAME.png with matplotlib (`health_figure`), titled with the run and its
+    task, legends outside the panels. Returns the paths written.
+    """
+    path = os.path.join(run_dir, "metrics.jsonl") if os.path.isdir(run_dir) else run_dir
+    table, layers = health_table(path, log)
+    out_dir = ensure_dir(out_dir or os.path.dirname(path))
     csv_path = os.path.join(out_dir, name + ".csv")
     with open(csv_path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
-        w.writerow(cols)
-        for line in table:
-            w.writerow([int(line[0])] + ["" if math.isnan(v) else f"{v:.6g}" for v in line[1:]])
+        w.writerow(list(table))
+        for i in range(len(table["step"])):
+            w.writerow([int(table["step"][i])] + ["" if math.isnan(v[i]) else f"{v[i]:.6g}"
+                                                  for c, v in table.items() if c != "step"])
     written = [csv_path]
-    Figure = figure_class()
-    if Figure is not None:
-        step = table[:, 0]
-        fig = Figure(figsize=(14, 7.5))
-        fig.suptitle(run_title(os.path.dirname(os.path.abspath(path))))
-        (ax_loss, ax_lr), (ax_g, ax_u) = fig.subplots(2, 2)
-        handles = ax_loss.plot(step, table[:, 1], lw=0.8, label="train loss")
-        ev = np.isfinite(table[:, 4])
-        if ev.any():
-            handles += ax_loss.plot(step[ev], table[ev, 4], "o-", label="val loss")
-        ax_loss.set_yscale("log")
-        em = np.isfinite(table[:, 5])
-        if em.any():                   # translation and add: exact match on its own axis
-            ax_em = ax_loss.twinx()
-            handles += ax_em.plot(step[em], 100 * table[em, 5], "s--", color="C2",
-                                  label="val exact match (%)")
-            ax_em.set_ylim(0, 100)
-            ax_em.set_ylabel("exact match (%)")
-        ax_loss.set_title("loss" + (" and exact match" if em.any() else ""))
-        # past the exact-match axis's labels when there is one
-        _legend_outside(ax_loss, x=1.15 if em.any() else 1.02, handles=handles)
-        ax_lr.plot(step, table[:, 2])
-        ax_lr.set_title("learning rate")
-        colors = [f"C{i % 10}" for i in range(len(layers))]
-        for i, layer in enumerate(layers):
-            g = table[:, 5 + i]
-            u = table[:, 5 + len(layers) + i]
-            ok_g, ok_u = np.isfinite(g) & (g > 0), np.isfinite(u) & (u > 0)
-            ax_g.plot(step[ok_g], g[ok_g], lw=1, color=colors[i], label=layer)
-            ax_u.plot(step[ok_u], u[ok_u], lw=1, color=colors[i], label=layer)
-        ax_g.set_title("gradient norm per layer (before clipping)")
-        ax_u.axhline(1e-3, color="k", ls="--", lw=0.8, label="1e-3 (rule of thumb)")
-        ax_u.set_title("update:data ratio per layer  ||lr·update|| / ||param||")
-        for ax in (ax_g, ax_u):
-            if layers:
-                ax.set_yscale("log")
-        if layers:
-            _legend_outside(ax_u, fontsize=7, ncol=1 + len(layers) // 12)
-        else:
-            ax_g.text(0.5, 0.5, "no health rows (--health_interval 0?)", ha="center",
-                      transform=ax_g.transAxes)
-        for ax in (ax_loss, ax_lr, ax_g, ax_u):
-            ax.set_xlabel("step")
+    fig = health_figure(table, layers, run_title(os.path.dirname(os.path.abspath(path))))
+    if fig is not None:
         written.append(save_figure(fig, os.path.join(out_dir, name + ".png")))
     return written
 

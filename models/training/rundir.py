@@ -202,12 +202,13 @@ def check_run_dir(out_dir, resume=None, overwrite=False):
                       f"with --resume, replace it with --overwrite, or choose another --out_dir")
 
 
-def claim_run_dir(out_dir, step, resumed_from=None, overwrite=False):
+def claim_run_dir(out_dir, step, resumed_from=None, overwrite=False, log=None):
     """Check out_dir is this run's, create it, clean it up, line the log up with `step`.
 
     A fresh run (`resumed_from` None) deletes the old metrics.jsonl, best.npz and
     checkpoint.npz; a resumed run keeps the log rows up to `step`, taken from the log next to
-    `resumed_from` when out_dir has none yet.
+    `resumed_from` when out_dir has none yet (`truncate_metrics`: a damaged log line is an
+    error naming it; a row cut short by a kill is left out and said through `log`).
     """
     check_run_dir(out_dir, resume=resumed_from, overwrite=overwrite)
     os.makedirs(out_dir, exist_ok=True)
@@ -226,7 +227,7 @@ def claim_run_dir(out_dir, step, resumed_from=None, overwrite=False):
             source_log = source                  # resumed elsewhere: start from its log
         else:
             source_log = log_path
-        truncate_metrics(source_log, step, out=log_path)
+        truncate_metrics(source_log, step, out=log_path, log=log)
 
 
 def remove_stale_temp_files(directory):
@@ -262,27 +263,74 @@ def alive(pid):
     return True
 
 
-def read_metrics(path):
-    """The rows of a metrics.jsonl; a torn last line (a kill mid-write) is skipped."""
-    rows = []
+class MetricsLogError(RunDirError):
+    """A line of a metrics.jsonl that is not a row: the file and the line are named, nothing is
+    dropped or rewritten on the reader's own decision."""
+
+
+def read_metrics(path, notes=None):
+    """The rows of a metrics.jsonl (dicts with an integer "step"), in file order.
+
+    A run appends one row a line, flushed, so a kill can leave one thing only: a last line cut
+    short, without its newline. That row is past the checkpoint (a row is written before its
+    step's checkpoint), so it is left out, and said: one line appended to `notes` when a list
+    is given. Any other line that is not a row (bytes that are not UTF-8, a row damaged in the
+    middle of the file, an empty line) is a MetricsLogError naming the file and the line:
+    nothing is dropped silently, and a resume never writes a log with a hole in its steps.
+    """
     try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(row, dict) and is_int(row.get("step")):
-                    rows.append(row)
+        with open(path, "rb") as f:
+            data = f.read()
     except FileNotFoundError:
-        pass
+        return []
+    lines = data.split(b"\n")
+    torn = lines.pop()              # b"" when the file ends with its newline, as it should
+    rows = []
+    for number, raw in enumerate(lines, 1):
+        rows.append(_row(path, number, raw))
+    if torn:
+        try:
+            rows.append(_row(path, len(lines) + 1, torn))
+        except MetricsLogError as err:
+            if notes is not None:
+                notes.append(f"{path} line {len(lines) + 1}: a row cut short (the run was "
+                             f"killed while writing it), left out ({str(err).split(': ', 2)[-1]})")
     return rows
 
 
-def truncate_metrics(path, step, out=None):
+def _row(path, number, raw):
+    """Line `number` of a metrics.jsonl as a row, or MetricsLogError naming it."""
+    where = f"{path} line {number}"
+    fix = "repair or delete that line"
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise MetricsLogError(f"{where}: not UTF-8 text (byte 0x{raw[err.start]:02x} at column "
+                              f"{err.start + 1}); the log is damaged: {fix}") from None
+    try:
+        row = json.loads(text)
+    except ValueError as err:
+        raise MetricsLogError(f"{where}: not a JSON row ({str(err).split(':')[0]}); the log is "
+                              f"damaged: {fix}") from None
+    if not isinstance(row, dict) or not is_int(row.get("step")):
+        raise MetricsLogError(f"{where}: a row needs an integer \"step\", got "
+                              f"{text.strip()[:60]!r}: {fix}")
+    return row
+
+
+def truncate_metrics(path, step, out=None, log=None):
     """Write the rows of `path` up to `step` to `out` (default: in place), atomically, so the
-    log of a resumed run matches its checkpoint's weights."""
+    log of a resumed run matches its checkpoint's weights. A damaged line stops it
+    (MetricsLogError) before anything is written; a row cut short by a kill is left out and
+    said through `log`."""
     out = out or path
-    rows = [r for r in read_metrics(path) if r["step"] <= step]
+    notes = []
+    rows = [r for r in read_metrics(path, notes) if r["step"] <= step]
+    for note in notes:
+        (log or _stderr)(note)
     text = "".join(json.dumps(r) + "\n" for r in rows).encode("utf-8")
     io.atomic_write(out, lambda f: f.write(text))
+
+
+def _stderr(line):
+    print(line, file=sys.stderr)

@@ -424,7 +424,7 @@ class Trainer:
         if self._owns_dir:
             return
         claim_run_dir(self.cfg.out_dir, self.step, resumed_from=self.resumed_from,
-                      overwrite=self.overwrite)
+                      overwrite=self.overwrite, log=self.log)
         self._owns_dir = True
 
     def _on_sigint(self, signum, frame):
