@@ -214,6 +214,8 @@ def cmd_demo(args):
 
 def cmd_graph(args):
     from tinygradx.models.apps.inspect_models import build_graph_for_cli
+    if args.checkpoint:
+        _need_file(args.checkpoint)
     depth = None if args.depth == "all" else args.depth
     try:
         build_graph_for_cli(args.model, args.norm, args.layers, depth, args.out,
@@ -236,8 +238,13 @@ def cmd_plot(args):
 
 def cmd_trace(args):
     from tinygradx.models.apps.inspect_models import trace_cli
+    if args.checkpoint:
+        _need_file(args.checkpoint)
+        if args.model == "attention":
+            raise UsageError("--model attention traces one built-in sublayer; drop "
+                             "--checkpoint, or drop --model to trace the checkpoint's model")
     print(trace_cli(args.model, norm=args.norm, layers=args.layers, fmt=args.format,
-                    lang=args.lang, llama=args.llama))
+                    lang=args.lang, llama=args.llama, checkpoint=args.checkpoint))
     return 0
 
 
@@ -402,21 +409,25 @@ def _add_model_commands(sub, task=None):
     d.set_defaults(fn=cmd_demo)
 
 
-_NORM_HELP = "LayerNorm placement (default: the model's own, gpt pre, transformer post)"
+_NORM_HELP = ("LayerNorm placement (default: the model's own, gpt pre, transformer post; with "
+              "--checkpoint: the checkpoint's)")
 _LLAMA_HELP = ("--model gpt: a LLaMA-style GPT (RMSNorm, RoPE, SwiGLU, grouped-query attention, "
                "no biases) instead of GPT-2's block (default: GPT-2's)")
 
 
 def _model_flags(group, models):
     """The flags graph and trace share, with the same defaults (the small models of
-    inspect_models: DEFAULT_MODEL, DEFAULT_LAYERS, the model's own LayerNorm placement)."""
+    inspect_models: DEFAULT_MODEL, DEFAULT_LAYERS, the model's own LayerNorm placement). Each
+    defaults to None, so a checkpoint's own config can tell a flag given from one not given."""
     from tinygradx.models.apps.inspect_models import DEFAULT_LAYERS, DEFAULT_MODEL
-    group.add_argument("--model", choices=models, default=DEFAULT_MODEL,
-                       help=f"which model (default {DEFAULT_MODEL})")
+    group.add_argument("--model", choices=models, default=None,
+                       help=f"which model (default {DEFAULT_MODEL}; with --checkpoint: the "
+                            f"checkpoint's)")
     group.add_argument("--norm", choices=["pre", "post"], default=None, help=_NORM_HELP)
-    group.add_argument("--layers", type=int_at_least(1, MAX_DRAWN_LAYERS), default=DEFAULT_LAYERS,
+    group.add_argument("--layers", type=int_at_least(1, MAX_DRAWN_LAYERS), default=None,
                        metavar="N",
-                       help=f"layers (default {DEFAULT_LAYERS})")
+                       help=f"layers (default {DEFAULT_LAYERS}; with --checkpoint: the "
+                            f"checkpoint's)")
     group.add_argument("--llama", action="store_true", help=_LLAMA_HELP)
 
 
@@ -446,6 +457,8 @@ def _add_drawing_commands(sub):
     tc = _command(sub, "trace", "print the shape trace table of one forward pass")
     model, output = _groups(tc, "model", "output")
     _model_flags(model, ["gpt", "transformer", "attention"])
+    model.add_argument("--checkpoint", default=None,
+                       help="trace this checkpoint's model (default: a fresh small model)")
     output.add_argument("--format", choices=["text", "markdown", "html"], default="text",
                         help="table format; html writes the interactive page to stdout "
                              "(default text)")
@@ -458,8 +471,9 @@ def _add_drawing_commands(sub):
     run.add_argument("name", choices=["ln-grad", "warmup"], help="which experiment")
     output.add_argument("--out", default="runs/experiments",
                         help="output directory (default runs/experiments)")
-    run.add_argument("--layers", type=layer_list, default="2,6,12",
-                     help="comma-separated depths (default 2,6,12)")
+    run.add_argument("--layers", type=layer_list, default=None,
+                     help="comma-separated depths; ln-grad compares them, warmup trains one "
+                          "(default: ln-grad 2,6,12, warmup 2)")
     run.add_argument("--steps", type=int_at_least(1, MAX_EXPERIMENT_STEPS), default=None,
                      metavar="N",
                      help="training steps per run (default: the experiment's own, warmup 200)")
@@ -485,11 +499,28 @@ def main(argv=None):
         code = _main(argv)
         if code == 130 and argv is None:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if argv is None:
+            sys.stdout.flush()            # a closed pipe shows here, not at interpreter exit
     except KeyboardInterrupt:             # a Ctrl-C that landed outside _main's own handler
         code = 130
         if argv is None:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except BrokenPipeError:
+        code = _closed_pipe()
     return code
+
+
+def _closed_pipe():
+    """The reader of our output went away (`tinygradx trace | head`): stop quietly, as a Unix
+    tool killed by SIGPIPE does (exit 141), with stdout pointed at /dev/null so that Python's
+    own flush at exit finds no closed pipe to complain about."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):         # no real stdout (a test's capture): nothing to flush
+        pass
+    return 128 + 13
 
 
 def _task_asked(argv):
@@ -523,6 +554,8 @@ def _main(argv):
     except UsageError as err:
         print(f"tinygradx {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:                  # the reader of stdout went away: no error line
+        return _closed_pipe()
     except (ValueError, OSError, KeyError) as err:
         # configuration and data mistakes (and unusable paths) surface as these: one line
         # (TINYGRADX_DEBUG=1 shows the traceback instead)

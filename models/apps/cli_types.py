@@ -61,7 +61,7 @@ MAX_BEAM, MAX_NEW_TOKENS, MAX_DRAWN_LAYERS, MAX_EXPERIMENT_STEPS = 64, 100_000, 
 
 def layer_list(text):
     """experiment --layers: 1 to 8 comma-separated depths, each in [1, MAX_DRAWN_LAYERS] (ln-grad
-    compares them; warmup trains the first)."""
+    compares them; warmup takes one, experiments.main says so otherwise)."""
     try:
         depths = sorted({int(x) for x in text.split(",") if x.strip()})
     except ValueError:

@@ -55,13 +55,35 @@ def _parse_layers(layers):
     return layers
 
 
-def main(name, out_dir, layers="2,6,12", steps=None, lang="en", **kw):
+# the depths each experiment runs when --layers is not given: ln-grad compares several depths,
+# warmup trains one (each of its four runs a model of that depth)
+DEFAULT_LAYERS = {"ln-grad": "2,6,12", "warmup": "2"}
+
+
+def _one_depth(layers):
+    """warmup's --layers: one depth >= 1."""
+    text = ",".join(str(x) for x in layers) if isinstance(layers, (list, tuple)) else \
+        str(layers)
+    try:
+        depths = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        raise ValueError(f"--layers: expected a depth like 6, got {text!r}") from None
+    if len(depths) != 1 or depths[0] < 1:
+        raise ValueError(f"--layers: the warmup experiment trains one depth (the layers of "
+                         f"each stack, e.g. --layers 6), got {text!r}")
+    return depths[0]
+
+
+def main(name, out_dir, layers=None, steps=None, lang="en", **kw):
     """`tinygradx experiment ln-grad|warmup --out DIR [--layers 2,6,12] [--steps N] [--lang]`.
 
     Prints the summary, writes CSV (and PNG with matplotlib, labelled in `lang`) into out_dir
-    and returns 0 when the paper's qualitative claims hold, 1 when they do not. Extra keyword
-    arguments go to ln_grad_experiment or warmup_curves (e.g. d_model=32, seeds=(0, 1)).
+    and returns 0 when the paper's qualitative claims hold, 1 when they do not. `layers`: the
+    depths (None: DEFAULT_LAYERS); warmup takes one, the layers of each stack of its
+    encoder-decoders. Extra keyword arguments go to ln_grad_experiment or warmup_curves
+    (e.g. d_model=32, seeds=(0, 1)).
     """
+    layers = DEFAULT_LAYERS.get(name) if layers is None else layers
     if name == "ln-grad":
         result = ln_grad_experiment(_parse_layers(layers), **kw)
         print(format_ln_grad(result))
@@ -73,9 +95,10 @@ def main(name, out_dir, layers="2,6,12", steps=None, lang="en", **kw):
         if steps < 10:
             raise ValueError(f"--steps: the warmup experiment needs at least 10 steps, got {steps}")
         kw.setdefault("warmup", max(1, steps // 4))
+        kw["n_layer"] = _one_depth(layers)
         lr = kw.get("lr", 1e-2)
         print(f"warmup experiment: {kw.get('task', 'reverse')} task, "
-              f"{kw.get('n_layer', 2)}+{kw.get('n_layer', 2)} layers, d_model "
+              f"{kw['n_layer']}+{kw['n_layer']} layers, d_model "
               f"{kw.get('d_model', 64)}, Adam at lr {lr:g}, {steps} steps, warm-up 0 or "
               f"{kw['warmup']} steps, no clipping")
         curves = warmup_curves(steps=steps, log=print, **kw)

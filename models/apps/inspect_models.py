@@ -27,8 +27,8 @@ SIZES = dict(B=2, T=5, S=7, d_model=24, h=3, d_ff=48, V=32)
 LLAMA = dict(h=6, h_kv=3, d_ff=64)
 LLAMA_SWITCHES = dict(norm="rmsnorm", pos="rope", mlp="swiglu", bias=False)
 
-# Each model's LayerNorm placement when none is asked for: GPT-2 is Pre-LN, the Transformer of
-# "Attention Is All You Need" is Post-LN.
+# Each model's LayerNorm placement when none is asked for (and no checkpoint brings its own):
+# GPT-2 is Pre-LN, the Transformer of "Attention Is All You Need" is Post-LN.
 DEFAULT_NORM = {"gpt": "pre", "transformer": "post", "attention": "post"}
 
 # What `tinygradx graph` and `tinygradx trace` draw and trace when not told: the same model, a
@@ -41,26 +41,80 @@ DEFAULT_LAYERS = 2
 DEFAULT_DEPTH = 4
 
 
-def describe(model_name, norm, layers, llama=False):
-    """"a Pre-LN GPT, 2 layers" / "a Post-LN encoder-decoder Transformer, 2+2 layers" / "a
-    Pre-LN LLaMA-style GPT (RMSNorm, RoPE, SwiGLU, 3 K/V heads), 1 layer"."""
-    ln = {"pre": "Pre-LN", "post": "Post-LN"}[norm]
-    if model_name == "gpt":
-        kind = (f"LLaMA-style GPT (RMSNorm, RoPE, SwiGLU, {LLAMA['h_kv']} K/V heads)"
-                if llama else "GPT")
-        return f"a {ln} {kind}, {layers} layer{'s' if layers != 1 else ''}"
-    return f"a {ln} encoder-decoder Transformer, {layers}+{layers} layers"
+def model_facts(model):
+    """What a model is, read from the model itself (never from the command's defaults):
+    {"kind": "gpt" | "transformer", "norm": "pre" | "post", "layers": blocks (GPT) or layers
+    of each stack (encoder-decoder), "norm_name": "LayerNorm" | "RMSNorm", "extras": the
+    LLaMA-style parts it has (RMSNorm, RoPE, SwiGLU, "3 K/V heads")}."""
+    if isinstance(model, gpt.GPT):
+        c, blocks = model.config, list(model.transformer.h)
+        placements = {b.norm_first for b in blocks}
+        extras = [word for on, word in ((c.norm == "rmsnorm", "RMSNorm"), (c.pos == "rope", "RoPE"),
+                                        (c.mlp == "swiglu", "SwiGLU")) if on]
+        if c.n_kv_head and c.n_kv_head != c.n_head:
+            extras.append(f"{c.n_kv_head} K/V heads")
+        facts = dict(kind="gpt", layers=len(blocks), extras=extras,
+                     norm_name="RMSNorm" if c.norm == "rmsnorm" else "LayerNorm")
+    elif isinstance(model, transformer.EncoderDecoder):
+        enc, dec = list(model.encoder.layers), list(model.decoder.layers)
+        placements = {m.norm_first for m in enc + dec}
+        if len(enc) != len(dec):
+            raise ValueError(f"an encoder-decoder of {len(enc)}+{len(dec)} layers: the tools "
+                             f"draw stacks of one depth")
+        facts = dict(kind="transformer", layers=len(enc), extras=[], norm_name="LayerNorm")
+    else:
+        raise ValueError(f"cannot describe a {type(model).__name__}: the tools know GPT and "
+                         f"EncoderDecoder")
+    if len(placements) != 1:
+        raise ValueError("a model whose blocks mix Pre-LN and Post-LN")
+    facts["norm"] = "pre" if placements.pop() else "post"
+    return facts
 
 
-def _norm_note(model_name, norm, llama=False):
-    if llama and norm == "pre":
-        return "RMSNorm inside each sublayer, x + Sublayer(RMSNorm(x)) (ln_1 before attention)"
-    if llama:
-        return "RMSNorm after each residual add, RMSNorm(x + Sublayer(x))"
+# the words of `describe` and `norm_note` in Chinese (lang="zh"); the seed's terms (Pre-LN,
+# Post-LN, GPT, LayerNorm, RMSNorm, RoPE, SwiGLU) stay as the seed writes them
+_ZH = {"layer": "层", "layers": "层", "encoder-decoder Transformer": "编码器—解码器 Transformer",
+       "K/V heads": "个 K/V 头", "LLaMA-style GPT": "LLaMA 式 GPT"}
+
+
+def describe(model, lang="en"):
+    """What `model` is, in one phrase computed from the model (`model_facts`): "a Pre-LN GPT,
+    2 layers" / "a Post-LN encoder-decoder Transformer, 2+2 layers" / "a Pre-LN LLaMA-style
+    GPT (RMSNorm, RoPE, SwiGLU, 3 K/V heads), 1 layer"; lang "zh" in Chinese."""
+    f = model_facts(model)
+    ln = {"pre": "Pre-LN", "post": "Post-LN"}[f["norm"]]
+    n = f["layers"]
+    zh = lang == "zh"
+    if f["kind"] == "gpt":
+        extras = [e.replace("K/V heads", _ZH["K/V heads"]) if zh else e for e in f["extras"]]
+        llama = {"RMSNorm", "RoPE", "SwiGLU"} <= set(f["extras"])
+        kind = "LLaMA-style GPT" if llama else "GPT"
+        kind = _ZH.get(kind, kind) if zh else kind
+        if extras:
+            kind += f"（{'、'.join(extras)}）" if zh else f" ({', '.join(extras)})"
+        if zh:
+            return f"{ln} {kind}，{n} 层"
+        return f"a {ln} {kind}, {n} layer{'s' if n != 1 else ''}"
+    if zh:
+        return f"{ln} {_ZH['encoder-decoder Transformer']}，{n}+{n} 层"
+    return f"a {ln} encoder-decoder Transformer, {n}+{n} layers"
+
+
+def norm_note(model, lang="en"):
+    """Where the model's norms sit, from the model (`model_facts`)."""
+    f = model_facts(model)
+    norm, name = f["norm"], f["norm_name"]
+    short = "LN" if name == "LayerNorm" else name
     if norm == "pre":
-        where = "ln_1 before attention" if model_name == "gpt" else "norm1 before self-attention"
-        return f"LayerNorm inside each sublayer, x + Sublayer(LN(x)) ({where})"
-    return "LayerNorm after each residual add, LN(x + Sublayer(x)) (Add & Norm)"
+        first = "ln_1" if f["kind"] == "gpt" else "norm1"
+        if lang == "zh":
+            return (f"{name} 在每个子层内部：x + Sublayer({short}(x))（{first} 在"
+                    f"{'注意力' if f['kind'] == 'gpt' else '自注意力'}之前）")
+        where = f"{first} before {'attention' if f['kind'] == 'gpt' else 'self-attention'}"
+        return f"{name} inside each sublayer, x + Sublayer({short}(x)) ({where})"
+    if lang == "zh":
+        return f"{name} 在每次残差相加之后：{short}(x + Sublayer(x))（残差连接 + 层归一化）"
+    return f"{name} after each residual add, {short}(x + Sublayer(x)) (Add & Norm)"
 
 
 def named_dims(model_name, llama=False):
@@ -80,19 +134,29 @@ def named_dims(model_name, llama=False):
 
 def small_model(model_name, norm, layers, checkpoint=None, seed=0, llama=False):
     """A small model of the requested kind and LayerNorm placement, and a batch for it; with
-    `llama` the GPT has RMSNorm, RoPE, SwiGLU, grouped-query attention and no biases."""
+    `llama` the GPT has RMSNorm, RoPE, SwiGLU, grouped-query attention and no biases. With a
+    `checkpoint` the model is the checkpoint's (its own config: a `model_name`, `norm` or
+    `layers` that says otherwise is refused, see `checkpoint_model`)."""
+    if checkpoint:
+        if llama:
+            raise ValueError("--llama builds a small LLaMA-style GPT: it needs --model gpt and "
+                             "no --checkpoint (a checkpoint brings its own config)")
+        tgx.manual_seed(seed)
+        return checkpoint_model(checkpoint, np.random.default_rng(seed), model_name, norm,
+                                layers)
+    model_name = model_name or DEFAULT_MODEL
+    norm = norm or DEFAULT_NORM[model_name]
+    layers = DEFAULT_LAYERS if layers is None else layers
     if norm not in ("pre", "post"):
         raise ValueError(f"norm must be 'pre' or 'post', got {norm!r}")
     if model_name not in ("gpt", "transformer"):
         raise ValueError(f"model must be 'gpt' or 'transformer', got {model_name!r}")
-    if llama and (model_name != "gpt" or checkpoint):
+    if llama and model_name != "gpt":
         raise ValueError("--llama builds a small LLaMA-style GPT: it needs --model gpt and "
                          "no --checkpoint (a checkpoint brings its own config)")
     tgx.manual_seed(seed)
     rng = np.random.default_rng(seed)
     c = SIZES
-    if checkpoint:
-        return _checkpoint_model(checkpoint, rng)
     if model_name == "gpt":
         extra = dict(LLAMA_SWITCHES, n_head=LLAMA["h"], n_kv_head=LLAMA["h_kv"]) if llama \
             else dict(n_head=c["h"])
@@ -113,10 +177,19 @@ def small_model(model_name, norm, layers, checkpoint=None, seed=0, llama=False):
     return model, batch
 
 
-def _checkpoint_model(path, rng):
+def checkpoint_model(path, rng, model_name=None, norm=None, layers=None):
     """A trained model from a `tinygradx train` checkpoint (its config decides the sizes) and a
-    random batch that fits it (so a chars or tsv checkpoint whose data file is gone draws too)."""
+    random batch that fits it (so a chars or tsv checkpoint whose data file is gone draws too).
+    A `model_name`, `norm` or `layers` given with it must be what the checkpoint holds: each
+    that is not is a ValueError naming the flag and the checkpoint's own value."""
     model = train.Trainer.from_checkpoint(path, log=lambda *a, **k: None, need_data=False).model
+    facts = model_facts(model)
+    own = {"--model": (model_name, facts["kind"]), "--norm": (norm, facts["norm"]),
+           "--layers": (layers, facts["layers"])}
+    for flag, (asked, real) in own.items():
+        if asked is not None and asked != real:
+            raise ValueError(f"{flag} {asked}: the checkpoint {path} holds {describe(model)}"
+                             f" ({flag} {real}); drop {flag} to draw it as it is")
     model.eval()
     for m in model.modules():              # show attention formula by formula (same numbers)
         if isinstance(m, gpt.CausalSelfAttention):
@@ -151,32 +224,37 @@ def build_graph_for_cli(model_name, norm, layers, depth, out, checkpoint=None,
     """`tinygradx graph ...`: build the model, draw one loss's graph with its residual path.
 
     Writes `out` (.svg/.png/.pdf, .dot/.gv for the DOT text, or .html for the page with the
-    trace beside the graph, `tinygradx.page`), passes what it drew ("drew a Pre-LN GPT, ...")
-    and the one-line residual summary to `log` (print by default) and returns the path written.
-    `norm` None takes the model's own (GPT: pre, Transformer: post); `depth` None draws every op.
-    `llama` draws the LLaMA-style GPT instead of GPT-2's block. Below a `depth` the first
-    attention of each kind is still drawn op by op (Q, K, V, Score, A, Z, Concat, MHA);
-    `values` adds each tensor's mean and std to its node.
+    trace beside the graph, `tinygradx.page`), passes what it drew ("drew a Pre-LN GPT, ...",
+    computed from the model drawn, `describe`) and the one-line residual summary to `log` (print
+    by default) and returns the path written. `model_name`, `norm` and `layers` None take the
+    defaults (a 2-layer GPT, the model's own placement: GPT pre, Transformer post), or with a
+    `checkpoint` the checkpoint's own; `depth` None draws every op. `llama` draws the
+    LLaMA-style GPT instead of GPT-2's block. Below a `depth` the first attention of each kind
+    is still drawn op by op (Q, K, V, Score, A, Z, Concat, MHA); `values` adds each tensor's
+    mean and std to its node (in the picture and on the page).
     """
-    norm = norm or DEFAULT_NORM[model_name]
     model, batch = small_model(model_name, norm, layers, checkpoint, llama=llama)
     model_name = model_kind(model)
     dims = None if checkpoint else named_dims(model_name, llama)
-    what = describe(model_name, norm, layers, llama)
-    title = checkpoint or what[2:]
-    depth_text = "every op" if depth is None else f"depth {depth}"
+    what = describe(model, lang)
+    title = checkpoint or (what[2:] if lang != "zh" else what)
+    depth_text = (("每个算子" if depth is None else f"深度 {depth}") if lang == "zh" else
+                  ("every op" if depth is None else f"depth {depth}"))
     if out.lower().endswith((".html", ".htm")):
         from tinygradx import page
         with tgx.trace(dims=dims, lang=lang, graph=True) as t:
             loss = training_loss(model_name, model, batch)
         loss.backward(retain_graph=True)
-        summary = viz.residual_summary(loss)
+        summary = viz.residual_summary(loss, lang=lang)
+        sep = "。" if lang == "zh" else ". "
         path = page.write(t, out, params=model, depth=depth, title=title,
-                          summary=f"{what} ({depth_text}). {summary}", expand="attention")
+                          summary=f"{what}（{depth_text}）{sep}{summary}" if lang == "zh" else
+                          f"{what} ({depth_text}){sep}{summary}", expand="attention",
+                          values=values)
     else:
         loss = training_loss(model_name, model, batch)
         loss.backward(retain_graph=True)
-        summary = viz.residual_summary(loss)
+        summary = viz.residual_summary(loss, lang=lang)
         dot = viz.to_dot(loss, params=model, depth=depth, highlight="residual", title=title,
                          dims=dims, lang=lang, expand="attention", values=values)
         with warnings.catch_warnings(record=True) as notes:   # Chinese drawn as boxes
@@ -188,19 +266,21 @@ def build_graph_for_cli(model_name, norm, layers, depth, out, checkpoint=None,
             else:
                 warnings.warn_explicit(note.message, note.category, note.filename, note.lineno)
     if log is not None:
-        log(f"drew {what} ({depth_text}) to {path}")
+        log(f"已绘制 {what}（{depth_text}）：{path}" if lang == "zh" else
+            f"drew {what} ({depth_text}) to {path}")
         log(summary)
     return path
 
 
-def trace_cli(model_name, norm=None, layers=1, fmt="text", scope=None, checkpoint=None,
+def trace_cli(model_name=None, norm=None, layers=None, fmt="text", scope=None, checkpoint=None,
               lang="en", llama=False):
     """`tinygradx trace --model gpt|transformer|attention ...`: one forward pass, traced.
 
     "attention" is a single self-attention sublayer LayerNorm(x + MHA(x, x, x)) (B=2, n=5,
     d_model=12, h=3); "gpt" and "transformer" are small models of the given LayerNorm placement
     (None: the model's own, GPT pre, Transformer post), and their table starts with a line that
-    says which. Returns the text (the CLI prints it); fmt="html" gives the page of the graph and
+    says which, computed from the model traced (`describe`, `norm_note`; in Chinese with lang
+    "zh"). Returns the text (the CLI prints it); fmt="html" gives the page of the graph and
     the table. `llama` traces the LLaMA-style GPT (RMSNorm, RoPE, SwiGLU, grouped-query
     attention) instead of GPT-2's block.
     """
@@ -208,17 +288,18 @@ def trace_cli(model_name, norm=None, layers=1, fmt="text", scope=None, checkpoin
         if llama:
             raise ValueError("--llama builds a small LLaMA-style GPT: it needs --model gpt")
         return attention_trace().table(fmt=fmt, scope=scope, lang=lang)
-    norm = norm or DEFAULT_NORM[model_name]
     model, batch = small_model(model_name, norm, layers, checkpoint, llama=llama)
     model_name = model_kind(model)
     # a checkpoint's sizes are guessed
     dims = None if checkpoint else named_dims(model_name, llama)
     with tgx.trace(dims=dims, lang=lang, graph=(fmt == "html")) as t:
         training_loss(model_name, model, batch)
-    what = f"{describe(model_name, norm, layers, llama)}: {_norm_note(model_name, norm, llama)}"
+    sep = "：" if lang == "zh" else ": "
+    what = f"{describe(model, lang)}{sep}{norm_note(model, lang)}"
     if fmt == "html":
         from tinygradx import page
-        return page.trace_page(t, scope=scope, params=model, depth=None, title=what[2:])
+        return page.trace_page(t, scope=scope, params=model, depth=None,
+                               title=what if lang == "zh" else what[2:])
     return f"{what}\n{t.table(fmt=fmt, scope=scope)}"
 
 

@@ -60,7 +60,8 @@ def test_trace_cli_html_and_zh():
 def test_zh_table_strings():
     text = trace_cli("transformer", layers=1, lang="zh")
     lines = text.splitlines()
-    assert lines[0].startswith("a Post-LN encoder-decoder Transformer, 1+1 layers")
+    # the first line too is Chinese (it was the English description)
+    assert lines[0].startswith("Post-LN 编码器—解码器 Transformer，1+1 层：")
     assert lines[1].startswith("维度: ")
     assert lines[2].split()[:5] == ["#", "模块", "算子", "公式", "形状"]
     for term in ["残差连接", "层归一化", "缩放点积注意力", "掩码", "多头注意力", "前馈网络",

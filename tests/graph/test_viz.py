@@ -422,7 +422,7 @@ def test_cli_defaults_are_legible(kind, tmp_path):
     from tinygradx.models.apps.cli import build_parser
     args = build_parser().parse_args(["graph", "--model", "transformer", "--norm", "post",
                                       "--out", str(tmp_path / "g.svg")])
-    assert args.depth == 4 and args.layers == 2
+    assert args.depth == 4 and args.layers is None       # None: DEFAULT_LAYERS, 2
     said = []
     build_graph_for_cli(args.model, args.norm, args.layers, args.depth, args.out, log=said.append,
                         renderer=kind)

@@ -232,7 +232,12 @@ def test_graph_and_trace_share_their_defaults():
     graph, trace = parser.parse_args(["graph"]), parser.parse_args(["trace"])
     for name in ("model", "layers", "norm", "llama", "lang"):
         assert getattr(graph, name) == getattr(trace, name), name
-    assert (graph.model, graph.layers) == ("gpt", 2)
+    # not given: None, so a checkpoint's own config is not overruled by a default; the small
+    # model built then is the 2-layer GPT both commands describe
+    assert (graph.model, graph.layers) == (None, None)
+    from tinygradx.models.apps.inspect_models import describe, small_model
+    assert describe(small_model(graph.model, graph.norm, graph.layers)[0]) == \
+        "a Pre-LN GPT, 2 layers"
 
 
 # ------------------------------------------------------------------------------------------

@@ -273,8 +273,9 @@ def _norm_kind(g, i):
     return "RMSNorm" if g.ops[i] and type(module).__name__.endswith("RMSNorm") else None
 
 
-def residual_summary(root):
-    """One line: where the LayerNorms sit on the identity path from `root` to the embeddings.
+def residual_summary(root, lang="en"):
+    """One line: where the LayerNorms sit on the identity path from `root` to the embeddings,
+    found on the graph itself (lang "zh": in Chinese).
 
     Pre-LN (LayerNorm inside each sublayer) leaves the path free of LayerNorms except a final
     one; Post-LN (LayerNorm after each residual add) puts one on the path per sublayer.
@@ -292,12 +293,20 @@ def residual_summary(root):
             skips += 1
         prev = g.scopes[i] if norm else None
     end = idx[-1]
-    end_name = f"{g.ops[end]} ({g.scopes[end] or '<top>'})" if g.ops[end] else "a leaf"
+    zh = lang == "zh"
+    end_name = f"{g.ops[end]} ({g.scopes[end] or '<top>'})" if g.ops[end] else \
+        ("叶子节点" if zh else "a leaf")
     word = kinds.pop() if len(kinds) == 1 else "LayerNorm"
     if skips == 0:
+        if zh:
+            return f"没有找到残差连接：从输出到 {end_name} 的路径经过 {len(lns)} 个 {word}"
         return (f"no residual connection found: the path from the output to {end_name} "
                 f"crosses {len(lns)} {word}(s)")
     kind = "Post-LN" if ln_after_skip else "Pre-LN"
+    if zh:
+        where = f"（{_short_list(lns)}）" if lns else ""
+        return (f"{kind}：恒等路径上有 {len(lns)} 个 {word}{where}；输出与 {end_name} 之间"
+                f"有 {skips} 次残差相加")
     ln_word = word if len(lns) == 1 else word + "s"
     where = f" ({_short_list(lns)})" if lns else ""
     return (f"{kind}: {len(lns)} {ln_word} on the identity path{where}; {skips} skip adds "

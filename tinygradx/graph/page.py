@@ -390,10 +390,11 @@ def page_html(svg, rows, nodes_info, title="", summary="", lang="en", head=None,
 
 
 def trace_page(t, scope=None, lang=None, params=None, depth=None, title="", summary=None,
-               dims=None, expand=None):
+               dims=None, expand=None, values=False):
     """The page of a Trace: its table, and (when it kept its graph, `tgx.trace(graph=True)`) the
     graph behind its last op drawn beside it, each row linked to its node. `expand`: modules
-    drawn op by op below `depth` (`viz.to_dot`'s)."""
+    drawn op by op below `depth`; `values`: each tensor's mean and std in its node (both
+    `viz.to_dot`'s)."""
     lang = t.lang if lang is None else lang
     svg, info, node_of, steps, variants = None, {}, {}, [], {}
     g = t.graph
@@ -403,7 +404,7 @@ def trace_page(t, scope=None, lang=None, params=None, depth=None, title="", summ
         try:
             dot = viz.to_dot(sub, params=params, depth=depth, highlight="residual", lang=lang,
                              ids=True, dims=dims or t.user_dims, title=title or None,
-                             expand=expand)
+                             expand=expand, values=values)
             svg = viz.pipe(dot, "svg")
         except (ImportError, viz.RendererNotFound) as err:
             summary = (summary or "") + f"  (no graph drawn: {str(err).splitlines()[0]})"
@@ -416,14 +417,14 @@ def trace_page(t, scope=None, lang=None, params=None, depth=None, title="", summ
             steps = backward_steps(sub, node_of)
             variants = _variants(viz, sub, new, t, info, dict(
                 params=params, depth=depth, highlight="residual", lang=lang, ids=True,
-                dims=dims or t.user_dims, title=title or None), expand)
+                dims=dims or t.user_dims, title=title or None, values=values), expand)
             old_of = {n: old for old, n in new.items()}
             for st in steps:                 # the seed name of the op itself, not its box's
                 old = old_of.get(st.pop("node"))
                 st["name"] = t.flow.flows[old].name if old is not None else ""
             node_of = {old: node_of[n] for old, n in new.items() if n in node_of}
             if summary is None:
-                summary = residual_summary_of(sub)
+                summary = residual_summary_of(sub, lang)
     name_shape = t.flow.namer()
     rows = []
     for r in t.rows:
@@ -459,10 +460,10 @@ def _variants(viz, g, new, t, info, kwargs, expand):
     return out
 
 
-def residual_summary_of(g):
+def residual_summary_of(g, lang="en"):
     """`graph.residual_summary` of the last node of a Graph (a traced one)."""
     try:
-        return residual_summary(g.nodes[-1])
+        return residual_summary(g.nodes[-1], lang)
     except Exception:           # a traced graph whose nodes were made under no_grad
         return ""
 
