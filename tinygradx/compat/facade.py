@@ -14,6 +14,8 @@ from __future__ import annotations
 import importlib.machinery
 import types
 
+from . import scope
+
 LAYER = "tinygradx's PyTorch compatibility layer (tinygradx.compat)"
 
 # Why a PyTorch name is refused, where a hint helps more than the bare refusal. Keys are full
@@ -21,17 +23,15 @@ LAYER = "tinygradx's PyTorch compatibility layer (tinygradx.compat)"
 REASONS = {
     "torch.trace": "tinygradx.trace records a shape table, not the sum of a diagonal; write "
                    "x.diagonal().sum()",
-    "torch.compile": "tinygradx runs every op eagerly; call the model itself",
     "torch.jit": "tinygradx runs every op eagerly; call the model itself",
-    "torch.distributed": "tinygradx runs in one process on the CPU; docs/pytorch.md shows how "
-                         "to continue a model in PyTorch",
-    "torch.backends": "there is no accelerator backend to configure; remove the setting",
 }
 
 
 def not_available(name):
-    """The one message of every refusal: the PyTorch name, then a hint when there is one."""
-    reason = next((REASONS[p] for p in _prefixes(name) if p in REASONS), "")
+    """The one message of every refusal: the PyTorch name, then why when there is a reason
+    (the table above, else the rule of scope.py that leaves the name out)."""
+    reason = next((REASONS[p] for p in _prefixes(name) if p in REASONS), "") or \
+        scope.reason(name)
     return f"{name} is not available in {LAYER}" + (f": {reason}" if reason else "")
 
 
@@ -45,21 +45,25 @@ class Facade(types.ModuleType):
     """A PyTorch module name (`torch.nn`) whose attributes are tinygradx's objects.
 
     `source` is the tinygradx module whose public names (`__all__`, modules left out) it
-    re-exports (or None); `extra` maps further names to objects, including child facades.
+    re-exports (or None), only those in `only` when given (a submodule of PyTorch's that holds
+    part of a package's names: torch.utils.data.sampler); `extra` maps further names to
+    objects, including child facades.
     """
 
-    def __init__(self, name, source=None, extra=None, doc=None):
+    def __init__(self, name, source=None, extra=None, doc=None, only=None):
         super().__init__(name, doc)
         self.__path__ = []           # a package: `import name.sub` asks the import hooks
         self.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
         self.__dict__["_source"] = source
+        self.__dict__["_only"] = None if only is None else frozenset(only)
         for key, value in (extra or {}).items():
             setattr(self, key, value)
 
     def _lookup(self, name):
         """The source's public object `name` (not a module), or None."""
         source = self.__dict__["_source"]
-        if source is None:
+        only = self.__dict__["_only"]
+        if source is None or (only is not None and name not in only):
             return None
         names = getattr(source, "__all__", None)
         if names is None:

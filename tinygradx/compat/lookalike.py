@@ -15,7 +15,12 @@
     torch.func                 tinygradx.func: grad, grad_and_value, vjp, jvp, jacrev, jacfwd,
                                hessian, functional_call
     torch.cuda                 is_available() is False, device_count() is 0, manual_seed is a
-                               no-op (what PyTorch answers on a machine without a GPU)
+                               no-op (what PyTorch answers on a machine without a GPU; the
+                               rest in cpu_only.py)
+    torch.distributed,         what PyTorch does in one process without a GPU (cpu_only.py):
+    torch.nn.parallel,         imported and set freely, refused by name where something would
+    torch.backends, compile    have to run that cannot run here
+    torch.amp, torch.cuda.amp  GradScaler and autocast (amp.py)
     torch.utils.data           tinygradx.data (Dataset, DataLoader, random_split, ...)
     torch.Tensor               tinygradx.Tensor for isinstance and subclassing checks; called,
                                torch's legacy constructor (FloatTensor: sizes or data)
@@ -33,6 +38,7 @@ from tinygradx.ops import dtypes
 from tinygradx.gradcheck import func
 from tinygradx.nn import init
 
+from . import amp as amp_, cpu_only
 from .facade import Facade
 
 # torch's dtype names: the numpy scalar types tinygradx's dtype arguments take
@@ -43,20 +49,6 @@ DTYPES = {
     "int16": dtypes.int16, "short": dtypes.int16, "int8": dtypes.int8, "uint8": dtypes.uint8,
     "bool": dtypes.bool_,
 }
-
-
-def _no_gpu_seed(seed):
-    """torch.cuda.manual_seed(_all) without a GPU: PyTorch ignores the call, and so do we."""
-
-
-def _cuda_is_available():
-    """False: tinygradx computes on the CPU, with numpy."""
-    return False
-
-
-def _cuda_device_count():
-    """0: tinygradx sees no GPU."""
-    return 0
 
 
 class _LegacyTensor:
@@ -94,7 +86,11 @@ Tensor = _LegacyTensor()
 functional_ = Facade("torch.nn.functional", functional)
 init_ = Facade("torch.nn.init", init)
 utils_nn = Facade("torch.nn.utils", clip_grad)
-nn_ = Facade("torch.nn", nn, {"functional": functional_, "init": init_, "utils": utils_nn})
+parallel = Facade("torch.nn.parallel", None, {
+    "DataParallel": cpu_only.DataParallel,
+    "DistributedDataParallel": cpu_only.DistributedDataParallel})
+nn_ = Facade("torch.nn", nn, {"functional": functional_, "init": init_, "utils": utils_nn,
+                              "parallel": parallel, "DataParallel": cpu_only.DataParallel})
 lr_scheduler_ = Facade("torch.optim.lr_scheduler", lr_scheduler)
 optim_ = Facade("torch.optim", optim, {"lr_scheduler": lr_scheduler_})
 # torch.autograd.functional's vjp and jvp take (func, inputs, v), not torch.func's arguments:
@@ -114,16 +110,51 @@ autograd = Facade("torch.autograd", None, {
 func_ = Facade("torch.func", None, {
     n: getattr(func, n) for n in ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd",
                                   "hessian", "functional_call")})
-cuda = Facade("torch.cuda", None, {
-    "is_available": _cuda_is_available, "device_count": _cuda_device_count,
-    "manual_seed": _no_gpu_seed, "manual_seed_all": _no_gpu_seed})
-data_ = Facade("torch.utils.data", data)
+_AMP = {"custom_fwd": amp_.custom_fwd, "custom_bwd": amp_.custom_bwd}
+amp = Facade("torch.amp", None, dict(_AMP, GradScaler=amp_.GradScaler, autocast=amp_.autocast,
+                                     is_autocast_available=amp_.is_autocast_available))
+cuda_amp = Facade("torch.cuda.amp", None, dict(_AMP, GradScaler=amp_.CudaGradScaler,
+                                               autocast=amp_.cuda_autocast))
+cpu_amp = Facade("torch.cpu.amp", None, {"autocast": amp_.cpu_autocast})
+cpu = Facade("torch.cpu", None, {"amp": cpu_amp,
+                                 "is_available": cpu_only.answer(True, "torch.cpu.is_available")})
+cuda = Facade("torch.cuda", None, dict(cpu_only.cuda_names(), amp=cuda_amp))
+distributed = Facade("torch.distributed", None, cpu_only.distributed_names())
+backends_cuda = Facade("torch.backends.cuda", None, cpu_only.cuda_backend_names())
+backends_cudnn = Facade("torch.backends.cudnn", None, cpu_only.cudnn_backend_names())
+backends_mps = Facade("torch.backends.mps", None, {
+    "is_available": cpu_only.answer(False, "torch.backends.mps.is_available"),
+    "is_built": cpu_only.answer(False, "torch.backends.mps.is_built")})
+backends = Facade("torch.backends", None, {"cuda": backends_cuda, "cudnn": backends_cudnn,
+                                           "mps": backends_mps})
+# torch.utils.data's submodules, each with its part of the package's names (scripts import
+# `from torch.utils.data.dataloader import DataLoader`)
+DATA_PARTS = {
+    "dataloader": ("DataLoader", "get_worker_info", "default_collate", "default_convert"),
+    "dataset": ("Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
+                "ChainDataset", "Subset", "random_split"),
+    "sampler": ("BatchSampler", "RandomSampler", "Sampler", "SequentialSampler",
+                "SubsetRandomSampler", "WeightedRandomSampler"),
+}
+data_parts = {part: Facade(f"torch.utils.data.{part}", data, only=names)
+              for part, names in DATA_PARTS.items()}
+data_parts["distributed"] = Facade("torch.utils.data.distributed", None, {
+    "DistributedSampler": cpu_only.DistributedSampler})
+data_ = Facade("torch.utils.data", data, dict(data_parts,
+                                              DistributedSampler=cpu_only.DistributedSampler))
 utils = Facade("torch.utils", None, {"data": data_})
 
-torch = Facade("torch", tinygradx, dict(DTYPES, nn=nn_, optim=optim_, autograd=autograd,
-                                        func=func_, cuda=cuda, utils=utils, Tensor=Tensor),
-               doc="tinygradx under PyTorch's names (tinygradx.compat); not PyTorch.")
+torch = Facade("torch", tinygradx, dict(
+    DTYPES, nn=nn_, optim=optim_, autograd=autograd, func=func_, cuda=cuda, utils=utils,
+    Tensor=Tensor, amp=amp, cpu=cpu, distributed=distributed, backends=backends,
+    autocast=amp_.autocast, GradScaler=amp_.GradScaler, compile=cpu_only.compile,
+    set_float32_matmul_precision=cpu_only.set_float32_matmul_precision,
+    get_float32_matmul_precision=cpu_only.get_float32_matmul_precision),
+    doc="tinygradx under PyTorch's names (tinygradx.compat); not PyTorch.")
 
-MODULES = {m.__name__: m for m in (torch, nn_, functional_, init_, utils_nn, optim_,
+MODULES = {m.__name__: m for m in (torch, nn_, functional_, init_, utils_nn, parallel, optim_,
                                    lr_scheduler_, autograd, autograd_function,
-                                   autograd_functional, func_, cuda, utils, data_)}
+                                   autograd_functional, func_, cuda, cuda_amp, amp, cpu,
+                                   cpu_amp, distributed, backends, backends_cuda,
+                                   backends_cudnn, backends_mps, utils, data_,
+                                   *data_parts.values())}
