@@ -46,7 +46,18 @@ TARGETS = {"torch.nn": 90, "torch.nn.functional": 90, "torch.Tensor": 70, "torch
 SURFACE_TESTS = "tests/compat/test_surface*.py"
 OPINFO_TESTS = "tests/ops/test_opinfo.py"
 # names compared with torch by a test outside the op-info table and the surface sweeps
+_CPU = "tests/compat/test_cpu_only.py::"
 ELSEWHERE = {
+    "torch.nn.DataParallel": _CPU + "test_dataparallel_matches_torch_on_a_cpu",
+    "torch.compile": _CPU + "test_compile_returns_the_model_and_computes_what_torch_compiled_"
+                            "computes",
+    "torch.GradScaler": _CPU + "test_a_cuda_scaler_is_disabled_with_a_warning_as_in_torch"
+                               "[torch.GradScaler]",
+    "torch.autocast": _CPU + "test_autocast_is_disabled_on_cuda_and_changes_no_dtype",
+    "torch.set_float32_matmul_precision": _CPU + "test_float32_matmul_precision_is_kept_as_torch_"
+                                                 "keeps_it",
+    "torch.get_float32_matmul_precision": _CPU + "test_float32_matmul_precision_is_kept_as_torch_"
+                                                 "keeps_it",
 }
 
 

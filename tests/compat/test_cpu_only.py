@@ -273,7 +273,16 @@ def test_float32_matmul_precision_is_kept_as_torch_keeps_it():
         real.set_float32_matmul_precision("highest")
 
 
-def test_compile_returns_the_model_itself():
+@requires_torch
+def test_compile_returns_the_model_and_computes_what_torch_compiled_computes():
+    real.manual_seed(0)
+    theirs = real.nn.Linear(3, 2)
+    mine = LOOK.nn.Linear(3, 2)
+    mine.load_state_dict({k: v.detach().numpy() for k, v in theirs.state_dict().items()})
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    got = LOOK.compile(mine)(LOOK.tensor(x)).detach().numpy()
+    want = real.compile(theirs, backend="eager")(real.tensor(x)).detach().numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
     model = LOOK.nn.Linear(2, 2)
     assert LOOK.compile(model) is model
     assert LOOK.compile(model, mode="max-autotune", fullgraph=True) is model
