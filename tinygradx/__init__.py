@@ -61,6 +61,13 @@ from .tensor.functions import (add, amax, amin, argwhere, bitwise_and,  # noqa: 
                                less_equal, logical_and, logical_not, logical_or, logical_xor,
                                logsumexp, lt, masked_fill, mm, mul, multiply, mv, ne, not_equal,
                                ravel, relu, sub, subtract, true_divide)
+from .tensor.more_math import (absolute, acos, acosh, angle, arccos, arccosh,  # noqa: E402
+                               arcsin, arcsinh, arctan, arctan2, arctanh, asin, asinh, atan,
+                               atan2, atanh, copysign, cosh, deg2rad, digamma, erfc, erfinv,
+                               fix, float_power, fmax, fmin, frac, frexp, heaviside, hypot,
+                               isneginf, isposinf, isreal, ldexp, lgamma, logaddexp2, logit,
+                               mvlgamma, nan_to_num, nextafter, polygamma, positive, rad2deg,
+                               sgn, signbit, sinc, sinh, tan, xlogy)
 from . import functional, nn, optim  # noqa: E402
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
 from . import func  # noqa: E402
@@ -107,6 +114,13 @@ __all__ = [
     "less_equal", "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "lt",
     "masked_fill", "mm", "mul", "multiply", "mv", "ne", "not_equal", "ravel", "relu", "sub",
     "subtract", "true_divide",
+    # the trigonometric, hyperbolic, special and float-aware functions (tensor/more_math.py)
+    "absolute", "acos", "acosh", "angle", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
+    "arctan2", "arctanh", "asin", "asinh", "atan", "atan2", "atanh", "copysign", "cosh",
+    "deg2rad", "digamma", "erfc", "erfinv", "fix", "float_power", "fmax", "fmin", "frac",
+    "frexp", "heaviside", "hypot", "isneginf", "isposinf", "isreal", "ldexp", "lgamma",
+    "logaddexp2", "logit", "mvlgamma", "nan_to_num", "nextafter", "polygamma", "positive",
+    "rad2deg", "sgn", "signbit", "sinc", "sinh", "tan", "xlogy",
 ]
 
 # torch's dtype names: tgx.long, tgx.float, ... (as torch.long, torch.float). Set last, since

@@ -24,13 +24,15 @@ from ..autograd import OpError
 from ..core.dims import Shape, check_dim, normalize_dims
 from ..ops.dtypes import as_dtype, result_type, to_array
 from .math_methods import MathMethods
+from .more_math import MoreMathMethods
 from .convert import ConvertMethods
 from .index_methods import IndexMethods
 from .inplace import InplaceMethods
 from .shape_methods import ShapeMethods
 
 
-class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMethods, core.Tensor):
+class Tensor(ShapeMethods, IndexMethods, MathMethods, MoreMathMethods, ConvertMethods,
+             InplaceMethods, core.Tensor):
     """An n-d array that can record the graph of ops applied to it.
 
     >>> x = Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
@@ -397,6 +399,8 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, ConvertMethods, InplaceMet
         return ops.Erf.apply(self)
 
     def abs(self):
+        if self.dtype.kind == "b":
+            raise TypeError("abs: not implemented for bool tensors (as in PyTorch)")
         return ops.Abs.apply(self)
 
     def square(self):

@@ -1,0 +1,218 @@
+"""Op-info entries of the op families torch users meet beyond the Transformer's (loaded at the end
+of opinfo.py, into the same OPS table): the trigonometric and hyperbolic functions, the
+special functions (erfc, erfinv, the gamma family, xlogy, logit), the float-aware ops
+(copysign, fmax/fmin, frexp, nextafter, heaviside, nan_to_num), and the compositions
+(deg2rad, ldexp, float_power, ...). Each as a Tensor method and as torch's function form.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import tinygradx as tgx
+from opinfo import (ALL, _f64, BOOL, I64, NUMERIC, OpInfo, S, Sample, _int_float,
+                    add, array, broadcast_shapes, binary, family, torch, unary)
+
+_NOGRAD = "not differentiable (bool or integer result)"
+_NODERIV = ("torch has no derivative for it (its backward raises; ours too: "
+            "tests/ops/test_op_families.py)")
+
+
+def _vec(fn):
+    return np.vectorize(fn, otypes=[np.float64])
+
+
+def _np_lgamma(v):
+    return math.inf if v <= 0 and v == math.floor(v) else math.lgamma(v)
+
+
+def _method(m, *args, **kwargs):
+    return lambda x, *rest: getattr(x, m)(*rest, *args, **kwargs)
+
+
+def _torch_fn(m, *args, **kwargs):
+    return lambda *xs: getattr(torch, m)(*xs, *args, **kwargs)
+
+
+def _f32(fn):
+    """numpy's fn with int and bool inputs in float32 first (torch's result dtype)."""
+    return lambda *xs: fn(*(x if x.dtype.kind == "f" else x.astype(np.float32) for x in xs))
+
+
+def _both(m, ref, samples, api=(), fixed=(), torch_op=None, **kw):
+    """Tensor.m and tgx.m (the function form), each checked against torch's own."""
+    return (OpInfo(f"Tensor.{m}", _method(m), ref=ref, samples=samples, fixed=fixed,
+                   api=tuple(f"Tensor.{a}" for a in (m, *api)),
+                   torch_op=torch_op or "same", **kw),
+            OpInfo(f"tgx.{m}", getattr(tgx, m), torch_op=torch_op or _torch_fn(m), ref=ref,
+                   samples=samples, fixed=fixed, api=tuple(f"tgx.{a}" for a in (m, *api)),
+                   **kw))
+
+
+# --- trigonometric and hyperbolic (ops/trig.py) -------------------------------------------
+_UNIT = dict(low=-0.9, high=0.9)
+_TRIG = [
+    # name, numpy reference, sample range, torch's aliases
+    ("tan", np.tan, dict(low=-1.3, high=1.3), ()),
+    ("asin", np.arcsin, _UNIT, ("arcsin",)),
+    ("acos", np.arccos, _UNIT, ("arccos",)),
+    ("atan", np.arctan, dict(low=-4, high=4), ("arctan",)),
+    ("sinh", np.sinh, dict(low=-3, high=3), ()),
+    ("cosh", np.cosh, dict(low=-3, high=3), ()),
+    ("asinh", np.arcsinh, dict(low=-4, high=4), ("arcsinh",)),
+    ("acosh", np.arccosh, dict(low=1.1, high=4), ("arccosh",)),
+    ("atanh", np.arctanh, _UNIT, ("arctanh",)),
+    ("sinc", np.sinc, dict(low=-2.5, high=2.5), ()),
+    # a product with the constant rounded to the input's dtype, as torch's
+    ("deg2rad", lambda x: x * x.dtype.type(math.pi / 180), dict(low=-360, high=360), ()),
+    ("rad2deg", lambda x: x * x.dtype.type(180 / math.pi), {}, ()),
+]
+for _m, _ref, _kw, _alias in _TRIG:
+    add(*_both(_m, _f32(_ref), unary(**_kw), api=_alias, fixed=(_int_float(),)))
+add(
+    # torch's first derivative at 0 is a constant 0 of its formula, so its second derivative
+    # there is 0 too where the true one is -pi^2/3: gradgradcheck leaves that point out
+    OpInfo("Tensor.sinc[zero]", _method("sinc"), ref=np.sinc, samples=unary(),
+           fixed=(S([0.0, 1e-20, 0.5, -1.0], desc="at_zero",
+                    only=("numpy", "torch", "gradcheck")),), api=("Tensor.sinc",)),
+    OpInfo("Tensor.asin[edges]", _method("asin"), ref=np.arcsin, samples=unary(**_UNIT),
+           fixed=(S([-1.0, 1.0, 1.5, np.nan], desc="edges", only=("numpy", "torch")),),
+           api=("Tensor.asin",)),
+    OpInfo("Tensor.deg2rad[int]", _method("deg2rad"),
+           ref=lambda x: x.astype(np.float32) * np.float32(math.pi / 180),
+           samples=unary(low=-200, high=200),
+           dtypes=(I64, BOOL), grad=False, grad_reason=_NOGRAD, api=("Tensor.deg2rad",)),
+)
+for _m, _ref in (("atan2", np.arctan2), ("hypot", np.hypot)):
+    add(*_both(_m, _ref, binary(low=-2, high=2, avoid=(0,)), api=("arctan2",) if _m == "atan2"
+               else (), fixed=(S([0.0, 1.0, -2.0], [0.0, -0.5, 0.0], desc="origin",
+                                 only=("numpy", "torch")),)))
+add(OpInfo("tgx.atan2[int]", tgx.atan2, torch_op=_torch_fn("atan2"), ref=_f32(np.arctan2),
+           samples=binary(), dtypes=(I64, BOOL), grad=False, grad_reason=_NOGRAD,
+           api=("tgx.atan2",)))
+
+
+# --- special functions (ops/special.py) --------------------------------------------------
+add(
+    *_both("erfc", _vec(math.erfc), unary(low=-3, high=6), fixed=(
+        S([-30.0, 0.0, 5.0, 10.0, 27.0], desc="tail"), _int_float())),
+    *_both("erfinv", None, unary(low=-0.95, high=0.95), fixed=(
+        S([-1.0, 1.0, 0.0, 0.999999, 1e-10], desc="edges", only=("torch",)), _int_float())),
+    *_both("lgamma", _vec(_np_lgamma), unary(low=0.1, high=6, avoid=(-1, -2)), fixed=(
+        S([0.0, -1.0, -2.5, 0.5, 1e5, 200.5], desc="poles", only=("numpy", "torch")),
+        _int_float())),
+    *_both("digamma", None, unary(low=0.1, high=20), rtol=1e-9, fixed=(
+        S([-2.5, -0.3, 0.5, 1e-8, 30.0, 1e10], desc="wide", only=("torch",)),
+        # (at the negative integers both give NaN, and torch's derivative there is a large
+        # finite number where ours is inf: left out)
+        S([0.0, -0.0, np.inf, -np.inf, np.nan], desc="poles", only=("torch",)),
+        _int_float())),
+    OpInfo("Tensor.polygamma", _method("polygamma", 1), ref=None, samples=unary(low=0.2, high=8),
+           rtol=1e-8, rtol32=1e-4, fixed=(S([-2.5, 0.5, 3.7, 100.0], desc="wide"),)),
+    OpInfo("Tensor.polygamma[n3]", _method("polygamma", 3), ref=None,
+           samples=unary(low=0.5, high=8), rtol=1e-8, api=("Tensor.polygamma",)),
+    OpInfo("tgx.polygamma", lambda x: tgx.polygamma(2, x), torch_op=lambda x: torch.polygamma(
+        2, x), ref=None, samples=unary(low=0.3, high=8), rtol=1e-8),
+    OpInfo("Tensor.mvlgamma", _method("mvlgamma", 3), ref=lambda x: sum(
+        _vec(_np_lgamma)(x - i / 2) for i in range(3)) + 1.5 * math.log(math.pi),
+           samples=unary(low=1.2, high=5)),
+    OpInfo("tgx.mvlgamma", lambda x: tgx.mvlgamma(x, 2), torch_op=lambda x: torch.mvlgamma(
+        x, 2), samples=unary(low=0.7, high=5)),
+    *_both("xlogy", lambda a, b: np.where(a == 0, 0, a * np.log(b)),
+           binary(low=-2, high=2, low_b=0.2, high_b=3), fixed=(
+               S([0.0, 0.0, 1.0, 0.0, 2.0], [0.0, 1.0, 0.0, np.nan, -1.0], desc="zeros",
+                 only=("torch",)),)),
+    OpInfo("tgx.xlogy[scalar]", lambda b: tgx.xlogy(2.0, b), torch_op=lambda b: torch.xlogy(
+        2.0, b), samples=unary(low=0.2, high=3), api=("tgx.xlogy",)),
+    *_both("logit", lambda x: np.log(x / (1 - x)), unary(low=0.05, high=0.95), fixed=(
+        S([0.0, 0.5, 1.0, 1.5, -0.5], desc="edges", only=("torch",)),)),
+    OpInfo("Tensor.logit[eps]", _method("logit", 0.1), samples=unary(low=-0.2, high=1.2,
+                                                                  avoid=(0.1, 0.9)),
+           fixed=(S([0.0, 0.1, 0.5, 0.9, 1.0, 1.5], desc="clamped", only=("torch",)),),
+           api=("Tensor.logit",)),
+)
+
+
+# --- float-aware (ops/ieee.py) -----------------------------------------------------------
+_NAN_INF = S([np.nan, 1.0, np.inf, -np.inf, 0.0, np.nan, -0.0],
+             [1.0, np.nan, 2.0, np.nan, -0.0, np.nan, 0.0], desc="nan_inf",
+             only=("numpy", "torch"))
+
+
+def _untied():
+    """Two broadcasting inputs that never tie where they are floats (fmax/fmin give a tie
+    wholly to the first input, so finite differences there see the halves of a kink)."""
+    def build(draw, dt):
+        sa, sb = broadcast_shapes(draw, 2)
+        a, b = array(draw, sa, dt), array(draw, sb, dt)
+        if dt.kind == "f":          # the same draw twice is a == b: b = 0.9 a + 0.3 is not
+            b = (b * 0.9 + 0.3).astype(dt)
+        return Sample((a, b))
+    return family(build)
+
+
+def _ldexp_family():
+    def build(draw, dt):
+        sa, sb = broadcast_shapes(draw, 2)
+        return Sample((array(draw, sa, dt), array(draw, sb, I64, low=0, high=4)))
+    return family(build)
+
+
+# torch's derivative of ldexp computes 2**e in the integers, so it is 0 where e < 0 (its
+# value is right): the negative exponents are held to numpy and finite differences only
+_LDEXP_NEG = S(_f64(3), np.array([-1, -3, 2]), desc="negative_exponent",
+               only=("numpy", "gradcheck", "gradgradcheck"))
+
+
+add(
+    *_both("copysign", np.copysign, binary(avoid=(0,)), fixed=(
+        S([0.0, -0.0, 1.0, -2.0, np.nan, np.inf], [-1.0, 1.0, -0.0, 2.0, -1.0, 0.0],
+          desc="signed_zero", only=("numpy", "torch")),
+        S(np.arange(4), np.array([-1, 1, -2, 0]), desc="ints", only=("numpy", "torch")))),
+    OpInfo("tgx.copysign[scalar]", lambda a: tgx.copysign(a, -1.0),
+           torch_op=lambda a: torch.copysign(a, -1.0), ref=lambda a: np.copysign(a, -1.0),
+           samples=unary(avoid=(0,)), api=("tgx.copysign",)),
+    *_both("fmax", np.fmax, _untied(), dtypes=NUMERIC, fixed=(_NAN_INF,)),
+    *_both("fmin", np.fmin, _untied(), dtypes=NUMERIC, fixed=(_NAN_INF,)),
+    *_both("nextafter", np.nextafter, _untied()),
+    *_both("heaviside", lambda x, v: np.where(x == 0, v, x > 0).astype(x.dtype),
+           binary(avoid=(0.5,)), dtypes=NUMERIC, grad=False, grad_reason=_NODERIV, fixed=(
+               S([-1.0, 0.0, 2.0, np.nan, -0.0], [0.5, 0.5, 0.5, 0.5, 7.0], desc="zero_nan"),)),
+    *_both("nan_to_num", np.nan_to_num, unary(), dtypes=ALL, fixed=(
+        S([np.nan, np.inf, -np.inf, 1.5], desc="special", only=("numpy", "torch")),
+        S(np.array([np.nan, np.inf, -np.inf], np.float32), desc="special_f32",
+          only=("numpy", "torch")))),
+    OpInfo("Tensor.nan_to_num[values]", _method("nan_to_num", 1.0, 9.0, -9.0),
+           ref=lambda x: np.nan_to_num(x, nan=1.0, posinf=9.0, neginf=-9.0), samples=unary(),
+           fixed=(S([np.nan, np.inf, -np.inf, 1.5], desc="special", only=("numpy", "torch")),),
+           api=("Tensor.nan_to_num",)),
+    *_both("frexp", lambda x: np.frexp(x), unary(low=-40, high=40), fixed=(
+        S([0.0, np.inf, -np.inf, np.nan, 1e-310, 0.5, 1.0], desc="special",
+          only=("numpy", "torch")),)),
+    *_both("ldexp", lambda x, e: x * np.exp2(e), _ldexp_family(), fixed=(_LDEXP_NEG,)),
+    *_both("float_power", lambda a, b: np.float_power(a, b), binary(low=0.2, high=2)),
+    OpInfo("Tensor.float_power[scalar]", _method("float_power", 2.5),
+           ref=lambda x: np.float_power(x, 2.5), samples=unary(low=0.2, high=2),
+           fixed=(_int_float(only=("numpy", "torch")),), api=("Tensor.float_power",)),
+    *_both("logaddexp2", np.logaddexp2, binary()),
+    *_both("frac", lambda x: x - np.trunc(x), unary(low=-4, high=4, avoid=tuple(range(-4, 5)))),
+    *_both("fix", np.trunc, unary(low=-4, high=4, avoid=tuple(range(-4, 5))), dtypes=NUMERIC),
+    # torch's gradient of sgn is a ZeroTensor numpy cannot read: + 0 * x makes it a tensor
+    *_both("sgn", np.sign, unary(avoid=(0,)), dtypes=NUMERIC,
+           torch_op=lambda x: torch.sgn(x) + 0 * x),
+    *_both("positive", lambda x: x, unary(), dtypes=NUMERIC),
+    *_both("absolute", np.abs, unary(avoid=(0,)), dtypes=NUMERIC),
+    *_both("angle", lambda x: np.where(np.isnan(x), np.nan, np.where(x < 0, np.pi, 0.0)),
+           unary(avoid=(0,)), fixed=(S([np.nan, -1.0, 0.0, -0.0, 2.0], desc="nan",
+                                       only=("numpy", "torch")),
+                                     _int_float(only=("torch",)))),
+)
+def _numeric(fn):
+    return lambda x: fn(x.astype(np.int8) if x.dtype == BOOL else x)
+
+
+for _m, _ref in (("signbit", _numeric(np.signbit)), ("isposinf", _numeric(np.isposinf)),
+                 ("isneginf", _numeric(np.isneginf)), ("isreal", lambda x: np.ones(x.shape, bool))):
+    add(*_both(_m, _ref, unary(), dtypes=ALL, grad=False, grad_reason=_NOGRAD,
+               fixed=(S([0.0, -0.0, np.inf, -np.inf, np.nan, -2.0], desc="special"),)))

@@ -1,0 +1,87 @@
+"""The op families of tensor/more_math.py swept against torch through the differential harness
+(tests/oracle.py): every function over the dtypes and operand kinds torch users pass (float32,
+float64, float16, int64, bool tensors, 0-d and empty ones, Python numbers), held to torch's
+values, dtypes and shapes, or both refusing (ours with one clear line).
+"""
+import itertools
+
+import numpy as np
+import pytest
+
+from oracle import requires_torch, same
+
+UNARY = ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin",
+         "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "sinc", "deg2rad", "rad2deg",
+         "erfc", "erfinv", "lgamma", "digamma", "logit", "nan_to_num", "frexp", "frac", "fix",
+         "sgn", "signbit", "positive", "absolute", "angle", "isposinf", "isneginf", "isreal")
+BINARY = ("atan2", "arctan2", "hypot", "xlogy", "copysign", "fmax", "fmin", "nextafter",
+          "heaviside", "ldexp", "float_power", "logaddexp2")
+DATA = {"float32": [0.25, -0.5, 1.5, 0.0], "float64": [0.25, -0.5, 1.5, 0.0],
+        "float16": [0.25, -0.5, 1.5, 0.0], "int64": [1, -2, 0, 3], "bool": [True, False, True,
+                                                                            False]}
+
+
+def _make(m, kind, zero_d=False):
+    dtype = getattr(m, kind)
+    data = DATA[kind]
+    return m.tensor(data[0] if zero_d else data, dtype=dtype)
+
+
+@requires_torch
+@pytest.mark.parametrize("name,kind", list(itertools.product(UNARY, DATA)))
+def test_unary_dtypes_like_torch(name, kind):
+    same(lambda m: getattr(m, name)(_make(m, kind)), atol=1e-3, rtol=1e-3)
+    same(lambda m: getattr(_make(m, kind, zero_d=True), name)(), atol=1e-3, rtol=1e-3)
+
+
+OPERANDS = ("float32", "float64", "int64", "bool", "0d_float64", "int", "float")
+
+
+def _operand(m, kind):
+    if kind == "int":
+        return 2
+    if kind == "float":
+        return 0.75
+    if kind.startswith("0d_"):
+        return _make(m, kind[3:], zero_d=True)
+    return _make(m, kind)
+
+
+@requires_torch
+@pytest.mark.parametrize("name,a,b", [(n, a, b) for n in BINARY for a in OPERANDS[:5]
+                                      for b in OPERANDS])
+def test_binary_operands_like_torch(name, a, b):
+    same(lambda m: getattr(m, name)(_operand(m, a), _operand(m, b)), atol=1e-3, rtol=1e-3)
+
+
+@requires_torch
+@pytest.mark.parametrize("name", ["heaviside", "nextafter"])
+def test_backward_like_torch(name):
+    """heaviside's backward raises (torch has no derivative), nextafter's passes g on."""
+    def call(m):
+        x = m.tensor([0.5, -1.0, 0.0], requires_grad=True)
+        getattr(m, name)(x, m.tensor([0.5, 0.5, 0.5])).sum().backward()
+    same(call)
+
+
+@requires_torch
+def test_polygamma_and_mvlgamma_arguments_like_torch():
+    same(lambda m: m.polygamma(2, m.tensor([0.5, 3.0])))
+    same(lambda m: m.tensor([0.5, 3.0]).polygamma(1))
+    same(lambda m: m.tensor([2.5, 3.0]).mvlgamma(2))
+    same(lambda m: m.tensor([0.2, 3.0]).mvlgamma(2))     # below (p - 1)/2: both refuse
+    same(lambda m: m.tensor([1, 3]).mvlgamma(1))
+    same(lambda m: m.xlogy(2, m.tensor([0.5, 3.0])))
+
+
+def test_digamma_against_mpmath():
+    mpmath = pytest.importorskip("mpmath")
+    import tinygradx as tgx
+    x = np.array([-2.5, -0.3, 1e-8, 0.5, 3.7, 12.5, 40.0, 1e10])
+    for n in range(4):
+        got = (tgx.tensor(x).digamma() if n == 0 else tgx.tensor(x).polygamma(n)).numpy()
+        want = np.array([float(mpmath.polygamma(n, v)) for v in x])
+        np.testing.assert_allclose(got, want, rtol=1e-13)
+    got = tgx.tensor(np.array([-0.99, 0.0, 0.3, 0.999999])).erfinv().numpy()
+    want = np.array([float(mpmath.erfinv(v)) for v in (-0.99, 0.0, 0.3, 0.999999)])
+    np.testing.assert_allclose(got, want, rtol=1e-13)
