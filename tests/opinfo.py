@@ -2561,6 +2561,8 @@ add(OpInfo("Tensor.multiply", lambda a, b: a.multiply(b), ref=np.multiply, sampl
 import opinfo_layers  # noqa: E402, F401  (adds its entries to OPS)
 # the op families beyond the Transformer's: trigonometric, special, float-aware, scans, ...
 import opinfo_ops  # noqa: E402, F401  (adds its entries to OPS)
+# normalization, dropout, sequences and the remaining nn modules
+import opinfo_norm  # noqa: E402, F401  (adds its entries to OPS)
 
 # ------------------------------------------------------------------------------------------
 # names in docs/api.md's op sections that are not ops (the coverage test skips only these)

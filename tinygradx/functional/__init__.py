@@ -500,3 +500,9 @@ from .conv import (adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d,  # noqa
 
 __all__ += ["conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
             "adaptive_avg_pool1d", "adaptive_avg_pool2d", "interpolate"]
+
+# batch, instance, group and local response normalization live in normalization.py
+from .normalization import (batch_norm, group_norm, instance_norm,  # noqa: E402
+                            local_response_norm)
+
+__all__ += ["batch_norm", "instance_norm", "group_norm", "local_response_norm"]

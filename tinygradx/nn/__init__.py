@@ -345,3 +345,8 @@ from .transformer_layers import *  # noqa: E402, F403
 __all__ += ["Softmax", "LogSoftmax", "Tanh", "Sigmoid", "Flatten", "Unflatten", "ParameterList",
             "ParameterDict"]
 __all__ += conv_layers.__all__ + rnn.__all__ + transformer_layers.__all__
+
+from . import normalization  # noqa: E402  (batch, instance, group, local response norm)
+from .normalization import *  # noqa: E402, F403
+
+__all__ += normalization.__all__

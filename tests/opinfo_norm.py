@@ -1,0 +1,347 @@
+"""Op-info entries of the normalization, dropout, sequence and remaining nn-module families
+(loaded at the end of opinfo.py, into the same OPS table): F.batch_norm, F.instance_norm,
+F.group_norm, F.local_response_norm with numpy references, and torch's modules as functions
+of their input and parameters (nn.BatchNorm1d/2d/3d, nn.InstanceNorm1d/2d/3d, nn.GroupNorm,
+nn.LocalResponseNorm, nn.RMSNorm), whose running statistics are outputs too, so the torch
+check compares them after the call.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import strategies as st
+
+import tinygradx as tgx
+import tinygradx.functional as F
+from opinfo import OpInfo, S, Sample, TF, _f64, add, array, family, torch
+
+# ------------------------------------------------------------------------------------------
+# numpy references
+# ------------------------------------------------------------------------------------------
+
+
+def _cview(v, ndim):
+    return np.asarray(v, np.float64).reshape((-1,) + (1,) * (ndim - 2))
+
+
+def _affine(y, w, b):
+    if w is not None:
+        y = y * _cview(w, y.ndim)
+    if b is not None:
+        y = y + _cview(b, y.ndim)
+    return y
+
+
+def np_batch_norm(x, weight=None, bias=None, running_mean=None, running_var=None,
+                  training=False, momentum=0.1, eps=1e-5):
+    """(y, running_mean after, running_var after), or (y,) without running statistics."""
+    x = x.astype(np.float64)
+    if not training:
+        y = (x - _cview(running_mean, x.ndim)) / np.sqrt(_cview(running_var, x.ndim) + eps)
+        return (_affine(y, weight, bias),) + \
+            ((running_mean, running_var) if running_mean is not None else ())
+    if x.size == 0:                                      # an empty batch: the statistics stay
+        return (_affine(x, weight, bias), running_mean, running_var)[:1 + 2 * (
+            running_mean is not None)]
+    axes = (0,) + tuple(range(2, x.ndim))
+    mean, var = x.mean(axes, keepdims=True), x.var(axes, keepdims=True)
+    y = _affine((x - mean) / np.sqrt(var + eps), weight, bias)
+    if running_mean is None:
+        return (y,)
+    n = x.size // x.shape[1]
+    rm = (1 - momentum) * running_mean + momentum * mean.reshape(-1)
+    rv = (1 - momentum) * running_var + momentum * var.reshape(-1) * n / (n - 1)
+    return y, rm, rv
+
+
+def np_instance_norm(x, weight=None, bias=None, running_mean=None, running_var=None,
+                     use_input_stats=True, momentum=0.1, eps=1e-5):
+    x = x.astype(np.float64)
+    if not use_input_stats:
+        return np_batch_norm(x, weight, bias, running_mean, running_var, False, momentum, eps)
+    axes = tuple(range(2, x.ndim))
+    mean, var = x.mean(axes, keepdims=True), x.var(axes, keepdims=True)
+    y = _affine((x - mean) / np.sqrt(var + eps), weight, bias)
+    if running_mean is None:
+        return (y,)
+    n = math.prod(x.shape[2:])
+    N, C = x.shape[:2]
+    rm = (1 - momentum) * running_mean + momentum * mean.reshape(N, C).mean(0)
+    rv = (1 - momentum) * running_var + momentum * (var.reshape(N, C) * n / (n - 1)).mean(0)
+    return y, rm, rv
+
+
+def np_group_norm(x, weight=None, bias=None, num_groups=1, eps=1e-5):
+    x = x.astype(np.float64)
+    g = x.reshape(x.shape[0], num_groups, -1)
+    y = (g - g.mean(2, keepdims=True)) / np.sqrt(g.var(2, keepdims=True) + eps)
+    return _affine(y.reshape(x.shape), weight, bias)
+
+
+def np_local_response_norm(x, size, alpha=1e-4, beta=0.75, k=1.0):
+    x = x.astype(np.float64)
+    C = x.shape[1]
+    out = np.empty_like(x)
+    for c in range(C):
+        lo, hi = max(c - size // 2, 0), min(c + (size - 1) // 2, C - 1)
+        s = (x[:, lo:hi + 1] ** 2).sum(1)
+        out[:, c] = x[:, c] / (k + alpha / size * s) ** beta
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# samples
+# ------------------------------------------------------------------------------------------
+
+
+# Groups of at least 3 values: x_hat of two values is +-1 whatever they are, so its gradient is
+# a float32 rounding of almost nothing (two-value groups are float64 fixed samples instead).
+def _spatial(draw, lo, hi):
+    return tuple(draw(st.integers(1, 3)) for _ in range(draw(st.integers(lo, hi))))
+
+
+def _norm_stats(draw, dt, C):
+    """Running statistics (mean anywhere, variance positive) as kwargs arrays, or none."""
+    if not draw(st.booleans()):
+        return {}
+    return {"running_mean": array(draw, (C,), dt, -1, 1, layout=False),
+            "running_var": array(draw, (C,), dt, 0.5, 2, layout=False)}
+
+
+def _wb(draw, dt, C):
+    k = draw(st.sampled_from((0, 1, 2)))                # none, weight, weight and bias
+    return tuple(array(draw, (C,), dt, 0.5, 1.5) for _ in range(k))
+
+
+def _batch_norm_family(draw, dt):
+    N, C = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    sp = _spatial(draw, 0, 2)
+    training = draw(st.booleans())
+    if training and N * math.prod(sp) < 3:
+        N = 3                   # one value per channel is refused, two are ill-conditioned
+    kw = _norm_stats(draw, dt, C)
+    if not training and not kw:
+        kw = {"running_mean": np.zeros(C, dt), "running_var": np.ones(C, dt)}
+    kw.update(training=training, momentum=draw(st.sampled_from((0.1, 0.5, 1.0))),
+              eps=draw(st.sampled_from((1e-5, 0.1))))
+    return Sample((array(draw, (N, C) + sp, dt),) + _wb(draw, dt, C), kw)
+
+
+def _instance_norm_family(draw, dt):
+    N, C = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    sp = _spatial(draw, 1, 2)
+    use = draw(st.booleans())
+    if use and math.prod(sp) < 3:
+        sp = (3,) + sp[1:]
+    kw = _norm_stats(draw, dt, C)
+    if not use and not kw:
+        kw = {"running_mean": np.zeros(C, dt), "running_var": np.ones(C, dt)}
+    kw.update(use_input_stats=use, momentum=draw(st.sampled_from((0.1, 0.7))),
+              eps=draw(st.sampled_from((1e-5, 0.1))))
+    return Sample((array(draw, (N, C) + sp, dt),) + _wb(draw, dt, C), kw)
+
+
+def _group_norm_family(draw, dt):
+    G, per = draw(st.integers(1, 3)), draw(st.integers(1, 2))
+    N, sp = draw(st.integers(1, 2)), _spatial(draw, 0, 2)
+    if per * math.prod(sp) < 3:
+        sp = (3,) + sp[1:]           # a group of one value is constant, of two ill-conditioned
+    return Sample((array(draw, (N, G * per) + sp, dt),) + _wb(draw, dt, G * per),
+                  {"num_groups": G, "eps": draw(st.sampled_from((1e-5, 0.1)))})
+
+
+def _lrn_family(draw, dt):
+    N, C, sp = draw(st.integers(1, 2)), draw(st.integers(1, 5)), _spatial(draw, 1, 2)
+    return Sample((array(draw, (N, C) + sp, dt),),
+                  {"size": draw(st.integers(1, 6)), "alpha": draw(st.sampled_from((1e-4, 0.5))),
+                   "beta": draw(st.sampled_from((0.75, 0.5, 1.3))),
+                   "k": draw(st.sampled_from((1.0, 2.0)))})
+
+
+def _with_stats(fn, stats=False):
+    """op(x, *weight_bias, running_mean=..., running_var=..., **kw) on copies of the running
+    statistics; returns the output, or with stats=True the statistics after the call (an
+    entry of their own: they depend on x but carry no gradient, as in torch)."""
+    def op(x, *wb, running_mean=None, running_var=None, **kw):
+        rm = None if running_mean is None else running_mean.clone()
+        rv = None if running_var is None else running_var.clone()
+        y = fn(x, rm, rv, *wb, **kw)
+        return (rm, rv) if stats else y
+    return op
+
+
+def _stats_ref(ref):
+    return lambda *a, **kw: ref(*a, **kw)[1:]
+
+
+def _tracked(build):
+    """build's samples with running statistics always given (the [running_stats] entries)."""
+    def with_stats(draw, dt):
+        s = build(draw, dt)
+        if "running_mean" not in s.kwargs:
+            C = s.inputs[0].shape[1]
+            s.kwargs.update(running_mean=array(draw, (C,), dt, -1, 1, layout=False),
+                            running_var=array(draw, (C,), dt, 0.5, 2, layout=False))
+        return s
+    return with_stats
+
+
+def _group_norm(fn):
+    return lambda x, *wb, num_groups, eps: fn(x, num_groups, *wb, eps=eps)
+
+
+_STATS = "the running statistics are updated outside the graph (no gradient, as in torch)"
+add(
+    OpInfo("F.batch_norm", _with_stats(F.batch_norm),
+           torch_op=_with_stats(TF.batch_norm) if torch else None,
+           torch_reason="torch is not installed", ref=lambda *a, **kw: np_batch_norm(*a, **kw)[0],
+           samples=family(_batch_norm_family),
+           fixed=(S(_f64(2, 3), desc="two_rows_training", training=True),
+                  S(_f64(4, 2, 3), _f64(2, seed=1), _f64(2, seed=2),
+                    running_mean=np.zeros(2), running_var=np.ones(2), training=True,
+                    momentum=1.0, desc="momentum_1"),
+                  S(np.zeros((0, 3)), desc="empty_batch", training=True))),
+    OpInfo("F.batch_norm[running_stats]", _with_stats(F.batch_norm, True),
+           torch_op=_with_stats(TF.batch_norm, True) if torch else None,
+           torch_reason="torch is not installed", ref=_stats_ref(np_batch_norm),
+           samples=family(_tracked(_batch_norm_family)), grad=False, grad_reason=_STATS),
+    OpInfo("F.instance_norm", _with_stats(F.instance_norm),
+           torch_op=_with_stats(TF.instance_norm) if torch else None,
+           torch_reason="torch is not installed",
+           ref=lambda *a, **kw: np_instance_norm(*a, **kw)[0],
+           samples=family(_instance_norm_family)),
+    OpInfo("F.instance_norm[running_stats]", _with_stats(F.instance_norm, True),
+           torch_op=_with_stats(TF.instance_norm, True) if torch else None,
+           torch_reason="torch is not installed", ref=_stats_ref(np_instance_norm),
+           samples=family(_tracked(_instance_norm_family)), grad=False, grad_reason=_STATS),
+    OpInfo("F.group_norm", _group_norm(F.group_norm),
+           torch_op=_group_norm(TF.group_norm) if torch else None,
+           torch_reason="torch is not installed", ref=np_group_norm,
+           samples=family(_group_norm_family)),
+    OpInfo("F.local_response_norm", lambda x, **kw: F.local_response_norm(x, **kw),
+           torch_op=lambda x, **kw: TF.local_response_norm(x, **kw), ref=np_local_response_norm,
+           samples=family(_lrn_family)),
+)
+
+
+# ------------------------------------------------------------------------------------------
+# the modules, as functions of (input, parameters...): running statistics are outputs too
+# ------------------------------------------------------------------------------------------
+
+def _stateful_module(cls, torch_side=False, stats=False):
+    """op(x, *params, ctor, train=True, warm=0): the module built with ctor in x's dtype, called
+    on `warm` batches of x's shape in training mode and then once on x in the mode `train`
+    says, with its parameters replaced by the given tensors; returns the output, or with
+    stats=True its buffers after (running_mean, running_var, num_batches_tracked)."""
+    def op(x, *params, ctor, train=True, warm=0):
+        ns = torch if torch_side else tgx
+        m = getattr(ns.nn, cls)(**ctor).to(x.dtype)
+        names = [n for n, _ in m.named_parameters()]
+        given = dict(zip(names, params, strict=True))
+        # warm-up batches that do not depend on x (the running statistics carry no gradient)
+        for i in range(warm):
+            w = (ns.arange(x.numel()).to(x.dtype) % (5 + i)) * 0.5 - 1.0     # exact values
+            ns.func.functional_call(m.train(), given, (w.reshape(tuple(x.shape)),))
+        y = ns.func.functional_call(m.train(train), given, (x,))
+        if not stats:
+            return y
+        return tuple(getattr(m, b).clone() for b in ("running_mean", "running_var",
+                                                      "num_batches_tracked")
+                     if getattr(m, b, None) is not None)
+    return op
+
+
+def _params(draw, dt, cls, ctor):
+    m = getattr(tgx.nn, cls)(**ctor)
+    return tuple(array(draw, p.shape, dt, 0.5, 1.5) for p in m.parameters())
+
+
+def _bn_module_family(cls, n_sp, batch_dims=(2,)):
+    def build(draw, dt):
+        C = draw(st.integers(1, 3))
+        ctor = {"num_features": C, "eps": draw(st.sampled_from((1e-5, 0.1))),
+                "momentum": draw(st.sampled_from((0.1, None, 0.6))),
+                "affine": draw(st.booleans()),
+                "track_running_stats": draw(st.booleans())}
+        if ctor["affine"] and draw(st.booleans()):
+            ctor["bias"] = False
+        sp = tuple(draw(st.integers(1, 3)) for _ in range(draw(st.sampled_from(n_sp))))
+        N = draw(st.integers(1, 3))
+        if N * math.prod(sp) < 3:
+            N = 3
+        kw = {"ctor": ctor, "train": draw(st.booleans()), "warm": draw(st.integers(0, 2))}
+        return Sample((array(draw, (N, C) + sp, dt),) + _params(draw, dt, cls, ctor), kw)
+    return build
+
+
+def _in_module_family(cls, n_sp):
+    def build(draw, dt):
+        C = draw(st.integers(1, 3))
+        ctor = {"num_features": C, "eps": draw(st.sampled_from((1e-5, 0.1))),
+                "momentum": draw(st.sampled_from((0.1, None, 0.6))),
+                "affine": draw(st.booleans()),
+                "track_running_stats": draw(st.booleans())}
+        sp = tuple(draw(st.integers(1, 3)) for _ in range(n_sp))
+        if math.prod(sp) < 3:
+            sp = (3,) + sp[1:]
+        batch = draw(st.sampled_from(((), (1,), (2,))))
+        kw = {"ctor": ctor, "train": draw(st.booleans()), "warm": draw(st.integers(0, 2))}
+        return Sample((array(draw, batch + (C,) + sp, dt),) + _params(draw, dt, cls, ctor), kw)
+    return build
+
+
+def _gn_module_family(draw, dt):
+    G, per = draw(st.integers(1, 3)), draw(st.integers(1, 2))
+    sp = _spatial(draw, 0, 2)
+    if per * math.prod(sp) < 3:
+        sp = (3,) + sp[1:]
+    ctor = {"num_groups": G, "num_channels": G * per, "affine": draw(st.booleans()),
+            "eps": draw(st.sampled_from((1e-5, 0.1)))}
+    return Sample((array(draw, (draw(st.integers(1, 2)), G * per) + sp, dt),) +
+                  _params(draw, dt, "GroupNorm", ctor), {"ctor": ctor})
+
+
+def _lrn_module_family(draw, dt):
+    ctor = {"size": draw(st.integers(1, 4)), "alpha": draw(st.sampled_from((1e-4, 0.5))),
+            "beta": draw(st.sampled_from((0.75, 1.2))), "k": draw(st.sampled_from((1.0, 2.0)))}
+    shape = (draw(st.integers(1, 2)), draw(st.integers(1, 4))) + _spatial(draw, 1, 2)
+    return Sample((array(draw, shape, dt),), {"ctor": ctor})
+
+
+def _rms_module_family(draw, dt):
+    shape = _spatial(draw, 1, 3)
+    k = draw(st.integers(1, len(shape)))
+    ctor = {"normalized_shape": shape[len(shape) - k:], "eps": draw(st.sampled_from(
+        (None, 1e-5, 0.1))), "elementwise_affine": draw(st.booleans())}
+    return Sample((array(draw, shape, dt),) + _params(draw, dt, "RMSNorm", ctor),
+                  {"ctor": ctor})
+
+
+def _tracking(build):
+    def tracking(draw, dt):
+        s = build(draw, dt)
+        s.kwargs["ctor"]["track_running_stats"] = True
+        return s
+    return tracking
+
+
+for _cls, _build in (
+        ("BatchNorm1d", _bn_module_family("BatchNorm1d", (0, 1))),
+        ("BatchNorm2d", _bn_module_family("BatchNorm2d", (2,))),
+        ("BatchNorm3d", _bn_module_family("BatchNorm3d", (3,))),
+        ("InstanceNorm1d", _in_module_family("InstanceNorm1d", 1)),
+        ("InstanceNorm2d", _in_module_family("InstanceNorm2d", 2)),
+        ("InstanceNorm3d", _in_module_family("InstanceNorm3d", 3))):
+    add(OpInfo(f"nn.{_cls}", _stateful_module(_cls),
+               torch_op=_stateful_module(_cls, True) if torch else None,
+               torch_reason="torch is not installed", samples=family(_build), grad_atol=1e-4),
+        OpInfo(f"nn.{_cls}[running_stats]", _stateful_module(_cls, stats=True),
+               torch_op=_stateful_module(_cls, True, stats=True) if torch else None,
+               torch_reason="torch is not installed", samples=family(_tracking(_build)),
+               grad=False, grad_reason=_STATS))
+for _cls, _build in (("GroupNorm", _gn_module_family), ("LocalResponseNorm", _lrn_module_family),
+                     ("RMSNorm", _rms_module_family)):
+    add(OpInfo(f"nn.{_cls}", _stateful_module(_cls),
+               torch_op=_stateful_module(_cls, True) if torch else None,
+               torch_reason="torch is not installed", samples=family(_build)))
