@@ -345,3 +345,48 @@ for _cls, _build in (("GroupNorm", _gn_module_family), ("LocalResponseNorm", _lr
     add(OpInfo(f"nn.{_cls}", _stateful_module(_cls),
                torch_op=_stateful_module(_cls, True) if torch else None,
                torch_reason="torch is not installed", samples=family(_build)))
+
+
+# ------------------------------------------------------------------------------------------
+# dropout of channels and alpha dropout: a seeded mask (gradcheck calls the op again), and
+# the evaluation mode against torch (the masks are another generator's: tests/nn/
+# test_dropout.py checks their statistics against torch's)
+# ------------------------------------------------------------------------------------------
+
+_RANDOM_MASK = "random mask: torch's generator differs (tests/nn/test_dropout.py compares the " \
+               "statistics with torch's)"
+
+
+def _seeded(fn, **fixed):
+    def op(x, **kw):
+        tgx.manual_seed(0)
+        return fn(x, **fixed, **kw)
+    return op
+
+
+def _dropout_family(min_dims, max_dims):
+    def build(draw, dt):
+        shape = tuple(draw(st.integers(1, 3)) for _ in range(draw(st.integers(min_dims,
+                                                                              max_dims))))
+        return Sample((array(draw, shape, dt),), {"p": draw(st.sampled_from((0.0, 0.3, 0.5)))})
+    return family(build)
+
+
+def _eval_family(min_dims, max_dims):
+    def build(draw, dt):
+        shape = tuple(draw(st.integers(1, 3)) for _ in range(draw(st.integers(min_dims,
+                                                                              max_dims))))
+        return Sample((array(draw, shape, dt),), {"p": draw(st.sampled_from((0.0, 0.5, 1.0))),
+                                                  "training": False})
+    return family(build)
+
+
+for _name, _lo, _hi in (("dropout1d", 2, 3), ("dropout2d", 4, 4), ("dropout3d", 4, 5),
+                        ("alpha_dropout", 0, 3), ("feature_alpha_dropout", 2, 4)):
+    _f, _tf = getattr(F, _name), getattr(TF, _name) if torch else None
+    add(OpInfo(f"F.{_name}", _seeded(_f, training=True), torch_op=None,
+               torch_reason=_RANDOM_MASK, samples=_dropout_family(_lo, _hi)),
+        OpInfo(f"F.{_name}[eval]", lambda x, _f=_f, **kw: _f(x, **kw),
+               torch_op=(lambda x, _tf=_tf, **kw: _tf(x, **kw)) if torch else None,
+               torch_reason="torch is not installed", ref=lambda x, **kw: x,
+               samples=_eval_family(_lo, _hi)))

@@ -169,7 +169,7 @@ def test_repr_shows_the_tree_and_counts():
     assert lines[0].startswith("Net(") and f"{Net().num_parameters():,} parameters" in lines[0]
     assert "(emb): Embedding(10, 4)  # 40 parameters" in text
     assert "(blocks.0): Block()" in text and "(fc): Linear(in_features=4, out_features=4" in text
-    assert "(weight): Parameter(4, 4)" in text and "(drop): Dropout(p=0.5)" in text
+    assert "(weight): Parameter(4, 4)" in text and "(drop): Dropout(p=0.5, inplace=False)" in text
     assert "(seq): Sequential()" in text and "(1): GELU(approximate='none')" in text
     assert "    (fc)" in text                                # children are indented
     assert repr(nn.GELU()) == "GELU(approximate='none')"

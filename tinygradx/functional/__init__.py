@@ -149,14 +149,16 @@ def cross_entropy(input, target, weight=None, *, ignore_index=-100, reduction="m
     return out
 
 
-def dropout(x, p=0.5, training=True):
+def dropout(x, p=0.5, training=True, inplace=False):
     """Inverted dropout: zero each element with probability p and scale the rest by 1/(1-p),
     so the expected value is unchanged and evaluation needs no rescaling. Identity when not
-    training or p == 0."""
+    training or p == 0. inplace=True writes the result into x (its views see it, as torch's)."""
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout: p must be in [0, 1], got {p}")
     if not training or p == 0.0:
         return x
+    if inplace:                                  # the same mask, multiplied in place
+        return x.mul_(Tensor(fused.dropout_scale(STATE.rng, x.shape, p, x.dtype)))
     if p == 1.0:
         return x * 0.0
     return fused.Dropout.apply(x, p=p, rng=STATE.rng)
@@ -506,3 +508,9 @@ from .normalization import (batch_norm, group_norm, instance_norm,  # noqa: E402
                             local_response_norm)
 
 __all__ += ["batch_norm", "instance_norm", "group_norm", "local_response_norm"]
+
+# dropout of whole channels and alpha dropout live in dropouts.py
+from .dropouts import (alpha_dropout, dropout1d, dropout2d, dropout3d,  # noqa: E402
+                      feature_alpha_dropout)
+
+__all__ += ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]

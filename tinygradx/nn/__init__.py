@@ -346,7 +346,8 @@ __all__ += ["Softmax", "LogSoftmax", "Tanh", "Sigmoid", "Flatten", "Unflatten", 
             "ParameterDict"]
 __all__ += conv_layers.__all__ + rnn.__all__ + transformer_layers.__all__
 
-from . import normalization  # noqa: E402  (batch, instance, group, local response norm)
+from . import dropout, normalization  # noqa: E402  (norms; dropout of channels, alpha)
+from .dropout import *  # noqa: E402, F403
 from .normalization import *  # noqa: E402, F403
 
-__all__ += normalization.__all__
+__all__ += normalization.__all__ + dropout.__all__

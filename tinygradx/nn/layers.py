@@ -124,17 +124,18 @@ class LayerNorm(Module):
 
 
 class Dropout(Module):
-    """Zero each element with probability p while training (inverted: survivors scale 1/(1-p))."""
+    """Zero each element with probability p while training (inverted: survivors scale 1/(1-p));
+    inplace=True writes the result into the input, as torch's."""
 
-    def __init__(self, p=0.5):
+    def __init__(self, p=0.5, inplace=False):
         prob_arg("Dropout", "p", p)
-        self.p = p
+        self.p, self.inplace = p, inplace
 
     def forward(self, x):
-        return F.dropout(x, self.p, self.training)
+        return F.dropout(x, self.p, self.training, self.inplace)
 
     def extra_repr(self):
-        return f"p={self.p}"
+        return f"p={self.p}, inplace={self.inplace}"
 
 
 class ReLU(Module):
