@@ -18,8 +18,9 @@ except ImportError:
     torch = tinit = None
 
 NAMES = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
-         "zeros_", "eye_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
-         "kaiming_normal_"]
+         "zeros_", "eye_", "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
+         "kaiming_normal_", "orthogonal_", "sparse_", "_calculate_fan_in_and_fan_out",
+         "_calculate_correct_fan"]
 
 
 def big(*shape):
@@ -31,7 +32,7 @@ def big(*shape):
 def test_signatures_are_torchs(name):
     ours = inspect.signature(getattr(init, name)).parameters
     theirs = inspect.signature(getattr(tinit, name)).parameters
-    theirs = [p for p in theirs.values() if p.name != "generator"]
+    theirs = list(theirs.values())
     assert [p.name for p in ours.values()] == [p.name for p in theirs]
     for p, t in zip(ours.values(), theirs, strict=True):
         assert p.default == t.default or (p.default is inspect.Parameter.empty
