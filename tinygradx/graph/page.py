@@ -22,9 +22,9 @@ no external URL anywhere (the SVG's xmlns attributes are dropped: HTML does not 
     step backward     "next" / "prev" (keys → / ←, or n / p) walk the backward pass node by
                       node in the order the engine visits them (`autograd.toposort`): the
                       current node outlined, the norm and shape of the gradient arriving at it,
-                      its op's VJP (the first line of the op's own docstring, e.g. Mul's
-                      "d(a*b) = (g*b, g*a)"), and the residual path lit up to where the
-                      gradient has arrived
+                      its op's backward formula (`vjps.vjp_text`: Mul's "d(a ⊙ b) = (g ⊙ b,
+                      g ⊙ a)", LayerNorm's as docs/walkthrough.md derives it), and the
+                      residual path lit up to where the gradient has arrived
 """
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ import re
 
 from .. import autograd
 from .dataflow import translate
+from .vjps import vjp_text
 from . import edge_grads, residual_indices, residual_summary
 
 __all__ = ["trace_page", "write", "page_html"]
@@ -286,13 +287,13 @@ _JS = r"""
 """
 
 
-def backward_steps(g, draw_of):
+def backward_steps(g, draw_of, lang="en"):
     """The backward pass of the Graph `g` from its last node, one step per node that receives a
     gradient, in the engine's own order (`autograd.toposort`): [{id: the drawn node (a collapsed
     module's box for an op inside it), name, op, scope, vjp, norm, shape, residual}]. The
     gradients come from `graph.edge_grads`, the training walk with a store that writes no
-    `.grad`. [] when the last node is no scalar that needs a gradient, or its graph was
-    freed."""
+    `.grad`; `vjp` is the op's backward formula (`vjps.vjp_text`, in `lang`). [] when the last
+    node is no scalar that needs a gradient, or its graph was freed."""
     root = g.nodes[-1] if g.nodes else None
     if root is None or root._data.size != 1 or not root.requires_grad:
         return []
@@ -307,12 +308,9 @@ def backward_steps(g, draw_of):
         i = g.index.get(id(t))
         if i is None or i not in norms or i not in draw_of:
             continue
-        ctx = t._ctx
-        doc = (type(ctx).__doc__ or "").strip().splitlines() if ctx is not None else []
-        vjp = doc[0] if doc else ("a leaf: the gradient is added to its .grad"
-                                  if ctx is None else "")
         steps.append({"id": draw_of[i], "node": i, "op": g.ops[i] or "leaf",
-                      "scope": g.scopes[i], "vjp": vjp, "norm": f"{norms[i]:.3e}",
+                      "scope": g.scopes[i], "vjp": vjp_text(t._ctx, lang),
+                      "norm": f"{norms[i]:.3e}",
                       "shape": "(" + ", ".join(str(d) for d in t.shape) + ")",
                       "residual": i in path})
     return steps
@@ -414,7 +412,7 @@ def trace_page(t, scope=None, lang=None, params=None, depth=None, title="", summ
             for draw_id, d in info.items():
                 for k in d["nodes"]:
                     node_of[k] = draw_id
-            steps = backward_steps(sub, node_of)
+            steps = backward_steps(sub, node_of, lang)
             variants = _variants(viz, sub, new, t, info, dict(
                 params=params, depth=depth, highlight="residual", lang=lang, ids=True,
                 dims=dims or t.user_dims, title=title or None, values=values), expand)
