@@ -72,7 +72,8 @@ def test_hover_click_and_collapse(browser, page):
     assert "A = softmax(QKᵀ/√d_k + M)" in text and "(B, h, T, T)" in text
     assert "(2, 3, 5, 5)" in text and "grad" in text
     # click the row of the c_attn projection: its node is highlighted
-    row = browser.find_element(By.XPATH, "//tr[td[contains(., '[Q K V] = X·[W^Q W^K W^V]')]]")
+    row = browser.find_element(By.XPATH,
+                               "//tr[td[contains(., '[Q K V] = LayerNorm(x_0)·[W^Q W^K W^V]')]]")
     row.click()
     target = row.get_attribute("data-node")
     assert "highlight" in browser.find_element(By.ID, target).get_attribute("class")
@@ -117,13 +118,13 @@ def test_backward_step_through(browser, default_page):
     assert browser.execute_script(lit) == 1
     current = "return document.querySelector('#graph g.node.current').id"
     assert browser.execute_script(current) == steps[0]["id"]
-    # walk on with the keyboard to the first residual add: its VJP is Add's docstring
+    # walk on with the keyboard to the first residual add: its VJP is Add's line (vjps.py)
     body = browser.find_element(By.TAG_NAME, "body")
     k = next(i for i, s in enumerate(steps) if s["op"] == "add")
     for _ in range(k):
         body.send_keys(Keys.ARROW_RIGHT)
     text = browser.find_element(By.ID, "step").text
-    assert text.startswith(f"step {k + 1}/") and "VJP: d(a+b) = (g, g)" in text
+    assert text.startswith(f"step {k + 1}/") and "VJP: d(a + b) = (g, g)" in text
     assert browser.execute_script(current) == steps[k]["id"]
     # the residual path is lit only up to where the gradient has arrived
     seen = {s["id"] for s in steps[:k + 1] if s["residual"]}

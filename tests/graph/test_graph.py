@@ -87,7 +87,8 @@ def test_skip_input_needs_the_skip_to_feed_the_sublayer():
     assert graph.skip_input(g, len(g.nodes) - 1) is None
     with Trace() as t:
         m(x, y)
-    assert [r.formula for r in t.rows if r.op == "add"] == ["x + Sublayer(x)  (residual)", "add"]
+    # the skip input is the caller's tensor, the seed's X
+    assert [r.formula for r in t.rows if r.op == "add"] == ["X + Sublayer(X)  (residual)", "add"]
 
 
 @pytest.mark.parametrize("model_name", ["gpt", "transformer"])

@@ -37,15 +37,15 @@ def run(dims=DIMS, causal=False):
 
 # (module, op, formula, shapes): written by hand from the paper, not from the code
 EXPECTED = [
-    ("self_attn.w_q", "linear", "Q = X·W^Q",
+    ("self_attn.w_q", "linear", "Q = X·W^Q + b^Q",
      "(B, n, d_model)·(d_model, h·d_k) → (B, n, h·d_k)"),
     ("self_attn", "reshape", "split Q into h heads", "(B, n, h·d_k) → (B, n, h, d_k)"),
     ("self_attn", "permute", "Q_i per head", "(B, n, h, d_k) → (B, h, n, d_k)"),
-    ("self_attn.w_k", "linear", "K = X·W^K",
+    ("self_attn.w_k", "linear", "K = X·W^K + b^K",
      "(B, n, d_model)·(d_model, h·d_k) → (B, n, h·d_k)"),
     ("self_attn", "reshape", "split K into h heads", "(B, n, h·d_k) → (B, n, h, d_k)"),
     ("self_attn", "permute", "K_i per head", "(B, n, h, d_k) → (B, h, n, d_k)"),
-    ("self_attn.w_v", "linear", "V = X·W^V",
+    ("self_attn.w_v", "linear", "V = X·W^V + b^V",
      "(B, n, d_model)·(d_model, h·d_v) → (B, n, h·d_v)"),
     ("self_attn", "reshape", "split V into h heads", "(B, n, h·d_v) → (B, n, h, d_v)"),
     ("self_attn", "permute", "V_i per head", "(B, n, h, d_v) → (B, h, n, d_v)"),
@@ -55,10 +55,12 @@ EXPECTED = [
      "(B, h, n, d_k)·(B, h, d_k, n) → (B, h, n, n)"),
     ("self_attn", "softmax", "A = softmax(QKᵀ/√d_k)  (scaled dot-product attention)",
      "(B, h, n, n) → (B, h, n, n)"),
-    ("self_attn", "matmul", "head_i = A·V", "(B, h, n, n)·(B, h, n, d_v) → (B, h, n, d_v)"),
+    ("self_attn", "matmul", "Z = A·V  (each head's head_i)",
+     "(B, h, n, n)·(B, h, n, d_v) → (B, h, n, d_v)"),
     ("self_attn", "permute", "heads side by side", "(B, h, n, d_v) → (B, n, h, d_v)"),
     ("self_attn", "reshape", "Concat(head_1..head_h)", "(B, n, h, d_v) → (B, n, h·d_v)"),
-    ("self_attn.w_o", "linear", "MultiHead = Concat(head_1..head_h)·W^O  (multi-head attention)",
+    ("self_attn.w_o", "linear",
+     "MHA(X) = Concat(head_1..head_h)·W^O + b^O  (multi-head attention)",
      "(B, n, h·d_v)·(h·d_v, d_model) → (B, n, d_model)"),
     ("<top>", "add", "X + MHA(X)  (residual)",
      "(B, n, d_model), (B, n, d_model) → (B, n, d_model)"),
@@ -88,7 +90,7 @@ def test_sizes_shared_by_two_names_fall_back_to_numbers():
     softmax_row = rows["A = softmax(QKᵀ/√d_k)  (scaled dot-product attention)"]
     assert softmax_row == "(B, h, 5, 5) → (B, h, 5, 5)"
     assert rows["Kᵀ"] == "(B, h, 5, d_k) → (B, h, d_k, 5)"
-    assert rows["Q = X·W^Q"] == "(B, 5, d_model)·(d_model, h·d_k) → (B, 5, h·d_k)"
+    assert rows["Q = X·W^Q + b^Q"] == "(B, 5, d_model)·(d_model, h·d_k) → (B, 5, h·d_k)"
 
 
 def test_causal_mask_appears_in_the_formula():
@@ -135,7 +137,7 @@ def test_cli_helper_traces_one_attention_sublayer():
 
 def test_cli_helper_traces_a_gpt_block():
     text = trace_cli("gpt", "pre", layers=1, fmt="text", scope="transformer.h.0.attn")
-    assert "[Q K V] = X·[W^Q W^K W^V]" in text
+    assert "[Q K V] = LayerNorm(x_0)·[W^Q W^K W^V] + [b^Q b^K b^V]" in text
     assert "A = softmax(QKᵀ/√d_k + M)" in text
     assert "(B, h, T, T)" in text and "Concat(head_1..head_h)" in text
     lines = trace_cli("transformer", "post", layers=1, fmt="markdown").splitlines()
@@ -153,14 +155,15 @@ BTC = "(B, T, d_model)"
 QH, KH = "(B, h, T, d_k)", "(B, h_kv, T, d_k)"
 
 
-def _rms_rows(m):
+def _rms_rows(m, x):
+    """The RMSNorm chain of module m on its input x (x_0, u_0): every step names it."""
     return [
-        (m, "mul", "x²", f"{BTC} → {BTC}"),
-        (m, "mean", "mean(x²)", f"{BTC} → (B, T, 1)"),
-        (m, "add", "mean(x²) + ε", "(B, T, 1) → (B, T, 1)"),
-        (m, "rsqrt", "1/√(mean(x²) + ε)", "(B, T, 1) → (B, T, 1)"),
-        (m, "mul", "x/√(mean(x²) + ε)", f"{BTC}, (B, T, 1) → {BTC}"),
-        (m, "mul", "RMSNorm(x) = x/√(mean(x²) + ε)·g", f"{BTC} → {BTC}"),
+        (m, "mul", f"{x}²", f"{BTC} → {BTC}"),
+        (m, "mean", f"mean({x}²)", f"{BTC} → (B, T, 1)"),
+        (m, "add", f"mean({x}²) + ε", "(B, T, 1) → (B, T, 1)"),
+        (m, "rsqrt", f"1/√(mean({x}²) + ε)", "(B, T, 1) → (B, T, 1)"),
+        (m, "mul", f"{x}/√(mean({x}²) + ε)", f"{BTC}, (B, T, 1) → {BTC}"),
+        (m, "mul", f"RMSNorm({x}) = {x}/√(mean({x}²) + ε)·g", f"{BTC} → {BTC}"),
     ]
 
 
@@ -183,8 +186,8 @@ def _rope_rows(x, shape):
 
 QKV_W = "d_model+2·h_kv·d_k"
 GQA = "repeated: each of h_kv heads serves h/h_kv query heads  (grouped-query attention)"
-EXPECTED_LLAMA = _rms_rows("ln_1") + [
-    ("attn.c_attn", "linear", "[Q K V] = X·[W^Q W^K W^V]  (K, V: h_kv heads)",
+EXPECTED_LLAMA = _rms_rows("ln_1", "x_0") + [
+    ("attn.c_attn", "linear", "[Q K V] = RMSNorm(x_0)·[W^Q W^K W^V]  (K, V: h_kv heads)",
      f"{BTC}·(d_model, {QKV_W}) → (B, T, {QKV_W})"),
     ("attn", "getitem", "Q = split([Q K V])", f"(B, T, {QKV_W}) → (B, T, h·d_k)"),
     ("attn", "getitem", "K = split([Q K V])", f"(B, T, {QKV_W}) → (B, T, h_kv·d_k)"),
@@ -204,22 +207,22 @@ EXPECTED_LLAMA = _rms_rows("ln_1") + [
     ("attn", "add", "Score/√d_k + M = QKᵀ/√d_k + M  (mask)", "(B, h, T, T), (T, T) → (B, h, T, T)"),
     ("attn", "softmax", "A = softmax(QKᵀ/√d_k + M)  (scaled dot-product attention)",
      "(B, h, T, T) → (B, h, T, T)"),
-    ("attn", "matmul", "head_i = A·V", "(B, h, T, T)·(B, h, T, d_v) → (B, h, T, d_v)"),
+    ("attn", "matmul", "Z = A·V  (each head's head_i)",
+     "(B, h, T, T)·(B, h, T, d_v) → (B, h, T, d_v)"),
     ("attn", "permute", "heads side by side", "(B, h, T, d_v) → (B, T, h, d_v)"),
     ("attn", "reshape", "Concat(head_1..head_h)", "(B, T, h, d_v) → (B, T, h·d_v)"),
-    ("attn.c_proj", "linear", "MultiHead = Concat(head_1..head_h)·W^O  (multi-head attention)",
-     f"(B, T, h·d_v)·(h·d_v, d_model) → {BTC}"),
-    ("", "add", "Y_attn = x + MHA(RMSNorm(x))  (residual)", f"{BTC}, {BTC} → {BTC}"),
-] + _rms_rows("ln_2") + [
-    ("mlp.c_fc", "linear", "H_ff = X·W_1", f"{BTC}·(d_model, d_ff) → (B, T, d_ff)"),
+    ("attn.c_proj", "linear", "CausalMHA(RMSNorm(x_0)) = Concat(head_1..head_h)·W^O  (causal "
+     "multi-head attention)", f"(B, T, h·d_v)·(h·d_v, d_model) → {BTC}"),
+    ("", "add", "u_0 = x_0 + CausalMHA(RMSNorm(x_0))  (residual)", f"{BTC}, {BTC} → {BTC}"),
+] + _rms_rows("ln_2", "u_0") + [
+    ("mlp.c_fc", "linear", "H_ff = RMSNorm(u_0)·W_1", f"{BTC}·(d_model, d_ff) → (B, T, d_ff)"),
     ("mlp", "sigmoid", "σ(H_ff)", "(B, T, d_ff) → (B, T, d_ff)"),
     ("mlp", "mul", "SiLU(H_ff) = H_ff·σ(H_ff)", "(B, T, d_ff), (B, T, d_ff) → (B, T, d_ff)"),
-    ("mlp.c_up", "linear", "H_up = X·W_3", f"{BTC}·(d_model, d_ff) → (B, T, d_ff)"),
-    ("mlp", "mul", "SwiGLU(X) = SiLU(X·W_1) ⊙ X·W_3",
-     "(B, T, d_ff), (B, T, d_ff) → (B, T, d_ff)"),
-    ("mlp.c_proj", "linear", "FFN(X) = (SiLU(X·W_1) ⊙ X·W_3)·W_2  (feed-forward network)",
-     f"(B, T, d_ff)·(d_ff, d_model) → {BTC}"),
-    ("", "add", "x_{l+1} = x + FFN(RMSNorm(x))  (residual)  (block output)",
+    ("mlp.c_up", "linear", "H_up = RMSNorm(u_0)·W_3", f"{BTC}·(d_model, d_ff) → (B, T, d_ff)"),
+    ("mlp", "mul", "SwiGLU = SiLU(H_ff) ⊙ H_up", "(B, T, d_ff), (B, T, d_ff) → (B, T, d_ff)"),
+    ("mlp.c_proj", "linear", "MLP(RMSNorm(u_0)) = SwiGLU·W_2  (feed-forward network: "
+     "(SiLU(x·W_1) ⊙ x·W_3)·W_2)", f"(B, T, d_ff)·(d_ff, d_model) → {BTC}"),
+    ("", "add", "x_1 = u_0 + MLP(RMSNorm(u_0))  (residual)  (block output)",
      f"{BTC}, {BTC} → {BTC}"),
 ]
 
@@ -259,7 +262,7 @@ def test_fused_llama_attention_is_one_row_after_rope_and_the_head_repeat():
         model(np.arange(3).reshape(1, 3))
     rows = {r.formula: r for r in t.rows if r.scope == "transformer.h.0.attn"}
     assert "RoPE(K) = K·cos(mθ) + rotate_half(K)·sin(mθ)  (rotary position embedding)" in rows
-    att = rows["head_i = softmax(QKᵀ/√d_k + M)·V"]
+    att = rows["Z = softmax(QKᵀ/√d_k + M)·V  (each head's head_i)"]
     assert att.op == "attention" and att.in_shapes[1] == (1, 4, 3, 4)
 
 

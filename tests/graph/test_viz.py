@@ -147,8 +147,9 @@ def test_labels_name_params_shapes_and_scopes():
     src = viz.to_dot_source(loss, params=model)
     assert "h.0.attn.w_q.weight" in src and "(8, 8)" in src
     # the seed name and the named shape, then the numeric shape, then op and module
-    assert 'label="LN(x) (2, n, d_model)\\n(2, 5, 8)\\nlayer_norm · h.0.ln_1"' in src
-    assert 'label="Y_attn (2, n, d_model)\\n(2, 5, 8)\\nadd · h.0"' in src
+    # a Pre-LN stack without cross-attention is written in the seed's GPT block notation
+    assert 'label="LayerNorm(x_0) (2, n, d_model)\\n(2, 5, 8)\\nlayer_norm · h.0.ln_1"' in src
+    assert 'label="u_0 (2, n, d_model)\\n(2, 5, 8)\\nadd · h.0"' in src
     assert "cluster_h.0.attn" in src
     assert "legend" in src
 
@@ -468,15 +469,15 @@ def test_llama_style_gpt_labels_name_rmsnorm_rope_gqa_and_swiglu():
     loss = training_loss("gpt", model, batch)
     src = viz.to_dot_source(loss, params=model, dims=named_dims("gpt", llama=True),
                             legend=False)
-    for label in ["RMSNorm(x) (B, T, d_model)\\n(2, 5, 24)\\nmul · transformer.h.0.ln_1",
+    for label in ["RMSNorm(x_0) (B, T, d_model)\\n(2, 5, 24)\\nmul · transformer.h.0.ln_1",
                   "[Q K V] (B, T, d_model+2·h_kv·d_k)\\n(2, 5, 48)",
                   "K (B, T, h_kv·d_k)\\n(2, 5, 12)", "Q₁ (B, h, T, d_k/2)",
                   "rotate_half(Q) (B, h, T, d_k)", "RoPE(Q) (B, h, T, d_k)\\n(2, 6, 5, 4)",
                   "RoPE(K) (B, h_kv, T, d_k)\\n(2, 3, 5, 4)",
                   "K (B, h, T, d_k)\\n(2, 6, 5, 4)\\nrepeatinterleave",
-                  "Y_attn (B, T, d_model)", "SiLU(H_ff) (B, T, d_ff)", "H_up (B, T, d_ff)",
-                  "SwiGLU (B, T, d_ff)\\n(2, 5, 64)", "FFN (B, T, d_model)",
-                  "x_{l+1} (B, T, d_model)", "logits (B, T, V)"]:
+                  "u_0 (B, T, d_model)", "SiLU(H_ff) (B, T, d_ff)", "H_up (B, T, d_ff)",
+                  "SwiGLU (B, T, d_ff)\\n(2, 5, 64)", "MLP (B, T, d_model)",
+                  "x_1 (B, T, d_model)", "logits (B, T, V)"]:
         assert label in src, label
     assert viz.residual_summary(loss).startswith(
         "Pre-LN: 1 RMSNorm on the identity path (transformer.ln_f); 2 skip adds")

@@ -23,7 +23,7 @@ MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 # encoder's last Y_next is H; in cross-attention Q comes from the decoder and K, V from H; the
 # decoder's cross-attention output has no symbol of its own in the seed beyond the Add & Norm's
 # y = LayerNorm(x + Sublayer(x)). After the vocabulary projection: logits, then log-softmax
-# gives log-probabilities, and the training objective is the loss.
+# gives the log-probabilities log p, and the training objective is the loss.
 SEED_TABLE = [
     ("pos_encoding", "add", "X"),
     ("encoder.layers.0.self_attn.w_q", "linear", "Q"),
@@ -45,14 +45,16 @@ SEED_TABLE = [
     ("decoder.layers.0.norm2", "layer_norm", "y"),
     ("decoder.layers.0.norm3", "layer_norm", "Y_next"),
     ("generator", "linear", "logits"),
-    ("generator", "log_softmax", "log-probs"),
+    ("generator", "log_softmax", "log p"),
 ]
 # what each formula must read (a symbol that means one thing only)
 SEED_FORMULAS = {
     "decoder.layers.0.cross_attn.w_k": "K = H·W^K",
     "decoder.layers.0.cross_attn.w_v": "V = H·W^V",
     "encoder.layers.0.norm1": "Y_attn = LayerNorm(X + MHA(X))",
-    "encoder.layers.0.norm2": "Y_next = LayerNorm(Y_attn + FFN(Y_attn))",
+    # one layer: its Y_next is the encoder's output H (one name, the seed's double use said)
+    "encoder.layers.0.norm2": "H = LayerNorm(Y_attn + FFN(Y_attn))  (encoder output: the last "
+                              "layer's Y_next)",
     "decoder.layers.0.norm3": "Y_next = LayerNorm(",
 }
 # names the seed never uses, or uses for something else (S is the source length)
@@ -81,7 +83,7 @@ def test_trace_names_match_the_seed_table():
     after = [r for r in t.rows if r.index > next(r.index for r in t.rows
                                                   if r.op == "log_softmax")]
     assert all(r.name != "logits" for r in after)
-    assert after[-1].name == "loss" and after[0].name == "log-probs"
+    assert after[-1].name == "loss" and after[0].name == "log p"
     # the score's shape uses S only as a length: (B, h, T, S) for cross-attention
     cross = next(r for r in t.rows if r.scope == "decoder.layers.0.cross_attn" and
                  r.op == "matmul")
@@ -216,7 +218,7 @@ def test_default_gpt_picture_shows_one_attention_op_by_op(tmp_path, capsys):
     firsts = [lab.split("\\n")[0] for lab in labels(src)]
     for name in ["Q (B, h, T, d_k)", "Kᵀ (B, h, d_k, T)", "V (B, h, T, d_v)",
                  "Score/√d_k (B, h, T, T)", "Score/√d_k + M (B, h, T, T)", "A (B, h, T, T)",
-                 "Z (B, h, T, d_v)", "Concat (B, T, h·d_v)", "MHA (B, T, d_model)"]:
+                 "Z (B, h, T, d_v)", "Concat (B, T, h·d_v)", "CausalMHA (B, T, d_model)"]:
         assert name in firsts, name
     # the first block's attention is open, the second's stays one box
     assert any(lab.startswith("transformer.h.1.attn\\n") and "19 ops" in lab

@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 
 from .dataflow_modern import (ModernRules, kv_repeat_test, rms_step_test, rope_half_test,
                               rope_test, square_test, swiglu_test)
-from .dataflow_names import SCORES, SEED_NAMES, SeedNames, log_prob_test, sublayer_kind
+from .dataflow_names import (ATTENTION_SYMBOLS, FFN_SYMBOLS, SCORES, SEED_NAMES, SeedNames,
+                             caller_kind, log_prob_test, sublayer_kind)
+from .words import STRINGS, translate
 from . import backward_frame, leaf_kind, skip_input
 
 __all__ = ["DataFlow", "Flow", "translate", "STRINGS"]
@@ -40,108 +42,19 @@ LINEARS = [
     ("w_k", "K", "K = X·W^K", "h·d_k"),
     ("w_v", "V", "V = X·W^V", "h·d_v"),
     ("c_attn", "QKV", "[Q K V] = X·[W^Q W^K W^V]", "3·d_model"),
-    ("w_o", "MultiHead", "MultiHead = Concat(head_1..head_h)·W^O", None),
-    ("attn.c_proj", "MultiHead", "MultiHead = Concat(head_1..head_h)·W^O", None),
+    ("w_o", "MultiHead", "MHA = Concat(head_1..head_h)·W^O", None),
+    ("attn.c_proj", "MultiHead", "MHA = Concat(head_1..head_h)·W^O", None),
     ("c_fc", "H_ff", "H_ff = X·W_1 + b_1", "d_ff"),
     ("w_1", "H_ff", "H_ff = X·W_1 + b_1", "d_ff"),
     ("c_up", "H_up", "H_up = X·W_3 + b_3", "d_ff"),          # SwiGLU's second projection
     ("w_3", "H_up", "H_up = X·W_3 + b_3", "d_ff"),
-    ("mlp.c_proj", "FFN", "FFN(X) = H_ff·W_2 + b_2", None),
-    ("w_2", "FFN", "FFN(X) = H_ff·W_2 + b_2", None),
+    ("mlp.c_proj", "FFN", "FFN(X) = φ(H_ff)·W_2 + b_2", None),
+    ("w_2", "FFN", "FFN(X) = φ(H_ff)·W_2 + b_2", None),
     ("lm_head", "logits", "logits = X·W_vocab", None),
     ("generator*", "logits", "logits = X·W_vocab", None),
 ]
 POS_EMBED = ("wpe", "pos*", "*position*")
-SEED_LOGITS = {"logits": "logits", "log p": "log-probs"}
-
-# One table of the strings the tools print, English -> Chinese. `translate` replaces each
-# English phrase in a formula, a label or a header (longest first), so a formula such as
-# "x + Sublayer(x)  (residual)" becomes "x + Sublayer(x)  (残差连接)".
-STRINGS = {"zh": {
-    "(residual)": "(残差连接)",
-    "(mask)": "(掩码)",
-    "(token embedding)": "(词嵌入)",
-    "(position embedding)": "(位置嵌入)",
-    "(rows of the sinusoid table)": "(正弦位置编码表的行)",
-    "(positional encoding)": "(位置编码)",
-    "LayerNorm(x)": "层归一化 LayerNorm(x)",
-    "split Q into h heads": "把 Q 拆成 h 个头",
-    "split K into h heads": "把 K 拆成 h 个头",
-    "split V into h heads": "把 V 拆成 h 个头",
-    "Q_i per head": "每个头的 Q_i",
-    "K_i per head": "每个头的 K_i",
-    "V_i per head": "每个头的 V_i",
-    "heads side by side": "各头并排",
-    "(scaled dot-product attention)": "(缩放点积注意力)",
-    "(multi-head attention)": "(多头注意力)",
-    "(feed-forward network)": "(前馈网络)",
-    "(encoder output)": "(编码器输出)",
-    "(H: the encoder output)": "(H：编码器输出)",
-    "(log-probabilities)": "(对数概率)",
-    "(the target's log-prob)": "(目标词的对数概率)",
-    "(each token's loss)": "(每个词的损失)",
-    "(block output)": "(块输出)",
-    "(Add & Norm)": "(残差连接 + 层归一化)",
-    "log softmax(logits)": "对数 softmax(logits)",
-    "(weights or padding mask)": "(权重或填充掩码)",
-    "(rows of log-probs)": "(对数概率的各行)",
-    "(rows of logits)": "(logits 的各行)",
-    "(rotary position embedding)": "(旋转位置编码)",
-    "(grouped-query attention)": "(分组查询注意力)",
-    "(K, V: h_kv heads)": "(K、V 只有 h_kv 个头)",
-    "(first of each rotated pair)": "(每个旋转对的第一个分量)",
-    "(second of each rotated pair)": "(每个旋转对的第二个分量)",
-    # headers and labels
-    "dims": "维度",
-    "module": "模块",
-    "formula": "公式",
-    "shapes": "形状",
-    "named shape": "命名形状",
-    "shape": "形状",
-    "node": "节点",
-    "name": "名称",
-    "op": "算子",
-    "grad": "梯度",
-    "max grad": "最大梯度",
-    "ops": "个算子",
-    "out": "输出",
-    "legend": "图例",
-    "parameter": "参数",
-    "input": "输入",
-    "constant": "常数",
-    "residual path": "残差路径",
-    "module (collapsed)": "模块（折叠）",
-    "saved for backward": "为反向传播保存",
-    "edge width ~ log10 ||grad||": "边宽 ~ log10 ||梯度||",
-    "layer_norm": "layer_norm 层归一化",
-    "add": "add 加法",
-    "click a row to find its node; hover a node for its formula":
-        "点击一行找到它的节点；鼠标悬停节点查看公式",
-    "collapse all": "全部折叠",
-    "backward, step by step": "逐步反向传播",
-    "prev": "上一步",
-    "next": "下一步",
-    "step": "步骤",
-    "gradient arriving": "到达的梯度",
-    "expand all": "全部展开",
-    "the trace": "形状追踪",
-    "the graph": "计算图",
-}}
-
-
-def translate(text, lang="en"):
-    """`text` with each English phrase of STRINGS[lang] replaced (longest phrases first); an exact
-    match of a whole table entry wins. lang "en" returns `text` itself."""
-    table = STRINGS.get(lang)
-    if not table or not text:
-        return text
-    if text in table:
-        return table[text]
-    for en in sorted((k for k in table if k.startswith("(") or " " in k), key=len, reverse=True):
-        if en in text:
-            text = text.replace(en, table[en])
-    return text
-
+SEED_LOGITS = {"logits": "logits", "log p": "log p"}
 
 def _match(scope, pattern):
     """`pattern` matches the end of a module path: "w_q" matches "layers.0.self_attn.w_q"."""
@@ -248,8 +161,9 @@ SIMPLE = {
     if x in SCORES else ("", "softmax(x)"),
     "dropout": lambda x: (None, f"dropout({x or 'x'})"),
     "layer_norm": lambda x: ("LN(x)", "LayerNorm(x)"),
-    "gelu": lambda x: (None, f"GELU({x or 'H_ff'})"),
-    "relu": lambda x: (None, f"ReLU({x or 'H_ff'})"),
+    # the activation of the FFN's hidden layer has a name of its own, not H_ff's
+    "gelu": lambda x: ("GELU(H_ff)" if x == "H_ff" else "", f"GELU({x or 'x'})"),
+    "relu": lambda x: ("ReLU(H_ff)" if x == "H_ff" else "", f"ReLU({x or 'x'})"),
     "sigmoid": lambda x: (f"σ({x})" if x else None, f"σ({x})" if x else "sigmoid"),
     "silu": lambda x: (f"SiLU({x})" if x else None, f"SiLU({x or 'x'})"),
     "cross_entropy": lambda x: ("loss", "loss = CE(logits, y)"),
@@ -277,6 +191,7 @@ class DataFlow(ModernRules, SeedNames):
         self.flows = []
         self._getitems = {}
         self._q_heads = {}               # scope -> the query heads of its split (GQA: more)
+        self.plain = set()               # linears whose module-path name the flow did not bear
         self.update()
 
     # -- formulas ----------------------------------------------------------------------------
@@ -329,10 +244,27 @@ class DataFlow(ModernRules, SeedNames):
                 f.symbol = ""
         return f
 
+    def _caller_kind(self, i):
+        """The kind of module that called linear i (dataflow_names.caller_kind)."""
+        scope = self.g.scopes[i]
+        path = scope.rsplit(".", 1)[0] if "." in scope else ""
+        frame = getattr(getattr(self.g.ctxs[i], "frame", None), "parent", None)
+        while frame is not None and not hasattr(frame, "module"):
+            frame = getattr(frame, "parent", None)
+        cls = type(frame.module).__name__ if frame is not None else ""
+        return caller_kind(path, cls)
+
     def _linear(self, i, f, x, syms):
         f.show = [0, 1]
         for pat, sym, formula, hint in LINEARS:
             if _match(f.scope, pat):
+                # a name from the module path only inside a module of that kind, and only
+                # where the data flow bears it out (name_all fills `plain` otherwise)
+                kind = self._caller_kind(i) if sym in ATTENTION_SYMBOLS + FFN_SYMBOLS else None
+                if i in self.plain or (sym in ATTENTION_SYMBOLS and kind not in
+                                       ("attn", "cross")) or (sym in FFN_SYMBOLS and
+                                                              kind != "ffn"):
+                    break
                 f.symbol, f.formula, f.hint = sym, formula, hint
                 if len(f.kinds) < 3:                       # no bias: no "+ b" in the formula
                     f.formula = f.formula.rsplit(" + b", 1)[0]
@@ -352,6 +284,8 @@ class DataFlow(ModernRules, SeedNames):
 
     def _cross_linear(self, i, f, x, syms):
         """Cross-attention: K = H·W^K, V = H·W^V (H: the encoder output)."""
+        if i in self.plain or self._caller_kind(i) not in ("attn", "cross"):
+            return self._linear(i, f, x, syms)
         f.show = [0, 1]
         f.symbol = "V" if _match(f.scope, "w_v") or _match(f.scope, "v_proj") else "K"
         f.hint = "h·d_v" if f.symbol == "V" else "h·d_k"
@@ -401,7 +335,7 @@ class DataFlow(ModernRules, SeedNames):
             f.formula = "Concat(head_i = softmax(QᵢKᵢᵀ/√d_k + M)·Vᵢ)"
         else:
             f.symbol, f.hint = "Z", "d_v"
-            f.formula = "head_i = softmax(QKᵀ/√d_k + M)·V"
+            f.formula = "Z = softmax(QKᵀ/√d_k + M)·V  (each head's head_i)"
 
     def _scaled_embedding(self, i, f, x, syms):
         f.symbol, f.formula = "E·√d", "E[ids]·√d_model"
@@ -442,7 +376,7 @@ class DataFlow(ModernRules, SeedNames):
             f.symbol, f.d_k = "QKᵀ" + scaled, (f.in_shapes[0] or (0,))[-1]
             f.formula = ("Score/√d_k = " if scaled else "Score = ") + f.symbol
         elif a == "A" and b == "V":
-            f.symbol, f.formula, f.hint = "Z", "head_i = A·V", "d_v"
+            f.symbol, f.formula, f.hint = "Z", "Z = A·V  (each head's head_i)", "d_v"
         else:                                # not A·V nor QKᵀ: no seed name
             f.formula, f.symbol = "matmul", ""
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 # the symbols of the RMSNorm chain, step by step
 SQ, MEAN_SQ, MEAN_EPS, INV_RMS, NORMED, RMS = (
     "x²", "mean(x²)", "mean(x²) + ε", "1/√(mean(x²) + ε)", "x/√(mean(x²) + ε)", "RMSNorm(x)")
+CHAIN = (SQ, MEAN_SQ, MEAN_EPS, INV_RMS, NORMED)
 # what the rows of these formulas are called in the graph labels ("" keeps a step unnamed)
 SEED = {SQ: "", MEAN_SQ: "", MEAN_EPS: "", INV_RMS: "", NORMED: "", RMS: "RMSNorm(x)",
         "σ(H_ff)": "", "SiLU(H_ff)": "SiLU(H_ff)", "H_up": "H_up", "SwiGLU": "SwiGLU"}

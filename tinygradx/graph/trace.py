@@ -98,6 +98,7 @@ class Trace:
         for r in self.rows:
             f = self.flow.flows[r.node]
             r.name, r.formula = f.name, f.formula
+            r.symbol, r.hint, r.show = f.symbol, f.hint, list(f.show)   # if described again
 
     def _add_named_dims(self, err):
         """A shape error raised while tracing: each shape it quotes gets its named dims, as far
