@@ -18,7 +18,8 @@ from ..autograd import backprop, custom_function
 from ..core import elementwise as ew
 from ..core import linalg, movement as mv, reduce, rows
 from ..ops import Abs, Clamp, Erf, Maximum, Minimum, Pow, Rsqrt, Sigmoid
-from ..ops import attention as att, einsum, fused, index, math_ops as mo, movement as omv
+from ..ops import attention as att, einsum, fused, ieee, index, math_ops as mo, movement as omv
+from ..ops import special, trig
 
 __all__ = ["VJPS", "vjp_text"]
 
@@ -142,6 +143,43 @@ VJPS = {
     mo.Hardtanh: ("dx = g where min < x < max, else 0", "dx = g（min < x < max 处），其余为 0"),
     mo.Log1p: ("d log(1 + x) = g / (1 + x)", "d log(1 + x) = g / (1 + x)"),
     mo.Expm1: ("d(eˣ − 1) = g ⊙ eˣ", "d(eˣ − 1) = g ⊙ eˣ"),
+    # trigonometric and hyperbolic
+    trig.Tan: ("d tan(x) = g ⊙ (1 + tan²(x))", "d tan(x) = g ⊙ (1 + tan²(x))"),
+    trig.Asin: ("d asin(x) = g / √(1 − x²)", "d asin(x) = g / √(1 − x²)"),
+    trig.Acos: ("d acos(x) = −g / √(1 − x²)", "d acos(x) = −g / √(1 − x²)"),
+    trig.Atan: ("d atan(x) = g / (1 + x²)", "d atan(x) = g / (1 + x²)"),
+    trig.Atan2: ("atan2(a, b), r² = a² + b²: d = (g ⊙ b/r², −g ⊙ a/r²)",
+                 "atan2(a, b)，r² = a² + b²：d = (g ⊙ b/r², −g ⊙ a/r²)"),
+    trig.Sinh: ("d sinh(x) = g ⊙ cosh(x)", "d sinh(x) = g ⊙ cosh(x)"),
+    trig.Cosh: ("d cosh(x) = g ⊙ sinh(x)", "d cosh(x) = g ⊙ sinh(x)"),
+    trig.Asinh: ("d asinh(x) = g / √(x² + 1)", "d asinh(x) = g / √(x² + 1)"),
+    trig.Acosh: ("d acosh(x) = g / √(x² − 1)", "d acosh(x) = g / √(x² − 1)"),
+    trig.Atanh: ("d atanh(x) = g / (1 − x²)", "d atanh(x) = g / (1 − x²)"),
+    trig.Hypot: ("y = √(a² + b²): d = (g ⊙ a/y, g ⊙ b/y)",
+                 "y = √(a² + b²)：d = (g ⊙ a/y, g ⊙ b/y)"),
+    trig.Sinc: ("d sinc(x) = g ⊙ (cos(πx)·πx − sin(πx)) / (πx²), 0 at x = 0",
+                "d sinc(x) = g ⊙ (cos(πx)·πx − sin(πx)) / (πx²)，x = 0 处为 0"),
+    # special functions
+    special.Erfc: ("d erfc(x) = −g ⊙ 2/√π · exp(−x²)", "d erfc(x) = −g ⊙ 2/√π · exp(−x²)"),
+    special.Erfinv: ("y = erfinv(x): dx = g ⊙ √π/2 · exp(y²)",
+                     "y = erfinv(x)：dx = g ⊙ √π/2 · exp(y²)"),
+    special.Lgamma: ("d lgamma(x) = g ⊙ digamma(x)", "d lgamma(x) = g ⊙ digamma(x)"),
+    special.Polygamma: ("d ψ⁽ⁿ⁾(x) = g ⊙ ψ⁽ⁿ⁺¹⁾(x)", "d ψ⁽ⁿ⁾(x) = g ⊙ ψ⁽ⁿ⁺¹⁾(x)"),
+    special.Logit: ("d logit(x) = g / (x(1 − x))", "d logit(x) = g / (x(1 − x))"),
+    special.Xlogy: ("d(x·log y) = (g ⊙ log y, g ⊙ x/y), 0 for x where x = 0",
+                    "d(x·log y) = (g ⊙ log y, g ⊙ x/y)，x = 0 处 x 的梯度为 0"),
+    # floats bit by bit
+    ieee.Copysign: ("y = |a| with b's sign: d = (g ⊙ y/a, 0)",
+                    "y = |a| 取 b 的符号：d = (g ⊙ y/a, 0)"),
+    ieee.Fmax: ("the larger input gets g (a NaN ignored; ties: a)",
+                "较大的输入得到 g（忽略 NaN；相等时给 a）"),
+    ieee.Fmin: ("the smaller input gets g (a NaN ignored; ties: a)",
+                "较小的输入得到 g（忽略 NaN；相等时给 a）"),
+    ieee.FrexpMantissa: ("x = m·2ᵉ: dm/dx = g / 2ᵉ", "x = m·2ᵉ：dm/dx = g / 2ᵉ"),
+    ieee.Heaviside: ("d heaviside(x) = 0", "d heaviside(x) = 0"),
+    ieee.NanToNum: ("dx = g where x is finite, 0 where a value was replaced",
+                    "dx = g（x 有限处），被替换的位置为 0"),
+    ieee.Nextafter: ("d nextafter(a, b) = (g, 0)", "d nextafter(a, b) = (g, 0)"),
     # indexing, scans and products
     index.Shift: ("yᵢ = xᵢ₋ₖ: dx = g shifted back by k", "yᵢ = xᵢ₋ₖ：dx = 把 g 反向平移 k"),
     index.Scan: ("h = scan(b, a): db = the same recurrence run backward over g, "
