@@ -25,12 +25,6 @@ REASONS = {
                    "x.diagonal().sum()",
     "torch.jit": "tinygradx runs every op eagerly; call the model itself",
 }
-# lazy modules infer their sizes at the first call: left out of tinygradx, give the sizes
-REASONS.update({f"torch.nn.Lazy{name}": f"lazy modules are left out of tinygradx; give the "
-                f"sizes to nn.{name}" for name in (
-                    "Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
-                    "ConvTranspose2d", "ConvTranspose3d", "BatchNorm1d", "BatchNorm2d",
-                    "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d")})
 
 
 def not_available(name):

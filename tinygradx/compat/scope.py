@@ -57,7 +57,7 @@ RULES = (
         "torch.*_indices_copy", "torch.indices_copy", "torch.values_copy", "torch.smm",
         "torch.Tensor.smm", "torch.hsmm", "torch.dsmm", "torch.hspmm", "torch.spmm",
         "torch.saddmm", "torch.sspaddmm", "torch.Tensor.sspaddmm", "torch.segment_reduce",
-        "torch.nn.utils.prune*", "torch.nn.init.sparse", "torch.nn.init.sparse_")),
+        "torch.nn.utils.prune*")),
     (LAZY, ("torch.nn.Lazy*",)),
     (ACCELERATOR, (
         "torch.cuda.*", "torch.Tensor.cuda", "torch.Tensor.xpu", "torch.Tensor.ipu",
@@ -157,8 +157,15 @@ RULES = (
 )
 
 
+# names a rule's pattern matches that are in scope all the same: nn.init.sparse_ fills a dense
+# tensor (with a share of zeros per column), it makes no sparse tensor
+IN_SCOPE = ("torch.nn.init.sparse", "torch.nn.init.sparse_")
+
+
 def reason(name):
     """Why the PyTorch name `name` (a full name: torch.nn.LazyLinear) is left out, or ""."""
+    if name in IN_SCOPE:
+        return ""
     for why, patterns in RULES:
         if any(fnmatchcase(name, p) for p in patterns):
             return why
