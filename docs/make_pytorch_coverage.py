@@ -15,7 +15,8 @@ For every public name of the measured namespaces, as the installed torch lists t
 A test compares a name when it is (a) an op-info entry of tests/opinfo.py whose torch check runs
 (`tests/ops/test_opinfo.py::test_torch[Tensor.exp]` covers torch.Tensor.exp and the names its
 `api` lists), (b) a test of tests/compat/test_surface*.py whose parameter is the full torch name
-(`test_module[torch.nn.Linear]`), or (c) listed in ELSEWHERE below. The survey of learner code
+(`test_module[torch.nn.Linear-float64]`: the name, then anything after a character that
+cannot be in a name), or (c) listed in ELSEWHERE below. The survey of learner code
 (docs/pytorch-survey.json, written by docs/survey_pytorch_names.py) ranks the names by use.
 tests/compat/test_coverage.py fails when a committed page differs from what this writes, and
 checks each "supported" row of the committed page against the look-alike and the collected tests.
@@ -188,7 +189,7 @@ def comparing_tests():
             for n in names:
                 tests.setdefault(n, tid)
     for tid in sorted(ids):
-        m = re.search(r"\[(torch\.[\w.]+)\]$", tid)
+        m = re.search(r"\[(torch\.[\w.]+)(?:[^\w.][^\]]*)?\]$", tid)
         if m and tid.split("::")[0] in surface:
             tests[m.group(1)] = tid                    # a surface sweep names it exactly
     for name, tid in ELSEWHERE.items():

@@ -51,6 +51,25 @@ DTYPES = {
 }
 
 
+class AbsentDtype:
+    """A torch dtype tinygradx does not have (torch.bfloat16, the complex dtypes): the name
+    exists, so a script may mention it (nanoGPT's `{'bfloat16': torch.bfloat16, ...}[dtype]`),
+    and any use of it as a dtype is refused by the dtype boundary with this name
+    (`unknown dtype torch.bfloat16; use one of ...`)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"torch.{self.name}"
+
+    __str__ = __repr__
+
+
+ABSENT_DTYPES = {n: AbsentDtype(n) for n in ("bfloat16", "complex64", "complex128", "cfloat",
+                                            "cdouble", "complex32", "chalf")}
+
+
 class _LegacyTensor:
     """torch.Tensor as the look-alike shows it: isinstance and issubclass answer for
     tinygradx's Tensor, `class T(torch.Tensor)` subclasses it, attributes are the Tensor
@@ -145,8 +164,8 @@ data_ = Facade("torch.utils.data", data, dict(data_parts,
 utils = Facade("torch.utils", None, {"data": data_})
 
 torch = Facade("torch", tinygradx, dict(
-    DTYPES, nn=nn_, optim=optim_, autograd=autograd, func=func_, cuda=cuda, utils=utils,
-    Tensor=Tensor, amp=amp, cpu=cpu, distributed=distributed, backends=backends,
+    DTYPES, **ABSENT_DTYPES, nn=nn_, optim=optim_, autograd=autograd, func=func_, cuda=cuda,
+    utils=utils, Tensor=Tensor, amp=amp, cpu=cpu, distributed=distributed, backends=backends,
     autocast=amp_.autocast, GradScaler=amp_.GradScaler, compile=cpu_only.compile,
     set_float32_matmul_precision=cpu_only.set_float32_matmul_precision,
     get_float32_matmul_precision=cpu_only.get_float32_matmul_precision),

@@ -269,12 +269,17 @@ class Module(ModuleHooks):
 
     # -- state -----------------------------------------------------------------------------
     def state_dict(self):
-        """Ordered {dotted name: Tensor} of parameters and persistent buffers (shared data)."""
+        """Ordered {dotted name: Tensor} of parameters and persistent buffers (shared data), in
+        PyTorch's order: module by module, each one's own parameters, then its own buffers."""
         out = OrderedDict()
-        for name, p in self.named_parameters():
-            out[name] = p.detach()
-        for name, b in self._named_buffers("", True, persistent_only=True):
-            out[name] = b.detach()
+        seen = set()
+        for mname, m in self.named_modules():
+            for name, p in m.named_parameters(mname, recurse=False):
+                if id(p) not in seen:                     # a tied weight: its first name
+                    seen.add(id(p))
+                    out[name] = p.detach()
+            for name, b in m._named_buffers(mname, False, persistent_only=True):
+                out[name] = b.detach()
         return out
 
     def load_state_dict(self, state_dict, strict=True):
