@@ -39,6 +39,7 @@ class Case:
     random: bool = False            # training mode draws random numbers (dropout)
     grad: bool = True               # outputs are differentiable
     tol: float = 1.0                # a factor on the tolerances
+    build: object = None            # build(nn) instead of nn.<name>(*args, **kwargs)
 
 
 def _input(spec, rng):
@@ -146,6 +147,10 @@ CASES = [
     Case("MultiheadAttention", (8, 2), inputs=A((3, 2, 8), (4, 2, 8), (4, 2, 8))),
     Case("TransformerEncoderLayer", (8, 2, 16, 0.0), inputs=A((3, 2, 8))),
     Case("TransformerDecoderLayer", (8, 2, 16, 0.0), inputs=A((3, 2, 8), (4, 2, 8))),
+    Case("TransformerEncoder", inputs=A((3, 2, 8)), build=lambda nn: nn.TransformerEncoder(
+        nn.TransformerEncoderLayer(8, 2, 16, 0.0), num_layers=2, enable_nested_tensor=False)),
+    Case("TransformerDecoder", inputs=A((3, 2, 8), (4, 2, 8)), build=lambda nn:
+         nn.TransformerDecoder(nn.TransformerDecoderLayer(8, 2, 16, 0.0), num_layers=2)),
     Case("Transformer", kwargs=dict(d_model=8, nhead=2, num_encoder_layers=1,
                                     num_decoder_layers=1, dim_feedforward=16, dropout=0.0),
          inputs=A((4, 2, 8), (3, 2, 8))),
@@ -230,8 +235,11 @@ def _state(m):
 
 def _pair(case, dtype):
     """The torch module and the look-alike's, with torch's state loaded into it."""
-    theirs = getattr(torch.nn, case.name)(*case.args, **case.kwargs)
-    mine = getattr(LOOK.nn, case.name)(*case.args, **case.kwargs)
+    if case.build is not None:
+        theirs, mine = case.build(torch.nn), case.build(LOOK.nn)
+    else:
+        theirs = getattr(torch.nn, case.name)(*case.args, **case.kwargs)
+        mine = getattr(LOOK.nn, case.name)(*case.args, **case.kwargs)
     if dtype == np.float64:
         theirs, mine = theirs.double(), mine.double()
     else:
