@@ -332,7 +332,16 @@ def build(lang="en", rows=None):
                              " (op groups)" if ns == "torch.Tensor" else "")
         add(f"| {label} | {n} | {sup} | {unt} | {ref} | {left} | {_pct(sup, n)} | {met} |")
     add("")
-    out += _survey_section(_survey(), status, lang)
+    survey = _survey()
+    if survey is not None:
+        found = [n for n in survey["counts"] if n.startswith("torch.Tensor.") and n in status
+                 and status[n][2] != "left out"]
+        sup = [n for n in found if status[n][2] == "supported"]
+        add((f"调查到的学习者代码用到的 `torch.Tensor` 方法（不纳入的除外）：{len(sup)} / "
+             f"{len(found)} 支持。" if zh else
+             f"`torch.Tensor` methods the surveyed learner code uses (left-out ones aside): "
+             f"{len(sup)} of {len(found)} supported.") + "\n")
+    out += _survey_section(survey, status, lang)
     for ns in NAMESPACES:
         mine = [r for r in rows if r[0] == ns and r[2] != "left out"]
         add(f"## `{ns}`\n")
@@ -372,11 +381,14 @@ def _survey_section(survey, status, lang):
     if survey is None:
         out.append("（还没有调查数据。）\n" if zh else "(No survey yet.)\n")
         return out
-    out.append(("这些公开的教程和课程代码（每个文件按它在调查时的版本）经 "
-                "`docs/survey_pytorch_names.py` 统计 torch 名字的出现次数：" if zh else
-                "These public tutorials and course files (each at the commit read) were counted "
-                "by `docs/survey_pytorch_names.py`, which reads each file's imports and counts "
-                "every torch name it calls or reads:") + "\n")
+    out.append(("这些公开的教程和课程代码（每个文件按调查时读到的版本，只取代码，"
+                "不取说明文字和注释）经 "
+                "`docs/survey_pytorch_names.py` 统计 torch 名字的出现次数（统计结果在 "
+                "`docs/pytorch-survey.json`）：" if zh else
+                "These public tutorials and course files (each at the commit read; their code, "
+                "without the prose and comments) were counted by "
+                "`docs/survey_pytorch_names.py`, which reads each file's imports and counts every "
+                "torch name it calls or reads (the counts: `docs/pytorch-survey.json`):") + "\n")
     out.append("| 来源 | 文件 | 名字出现次数 |" if zh else "| source | files | name uses |")
     out.append("|---|---|---:|")
     for src in survey["sources"]:
