@@ -132,8 +132,9 @@ def to_array(data, dtype):
             arr = _big_ints(data, arr, dtype)
         if not isinstance(data, np.generic):
             _check_int_dtype(arr, dtype)
-        if arr.dtype == np.float64 and not isinstance(data, np.generic):
-            arr = arr.astype(np.float32)  # Python floats; numpy float64 scalars stay float64
+        if arr.dtype == np.float64 and dtype is None and not isinstance(data, np.generic):
+            arr = arr.astype(np.float32)  # Python floats (no dtype asked); numpy float64 scalars
+            # stay float64, and a dtype asked for is made from the exact values (float64 too)
         elif arr.dtype.kind in "iu" and arr.dtype != np.int64 and not isinstance(data, np.generic):
             arr = arr.astype(np.int64)
         elif arr.dtype.kind in "cmM":              # complex, datetime, timedelta
