@@ -132,12 +132,13 @@ def _x(values=(0.5, 1.5)):
     return tgx.tensor(np.array(values, dtype=np.float64), requires_grad=True)
 
 
-@pytest.mark.parametrize("eps", [float("nan"), 0.0, -1e-6, float("inf")])
+@pytest.mark.parametrize("eps", [float("nan"), 0.0, float("inf")])
 @pytest.mark.parametrize("check", [gradcheck, gradgradcheck])
 def test_bad_eps_is_a_failure(check, eps):
-    with pytest.raises(GradcheckError, match="eps must be a finite number > 0"):
+    with pytest.raises(GradcheckError, match="eps must be a finite number other than 0"):
         check(lambda a: a * a, (_x(),), eps=eps)
     assert check(lambda a: a * a, (_x(),), eps=eps, raise_exception=False) is False
+    assert check(lambda a: a * a, (_x(),), eps=-1e-6)     # a central difference, as torch
 
 
 @pytest.mark.parametrize("check", [gradcheck, gradgradcheck])

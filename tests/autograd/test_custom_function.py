@@ -244,15 +244,18 @@ class OldWrongCount(Function):
     (WrongCount, r"^wrongcount\.backward returned 2 gradients for 1 arguments"),
     (OldWrongCount, r"^oldwrongcount\.backward returned 2 gradients for 1 inputs$"),
 ])
-def test_wrong_gradient_names_the_op_and_gradcheck_returns_false(op, message):
+def test_wrong_gradient_names_the_op_even_in_gradcheck(op, message):
     x = x64(2, 3)
     with pytest.raises((OpError, RuntimeError), match=message):
         op.apply(x).sum().backward()
-    with pytest.raises((OpError, RuntimeError), match=message):
-        tgx.gradcheck(op.apply, (x,))
-    assert tgx.gradcheck(op.apply, (x,), raise_exception=False) is False
-    assert tgx.gradcheck(op.apply, (x,), fast_mode=True, raise_exception=False) is False
-    assert tgx.gradgradcheck(op.apply, (x,), raise_exception=False) is False
+    # as PyTorch's: raise_exception=False turns a mismatch into False, never the backward's
+    # own error
+    for check in (lambda: tgx.gradcheck(op.apply, (x,)),
+                  lambda: tgx.gradcheck(op.apply, (x,), raise_exception=False),
+                  lambda: tgx.gradcheck(op.apply, (x,), fast_mode=True, raise_exception=False),
+                  lambda: tgx.gradgradcheck(op.apply, (x,), raise_exception=False)):
+        with pytest.raises((OpError, RuntimeError), match=message):
+            check()
 
 
 def test_wrong_shape_under_create_graph_names_the_op():
@@ -262,7 +265,7 @@ def test_wrong_shape_under_create_graph_names_the_op():
         tgx.grad(WrongShape.apply(x).sum(), x, create_graph=True)
 
 
-def test_backward_raising_gives_false_not_a_crash():
+def test_backward_raising_goes_on_through_gradcheck():
     class Raises(Function):
         @staticmethod
         def forward(ctx, x):
@@ -273,9 +276,9 @@ def test_backward_raising_gives_false_not_a_crash():
             raise ValueError("not written yet")
 
     x = x64(3)
-    assert tgx.gradcheck(Raises.apply, (x,), raise_exception=False) is False
-    with pytest.raises(ValueError, match="not written yet"):
-        tgx.gradcheck(Raises.apply, (x,))
+    for raise_exception in (True, False):                # as PyTorch's gradcheck
+        with pytest.raises(ValueError, match="not written yet"):
+            tgx.gradcheck(Raises.apply, (x,), raise_exception=raise_exception)
 
 
 def test_agrees_with_torch():
@@ -350,9 +353,16 @@ def test_once_differentiable():
 
     x = x64(4)
     assert tgx.gradcheck(NumpyTanh.apply, (x,))
-    with pytest.raises(RuntimeError, match="numpytanh: its backward is marked "
+    # as PyTorch: a first derivative under create_graph is given; differentiating it again
+    # raises (a constant seed: it has no graph; a seed that requires grad: the delayed error)
+    (g,) = tgx.grad(NumpyTanh.apply(x).sum(), x, create_graph=True)
+    assert not g.requires_grad
+    v = tgx.ones(4, dtype="float64", requires_grad=True)
+    (g,) = tgx.grad(NumpyTanh.apply(x), x, grad_outputs=v, create_graph=True)
+    with pytest.raises(RuntimeError, match="numpytanh: trying to differentiate twice a "
+                                           "function whose backward is marked "
                                            "@once_differentiable"):
-        tgx.grad(NumpyTanh.apply(x).sum(), x, create_graph=True)
+        g.sum().backward()
     assert tgx.gradgradcheck(NumpyTanh.apply, (x,), raise_exception=False) is False
 
 

@@ -4,7 +4,8 @@ switches. The node and the walk themselves are the learner's core (`tinygradx/co
 `backprop.py` (`backward()`, `grad()`, and create_graph's carrier, which records the backward
 pass so it can be differentiated again), `custom_function.py` (the public `Function`: the node
 plus PyTorch's style), `grad_mode.py` (torch's `set_grad_enabled`, `inference_mode`), `hooks.py`
-(removable hook handles), `rng.py` (the one random generator). This file only gathers them
+(Tensor and Module hooks, removable handles), `saved_hooks.py` (torch.autograd.graph's hooks on
+saved tensors), `rng.py` (the one random generator). This file only gathers them
 with the core's names; none of them imports it back.
 """
 from __future__ import annotations
@@ -20,3 +21,5 @@ from ..core.walk import (ArrayWalk, bad_grad, check_root, grads_per_input,  # no
 from .custom_function import Function  # noqa: F401  (the public class: both styles)
 from .backprop import backward, grad  # noqa: F401
 from .grad_mode import inference_mode, set_grad_enabled  # noqa: F401
+from .saved_hooks import (disable_saved_tensors_hooks, save_on_cpu,  # noqa: F401
+                          saved_tensors_hooks)

@@ -21,10 +21,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import walk
-from .custom_function import Function
 from ..core.node import STATE, Frame, OpError, unbroadcast
 from ..core.walk import initial_grad, run_backward
 from ..core.tensor_base import TensorBase
+from .hooks import run_post_hooks
+from .saved_hooks import Restore, unpacked
 
 
 class BackwardFrame(Frame):
@@ -57,7 +58,16 @@ def backward(tensor, gradient=None, retain_graph=None, create_graph=False):
         seed = gradient if isinstance(gradient, TensorBase) else None
         run_backward([tensor], [_seed(tensor, gradient, seed)], retain_graph, carrier=GraphWalk)
     else:
-        run_backward([tensor], [initial_grad(tensor, gradient)], retain_graph)
+        run_backward([tensor], [initial_grad(tensor, gradient)], retain_graph,
+                     store=_store_grad)
+
+
+def _store_grad(t, g, owned):
+    """The array walk's leaf store, then the leaf's post-accumulate-grad hooks (only a
+    backward() accumulates: grad() runs none, as PyTorch)."""
+    walk.ArrayWalk.store(t, g, owned)
+    if t._hooks:
+        run_post_hooks(t)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
@@ -149,19 +159,22 @@ class TensorGrads:
 
 
 def _run_hooks_graph(t, g):
-    for _, hook in t._hooks:
-        replaced = hook(g)
+    for _, hook in tuple(t._hooks):         # a snapshot: hooks added meanwhile run next pass
+        replaced = hook(g)                  # (hooks.TensorHook checks what it returns)
         if replaced is not None:
             g = replaced
     return g
 
 
 def _store_grad_graph(t, g, owned):
-    """As autograd's leaf store, but .grad keeps g's graph (accumulation is an op too)."""
+    """As autograd's leaf store, but .grad keeps g's graph (accumulation is an op too); then
+    the leaf's post-accumulate-grad hooks."""
     if t._ctx is not None and not t._retain_grad:
         return
     with walk.ArrayWalk.grad_lock:          # walks in two threads may share a leaf
         t.grad = g if t.grad is None else t.grad + g
+    if t._hooks:
+        run_post_hooks(t)
 
 
 class _Recording:
@@ -176,18 +189,6 @@ class _Recording:
         return False
 
 
-class Restore(Function):
-    """An input's value from before an in-place change, with the input's gradient path:
-    forward gives the kept copy, backward passes g on to the input unchanged."""
-    op_name = "restore"
-
-    def forward(self, x, value):
-        return value
-
-    def backward(self, g):
-        return g
-
-
 def graph_view(ctx, out):
     """A copy of node `ctx` for running its `backward` on Tensors (create_graph=True): every
     saved array that is an input's array becomes that input's Tensor (or, for an input an
@@ -196,6 +197,7 @@ def graph_view(ctx, out):
     anything else (masks, indices, constants) stays as forward saved it."""
     view = object.__new__(type(ctx))
     view.parents, view.needs_input_grad, view.frame = ctx.parents, ctx.needs_input_grad, ctx.frame
+    view.graph_out = out            # a custom Function's saved output reads it (custom_function)
     carry = {}
     for p in reversed(ctx.parents):               # x * x: the first of equal inputs
         carry[id(p._data)] = p
@@ -210,7 +212,10 @@ def graph_view(ctx, out):
             return type(v)(swap(a) for a in v)
         return v
 
-    view.__dict__.update({k: swap(v) for k, v in ctx.__dict__.items()})
+    kept = ctx.__dict__
+    if type(ctx).__dict__.get("_unpacks") is not None:     # saved_tensors_hooks packed them
+        kept = unpacked(ctx, out)
+    view.__dict__.update({k: swap(v) for k, v in kept.items()})
     return view
 
 

@@ -21,14 +21,22 @@ makes one node, a `CustomNode` named after the class, that the walk treats like 
 
 - its parents are the Tensor arguments (keyword arguments are bound to their positions first,
   defaults included, as PyTorch does), `ctx.needs_input_grad` has one flag per argument;
-- `backward` gets one gradient per output (zeros for an output no gradient reached or marked
-  with `ctx.mark_non_differentiable`, None for a non-Tensor output) and returns one per argument
+- `backward` (or `vjp`, its other name) gets one gradient per output (zeros for an output no
+  gradient reached or marked with `ctx.mark_non_differentiable`, or None for those after
+  `ctx.set_materialize_grads(False)`; None for a non-Tensor output) and returns one per argument
   (None for a non-Tensor one; trailing extra Nones are allowed, as in PyTorch);
 - the array walk runs `backward` on Tensors under no_grad; create_graph=True runs it with grad
-  enabled, so a backward written with Tensor ops on `ctx.saved_tensors` is differentiated again;
+  enabled, so a backward written with Tensor ops on `ctx.saved_tensors` is differentiated again.
+  What was saved reads as PyTorch's saved tensors do there: an input is the input Tensor, an
+  output is the output Tensor of this very node (its graph included, so `Exp`'s backward
+  `g * result` has a second derivative), anything made inside forward (an intermediate, a
+  `detach()`, an attribute of ctx) is a constant;
 - several differentiable outputs hang off one hidden flat tensor (`CustomNode`'s output) through
   one `Output` node each, whose gradient is a slice of the flat one: the walk collects the
-  outputs' gradients into one buffer (gradbuf's slices) and calls `backward` once.
+  outputs' gradients into one buffer (gradbuf's slices) and calls `backward` once;
+- an input returned as it is comes back as a view of it (same memory, same version counter), an
+  input changed in place and marked with `ctx.mark_dirty` comes back as that very Tensor, with
+  the node as its new history (as `Tensor.add_` makes it).
 
 The user's `ctx` is a `FunctionCtx`, not the node, so its attributes never collide with the
 engine's (parents, frame, ...) and are freed with the node after backward.
@@ -45,6 +53,7 @@ from ..core.node import Function as Node
 from ..core.node import STATE, OpError, no_grad, unbroadcast_axes, user_line
 from ..core.fastpath import Slice, fast_backward
 from ..core.tensor_base import TensorBase
+from . import saved_hooks
 
 
 class Function(Node):
@@ -66,6 +75,11 @@ class Function(Node):
         if f:                        # the engine's apply (arrays) stays for every other class
             cls.apply = classmethod(apply)
 
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"{type(self).__name__}: a Function is applied with "
+                        f"{type(self).__name__}.apply(...), not by calling an instance "
+                        f"(PyTorch's legacy style, which it no longer runs either)")
+
 
 class FunctionCtx:
     """The `ctx` of a PyTorch-style Function: what forward leaves for backward.
@@ -76,8 +90,13 @@ class FunctionCtx:
     def __init__(self, op, needs_input_grad):
         self._op = op
         self.needs_input_grad = needs_input_grad
-        self._saved = ()
+        self._to_save = ()               # what save_for_backward was given, until apply ends
+        self._saved = None               # then: (tensor, version, output index or None, packed)
         self._non_differentiable = set()
+        self._dirty = ()
+        self._materialize = True
+        self._run = None                 # the node's view while backward records (create_graph)
+        self._freed = False
 
     def save_for_backward(self, *tensors):
         """Keep Tensors (or None) for backward; an in-place change to one of them before
@@ -87,18 +106,46 @@ class FunctionCtx:
                 raise TypeError(f"{self._op}: save_for_backward takes Tensors or None, "
                                 f"argument {i} is a {type(t).__name__}; keep other values as "
                                 f"attributes of ctx (ctx.value = ...)")
-        self._saved = tuple((t, None if t is None else t._version[0]) for t in tensors)
+        self._to_save = tensors
+
+    def _keep(self, outputs):
+        """At the end of apply: note each saved tensor's version and whether it is an output
+        (index into forward's outputs; `outputs` maps the id of what forward returned to it),
+        and hand it to this thread's pack hook (saved_tensors_hooks)."""
+        roles = [None if t is None else outputs.get(id(t)) for t in self._to_save]
+        packed = saved_hooks.pack_saved(self._to_save, roles)
+        self._saved = tuple((t, None if t is None else t._version[0], k, p)
+                            for t, k, p in zip(self._to_save, roles, packed, strict=True))
+        self._to_save = ()
 
     @property
     def saved_tensors(self):
-        for t, version in self._saved:
-            if t is not None and t._version[0] != version:
+        if self._freed:
+            raise RuntimeError(f"{self._op}: trying to read saved tensors after backward freed "
+                               f"them; pass retain_graph=True to the first backward() to read "
+                               f"them again")
+        if self._saved is None:          # read inside forward itself
+            return tuple(self._to_save)
+        out = []
+        for t, version, k, packed in self._saved:
+            if t is None:
+                out.append(None)
+                continue
+            graph = None if self._run is None or k is None else self._run.graph_output(k, t)
+            if packed is not None:       # what unpack gives, with the tensor's gradient path
+                got = packed.unpack(self._op)
+                if graph is not None and got is not graph:
+                    got = saved_hooks.Restore.apply(graph, value=got._data)
+                out.append(got)
+                continue
+            if t._version[0] != version:
                 raise RuntimeError(
                     f"{self._op}: a tensor of shape {tuple(t.shape)} saved with "
                     f"ctx.save_for_backward was modified by an in-place operation (version "
                     f"{t._version[0]}, saved at version {version}); backward needs its old "
                     f"value. Use .clone() before the in-place change.")
-        return tuple(t for t, _ in self._saved)
+            out.append(t if graph is None else graph)
+        return tuple(out)
 
     def mark_non_differentiable(self, *outputs):
         """These outputs (the Tensors forward returns) get no gradient and never require grad;
@@ -106,17 +153,18 @@ class FunctionCtx:
         self._non_differentiable.update(id(o) for o in outputs)
 
     def set_materialize_grads(self, value):
-        """PyTorch's switch for None instead of zeros for unused outputs; only True (zeros,
-        PyTorch's default) is available here."""
-        if not value:
-            raise NotImplementedError(f"{self._op}: ctx.set_materialize_grads(False) is not "
-                                      f"available; backward receives zeros for outputs no "
-                                      f"gradient reached")
+        """True (PyTorch's default): backward receives zeros for an output no gradient reached;
+        False: None for it."""
+        self._materialize = bool(value)
 
     def mark_dirty(self, *tensors):
-        """PyTorch's mark for an input changed in place by forward: refused here."""
-        raise NotImplementedError(f"{self._op}: ctx.mark_dirty (a custom op changing its input "
-                                  f"in place) is not available; return a new Tensor instead")
+        """These inputs were changed in place by forward and are returned: each comes back as
+        the same Tensor with this op as its new history, as PyTorch's in-place ops."""
+        for i, t in enumerate(tensors):
+            if not isinstance(t, TensorBase):
+                raise TypeError(f"{self._op}: mark_dirty takes Tensors, argument {i} is a "
+                                f"{type(t).__name__}")
+        self._dirty = tensors
 
 
 def _forward_args(cls, args, kwargs):
@@ -146,6 +194,7 @@ def apply(cls, *args, **kwargs):
     needs = tuple(grad_on and isinstance(a, TensorBase) and a.requires_grad for a in args)
     ctx = FunctionCtx(cls.name(), needs)
     record = True in needs
+    before = {id(a): a._version[0] for a in args if isinstance(a, TensorBase)}
     frame, start, observed = here.frame, time.perf_counter(), here.observed
     if record:                    # trace and profile see the node, not the ops inside
         here.observed = False     # (this thread's ops only: the observers stay the process's)
@@ -158,24 +207,60 @@ def apply(cls, *args, **kwargs):
                 out = cls.forward(ctx, *args, **rest)
     finally:
         here.observed = observed
-    single = not isinstance(out, (tuple, list))
-    items = (out,) if single else tuple(out)
+    single = not isinstance(out, tuple)        # a list is one (non-Tensor) output, as PyTorch
+    items = (out,) if single else out
     inputs = {id(a) for a in args if isinstance(a, TensorBase)}
-    results, diff = [], []                 # diff: positions of the differentiable outputs
+    dirty = _dirty(cls, ctx, args, items, record)
+    results, diff, roles = [], [], {}          # diff: positions of the differentiable outputs
     for k, o in enumerate(items):
         if not isinstance(o, TensorBase):
             results.append(o)
             continue
-        data = o._data.copy() if id(o) in inputs else o._data   # an input returned as is
-        r = o._op_class._from_op(data, None)
-        if id(o) not in inputs:
-            r._version = o._version       # in place on r is in place on what ctx may have saved
+        if id(o) in dirty:                     # changed in place: the input itself
+            r = o
+            roles[id(o)] = k
+        else:
+            r = o._op_class._from_op(o._data, None)
+            r._version = o._version            # in place on r is in place on what ctx saved
+            if id(o) in inputs:                # an input returned as is: a view of it
+                r._base = o if o._base is None else o._base
+            else:
+                roles[id(o)] = k
         results.append(r)
         if record and o._data.dtype.kind in "fc" and id(o) not in ctx._non_differentiable:
             diff.append(k)
+    for d in dirty.values():                   # as Tensor._inplace: the change is a version
+        d._version[0] += 1
+        d._version[1:] = [f"{cls.name()} (mark_dirty) at {user_line()}"]
     if diff:
-        _record(cls, ctx, frame, args, results, diff, time.perf_counter() - start)
+        _record(cls, ctx, frame, args, results, diff, dirty, before,
+                time.perf_counter() - start)
+        ctx._keep(roles)
     return results[0] if single else tuple(results)
+
+
+def _dirty(cls, ctx, args, items, record):
+    """The ids of the inputs forward marked dirty, checked as PyTorch checks them."""
+    inputs = {id(a) for a in args if isinstance(a, TensorBase)}
+    dirty = {id(d): d for d in ctx._dirty if id(d) in inputs}   # others: ignored, as PyTorch
+    returned = {id(o) for o in items}
+    name = cls.name()
+    for d in dirty.values():
+        if id(d) not in returned:
+            raise RuntimeError(f"{name}: a tensor of shape {tuple(d.shape)} marked with "
+                               f"ctx.mark_dirty was not returned by forward; an input changed "
+                               f"in place must be one of the outputs")
+        if not record:
+            continue
+        if d.requires_grad and d._ctx is None:
+            raise RuntimeError(f"{name}: a leaf tensor that requires grad (shape "
+                               f"{tuple(d.shape)}) was changed in place by forward "
+                               f"(ctx.mark_dirty); change a .clone(), or do it under no_grad()")
+        if d._base is not None:
+            raise RuntimeError(f"{name}: ctx.mark_dirty on a view (shape {tuple(d.shape)}) "
+                               f"inside a graph: tinygradx does not rewrite the base tensor's "
+                               f"history as PyTorch does; pass the base tensor, or a clone()")
+    return dirty
 
 
 def _node_class(cls):
@@ -188,17 +273,22 @@ def _node_class(cls):
     return node_cls
 
 
-def _record(cls, ctx, frame, args, results, diff, seconds):
+def _record(cls, ctx, frame, args, results, diff, dirty, before, seconds):
     """Make the node and hang the differentiable outputs off it."""
     node = object.__new__(_node_class(cls))
     node.frame = frame
     node.ctx = ctx
     node.positions = tuple(i for i, a in enumerate(args) if isinstance(a, TensorBase))
-    node.parents = tuple(args[i] for i in node.positions)
+    olds = {id(d): _old_self(d) for d in dirty.values()}       # a dirty input as it was
+    node.parents = tuple(olds.get(id(args[i]), args[i]) for i in node.positions)
     node.needs_input_grad = tuple(ctx.needs_input_grad[i] for i in node.positions)
     node.versions = tuple([p._version[0] for p in node.parents])
     node.outputs = tuple(None if not isinstance(r, TensorBase) else (r.shape, r._data.dtype)
                          for r in results)
+    if not ctx._materialize:
+        node.reached = set()              # the outputs a gradient reached (Output.backward)
+    node.views = [(k, results[k]._version, results[k]._version[0]) for k in diff
+                  if results[k]._base is not None and id(results[k]) not in dirty]
     if STATE.anomaly:
         node.callsite = user_line()
     if len(diff) == 1:                    # the node's output is the output itself
@@ -222,8 +312,22 @@ def _record(cls, ctx, frame, args, results, diff, seconds):
             r = results[k]
             a, b = spans[k]
             out = Output.apply(hidden, value=r._data, start=a, stop=b)
-            out._version, out._ctx.out_version = r._version, r._version[0]
+            out._ctx.out_version = r._version[0]
+            if id(r) in dirty:            # the dirty input itself takes the output's node
+                r._ctx, r.requires_grad = out._ctx, True
+                continue
+            out._version, out._base = r._version, r._base
             results[k] = out
+    for d in dirty.values():              # nodes that used d before reach its old graph
+        d._history = (d._history or []) + [(before[id(d)], olds[id(d)])]
+
+
+def _old_self(d):
+    """A dirty input as it was: its memory (now changed) and its producer, as Tensor._inplace's
+    `old`; the node's edge goes there."""
+    old = d._op_class._from_op(d._data, d._ctx)
+    old.requires_grad, old._version, old._history = d.requires_grad, d._version, d._history
+    return old
 
 
 def _observe(node, out, seconds):
@@ -242,6 +346,7 @@ class CustomNode(Function):
     def _output_grads(self, g, as_tensors):
         """One gradient per forward output from the node's output gradient g."""
         cls = self.parents[0]._op_class             # the class of the Tensors forward was given
+        reached = None if self.ctx._materialize else self.__dict__.get("reached", set())
         grads = []
         for k, meta in enumerate(self.outputs):
             if meta is None:
@@ -250,16 +355,22 @@ class CustomNode(Function):
             shape, dtype = meta
             if k == self.direct:
                 piece = g
-            elif self.spans is not None and k in self.spans:
+            elif self.spans is not None and k in self.spans and (
+                    reached is None or self.spans[k][0] in reached):
                 a, b = self.spans[k]
                 piece = g[a:b].reshape(shape)
                 if piece.dtype != dtype:
                     piece = piece.to(dtype) if as_tensors else piece.astype(dtype)
-            else:                            # not differentiable: zeros, as PyTorch
+            elif reached is not None:        # set_materialize_grads(False): None
+                grads.append(None)
+                continue
+            else:                            # not differentiable or not reached: zeros
                 piece = np.zeros(shape, dtype)
                 if as_tensors:
                     piece = cls._from_op(piece, None)
             grads.append(piece if as_tensors else cls._from_op(piece, None))
+        if reached is not None:
+            reached.clear()                  # a retained graph's next pass starts afresh
         return grads
 
     def _input_grads(self, res, as_tensors):
@@ -289,35 +400,107 @@ class CustomNode(Function):
         return tuple(out)
 
     def _rule(self):
-        if self.fn.backward is Function.backward:     # a class with forward only, as PyTorch
-            raise RuntimeError(f"{self.name()}: the Function defines no backward, so no "
-                               f"gradient flows through it; write @staticmethod backward")
-        return self.fn.backward
+        fn = self.fn
+        if fn.backward is not Function.backward:
+            return fn.backward
+        vjp = getattr(fn, "vjp", None)       # PyTorch's other name for backward
+        if vjp is not None:
+            return vjp
+        raise RuntimeError(f"{self.name()}: the Function defines no backward, so no "
+                           f"gradient flows through it; write @staticmethod backward")
 
     def backward(self, g):
         rule = self._rule()
+        for k, counter, version in self.views:
+            if counter[0] != version:
+                by = f"{counter[1]}; " if len(counter) > 1 else ""
+                raise RuntimeError(
+                    f"{self.name()}: output {k} is an input forward returned as it is (a view "
+                    f"of it), and it was changed in place since ({by}version {counter[0]}, "
+                    f"made at {version}); PyTorch forbids backward through such a view, whose "
+                    f"gradient would be wrong: return x.clone() from forward instead")
         if isinstance(g, (np.ndarray, np.generic)):     # the array walk: Tensors in no_grad
             with no_grad():
                 res = rule(self.ctx, *self._output_grads(g, False))
             return self._input_grads(res, False)
-        # create_graph=True: grad is enabled here, so the user's Tensor ops are recorded
-        return self._input_grads(rule(self.ctx, *self._output_grads(g, True)), True)
+        # create_graph=True: grad is enabled here, so the user's Tensor ops are recorded, and
+        # a saved output reads as this node's output Tensor (graph_output)
+        ctx = self.ctx
+        prev, ctx._run = ctx._run, self
+        try:
+            res = rule(ctx, *self._output_grads(g, True))
+        finally:
+            ctx._run = prev
+        return self._input_grads(res, True)
+
+    def graph_output(self, k, saved):
+        """Output k (saved: the Tensor forward returned there) as a Tensor of the graph being
+        differentiated (create_graph), or None for an output that has none (not
+        differentiable): the node's output Tensor in this walk (backprop.graph_view's
+        `graph_out`), or its slice of the hidden flat one."""
+        out = self.__dict__.get("graph_out")
+        if out is None:
+            return None
+        if k == self.direct:
+            return out
+        if self.spans is None or k not in self.spans:
+            return None
+        made = self.__dict__.setdefault("graph_outputs", {})
+        if k not in made:
+            a, b = self.spans[k]
+            made[k] = Output.apply(out, value=saved._data, start=a, stop=b)
+        return made[k]
+
+    def free(self):
+        ctx = self.__dict__.get("ctx")
+        if ctx is not None:                    # as PyTorch: saved tensors go with the graph
+            ctx._freed, ctx._saved = True, ()
+        super().free()
+
+
+class DelayedError(Function):
+    """The gradient a @once_differentiable backward returned under create_graph: its value
+    as it is, and an error if anything differentiates through it (PyTorch's DelayedError)."""
+
+    op_name = "once_differentiable"
+
+    def forward(self, x, *, message):
+        self.message = message
+        return x
+
+    def backward(self, g):
+        raise RuntimeError(self.message)
 
 
 def once_differentiable(backward):
     """PyTorch's decorator for a backward that cannot be differentiated (it leaves Tensors,
-    through numpy say): it runs under no_grad, and under create_graph=True it refuses rather
-    than hand back gradients whose own derivative would silently be zero."""
+    through numpy say): it runs under no_grad; under create_graph=True, when an incoming
+    gradient requires grad, each gradient it returns carries a node that raises when
+    differentiated ("trying to differentiate twice ..."), as PyTorch's do, instead of a
+    second derivative that would silently be zero."""
 
     @functools.wraps(backward)
     def wrapper(ctx, *grads):
-        if STATE.grad_enabled:
-            raise RuntimeError(f"{ctx._op}: its backward is marked @once_differentiable, so it "
-                               f"cannot be differentiated (create_graph=True)")
         with no_grad():
-            return backward(ctx, *grads)
+            outputs = backward(ctx, *grads)
+        if not STATE.grad_enabled or not any(isinstance(g, TensorBase) and g.requires_grad
+                                             for g in grads):
+            return outputs
+        single = not isinstance(outputs, tuple)
+        message = (f"{getattr(ctx, '_op', 'function')}: trying to differentiate twice a "
+                   f"function whose backward is marked @once_differentiable")
+        done = tuple(_delayed(o, message) for o in ((outputs,) if single else outputs))
+        return done[0] if single else done
 
     return wrapper
+
+
+def _delayed(o, message):
+    if not isinstance(o, TensorBase) or o._data.dtype.kind not in "fc":
+        return o
+    leaf = o._op_class._from_op(o._data, None)   # a stand-in leaf: no path to any input
+    leaf.requires_grad = True
+    return DelayedError.apply(leaf, message=message)
 
 
 def check_grad_shape(ctx, index, gshape, shape):
@@ -341,14 +524,24 @@ class Output(Function):
 
     def backward(self, g):
         (flat,) = self.parents
+        _reached(flat, self.start)
         if isinstance(g, (np.ndarray, np.generic)):
             return Place.__new__(Place).forward(g, size=flat.shape[0], start=self.start)
         return Place.apply(g, size=flat.shape[0], start=self.start)    # recorded
 
 
+def _reached(flat, start):
+    """Note, for a node with set_materialize_grads(False), that this output got a gradient."""
+    node = flat._ctx
+    reached = None if node is None else node.__dict__.get("reached")
+    if reached is not None:
+        reached.add(start)
+
+
 @fast_backward(Output)
 def _output_backward(ctx, g):
     """The outputs' gradients go into one shared buffer (a Slice), then one backward."""
+    _reached(ctx.parents[0], ctx.start)
     return Slice((slice(ctx.start, ctx.stop),), g.reshape(-1))
 
 

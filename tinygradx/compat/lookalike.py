@@ -12,6 +12,8 @@
                                set_grad_enabled, inference_mode, detect_anomaly
     torch.autograd.function    Function, FunctionCtx, once_differentiable (custom_function.py)
     torch.autograd.functional  tinygradx.func's jacobian, hessian, hvp, vhp
+    torch.autograd.graph       saved_tensors_hooks, save_on_cpu, disable_saved_tensors_hooks
+                               (tinygradx/autograd/saved_hooks.py)
     torch.func                 tinygradx.func: grad, grad_and_value, vjp, jvp, jacrev, jacfwd,
                                hessian, functional_call
     torch.cuda                 is_available() is False, device_count() is 0, manual_seed is a
@@ -32,7 +34,7 @@ from __future__ import annotations
 
 import tinygradx
 from tinygradx.optim import clip_grad, lr_scheduler
-from tinygradx.autograd import custom_function
+from tinygradx.autograd import custom_function, saved_hooks
 from tinygradx import data, functional, nn, optim
 from tinygradx.ops import dtypes
 from tinygradx.gradcheck import func
@@ -119,8 +121,11 @@ autograd_functional = Facade("torch.autograd.functional", None, {
 autograd_function = Facade("torch.autograd.function", None, {
     "Function": tinygradx.Function, "FunctionCtx": custom_function.FunctionCtx,
     "once_differentiable": custom_function.once_differentiable})
+autograd_graph = Facade("torch.autograd.graph", None, {
+    n: getattr(saved_hooks, n) for n in ("saved_tensors_hooks", "save_on_cpu",
+                                         "disable_saved_tensors_hooks")})
 autograd = Facade("torch.autograd", None, {
-    "function": autograd_function,
+    "function": autograd_function, "graph": autograd_graph,
     "Function": tinygradx.Function, "gradcheck": tinygradx.gradcheck,
     "gradgradcheck": tinygradx.gradgradcheck, "functional": autograd_functional,
     "grad": tinygradx.grad, "no_grad": tinygradx.no_grad, "enable_grad": tinygradx.enable_grad,
@@ -173,7 +178,7 @@ torch = Facade("torch", tinygradx, dict(
 
 MODULES = {m.__name__: m for m in (torch, nn_, functional_, init_, utils_nn, parallel, optim_,
                                    lr_scheduler_, autograd, autograd_function,
-                                   autograd_functional, func_, cuda, cuda_amp, amp, cpu,
+                                   autograd_functional, autograd_graph, func_, cuda, cuda_amp, amp, cpu,
                                    cpu_amp, distributed, backends, backends_cuda,
                                    backends_cudnn, backends_mps, utils, data_,
                                    *data_parts.values())}

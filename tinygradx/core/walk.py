@@ -223,7 +223,7 @@ def check_root(r):
 
 
 def _run_hooks(t, g):
-    for _, hook in t._hooks:
+    for _, hook in tuple(t._hooks):      # a snapshot: one added or removed meanwhile: next pass
         replaced = hook(t._op_class._from_op(g, None))
         if replaced is not None:
             g = replaced._data if isinstance(replaced, TensorBase) else np.asarray(replaced)

@@ -110,13 +110,23 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, MoreMathMethods, ConvertMe
     def __array__(self, dtype=None, copy=None):
         """np.asarray(t): the array itself (shared), or a copy when a dtype or copy asks. As in
         PyTorch, refused for a tensor that requires grad (numpy would drop its gradient)."""
-        if self.requires_grad:
+        if self.requires_grad and autograd.STATE.grad_enabled:    # as torch: fine in no_grad
             raise RuntimeError(f"numpy: a tensor that requires grad (shape {self.shape}) was "
                                f"given to numpy, which would drop its gradient; use "
                                f"t.detach() (np.asarray(t.detach()), t.detach().numpy())")
         if copy:
             return np.array(self._data, dtype=dtype, copy=True)
         return self._data if dtype is None else self._data.astype(dtype, copy=False)
+
+    def numpy(self, *, force=False):
+        """The underlying array (shared, not copied), as torch's `.numpy()`: refused on a
+        tensor that requires grad while grad mode is on (inside no_grad, a custom Function's
+        backward among them, it is given, as torch gives it); `t.detach().numpy()` or
+        `force=True` says you mean it."""
+        if self.requires_grad and not force and autograd.STATE.grad_enabled:
+            raise RuntimeError("Can't call numpy() on a Tensor that requires grad: use "
+                               "tensor.detach().numpy() instead")
+        return self._data
 
     def item(self):
         if self._data.size != 1:
@@ -138,18 +148,39 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, MoreMathMethods, ConvertMe
         return self
 
     def retain_grad(self):
-        """Keep .grad on this non-leaf tensor after backward."""
-        self._retain_grad = True
-        return self
-
-    def register_hook(self, fn):
-        """fn(grad) runs when this tensor's gradient is complete; it may return a replacement.
-        Returns a RemovableHandle (`handle.remove()`), as PyTorch."""
+        """Keep .grad on this non-leaf tensor after backward (a leaf keeps it anyway); returns
+        None, as torch's."""
         if not self.requires_grad:
-            raise RuntimeError("register_hook: the tensor does not require grad")
+            raise RuntimeError(f"retain_grad: the tensor (shape {tuple(self.shape)}) does not "
+                               f"require grad, so it has no gradient to keep")
+        if self._ctx is not None:
+            self._retain_grad = True
+
+    def register_hook(self, hook):
+        """hook(grad) runs when this tensor's gradient is complete; it may return a
+        replacement (a Tensor of the gradient's shape and dtype: anything else is refused, as
+        torch refuses it). Returns a RemovableHandle (`handle.remove()`), as PyTorch."""
+        return self._add_hook("register_hook", hook, False)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """hook(tensor) runs after backward() has added this leaf's gradient into .grad (not
+        after tgx.grad, which accumulates nothing); it must return None. Returns a
+        RemovableHandle."""
+        if self.requires_grad and self._ctx is not None:
+            raise RuntimeError(f"register_post_accumulate_grad_hook: the tensor (shape "
+                               f"{tuple(self.shape)}) is not a leaf; post-accumulate-grad hooks "
+                               f"go on leaves (use register_hook on others)")
+        return self._add_hook("register_post_accumulate_grad_hook", hook, True)
+
+    def _add_hook(self, name, hook, post):
+        if not self.requires_grad:
+            raise RuntimeError(f"{name}: cannot register a hook on a tensor (shape "
+                               f"{tuple(self.shape)}) that does not require grad")
+        if not callable(hook):
+            raise TypeError(f"{name}: the hook must be callable, got {type(hook).__name__}")
         if self._hooks is None:
             self._hooks = []
-        return hooks.add_tensor_hook(self._hooks, fn)
+        return hooks.add_tensor_hook(self._hooks, hook, post)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False):
         """Accumulate d(self)/d(leaf) into the .grad of every leaf that requires grad.
