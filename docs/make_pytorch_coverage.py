@@ -48,6 +48,7 @@ SURFACE_TESTS = "tests/compat/test_surface*.py"
 OPINFO_TESTS = "tests/ops/test_opinfo.py"
 # names compared with torch by a test outside the op-info table and the surface sweeps
 _CPU = "tests/compat/test_cpu_only.py::"
+_HOOKS = "tests/autograd/test_torch_diff_hooks.py::"
 ELSEWHERE = {
     "torch.nn.DataParallel": _CPU + "test_dataparallel_matches_torch_on_a_cpu",
     "torch.compile": _CPU + "test_compile_returns_the_model_and_computes_what_torch_compiled_"
@@ -59,6 +60,11 @@ ELSEWHERE = {
                                                  "keeps_it",
     "torch.get_float32_matmul_precision": _CPU + "test_float32_matmul_precision_is_kept_as_torch_"
                                                  "keeps_it",
+    # the autograd harness (tests/autograd/test_torch_diff_hooks.py)
+    "torch.Tensor.register_hook": _HOOKS + "test_hook_machine",
+    "torch.Tensor.register_post_accumulate_grad_hook": _HOOKS + "test_post_accumulate_grad_hooks",
+    "torch.Tensor.retain_grad": _HOOKS + "test_retain_grad_sees_the_hooked_gradient_and_"
+                                         "accumulates",
 }
 
 

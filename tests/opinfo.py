@@ -2583,7 +2583,7 @@ NOT_OPS = {
     "Tensor.is_leaf", "Tensor.grad_fn", "Tensor.numpy", "Tensor.item", "Tensor.tolist",
     # Tensor autograd bookkeeping and in-place reset
     "Tensor.backward", "Tensor.requires_grad_", "Tensor.retain_grad", "Tensor.register_hook",
-    "Tensor.register_post_accumulate_grad_hook", "Tensor.zero_",
+    "Tensor.register_post_accumulate_grad_hook", "Tensor.retains_grad", "Tensor.zero_",
     # the device (one: the CPU), layout queries, dtype names, predicates and counts
     "tgx.device", "Tensor.device", "Tensor.is_cuda", "Tensor.is_contiguous", "tgx.is_tensor",
     "tgx.numel", "tgx.int8", "tgx.int16", "tgx.long", "tgx.float", "tgx.double", "tgx.half",

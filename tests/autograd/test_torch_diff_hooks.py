@@ -195,14 +195,16 @@ def test_retain_grad_sees_the_hooked_gradient_and_accumulates():
     def call(m, hook_first, passes):
         x = leaf(m)
         y = x * 2
+        before = y.retains_grad
         if hook_first:
             y.register_hook(lambda g: g * 10)
         y.retain_grad()
         if not hook_first:
             y.register_hook(lambda g: g * 10)
+        x.retain_grad()
         for _ in range(passes):
             (y * y).sum().backward(retain_graph=True)
-        return y.grad, x.grad
+        return y.grad, x.grad, before, y.retains_grad, x.retains_grad
 
     for hook_first in (True, False):
         for passes in (1, 2):

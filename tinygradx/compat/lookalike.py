@@ -178,7 +178,7 @@ torch = Facade("torch", tinygradx, dict(
 
 MODULES = {m.__name__: m for m in (torch, nn_, functional_, init_, utils_nn, parallel, optim_,
                                    lr_scheduler_, autograd, autograd_function,
-                                   autograd_functional, autograd_graph, func_, cuda, cuda_amp, amp, cpu,
-                                   cpu_amp, distributed, backends, backends_cuda,
+                                   autograd_functional, autograd_graph, func_, cuda, cuda_amp,
+                                   amp, cpu, cpu_amp, distributed, backends, backends_cuda,
                                    backends_cudnn, backends_mps, utils, data_,
                                    *data_parts.values())}

@@ -156,6 +156,11 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, MoreMathMethods, ConvertMe
         if self._ctx is not None:
             self._retain_grad = True
 
+    @property
+    def retains_grad(self):
+        """Whether retain_grad() was called on this non-leaf tensor (False for a leaf)."""
+        return bool(self._retain_grad) and self._ctx is not None
+
     def register_hook(self, hook):
         """hook(grad) runs when this tensor's gradient is complete; it may return a
         replacement (a Tensor of the gradient's shape and dtype: anything else is refused, as
