@@ -16,6 +16,11 @@ torch's names (`tinygradx.compat`'s look-alike on one side, `torch` on the other
 - torch returns -> tinygradx returns the same structure: tensors with the same values (to
   atol/rtol), dtype and shape; numbers, strings, None, containers compared element by element.
 `both(tgx_call, torch_call)` is the same with a call written for each side.
+With `exact=True` both also hold the kinds to torch's: each container's type (a list is not a
+tuple, an OrderedDict not a dict, a named tuple its own class, by name) and the error's class
+(tinygradx's error is an instance of the built-in class torch's derives from: a ValueError for
+a ValueError, a pickle.UnpicklingError for one; torch's AssertionErrors excepted, for which any
+clear error will do).
 
 Without torch, tests marked `requires_torch` skip with the reason.
 """
@@ -96,11 +101,26 @@ def _dtype_name(x):
     return str(x.dtype).replace("torch.", "").replace("tinygradx.", "")
 
 
-def assert_equal(ours, theirs, atol=1e-6, rtol=1e-6, where="result", check_dtype=True):
-    """ours (tinygradx) equals theirs (torch) in structure, values, dtypes and shapes."""
+def _builtin_base(exc):
+    """The class of exc that tinygradx's error must share: the first of its classes defined by
+    Python itself (builtins, or pickle's UnpicklingError), not by torch."""
+    for cls in type(exc).__mro__:
+        if cls.__module__ in ("builtins", "_pickle", "pickle"):
+            return cls
+    return Exception
+
+
+def assert_equal(ours, theirs, atol=1e-6, rtol=1e-6, where="result", check_dtype=True, *,
+                 exact=False):
+    """ours (tinygradx) equals theirs (torch) in structure, values, dtypes and shapes (and
+    with exact=True in container types and error classes: see the module docstring)."""
     if isinstance(theirs, Raised):
         assert isinstance(ours, Raised), f"{where}: torch {theirs!r}; tinygradx returned {ours!r}"
         assert_clear(ours.exc)
+        base = _builtin_base(theirs.exc)
+        assert not exact or base is AssertionError or isinstance(ours.exc, base), (
+            f"{where}: tinygradx raised {type(ours.exc).__name__} ({ours.exc}), torch "
+            f"{type(theirs.exc).__name__}, a {base.__name__} ({theirs.exc})")
         return
     assert not isinstance(ours, Raised), (
         f"{where}: tinygradx {ours!r}"
@@ -118,17 +138,28 @@ def assert_equal(ours, theirs, atol=1e-6, rtol=1e-6, where="result", check_dtype
                                        err_msg=where)
         else:
             np.testing.assert_array_equal(a, b, err_msg=where)
+    elif exact and isinstance(theirs, (dict, list, tuple)) and \
+            type(ours).__name__ != type(theirs).__name__:
+        raise AssertionError(f"{where}: tinygradx gave a {type(ours).__name__}, torch a "
+                             f"{type(theirs).__name__}")
     elif isinstance(theirs, dict):
         assert isinstance(ours, dict), f"{where}: torch gave a dict, tinygradx {type(ours)}"
         assert list(ours) == list(theirs), f"{where}: keys {list(ours)}, torch {list(theirs)}"
         for k in theirs:
-            assert_equal(ours[k], theirs[k], atol, rtol, f"{where}[{k!r}]", check_dtype)
+            assert_equal(ours[k], theirs[k], atol, rtol, f"{where}[{k!r}]", check_dtype,
+                         exact=exact)
     elif isinstance(theirs, (list, tuple)):
         assert isinstance(ours, (list, tuple)), f"{where}: torch gave {type(theirs).__name__}, " \
                                                 f"tinygradx {type(ours).__name__}"
         assert len(ours) == len(theirs), f"{where}: {len(ours)} items, torch {len(theirs)}"
         for i, (a, b) in enumerate(zip(ours, theirs, strict=True)):
-            assert_equal(a, b, atol, rtol, f"{where}[{i}]", check_dtype)
+            assert_equal(a, b, atol, rtol, f"{where}[{i}]", check_dtype, exact=exact)
+    elif isinstance(theirs, np.ndarray):              # a numpy array passed through as it is
+        assert isinstance(ours, np.ndarray), f"{where}: torch gave an ndarray, tinygradx " \
+                                             f"{type(ours).__name__}"
+        assert ours.dtype == theirs.dtype and ours.shape == theirs.shape, (
+            f"{where}: {ours.dtype} {ours.shape}, torch {theirs.dtype} {theirs.shape}")
+        np.testing.assert_array_equal(ours, theirs, err_msg=where)
     elif isinstance(theirs, float) and np.isnan(theirs):
         assert isinstance(ours, float) and np.isnan(ours), f"{where}: {ours!r}, torch nan"
     elif isinstance(theirs, (bool, int, float, str, type(None))):
@@ -139,15 +170,16 @@ def assert_equal(ours, theirs, atol=1e-6, rtol=1e-6, where="result", check_dtype
         assert ours == theirs, f"{where}: {ours!r}, torch {theirs!r}"
 
 
-def both(tgx_call, torch_call, atol=1e-6, rtol=1e-6, check_dtype=True):
+def both(tgx_call, torch_call, atol=1e-6, rtol=1e-6, check_dtype=True, *, exact=False):
     """Run each call; hold tinygradx's outcome to torch's (see the module docstring). Returns
     (ours, theirs) for further checks."""
     theirs = run(torch_call)
     ours = run(tgx_call)
-    assert_equal(ours, theirs, atol, rtol, check_dtype=check_dtype)
+    assert_equal(ours, theirs, atol, rtol, check_dtype=check_dtype, exact=exact)
     return ours, theirs
 
 
-def same(call, atol=1e-6, rtol=1e-6, check_dtype=True):
+def same(call, atol=1e-6, rtol=1e-6, check_dtype=True, *, exact=False):
     """both() with one call written against torch's names: call(namespace)."""
-    return both(lambda: call(lookalike()), lambda: call(torch), atol, rtol, check_dtype)
+    return both(lambda: call(lookalike()), lambda: call(torch), atol, rtol, check_dtype,
+                exact=exact)

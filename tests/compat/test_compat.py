@@ -118,7 +118,7 @@ ATTRIBUTES = [
     ("torch.optim.LBFGS", "torch.optim.LBFGS"),
     ("torch.optim.lr_scheduler.CyclicLR", "torch.optim.lr_scheduler.CyclicLR"),
     ("torch.cuda.graphs", "torch.cuda.graphs"),
-    ("torch.utils.data.WeightedRandomSampler", "torch.utils.data.WeightedRandomSampler"),
+    ("torch.utils.data.IterDataPipe", "torch.utils.data.IterDataPipe"),
     ("torch.utils.checkpoint", "torch.utils.checkpoint"),
     ("torch.__version__", "torch.__version__"),
 ]

@@ -49,9 +49,9 @@ def test_default_collate_matches_torch(batch):
 def test_default_collate_of_tensors_and_bad_input():
     out = data.default_collate([tgx.ones(2), tgx.zeros(2)])
     assert out.shape == (2, 2)
-    with pytest.raises(TypeError, match="cannot batch elements of type object"):
+    with pytest.raises(TypeError, match="found object"):
         data.default_collate([object(), object()])
-    with pytest.raises(ValueError, match="equal size"):
+    with pytest.raises(RuntimeError, match="equal size"):
         data.default_collate([[1, 2], [3]])
 
 
@@ -96,7 +96,7 @@ def test_random_split_sizes_match_torch():
         theirs = random_split(range(n), lengths, generator=torch.Generator().manual_seed(0))
         assert [len(s) for s in mine] == [len(s) for s in theirs]
         assert sorted(i for s in mine for i in s) == list(range(n))
-    with pytest.raises(ValueError, match="sum to the dataset's length 10"):
+    with pytest.raises(ValueError, match="does not equal the length of the input dataset 10"):
         data.random_split(range(10), [5, 4])
 
 
@@ -116,7 +116,7 @@ def test_samplers_iterable_datasets_and_the_rest():
                                                                              [3, 4, 5], [6]]
     assert [b.tolist() for b in data.DataLoader(Stream(), batch_size=3, drop_last=True)] == \
         [[0, 1, 2], [3, 4, 5]]
-    with pytest.raises(ValueError, match="IterableDataset takes no shuffle"):
+    with pytest.raises(ValueError, match="expected unspecified shuffle"):
         data.DataLoader(Stream(), shuffle=True)
     sampler = data.BatchSampler(data.SequentialSampler(Squares()), 2, drop_last=False)
     assert list(sampler) == [[0, 1], [2, 3], [4]] and len(sampler) == 3

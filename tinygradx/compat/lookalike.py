@@ -23,7 +23,9 @@
     torch.nn.parallel,         imported and set freely, refused by name where something would
     torch.backends, compile    have to run that cannot run here
     torch.amp, torch.cuda.amp  GradScaler and autocast (amp.py)
-    torch.utils.data           tinygradx.data (Dataset, DataLoader, random_split, ...)
+    torch.utils.data           tinygradx.data (Dataset, DataLoader, random_split, ...), with
+                               its submodules .dataset, .sampler, .dataloader, .distributed
+                               and ._utils.collate
     torch.Tensor               tinygradx.Tensor for isinstance and subclassing checks; called,
                                torch's legacy constructor (FloatTensor: sizes or data)
 
@@ -36,6 +38,7 @@ import tinygradx
 from tinygradx.optim import clip_grad, lr_scheduler
 from tinygradx.autograd import custom_function, saved_hooks
 from tinygradx import data, functional, nn, optim
+from tinygradx.data import collate
 from tinygradx.ops import dtypes
 from tinygradx.gradcheck import func
 from tinygradx.nn import init
@@ -164,6 +167,10 @@ data_parts = {part: Facade(f"torch.utils.data.{part}", data, only=names)
               for part, names in DATA_PARTS.items()}
 data_parts["distributed"] = Facade("torch.utils.data.distributed", None, {
     "DistributedSampler": cpu_only.DistributedSampler})
+# `from torch.utils.data._utils.collate import default_collate` (older scripts, and collate
+# functions that extend torch's): tinygradx/data/collate.py
+data_parts["_utils"] = Facade("torch.utils.data._utils", None, {
+    "collate": Facade("torch.utils.data._utils.collate", collate)})
 data_ = Facade("torch.utils.data", data, dict(data_parts,
                                               DistributedSampler=cpu_only.DistributedSampler))
 utils = Facade("torch.utils", None, {"data": data_})
@@ -181,4 +188,4 @@ MODULES = {m.__name__: m for m in (torch, nn_, functional_, init_, utils_nn, par
                                    autograd_functional, autograd_graph, func_, cuda, cuda_amp,
                                    amp, cpu, cpu_amp, distributed, backends, backends_cuda,
                                    backends_cudnn, backends_mps, utils, data_,
-                                   *data_parts.values())}
+                                   *data_parts.values(), data_parts["_utils"].collate)}
