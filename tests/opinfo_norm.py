@@ -390,3 +390,164 @@ for _name, _lo, _hi in (("dropout1d", 2, 3), ("dropout2d", 4, 4), ("dropout3d", 
                torch_op=(lambda x, _tf=_tf, **kw: _tf(x, **kw)) if torch else None,
                torch_reason="torch is not installed", ref=lambda x, **kw: x,
                samples=_eval_family(_lo, _hi)))
+
+
+# ------------------------------------------------------------------------------------------
+# torch.nn.utils.rnn and a PackedSequence through nn.RNN / GRU / LSTM
+# ------------------------------------------------------------------------------------------
+
+def _rnn_utils(torch_side):
+    return torch.nn.utils.rnn if torch_side else tgx.nn.utils.rnn
+
+
+def np_pad_sequence(*seqs, batch_first=False, padding_value=0.0, padding_side="right"):
+    T = max(s.shape[0] for s in seqs)
+    out = np.full((len(seqs), T) + seqs[0].shape[1:], padding_value, np.float64)
+    for i, s in enumerate(seqs):
+        if padding_side == "right":
+            out[i, :s.shape[0]] = s
+        else:
+            out[i, T - s.shape[0]:] = s
+    return out if batch_first else out.swapaxes(0, 1)
+
+
+def _pad_sequence_op(torch_side=False):
+    return lambda *seqs, **kw: _rnn_utils(torch_side).pad_sequence(list(seqs), **kw)
+
+
+def _pad_sequence_family(draw, dt):
+    rest = tuple(draw(st.integers(1, 3)) for _ in range(draw(st.integers(0, 2))))
+    seqs = tuple(array(draw, (draw(st.integers(0, 4)),) + rest, dt)
+                 for _ in range(draw(st.integers(1, 4))))
+    return Sample(seqs, {"batch_first": draw(st.booleans()),
+                         "padding_value": draw(st.sampled_from((0.0, -1.5))),
+                         "padding_side": draw(st.sampled_from(("right", "left")))})
+
+
+def _padded_batch(draw, dt, feature=None):
+    """A padded batch (T, B, *) or (B, T, *) with lengths in 1..T, sorted or not."""
+    B, T = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    rest = (feature,) if feature else tuple(draw(st.integers(1, 3)) for _ in range(
+        draw(st.integers(0, 1))))
+    lengths = np.array([draw(st.integers(1, T)) for _ in range(B)], np.int64)
+    lengths[draw(st.integers(0, B - 1))] = T                 # the longest fills the batch
+    sort = draw(st.booleans())
+    if sort:
+        lengths = np.sort(lengths)[::-1].copy()
+    batch_first = draw(st.booleans())
+    x = array(draw, ((B, T) if batch_first else (T, B)) + rest, dt)
+    return x, {"lengths": lengths, "batch_first": batch_first, "enforce_sorted": sort}
+
+
+def _pack_op(torch_side=False, part="data"):
+    def op(x, lengths, batch_first, enforce_sorted):
+        p = _rnn_utils(torch_side).pack_padded_sequence(x, lengths, batch_first, enforce_sorted)
+        if part == "data":
+            return p.data
+        return (p.batch_sizes,) + ((p.sorted_indices, p.unsorted_indices)
+                                   if p.sorted_indices is not None else ())
+    return op
+
+
+def np_pack(x, lengths, batch_first, enforce_sorted):
+    x = x.swapaxes(0, 1) if batch_first else x                   # (T, B, *)
+    order = np.arange(len(lengths)) if enforce_sorted else np.argsort(-lengths, kind="stable")
+    return np.concatenate([x[t, [b for b in order if lengths[b] > t]]
+                           for t in range(lengths.max())])
+
+
+def _pad_packed_op(torch_side=False):
+    def op(x, lengths, batch_first, enforce_sorted, total_extra, padding_value):
+        R = _rnn_utils(torch_side)
+        p = R.pack_padded_sequence(x, lengths, batch_first, enforce_sorted)
+        return R.pad_packed_sequence(p, batch_first, padding_value,
+                                     total_length=int(lengths.max()) + total_extra)[0]
+    return op
+
+
+def np_pad_packed(x, lengths, batch_first, enforce_sorted, total_extra, padding_value):
+    xt = x.swapaxes(0, 1) if batch_first else x                  # (T, B, *)
+    T = int(lengths.max()) + total_extra
+    out = np.full((T,) + xt.shape[1:], padding_value, np.float64)
+    for b, n in enumerate(lengths):
+        out[:n, b] = xt[:n, b]
+    return out.swapaxes(0, 1) if batch_first else out
+
+
+def _pack_family(draw, dt):
+    x, kw = _padded_batch(draw, dt)
+    return Sample((x,), kw)
+
+
+def _pad_packed_family(draw, dt):
+    x, kw = _padded_batch(draw, dt)
+    kw.update(total_extra=draw(st.integers(0, 2)),
+              padding_value=draw(st.sampled_from((0.0, 2.5))))
+    return Sample((x,), kw)
+
+
+_NO_GRAD_INTS = "batch sizes and permutations are integers"
+add(
+    OpInfo("nn.utils.rnn.pad_sequence", _pad_sequence_op(),
+           torch_op=_pad_sequence_op(True) if torch else None,
+           torch_reason="torch is not installed", ref=np_pad_sequence,
+           samples=family(_pad_sequence_family)),
+    OpInfo("nn.utils.rnn.pack_padded_sequence", _pack_op(),
+           torch_op=(lambda x, lengths, **kw: _pack_op(True)(
+               x, lengths.numpy().tolist(), **kw)) if torch else None,
+           torch_reason="torch is not installed", ref=np_pack, samples=family(_pack_family)),
+    OpInfo("nn.utils.rnn.pack_padded_sequence[batch_sizes]", _pack_op(part="sizes"),
+           torch_op=_pack_op(True, "sizes") if torch else None,
+           torch_reason="torch is not installed", samples=family(_pack_family),
+           grad=False, grad_reason=_NO_GRAD_INTS),
+    OpInfo("nn.utils.rnn.pad_packed_sequence", _pad_packed_op(),
+           torch_op=_pad_packed_op(True) if torch else None,
+           torch_reason="torch is not installed", ref=np_pad_packed,
+           samples=family(_pad_packed_family)),
+)
+
+
+def _packed_rnn_op(cls, torch_side=False):
+    """op(x, [h0 | h0, c0], *params, ctor, lengths, batch_first, enforce_sorted, _n): the padded
+    batch packed, run through the module (parameters given), and padded again; returns the
+    padded output and the final states (in the caller's order)."""
+    def op(*tensors, ctor, lengths, batch_first, enforce_sorted, _n):
+        ns = torch if torch_side else tgx
+        R = _rnn_utils(torch_side)
+        m = getattr(ns.nn, cls)(**ctor).to(tensors[0].dtype)
+        names = [n for n, _ in m.named_parameters()]
+        x, states, params = tensors[0], tensors[1:_n], tensors[_n:]
+        packed = R.pack_padded_sequence(x, lengths, batch_first, enforce_sorted)
+        hx = None if not states else (tuple(states) if cls == "LSTM" else states[0])
+        out, h = ns.func.functional_call(m, dict(zip(names, params, strict=True)), (packed, hx))
+        padded = R.pad_packed_sequence(out, batch_first)[0]
+        return (padded,) + (h if isinstance(h, tuple) else (h,))
+    return op
+
+
+def _packed_rnn_family(cls):
+    def build(draw, dt):
+        H, D_in = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+        x, kw = _padded_batch(draw, dt, feature=D_in)
+        ctor = {"input_size": D_in, "hidden_size": H, "num_layers": draw(st.integers(1, 2)),
+                "bias": draw(st.booleans()), "batch_first": kw["batch_first"],
+                "bidirectional": draw(st.booleans())}
+        if cls == "RNN":
+            ctor["nonlinearity"] = draw(st.sampled_from(("tanh", "relu")))
+        inputs = (x,)
+        if draw(st.booleans()):
+            B = x.shape[0] if kw["batch_first"] else x.shape[1]
+            hs = (ctor["num_layers"] * (1 + ctor["bidirectional"]), B, H)
+            inputs += tuple(array(draw, hs, dt) for _ in range(1 + (cls == "LSTM")))
+        kw.update(ctor=ctor, _n=len(inputs))
+        m = getattr(tgx.nn, cls)(**ctor)
+        params = tuple(array(draw, p.shape, dt, -0.6, 0.6) for p in m.parameters())
+        return Sample(inputs + params, kw)
+    return build
+
+
+for _cls in ("RNN", "GRU", "LSTM"):
+    add(OpInfo(f"nn.{_cls}[packed]", _packed_rnn_op(_cls),
+               torch_op=_packed_rnn_op(_cls, True) if torch else None,
+               torch_reason="torch is not installed",
+               samples=family(_packed_rnn_family(_cls)), api=()))

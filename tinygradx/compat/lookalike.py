@@ -5,6 +5,7 @@
     torch.nn.functional        tinygradx.functional
     torch.nn.init              tinygradx.nn.init (tinygradx/nn/init.py)
     torch.nn.utils             tinygradx.optim.clip_grad: clip_grad_norm_, clip_grad_value_
+    torch.nn.utils.rnn         tinygradx.nn.utils.rnn: pad_sequence, PackedSequence, ...
     torch.optim                tinygradx.optim
     torch.optim.lr_scheduler   tinygradx.optim.lr_scheduler (tinygradx/optim/lr_scheduler.py)
     torch.autograd             Function (tinygradx.Function: PyTorch's static style works),
@@ -42,6 +43,7 @@ from tinygradx.data import collate
 from tinygradx.ops import dtypes
 from tinygradx.gradcheck import func
 from tinygradx.nn import init
+from tinygradx.nn import utils as nn_utils
 
 from . import amp as amp_, cpu_only
 from .facade import Facade
@@ -109,7 +111,8 @@ Tensor = _LegacyTensor()
 
 functional_ = Facade("torch.nn.functional", functional)
 init_ = Facade("torch.nn.init", init)
-utils_nn = Facade("torch.nn.utils", clip_grad)
+rnn_utils = Facade("torch.nn.utils.rnn", nn_utils.rnn)
+utils_nn = Facade("torch.nn.utils", clip_grad, {"rnn": rnn_utils})
 parallel = Facade("torch.nn.parallel", None, {
     "DataParallel": cpu_only.DataParallel,
     "DistributedDataParallel": cpu_only.DistributedDataParallel})
@@ -183,7 +186,8 @@ torch = Facade("torch", tinygradx, dict(
     get_float32_matmul_precision=cpu_only.get_float32_matmul_precision),
     doc="tinygradx under PyTorch's names (tinygradx.compat); not PyTorch.")
 
-MODULES = {m.__name__: m for m in (torch, nn_, functional_, init_, utils_nn, parallel, optim_,
+MODULES = {m.__name__: m for m in (torch, nn_, functional_, init_, utils_nn, rnn_utils,
+                                   parallel, optim_,
                                    lr_scheduler_, autograd, autograd_function,
                                    autograd_functional, autograd_graph, func_, cuda, cuda_amp,
                                    amp, cpu, cpu_amp, distributed, backends, backends_cuda,

@@ -25,6 +25,7 @@ from ..tensor.creation import cat, stack, zeros
 from .module import Module, Parameter
 from ..tensor import Tensor
 from .layers import uniform_table
+from .utils.rnn import PackedSequence
 
 __all__ = ["RNN", "GRU", "LSTM", "RNNCell", "GRUCell", "LSTMCell"]
 
@@ -112,6 +113,8 @@ class RNNBase(Module):
 
     def forward(self, input, hx=None):
         cls = type(self).__name__
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         if not isinstance(input, Tensor) or input.ndim not in (2, 3):
             raise OpError(f"{cls}: expected a 2-d (unbatched) or 3-d input Tensor, got "
                           f"{getattr(input, 'shape', type(input).__name__)}")
@@ -156,6 +159,88 @@ class RNNBase(Module):
             return output, h_n
         c_n = stack(c_n, dim=0)
         return output, (h_n, c_n.squeeze(1) if unbatched else c_n)
+
+    # -- a PackedSequence: each sequence runs for its own length ---------------------------
+    def _direction_packed(self, k, x, batch_sizes, h0, c0, reverse):
+        """One layer, one direction over packed rows x (sum of lengths, D_in), batch_sizes[t]
+        sequences running at step t (longest first) -> (rows (same, H), h_last, c_last), the
+        last state of each sequence, in its order. Forward, a sequence that ends leaves the
+        running batch (its state is kept); backward, each starts at its own last step from
+        its initial state, joining the batch as it goes back."""
+        names = self._names[k]
+        w_ih, w_hh = getattr(self, names[0]), getattr(self, names[1])
+        b_ih, b_hh = (getattr(self, names[2]), getattr(self, names[3])) if self.bias else \
+            (None, None)
+        xw = F.linear(x, w_ih, b_ih)                           # every step's input part at once
+        starts = np.concatenate([[0], np.cumsum(batch_sizes)]).tolist()
+        lstm, steps = self.mode == "LSTM", len(batch_sizes)
+        outs = [None] * steps
+        if not reverse:
+            h, c, ended = h0, c0, []
+            for t in range(steps):
+                n = batch_sizes[t]
+                if n < h.shape[0]:                             # sequences n.. ended at t - 1
+                    ended.append((h[n:], c[n:] if lstm else None))
+                    h, c = h[:n], (c[:n] if lstm else None)
+                h, c = _step(self.mode, xw[starts[t]:starts[t + 1]], h, c, w_hh, b_hh)
+                outs[t] = h
+            ended.append((h, c))                               # the longest sequences
+            h = cat([e[0] for e in reversed(ended)], dim=0)    # (B, H), in batch order
+            c = cat([e[1] for e in reversed(ended)], dim=0) if lstm else None
+        else:
+            n = batch_sizes[-1]
+            h, c = h0[:n], (c0[:n] if lstm else None)
+            for t in range(steps - 1, -1, -1):
+                n = batch_sizes[t]
+                if n > h.shape[0]:                             # sequences ending at t join
+                    h = cat([h, h0[h.shape[0]:n]], dim=0)
+                    c = cat([c, c0[c.shape[0]:n]], dim=0) if lstm else None
+                h, c = _step(self.mode, xw[starts[t]:starts[t + 1]], h, c, w_hh, b_hh)
+                outs[t] = h
+        return cat(outs, dim=0), h, c
+
+    def _forward_packed(self, packed, hx):
+        cls = type(self).__name__
+        data, batch_sizes, sorted_indices, unsorted_indices = packed
+        if not isinstance(data, Tensor) or data.ndim != 2 or data.shape[-1] != self.input_size:
+            raise OpError(f"{cls}: a PackedSequence's data must be (steps, input_size="
+                          f"{self.input_size}), got {getattr(data, 'shape', None)}")
+        sizes = [int(n) for n in np.asarray(batch_sizes.detach().numpy() if isinstance(
+            batch_sizes, Tensor) else batch_sizes).tolist()]
+        D, H, B = 1 + self.bidirectional, self.hidden_size, sizes[0] if sizes else 0
+        lstm = self.mode == "LSTM"
+        h0, c0 = (hx if hx is not None else (None, None)) if lstm else (hx, None)
+        want = (D * self.num_layers, B, H)
+        states = []
+        for s in (h0, c0) if lstm else (h0,):
+            if s is None:
+                s = zeros(*want, dtype=data.dtype)
+            else:
+                if tuple(s.shape) != want:
+                    raise OpError(f"{cls}: initial state has shape {tuple(s.shape)}, expected "
+                                  f"{want} (num_layers * directions, batch, hidden_size)")
+                if sorted_indices is not None:                 # the caller's order -> sorted
+                    s = s.index_select(1, sorted_indices)
+            states.append(s)
+        x, h_n, c_n = data, [], []
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(D):
+                k = layer * D + d
+                out, h, c = self._direction_packed(k, x, sizes, states[0][k],
+                                                   states[1][k] if lstm else None,
+                                                   reverse=d == 1)
+                outs.append(out)
+                h_n.append(h)
+                c_n.append(c)
+            x = outs[0] if D == 1 else cat(outs, dim=-1)       # (steps, D*H)
+            if self.dropout and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, self.training)
+        finals = [stack(h_n, dim=0)] + ([stack(c_n, dim=0)] if lstm else [])  # (D*layers, B, H)
+        if unsorted_indices is not None:                       # back to the caller's order
+            finals = [f.index_select(1, unsorted_indices) for f in finals]
+        output = PackedSequence(x, batch_sizes, sorted_indices, unsorted_indices)
+        return (output, (finals[0], finals[1])) if lstm else (output, finals[0])
 
     def extra_repr(self):
         s = f"{self.input_size}, {self.hidden_size}"
