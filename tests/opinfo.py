@@ -2595,7 +2595,7 @@ NOT_OPS = {
     "tgx.allclose", "tgx.equal",
     # a generator, a dtype predicate, saving (tests/tensor/test_torch_idioms.py)
     "tgx.Generator", "tgx.is_floating_point", "tgx.save", "tgx.load",
-}
+} | opinfo_ops.NOT_OPS
 
 
 def work_order():

@@ -9,10 +9,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from hypothesis import strategies as st
 
 import tinygradx as tgx
-from opinfo import (ALL, _f64, BOOL, I64, NUMERIC, OpInfo, S, Sample, _int_float,
-                    add, array, broadcast_shapes, binary, family, torch, unary)
+from opinfo import (ALL, F64, _f64, _mm_samples, BOOL, I64, NUMERIC, OpInfo, S, Sample, _int_float,
+                    add, array, broadcast_shapes, binary, family, shape, torch, unary)
 
 _NOGRAD = "not differentiable (bool or integer result)"
 _NODERIV = ("torch has no derivative for it (its backward raises; ours too: "
@@ -216,3 +217,163 @@ for _m, _ref in (("signbit", _numeric(np.signbit)), ("isposinf", _numeric(np.isp
                  ("isneginf", _numeric(np.isneginf)), ("isreal", lambda x: np.ones(x.shape, bool))):
     add(*_both(_m, _ref, unary(), dtypes=ALL, grad=False, grad_reason=_NOGRAD,
                fixed=(S([0.0, -0.0, np.inf, -np.inf, np.nan, -2.0], desc="special"),)))
+
+
+# --- torch's other spellings (tensor/aliases.py): products by rank, fused add* forms, ... ----
+def _np_inner(a, b):
+    return a * b if a.ndim == 0 or b.ndim == 0 else np.inner(a, b)
+
+
+def _inner_family():
+    def build(draw, dt):
+        k = draw(st.integers(0, 3))
+        sa = shape(draw, 0, 2) + (k,) if draw(st.integers(0, 4)) else ()
+        sb = shape(draw, 0, 2) + (k,) if sa else shape(draw, 0, 2)
+        return Sample((array(draw, sa, dt), array(draw, sb, dt)))
+    return family(build)
+
+
+def _fused_family(kind):
+    """(input, a, b) and beta/alpha for addmv, addr, baddbmm, addbmm."""
+    def build(draw, dt):
+        b, n, m, p = (draw(st.integers(1, 3)) for _ in range(4))
+        a_shape, b_shape, out = {"addmv": ((n, m), (m,), (n,)),
+                                 "addr": ((n,), (p,), (n, p)),
+                                 "baddbmm": ((b, n, m), (b, m, p), (b, n, p)),
+                                 "addbmm": ((b, n, m), (b, m, p), (n, p))}[kind]
+        inp = out[draw(st.integers(0, len(out))):]          # a suffix: it broadcasts
+        beta, alpha = draw(st.sampled_from(((1, 1), (0.5, -2.0), (0, 1))))
+        return Sample((array(draw, inp, dt), array(draw, a_shape, dt), array(draw, b_shape, dt)),
+                      {"beta": beta, "alpha": alpha})
+    return family(build)
+
+
+def _np_fused(kind):
+    def ref(x, a, b, beta=1, alpha=1):
+        prod = {"addmv": lambda: a @ b, "addr": lambda: np.outer(a, b),
+                "baddbmm": lambda: a @ b, "addbmm": lambda: (a @ b).sum(0)}[kind]()
+        return alpha * prod if beta == 0 else alpha * prod + beta * x
+    return ref
+
+
+def _addc_family():
+    def build(draw, dt):
+        shapes = broadcast_shapes(draw, 3)
+        return Sample((array(draw, shapes[0], dt), array(draw, shapes[1], dt),
+                       array(draw, shapes[2], dt, low=0.5, high=2)),
+                      {"value": draw(st.sampled_from((1, 0.5, -2.0)))})
+    return family(build)
+
+
+_PRODUCTS = [
+    # name, samples, numpy reference
+    ("mm", _mm_samples(2, 2), np.matmul), ("mv", _mm_samples(2, 1), np.matmul),
+    ("dot", _mm_samples(1, 1), np.dot), ("vdot", _mm_samples(1, 1), np.dot),
+    ("inner", _inner_family(), _np_inner), ("ger", _mm_samples(1, 1), np.outer),
+    ("outer", _mm_samples(1, 1), np.outer),
+]
+for _m, _s, _ref in _PRODUCTS:
+    add(OpInfo(f"Tensor.{_m}", _method(_m), ref=_ref, samples=_s))
+for _m in ("inner", "ger", "vdot"):
+    add(OpInfo(f"tgx.{_m}", getattr(tgx, _m), torch_op=_torch_fn(_m), ref=dict(
+        (p[0], p[2]) for p in _PRODUCTS)[_m], samples=dict((p[0], p[1]) for p in _PRODUCTS)[_m]))
+add(OpInfo("Tensor.bmm", _method("bmm"), ref=np.matmul, samples=family(
+    lambda d, dt: Sample(tuple(array(d, s, dt) for s in ((2, 3, 1), (2, 1, 4)))))))
+for _m in ("addmv", "addr", "baddbmm", "addbmm"):
+    add(OpInfo(f"Tensor.{_m}", (lambda m: lambda x, a, b, **kw: getattr(x, m)(a, b, **kw))(_m),
+               ref=_np_fused(_m), samples=_fused_family(_m)),
+        OpInfo(f"tgx.{_m}", getattr(tgx, _m), torch_op=(lambda m: lambda x, a, b, **kw: getattr(
+            torch, m)(x, a, b, **kw))(_m), ref=_np_fused(_m), samples=_fused_family(_m)))
+for _m, _f in (("addcmul", np.multiply), ("addcdiv", np.divide)):
+    _r = (lambda f: lambda x, a, b, value=1: x + value * f(a, b))(_f)
+    add(OpInfo(f"Tensor.{_m}", (lambda m: lambda x, a, b, **kw: getattr(x, m)(a, b, **kw))(_m),
+               ref=_r, samples=_addc_family()),
+        OpInfo(f"tgx.{_m}", getattr(tgx, _m), torch_op=(lambda m: lambda x, a, b, **kw: getattr(
+            torch, m)(x, a, b, **kw))(_m), ref=_r, samples=_addc_family()))
+for _m, _f in (("greater", np.greater), ("greater_equal", np.greater_equal),
+               ("less", np.less), ("less_equal", np.less_equal), ("not_equal", np.not_equal),
+               ("logical_and", np.logical_and), ("logical_or", np.logical_or),
+               ("logical_xor", np.logical_xor)):
+    add(OpInfo(f"Tensor.{_m}", _method(_m), ref=_f, samples=binary(), dtypes=ALL, grad=False,
+               grad_reason=_NOGRAD))
+for _m, _f in (("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_or),
+               ("bitwise_xor", np.bitwise_xor)):
+    add(OpInfo(f"Tensor.{_m}", _method(_m), ref=_f, samples=binary(), dtypes=(I64, BOOL),
+               grad=False, grad_reason=_NOGRAD))
+add(
+    OpInfo("Tensor.logical_not", _method("logical_not"), ref=np.logical_not, samples=unary(),
+           dtypes=ALL, grad=False, grad_reason=_NOGRAD),
+    OpInfo("Tensor.bitwise_not", _method("bitwise_not"), ref=np.invert, samples=unary(),
+           dtypes=(I64, BOOL), grad=False, grad_reason=_NOGRAD),
+    OpInfo("Tensor.clamp_min", _method("clamp_min", 0.5), ref=lambda x: np.maximum(x, 0.5),
+           samples=unary(avoid=(0.5,))),
+    OpInfo("Tensor.clamp_max", _method("clamp_max", 0.5), ref=lambda x: np.minimum(x, 0.5),
+           samples=unary(avoid=(0.5,))),
+    OpInfo("Tensor.where", lambda x, y, cond: x.where(cond, y),
+           ref=lambda x, y, cond: np.where(cond, x, y), samples=family(lambda d, dt: Sample(
+               (array(d, (2, 3), dt), array(d, (3,), dt)),
+               {"cond": array(d, (2, 1), BOOL)}))),
+    OpInfo("Tensor.tile", _method("tile", (2, 1)), ref=lambda x: np.tile(x, (2, 1)),
+           samples=unary(), dtypes=ALL),
+    OpInfo("tgx.tile", lambda x: tgx.tile(x, (1, 2, 1, 2)), torch_op=lambda x: torch.tile(
+        x, (1, 2, 1, 2)), ref=lambda x: np.tile(x, (1, 2, 1, 2)), samples=unary()),
+    OpInfo("Tensor.ravel", _method("ravel"), ref=np.ravel, samples=unary(), dtypes=ALL),
+    OpInfo("Tensor.reshape_as", lambda x: x.reshape_as(x.flatten()), ref=np.ravel,
+           samples=unary()),
+    OpInfo("Tensor.broadcast_to", lambda x: x.broadcast_to((2,) + tuple(x.shape)),
+           ref=lambda x: np.broadcast_to(x, (2,) + x.shape), samples=unary()),
+    OpInfo("Tensor.argwhere", _method("argwhere"), ref=np.argwhere, samples=unary(),
+           dtypes=(I64, BOOL), grad=False, grad_reason=_NOGRAD),
+    OpInfo("Tensor.count_nonzero", _method("count_nonzero"), ref=np.count_nonzero,
+           samples=unary(), dtypes=(F64, I64, BOOL), grad=False, grad_reason=_NOGRAD),
+)
+for _m, _dt in (("byte", np.uint8), ("char", np.int8), ("short", np.int16)):
+    add(OpInfo(f"Tensor.{_m}", _method(_m), ref=(lambda d: lambda x: x.astype(d))(_dt),
+               samples=unary(low=-5, high=5, avoid=tuple(range(-5, 6))) if _m != "byte" else
+               unary(low=0.5, high=9, avoid=tuple(range(0, 10))), dtypes=(F64, I64, BOOL),
+               grad=False, grad_reason=_NOGRAD))
+
+
+# --- in-place variants: the gradient through the new history of x, against torch -------------
+def _half_equal(draw, dt):
+    """a, and b of a's shape equal to it at about half the positions."""
+    s = shape(draw)
+    a = array(draw, s, dt)
+    b = np.where(array(draw, s, BOOL), a, array(draw, s, dt))
+    return Sample((a, b))
+
+
+def _ip(m, *args):
+    return lambda x, *rest: getattr(x.clone(), m + "_")(*rest, *args)
+
+
+add(
+    OpInfo("Tensor.sin_", _ip("sin"), ref=np.sin, samples=unary()),
+    OpInfo("Tensor.atan2_", _ip("atan2"), ref=np.arctan2, samples=family(
+        lambda d, dt: Sample((array(d, (2, 3), dt), array(d, (3,), dt, avoid=(0,)))))),
+    OpInfo("Tensor.eq_", lambda a, b: a.clone().eq_(b.detach()), ref=lambda a, b: (
+        a == b).astype(a.dtype), samples=family(_half_equal), fixed=(
+            S([1.0, 2.0], [1.0, 3.0], desc="equal"),)),
+    OpInfo("Tensor.float_power_", lambda x: x.clone().float_power_(2.5),
+           ref=lambda x: np.float_power(x, 2.5), samples=unary(low=0.2, high=2), dtypes=(F64,)),
+    OpInfo("Tensor.cumsum_", _ip("cumsum", -1), ref=lambda x: np.cumsum(x, -1),
+           samples=unary(min_dims=1)),
+    OpInfo("Tensor.addmm_", lambda x, a, b: x.clone().addmm_(a, b, beta=0.5),
+           ref=lambda x, a, b: 0.5 * x + a @ b, samples=family(lambda d, dt: Sample(tuple(
+               array(d, s, dt) for s in ((2, 4), (2, 3), (3, 4)))))),
+    OpInfo("Tensor.unsqueeze_", lambda x: (x * 1).unsqueeze_(-1),
+           ref=lambda x: x[..., None], samples=unary()),
+    OpInfo("Tensor.squeeze_", lambda x: (x * 1).squeeze_(), ref=np.squeeze, samples=unary()),
+    OpInfo("Tensor.t_", lambda x: (x * 1).t_(), ref=lambda x: x.T, samples=unary(max_dims=2)),
+    OpInfo("Tensor.transpose_", lambda x: (x * 1).transpose_(0, -1),
+           ref=lambda x: np.swapaxes(x, 0, -1), samples=unary(min_dims=1)),
+)
+
+# names in docs/api.md that are no ops (Python values, predicates, refusals): opinfo.NOT_OPS
+NOT_OPS = {
+    "Tensor.nelement", "Tensor.ndimension", "Tensor.element_size", "Tensor.itemsize",
+    "Tensor.nbytes", "Tensor.is_cpu", "Tensor.is_floating_point", "Tensor.is_complex",
+    "Tensor.is_signed", "Tensor.is_inference", "Tensor.is_nonzero", "Tensor.is_same_size",
+    "Tensor.allclose", "Tensor.equal", "Tensor.detach_", "tgx.is_nonzero", "tgx.is_complex",
+    "tgx.is_inference",
+}

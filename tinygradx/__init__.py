@@ -68,6 +68,8 @@ from .tensor.more_math import (absolute, acos, acosh, angle, arccos, arccosh,  #
                                isneginf, isposinf, isreal, ldexp, lgamma, logaddexp2, logit,
                                mvlgamma, nan_to_num, nextafter, polygamma, positive, rad2deg,
                                sgn, signbit, sinc, sinh, tan, xlogy)
+from .tensor.functions import (addbmm, addcdiv, addcmul, addmv, addr, baddbmm, ger,  # noqa: E402
+                               inner, is_complex, is_inference, is_nonzero, tile, vdot)
 from . import functional, nn, optim  # noqa: E402
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
 from . import func  # noqa: E402
@@ -121,6 +123,9 @@ __all__ = [
     "frexp", "heaviside", "hypot", "isneginf", "isposinf", "isreal", "ldexp", "lgamma",
     "logaddexp2", "logit", "mvlgamma", "nan_to_num", "nextafter", "polygamma", "positive",
     "rad2deg", "sgn", "signbit", "sinc", "sinh", "tan", "xlogy",
+    # products by rank and the fused add* forms (tensor/aliases.py), predicates
+    "addbmm", "addcdiv", "addcmul", "addmv", "addr", "baddbmm", "ger", "inner", "is_complex",
+    "is_inference", "is_nonzero", "tile", "vdot",
 ]
 
 # torch's dtype names: tgx.long, tgx.float, ... (as torch.long, torch.float). Set last, since

@@ -25,14 +25,15 @@ from ..core.dims import Shape, check_dim, normalize_dims
 from ..ops.dtypes import as_dtype, result_type, to_array
 from .math_methods import MathMethods
 from .more_math import MoreMathMethods
+from .aliases import AliasMethods
 from .convert import ConvertMethods
 from .index_methods import IndexMethods
 from .inplace import InplaceMethods
 from .shape_methods import ShapeMethods
 
 
-class Tensor(ShapeMethods, IndexMethods, MathMethods, MoreMathMethods, ConvertMethods,
-             InplaceMethods, core.Tensor):
+class Tensor(ShapeMethods, IndexMethods, MathMethods, MoreMathMethods, AliasMethods,
+             ConvertMethods, InplaceMethods, core.Tensor):
     """An n-d array that can record the graph of ops applied to it.
 
     >>> x = Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
@@ -229,6 +230,10 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, MoreMathMethods, ConvertMe
                 raise TypeError(f"{name}: the result type {out.dtype} can't be cast to the "
                                 f"dtype {self.dtype} of the tensor changed in place")
             out = out.to(self.dtype)
+        if out._ctx is None and grad_on and self.requires_grad:
+            # a constant made from the old value (a comparison, a logical op): its gradient
+            # is zero, and x keeps a history through which it reaches the old graph, as torch's
+            out = old.masked_fill(np.ones((), bool), 0) + out
         ctx = out._ctx
         if ctx is not None and self._base is not None:
             raise RuntimeError(
@@ -347,6 +352,16 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, MoreMathMethods, ConvertMe
         return ops.Pow.apply(other, self)
 
     pow = __pow__
+
+    def __matmul__(self, other):
+        """self @ other; both of one dtype, as torch's matmul (it never promotes)."""
+        if isinstance(other, Tensor) and other._data.dtype != self._data.dtype:
+            raise TypeError(f"@ (matmul): expected operands of one dtype (as torch: no "
+                            f"promotion), got {self.dtype} and {other.dtype}; convert one, e.g. "
+                            f"b.to(a.dtype)")
+        return core.Tensor.__matmul__(self, other)
+
+    matmul = __matmul__
 
     # comparisons make boolean tensors (no gradient flows through them); both sides are
     # compared in the dtype dtypes.result_type gives (float32 vs 0-d float64: in float32)

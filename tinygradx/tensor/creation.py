@@ -343,7 +343,10 @@ def where(condition, input=None, other=None):
 
 
 def matmul(a, b):
-    """a @ b with numpy's rules: (..., n, k) @ (..., k, m), batch dims broadcast, 1-D allowed."""
+    """a @ b with numpy's rules: (..., n, k) @ (..., k, m), batch dims broadcast, 1-D allowed;
+    two Tensors of one dtype, as torch.matmul (it never promotes)."""
+    if isinstance(a, Tensor):
+        return a @ b
     return ops_linalg.MatMul.apply(a, b)
 
 

@@ -10,7 +10,6 @@ import builtins
 
 import numpy as np
 
-from ..autograd import OpError
 from .devices import check_device
 from ..ops.dtypes import as_dtype, bool_, float32, float64, int32, int64, uint8
 from . import Tensor
@@ -274,13 +273,7 @@ def narrow(input, dim, start, length):
 
 def bmm(input, mat2):
     """Batched matrix product of (b, n, m) and (b, m, p) -> (b, n, p); no broadcasting."""
-    a, b = _tensor("bmm", input), _tensor("bmm", mat2)
-    if a.ndim != 3 or b.ndim != 3:
-        raise OpError(f"bmm: expects two 3-d tensors, got shapes {a.shape} and {b.shape}")
-    if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
-        raise OpError(f"bmm: shapes {a.shape} and {b.shape} do not chain: expected "
-                      f"(b, n, m) and (b, m, p)")
-    return a @ b
+    return _tensor("bmm", input).bmm(mat2)
 
 
 def is_tensor(obj):
@@ -290,10 +283,10 @@ def is_tensor(obj):
 
 def outer(input, vec2):
     """The outer product of two 1-d tensors: (n,), (m,) -> (n, m), promoted as `*`."""
-    a, b = _tensor("outer", input), _tensor("outer", vec2)
-    if a.ndim != 1 or b.ndim != 1:
-        raise OpError(f"outer: expects two 1-d tensors, got shapes {a.shape} and {b.shape}")
-    return a.unsqueeze(1) * b.unsqueeze(0)
+    return _tensor("outer", input).outer(vec2)
+
+
+ger = outer
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
@@ -499,28 +492,76 @@ def clamp_max(input, max):
 
 
 def mm(input, mat2):
-    """The product of two matrices, (n, m) @ (m, p)."""
-    a, b = _tensor("mm", input), _tensor("mm", mat2)
-    if a.ndim != 2 or b.ndim != 2:
-        raise OpError(f"mm: expects two 2-d tensors, got shapes {a.shape} and {b.shape}")
-    return a @ b
+    """The product of two matrices of one dtype, (n, m) @ (m, p)."""
+    return _tensor("mm", input).mm(mat2)
 
 
 def mv(input, vec):
-    """The product of a matrix and a vector, (n, m) @ (m,)."""
-    a, b = _tensor("mv", input), _tensor("mv", vec)
-    if a.ndim != 2 or b.ndim != 1:
-        raise OpError(f"mv: expects a 2-d and a 1-d tensor, got shapes {a.shape} and "
-                      f"{b.shape}")
-    return a @ b
+    """The product of a matrix and a vector of one dtype, (n, m) @ (m,)."""
+    return _tensor("mv", input).mv(vec)
 
 
 def dot(input, other):
-    """The dot product of two 1-d tensors of the same size (a 0-d tensor)."""
-    a, b = _tensor("dot", input), _tensor("dot", other)
-    if a.ndim != 1 or b.ndim != 1:
-        raise OpError(f"dot: expects two 1-d tensors, got shapes {a.shape} and {b.shape}")
-    return a @ b
+    """The dot product of two 1-d tensors of one size and dtype (a 0-d tensor)."""
+    return _tensor("dot", input).dot(other)
+
+
+vdot = dot
+
+
+def inner(input, other):
+    """The sum over the last dims of both: input.shape[:-1] + other.shape[:-1]."""
+    return _tensor("inner", input).inner(other)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    """beta * input + alpha * (mat @ vec)."""
+    return _tensor("addmv", input).addmv(mat, vec, beta=beta, alpha=alpha)
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1):
+    """beta * input + alpha * outer(vec1, vec2)."""
+    return _tensor("addr", input).addr(vec1, vec2, beta=beta, alpha=alpha)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """beta * input + alpha * bmm(batch1, batch2)."""
+    return _tensor("baddbmm", input).baddbmm(batch1, batch2, beta=beta, alpha=alpha)
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """beta * input + alpha * (the sum over the batch of batch1[b] @ batch2[b])."""
+    return _tensor("addbmm", input).addbmm(batch1, batch2, beta=beta, alpha=alpha)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 * tensor2."""
+    return _tensor("addcmul", input).addcmul(tensor1, tensor2, value=value)
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 / tensor2."""
+    return _tensor("addcdiv", input).addcdiv(tensor1, tensor2, value=value)
+
+
+def tile(input, dims):
+    """input repeated dims times along each dim (as torch.tile)."""
+    return _tensor("tile", input).tile(dims)
+
+
+def is_nonzero(input):
+    """The truth of a one-element tensor (an error for any other size)."""
+    return _tensor("is_nonzero", input).is_nonzero()
+
+
+def is_complex(input):
+    """False: tinygradx has no complex dtypes."""
+    return _tensor("is_complex", input).is_complex()
+
+
+def is_inference(input):
+    """False: tinygradx has no inference tensors."""
+    return _tensor("is_inference", input).is_inference()
 
 
 def broadcast_to(input, size):

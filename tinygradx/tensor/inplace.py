@@ -28,6 +28,43 @@ def _floating(name, t):
                         f"refuses it too)")
 
 
+def _variant(op):
+    """torch's x.op_(...): x.op(...) computed out of place and written into x's memory
+    (Tensor._inplace: x's dtype and shape are kept, the version counter goes up, a leaf that
+    requires grad refuses it outside no_grad)."""
+    def method(self, *args, **kwargs):
+        return self._inplace(f"{op}_", lambda t, *a: getattr(t, op)(*a, **kwargs), *args)
+    method.__name__ = method.__qualname__ = f"{op}_"
+    method.__doc__ = f"x.{op}_(...): x.{op}(...) written into x, in place."
+    return method
+
+
+def _view_variant(op):
+    """torch's in-place view ops (x.unsqueeze_(0), x.t_()): x becomes x.op(...), a view of
+    the same memory with a new shape. The version counter goes up, as torch's: a node that
+    saved x refuses to run backward, and the others reach x's graph as it was."""
+    def method(self, *args, **kwargs):
+        if autograd.STATE.grad_enabled and self.requires_grad and self._ctx is None:
+            raise RuntimeError(f"{op}_: a leaf tensor that requires grad (shape {self.shape}) "
+                               f"is being used in an in-place operation; write "
+                               f"x = x.{op}(...) instead")
+        old = self._op_class._from_op(self._data, self._ctx)
+        old._version = self._version
+        out = getattr(old, op)(*args, **kwargs)
+        cell = self._version
+        cell[0] += 1
+        cell[1:] = [f"{op}_ at {autograd.user_line()}"]
+        self._data = out._data
+        if out._ctx is not None:
+            out._ctx.out_version = cell[0]
+            self._history = (self._history or []) + [(cell[0] - 1, old)]
+            self._ctx = out._ctx
+        return self
+    method.__name__ = method.__qualname__ = f"{op}_"
+    method.__doc__ = f"x.{op}_(...): x becomes x.{op}(...) (a view, its new shape), in place."
+    return method
+
+
 class InplaceMethods:
     """Augmented assignment, scatter_/index_fill_ and the random fills; mixed into Tensor."""
 
@@ -78,6 +115,75 @@ class InplaceMethods:
     def pow_(self, exponent):
         """self **= exponent, in place."""
         return self._inplace("pow_", lambda t, e: t ** e, exponent)
+
+    # -- torch's in-place variants of the element-wise ops: x.sin_() is x.sin() into x ----
+    abs_, absolute_, neg_, negative_, sign_, sgn_ = (
+        _variant("abs"), _variant("absolute"), _variant("neg"), _variant("negative"),
+        _variant("sign"), _variant("sgn"))
+    exp_, exp2_, expm1_, log_, log2_, log10_, log1p_ = (
+        _variant("exp"), _variant("exp2"), _variant("expm1"), _variant("log"), _variant("log2"),
+        _variant("log10"), _variant("log1p"))
+    sqrt_, rsqrt_, square_, reciprocal_, sigmoid_, relu_, logit_ = (
+        _variant("sqrt"), _variant("rsqrt"), _variant("square"), _variant("reciprocal"),
+        _variant("sigmoid"), _variant("relu"), _variant("logit"))
+    sin_, cos_, tan_, asin_, acos_, atan_, arcsin_, arccos_, arctan_ = (
+        _variant("sin"), _variant("cos"), _variant("tan"), _variant("asin"), _variant("acos"),
+        _variant("atan"), _variant("arcsin"), _variant("arccos"), _variant("arctan"))
+    sinh_, cosh_, tanh_, asinh_, acosh_, atanh_, arcsinh_, arccosh_, arctanh_ = (
+        _variant("sinh"), _variant("cosh"), _variant("tanh"), _variant("asinh"),
+        _variant("acosh"), _variant("atanh"), _variant("arcsinh"), _variant("arccosh"),
+        _variant("arctanh"))
+    atan2_, arctan2_, hypot_, sinc_, deg2rad_, rad2deg_ = (
+        _variant("atan2"), _variant("arctan2"), _variant("hypot"), _variant("sinc"),
+        _variant("deg2rad"), _variant("rad2deg"))
+    erf_, erfc_, erfinv_, lgamma_, digamma_, polygamma_, mvlgamma_, xlogy_ = (
+        _variant("erf"), _variant("erfc"), _variant("erfinv"), _variant("lgamma"),
+        _variant("digamma"), _variant("polygamma"), _variant("mvlgamma"), _variant("xlogy"))
+    floor_, ceil_, round_, trunc_, fix_, frac_ = (
+        _variant("floor"), _variant("ceil"), _variant("round"), _variant("trunc"),
+        _variant("fix"), _variant("frac"))
+    copysign_, nextafter_, heaviside_, nan_to_num_, ldexp_, lerp_ = (
+        _variant("copysign"), _variant("nextafter"), _variant("heaviside"),
+        _variant("nan_to_num"), _variant("ldexp"), _variant("lerp"))
+
+    def float_power_(self, exponent):
+        """self ** exponent in float64, in place: self must be float64 (as torch)."""
+        if self.dtype != np.float64:
+            raise TypeError(f"float_power_: the base has dtype {self.dtype} but the result is "
+                            f"float64 (as torch: use x.double().float_power_(...) or "
+                            f"x.float_power(...))")
+        return self._inplace("float_power_", lambda t, e: t.float_power(e), exponent)
+    clamp_min_, clamp_max_, multiply_, divide_, true_divide_, subtract_ = (
+        _variant("clamp_min"), _variant("clamp_max"), _variant("multiply"), _variant("divide"),
+        _variant("true_divide"), _variant("subtract"))
+    eq_, ne_, lt_, le_, gt_, ge_ = (_variant("eq"), _variant("ne"), _variant("lt"),
+                                    _variant("le"), _variant("gt"), _variant("ge"))
+    greater_, greater_equal_, less_, less_equal_, not_equal_ = (
+        _variant("greater"), _variant("greater_equal"), _variant("less"),
+        _variant("less_equal"), _variant("not_equal"))
+    logical_and_, logical_or_, logical_xor_, logical_not_ = (
+        _variant("logical_and"), _variant("logical_or"), _variant("logical_xor"),
+        _variant("logical_not"))
+    bitwise_and_, bitwise_or_, bitwise_xor_, bitwise_not_ = (
+        _variant("bitwise_and"), _variant("bitwise_or"), _variant("bitwise_xor"),
+        _variant("bitwise_not"))
+    bitwise_left_shift_, bitwise_right_shift_ = (_variant("bitwise_left_shift"),
+                                                 _variant("bitwise_right_shift"))
+    addmm_, addmv_, addr_, addbmm_, baddbmm_, addcmul_, addcdiv_ = (
+        _variant("addmm"), _variant("addmv"), _variant("addr"), _variant("addbmm"),
+        _variant("baddbmm"), _variant("addcmul"), _variant("addcdiv"))
+    cumsum_, cumprod_, tril_, triu_ = (_variant("cumsum"), _variant("cumprod"),
+                                       _variant("tril"), _variant("triu"))
+    # ... and of the view ops, which change the shape (x.unsqueeze_(0))
+    squeeze_, unsqueeze_, t_, transpose_, swapaxes_, swapdims_ = (
+        _view_variant("squeeze"), _view_variant("unsqueeze"), _view_variant("t"),
+        _view_variant("transpose"), _view_variant("swapaxes"), _view_variant("swapdims"))
+
+    def detach_(self):
+        """self cut from its graph, in place: a leaf that needs no gradient."""
+        self._ctx = None
+        self.requires_grad = False
+        return self
 
     # -- scatter and index fills ----------------------------------------------------------
     def scatter_(self, dim, index, src=None, value=None, reduce=None):
