@@ -1,7 +1,11 @@
 """A stateful fuzzer for the graph: random programs of element-wise ops, matmul, reductions,
 broadcasting, views (reshape, transpose, slicing), in-place changes (of leaves under no_grad,
-of non-leaf results), detach, no_grad blocks, and gradients taken again and again from one
-retained graph. After each gradient the machine checks:
+of non-leaf results), detach, no_grad blocks, custom Functions in PyTorch's style (several save
+patterns: an input, the output, an intermediate, the setup_context form, two inputs, two
+outputs, once_differentiable), hooks on any tensor (recording, replacing the gradient by an
+equal one, removing themselves), and gradients taken again and again from one retained graph,
+first derivatives and, with torch, second ones under create_graph. After each gradient the
+machine checks:
 
 - against central finite differences in float64 of the program replayed on moved leaves
   (an in-place change or a no_grad/detach cut is replayed as it happened: a node keeps the
@@ -10,7 +14,10 @@ retained graph. After each gradient the machine checks:
   gradients, and an in-place error wherever PyTorch raises one, except where the node kept its
   own copy of the value changed (then its answer must pass the finite differences);
 - with no torch, a node whose input changed in place afterwards may raise the version error,
-  but if it answers, the answer must be right (never a silent wrong gradient).
+  but if it answers, the answer must be right (never a silent wrong gradient);
+- with torch: what every hook saw (per tensor, in order), and second derivatives (the
+  gradient of a weighted sum of the first ones, taken with create_graph=True) equal to torch's,
+  or both raising.
 
 The short CI profile (CI=true) runs few programs of few steps; HYPOTHESIS_PROFILE=dev more.
 """
@@ -32,6 +39,8 @@ try:
 except ImportError:                  # the oracle is optional: finite differences always run
     torch = None
 
+from tinygradx.compat.lookalike import torch as lookalike
+
 SHAPES = [(3,), (2, 3), (3, 3), (1, 3), (2, 1), ()]
 EPS, ATOL, RTOL = 1e-6, 1e-6, 1e-4
 
@@ -52,6 +61,113 @@ BINARY = {
     "mul": lambda a, b: a * b,
     "div": lambda a, b: a / (1.0 + b * b),
 }
+
+
+# custom Functions, written once for both libraries (m: torch or the look-alike): name ->
+# (number of Tensor inputs, forward, backward, setup_context or None)
+def _tanh_in(m):
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.tanh()
+
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * (1 - x.tanh() ** 2)
+    return forward, backward, None
+
+
+def _sigmoid_out(m):
+    def forward(ctx, x):
+        y = x.sigmoid()
+        ctx.save_for_backward(y)
+        return y
+
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y * (1 - y)
+    return forward, backward, None
+
+
+def _tanh_mid(m):                     # an intermediate: a constant to the second derivative
+    def forward(ctx, x):
+        e = x.tanh()
+        ctx.save_for_backward(e)
+        return e * 0.5
+
+    def backward(ctx, g):
+        (e,) = ctx.saved_tensors
+        return g * 0.5 * (1 - e * e)
+    return forward, backward, None
+
+
+def _sigmoid_setup(m):
+    def forward(x):
+        return x.sigmoid()
+
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(output)
+
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y * (1 - y)
+    return forward, backward, setup_context
+
+
+def _scaled_by_tanh(m):               # two inputs, broadcast: gradients summed back
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return x * w.tanh()
+
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g * w.tanh(), g * x * (1 - w.tanh() ** 2)
+    return forward, backward, None
+
+
+def _two_outputs(m):
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.tanh(), x * x
+
+    def backward(ctx, g1, g2):
+        (x,) = ctx.saved_tensors
+        return g1 * (1 - x.tanh() ** 2) + g2 * 2 * x
+    return forward, backward, None
+
+
+def _once(m):
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @m.autograd.function.once_differentiable
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * x.cos()
+    return forward, backward, None
+
+
+CUSTOM = {"save input": (1, _tanh_in), "save output": (1, _sigmoid_out),
+          "save intermediate": (1, _tanh_mid), "setup_context": (1, _sigmoid_setup),
+          "two inputs": (2, _scaled_by_tanh), "two outputs": (1, _two_outputs),
+          "once_differentiable": (1, _once)}
+_CLASSES = {}
+
+
+def custom_fn(name):
+    """fn(*tensors) applying custom Function `name` of the tensors' own library."""
+    def fn(*xs):
+        m = torch if torch is not None and isinstance(xs[0], torch.Tensor) else lookalike
+        key = (name, m is lookalike)
+        if key not in _CLASSES:
+            forward, backward, setup = CUSTOM[name][1](m)
+            body = {"forward": staticmethod(forward), "backward": staticmethod(backward)}
+            if setup is not None:
+                body["setup_context"] = staticmethod(setup)
+            _CLASSES[key] = type(name.title().replace(" ", ""), (m.autograd.Function,), body)
+        out = _CLASSES[key].apply(*xs)
+        return out[0] * out[1] if isinstance(out, tuple) else out
+    return fn
 
 
 class Node:
@@ -87,6 +203,7 @@ class GraphMachine(RuleBasedStateMachine):
         self.rng = np.random.default_rng(0)
         self.leaves = []        # (tgx leaf, torch leaf)
         self.nodes = []
+        self.logs = {"tg": [], "th": []}          # what the hooks saw: (node index, grad)
 
     # -- leaves ---------------------------------------------------------------------------
     @precondition(lambda self: len(self.leaves) < 3)
@@ -201,6 +318,54 @@ class GraphMachine(RuleBasedStateMachine):
         self._apply(fn, [a], how)
 
     @precondition(lambda self: self.nodes)
+    @rule(data=st.data(), name=st.sampled_from(sorted(CUSTOM)))
+    def custom(self, data, name):
+        """A custom Function in PyTorch's style on one or two nodes."""
+        a = self._pick(data)
+        inputs = [a]
+        if CUSTOM[name][0] == 2:
+            b = self._pick(data, lambda n: _broadcastable(n.tg.shape, a.tg.shape))
+            inputs.append(b)
+        self._apply(custom_fn(name), inputs, name)
+
+    @precondition(lambda self: any(n.differentiable for n in self.nodes))
+    @rule(data=st.data(), kind=st.sampled_from(["record", "same value", "remove itself"]))
+    def hook(self, data, kind):
+        """A hook on a tensor in both libraries: it records what it sees, may return an equal
+        gradient (the replacing path) or remove itself the first time it runs."""
+        node = self._pick(data, lambda n: n.differentiable and n.tg.requires_grad)
+        if node is None:
+            return
+        k = self.nodes.index(node)
+        for side, t in (("tg", node.tg), ("th", node.th)):
+            if t is None:
+                continue
+            handle = {}
+
+            def h(g, side=side, handle=handle):
+                self.logs[side].append((k, np.array(g.detach().numpy(), copy=True)))
+                if kind == "remove itself":
+                    handle["h"].remove()
+                return g * 1.0 if kind == "same value" else None
+
+            handle["h"] = t.register_hook(h)
+
+    def _same_logs(self, tg_log, th_log):
+        """What each tensor's hooks saw, tensor by tensor (between tensors with no path from one
+        to the other the walk's order is its own)."""
+        def grouped(log):
+            out = {}
+            for k, g in log:
+                out.setdefault(k, []).append(g)
+            return out
+        a, b = grouped(tg_log), grouped(th_log)
+        assert sorted(a) == sorted(b), (sorted(a), sorted(b))
+        for k in a:
+            assert len(a[k]) == len(b[k]), k
+            for x, y in zip(a[k], b[k], strict=True):
+                np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-10, err_msg=f"hook on {k}")
+
+    @precondition(lambda self: self.nodes)
     @rule(data=st.data())
     def detach(self, data):
         self._apply(lambda x: x.detach(), [self._pick(data)], "detach")
@@ -278,8 +443,10 @@ class GraphMachine(RuleBasedStateMachine):
         node = self._pick(data, lambda n: n.differentiable)
         w = self.rng.standard_normal(node.tg.shape)
         leaves = [tg for tg, _ in self.leaves]
+        self.logs = {"tg": [], "th": []}
         try:
             got = self._grad(node, w, leaves, accumulate)
+            tg_log, self.logs["tg"] = self.logs["tg"], []
             if twice:                          # the same retained graph, once more
                 again = self._grad(node, w, leaves, accumulate)
                 for a, b in zip(got, again, strict=True):
@@ -309,10 +476,59 @@ class GraphMachine(RuleBasedStateMachine):
                     return
                 for a, b in zip(got, want, strict=True):
                     np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10)
+                self._same_logs(tg_log, self.logs["th"])
         elif error is not None:                # only a node that saw an in-place change
             assert node.stale and "in-place" in str(error), error
             return
         self._check_finite_differences(node, w, got)
+
+    @precondition(lambda self: torch is not None and any(n.differentiable for n in self.nodes))
+    @rule(data=st.data())
+    def second_derivative(self, data):
+        """d/d leaves of sum_k <u_k, d<w, node>/d leaf_k>, the first derivatives taken with
+        create_graph=True: torch's numbers, or both raising (an in-place change, a
+        once_differentiable backward differentiated again)."""
+        node = self._pick(data, lambda n: n.differentiable)
+        w = self.rng.standard_normal(node.tg.shape)
+        us = [self.rng.standard_normal(tg.shape) for tg, _ in self.leaves]
+        self.logs = {"tg": [], "th": []}
+
+        def run(m, value, leaves):
+            gs = m.autograd.grad((value * m.tensor(w)).sum(), leaves, create_graph=True,
+                                 allow_unused=True)
+            terms = [(g * m.tensor(u)).sum() for g, u in zip(gs, us, strict=True)
+                     if g is not None and g.requires_grad]
+            if not terms:
+                return [None] * len(leaves)
+            return m.autograd.grad(sum(terms), leaves, retain_graph=True, allow_unused=True)
+
+        outcome = {}
+        for side, m, value, leaves in (
+                ("tg", lookalike, node.tg, [tg for tg, _ in self.leaves]),
+                ("th", torch, node.th, [th for _, th in self.leaves])):
+            try:
+                outcome[side] = [None if h is None else h.detach().numpy().copy()
+                                 for h in run(m, value, leaves)]
+            except RuntimeError as err:
+                outcome[side] = err
+        ours, theirs = outcome["tg"], outcome["th"]
+        if isinstance(theirs, Exception) or isinstance(ours, Exception):
+            if not isinstance(ours, Exception):
+                # torch refuses once any value its node saved has changed (see gradient)
+                assert "inplace" in str(theirs), theirs
+                return
+            assert isinstance(theirs, Exception), (ours, theirs)
+            for err in (ours, theirs):
+                text = str(err)
+                assert ("in-place" in text or "inplace" in text or "twice" in text
+                        or "does not require grad" in text or "not have a grad_fn" in text
+                        or "was not used" in text or "not have been used" in text), text
+            return
+        for a, b, (tg, _) in zip(ours, theirs, self.leaves, strict=True):
+            a = np.zeros(tg.shape) if a is None else a
+            b = np.zeros(tg.shape) if b is None else b
+            np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-9)
+        self._same_logs(self.logs["tg"], self.logs["th"])
 
     def _grad(self, node, w, leaves, accumulate):
         loss = (node.tg * tgx.tensor(w)).sum()

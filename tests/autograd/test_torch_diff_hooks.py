@@ -178,6 +178,36 @@ def test_a_hook_may_change_the_gradient_in_place():
     same(call)
 
 
+def test_a_hook_stays_with_the_value_it_was_registered_on():
+    """An in-place op makes a tensor the output of a new node: a hook registered before sees
+    the old value's gradient (all its uses), one registered after the new value's; retain_grad
+    follows the tensor. The same for a custom Function's mark_dirty."""
+    def call(m, how):
+        x = m.tensor([1.0, 2.0], dtype=m.float64, requires_grad=True)
+        y = x * 2
+        seen = []
+        y.register_hook(lambda g: seen.append(("before", g.clone())))
+        y.retain_grad()
+        z = y * 3                                   # uses the old value
+        if how == "mul_":
+            y.mul_(10)
+        else:
+            def forward(ctx, t):
+                t.mul_(10)
+                ctx.mark_dirty(t)
+                return t
+            F = type("Times10_", (m.autograd.Function,), {
+                "forward": staticmethod(forward),
+                "backward": staticmethod(lambda ctx, g: g * 10)})
+            F.apply(y)
+        y.register_hook(lambda g: seen.append(("after", g.clone())))
+        (z.sum() + (y * y).sum()).backward()
+        return sorted(seen, key=lambda e: e[0]), y.grad, x.grad
+
+    same(lambda m: call(m, "mul_"))
+    same(lambda m: call(m, "mark_dirty"))
+
+
 # ------------------------------------------------------------------------------------------
 # registration, retain_grad, post-accumulate-grad hooks
 # ------------------------------------------------------------------------------------------

@@ -327,6 +327,7 @@ def _old_self(d):
     `old`; the node's edge goes there."""
     old = d._op_class._from_op(d._data, d._ctx)
     old.requires_grad, old._version, old._history = d.requires_grad, d._version, d._history
+    old._hooks, d._hooks = d._hooks, None    # a hook stays with the value it was put on
     return old
 
 

@@ -267,6 +267,9 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, MoreMathMethods, AliasMeth
             self._history = (self._history or []) + [(cell[0] - 1, old)]
             self._ctx = ctx
             self.requires_grad = True
+            # as PyTorch's: a hook registered so far belongs to the value it was registered on
+            # (it sees that value's gradient); retain_grad follows the tensor
+            old._hooks, self._hooks = self._hooks, None
         return self
 
     def add_(self, other, alpha=1):
