@@ -295,33 +295,6 @@ def np_layer_norm(x, normalized_shape, w=None, b=None, eps=1e-5):
     return y * (1 if w is None else w) + (0 if b is None else b)
 
 
-def np_cross_entropy(x, target, ignore_index=-100, reduction="mean", label_smoothing=0.0):
-    if x.ndim != 2:                    # (C,) or (N, C, d1, ...): as rows of (N*d1.., C)
-        t = np.asarray(target)
-        rows = np.moveaxis(x.reshape((1,) * (x.ndim == 1) + x.shape), 1, -1)
-        out = np_cross_entropy(rows.reshape(-1, rows.shape[-1]), t.reshape(-1), ignore_index,
-                               reduction, label_smoothing)
-        return out.reshape(t.shape) if reduction == "none" else out
-    logp = np_log_softmax(x, 1)
-    keep = target != ignore_index
-    t = np.where(keep, target, 0)
-    nll = -np.take_along_axis(logp, t[:, None], 1)[:, 0]
-    if label_smoothing:
-        nll = (1 - label_smoothing) * nll - label_smoothing * logp.mean(axis=1)
-    nll = nll * keep
-    if reduction == "none":
-        return nll
-    return nll.sum() if reduction == "sum" else nll.sum() / keep.sum()
-
-
-def np_nll_loss(x, target, ignore_index=-100, reduction="mean"):
-    keep = target != ignore_index
-    nll = -x[np.arange(len(target)), np.where(keep, target, 0)] * keep
-    if reduction == "none":
-        return nll
-    return nll.sum() if reduction == "sum" else nll.sum() / keep.sum()
-
-
 def np_sdpa(q, k, v, attn_mask=None, is_causal=False, scale=None):
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     s = q @ np.swapaxes(k, -1, -2) * scale
@@ -937,23 +910,6 @@ def _layer_norm_family(affine):
     return family(build)
 
 
-def _ce_family(layout_nd=True, smoothing=True, ignore=True):
-    def build(draw, dt):
-        n, c = draw(st.integers(1, 4)), draw(st.integers(1, 4))
-        extra = shape(draw, 0, 1 if layout_nd else 0, empty=False)
-        rng = np.random.default_rng(draw(st.integers(0, 99)))
-        t = rng.integers(0, c, size=(n,) + extra)
-        red = draw(st.sampled_from(("mean", "sum", "none")))
-        if ignore and t.size > 1 and draw(st.booleans()):
-            t.reshape(-1)[0] = -100        # one ignored target (never all of them: see below)
-        kw = {"target": t, "reduction": red}
-        if smoothing:
-            kw["label_smoothing"] = draw(st.sampled_from((0.0, 0.1)))
-        x = array(draw, (n, c) + extra, dt)
-        return Sample((x,), kw)
-    return family(build)
-
-
 def _attention_family(packed=False, weights=False):
     def build(draw, dt):
         b = shape(draw, 0, 2, max_side=2, empty=False)
@@ -1055,18 +1011,6 @@ add(
            torch_op=lambda x, w, b, ns: TF.layer_norm(x, ns, w, b),
            ref=lambda x, w, b, ns: np_layer_norm(x, ns, w, b),
            samples=_layer_norm_family(True), atol=1e-8, rtol=1e-6),
-    OpInfo("F.cross_entropy", lambda x, **kw: F.cross_entropy(x, **kw),
-           torch_op=lambda x, **kw: TF.cross_entropy(x, **kw), samples=_ce_family(),
-           ref=np_cross_entropy,
-           fixed=(S(_f64(4), target=np.array(2), desc="1d_logits"),)),
-    OpInfo("F.cross_entropy_composite", lambda x, **kw: F.cross_entropy_composite(x, **kw),
-           torch_op=lambda x, **kw: TF.cross_entropy(x, **kw),
-           ref=lambda x, target, **kw: np_cross_entropy(x, target, **kw),
-           samples=_ce_family(layout_nd=False)),
-    OpInfo("F.nll_loss", lambda x, **kw: F.nll_loss(x, **kw),
-           torch_op=lambda x, **kw: TF.nll_loss(x, **kw),
-           ref=np_nll_loss,
-           samples=_ce_family(layout_nd=False, smoothing=False)),
     OpInfo("F.dropout", _dropout_seeded, torch_op=None,
            torch_reason="random mask: torch's generator differs (tests/ops/test_torch_oracle.py "
            "checks the scaling)", samples=unary(kw=lambda d, s: {"p": d(st.sampled_from(
@@ -1582,210 +1526,6 @@ add(OpInfo("Tensor.normal_", _random_fill(lambda y: y.normal_(0.5, 2.0)), sample
            values=False, gradcheck=False, grad_reason=_RANDOM),
     OpInfo("Tensor.exponential_", _random_fill(lambda y: y.exponential_(2.0)), samples=unary(),
            values=False, gradcheck=False, grad_reason=_RANDOM))
-
-# --- element-wise losses (F.*) and their modules ---------------------------------------------
-
-def _loss_family(low=-2.0, high=2.0, tlow=-2.0, thigh=2.0, extra=None,
-                 reductions=("mean", "sum", "none")):
-    """input (any shape) and a same-shaped target kwarg (no grad), a reduction, extra(draw, s)."""
-    def build(draw, dt):
-        s = shape(draw)
-        kw = {"target": array(draw, s, dt, tlow, thigh, layout=False),
-              "reduction": draw(st.sampled_from(reductions))}
-        kw.update(extra(draw, s, dt) if extra else {})
-        return Sample((array(draw, s, dt, low, high),), kw)
-    return family(build)
-
-
-def _bce_weight(draw, s, dt):
-    if not draw(st.booleans()):
-        return {}
-    return {"weight": array(draw, s[len(s) - draw(st.integers(0, len(s))):], dt, 0.1, 2.0,
-                            layout=False)}
-
-
-def _bce_logits_extra(draw, s, dt):
-    kw = _bce_weight(draw, s, dt)
-    if s and draw(st.booleans()):
-        kw["pos_weight"] = array(draw, s[-1:], dt, 0.5, 3.0, layout=False)
-    return kw
-
-
-def _loss_entry(name, fn, tfn, samples, **kw):
-    return OpInfo(name, lambda x, **k: fn(x, **k), torch_op=lambda x, **k: tfn(x, **k),
-                  samples=samples, **kw)
-
-
-_NN_LOSSES = [  # module, F function, its samples' kwargs that go to the module
-    ("MSELoss", "mse_loss"), ("L1Loss", "l1_loss"), ("SmoothL1Loss", "smooth_l1_loss"),
-    ("HuberLoss", "huber_loss"), ("BCELoss", "binary_cross_entropy"),
-    ("BCEWithLogitsLoss", "binary_cross_entropy_with_logits"), ("KLDivLoss", "kl_div")]
-_LOSS_SAMPLES = {
-    "mse_loss": _loss_family(), "l1_loss": _loss_family(),
-    "smooth_l1_loss": _loss_family(extra=lambda draw, s, dt: {
-        "beta": draw(st.sampled_from([0.0, 0.5, 1.0, 2.0]))}),
-    "huber_loss": _loss_family(extra=lambda draw, s, dt: {
-        "delta": draw(st.sampled_from([0.5, 1.0, 2.0]))}),
-    "binary_cross_entropy": _loss_family(0.05, 0.95, 0.0, 1.0, extra=_bce_weight),
-    "binary_cross_entropy_with_logits": _loss_family(-4.0, 4.0, 0.0, 1.0,
-                                                     extra=_bce_logits_extra),
-    "kl_div": _loss_family(-3.0, 0.0, 0.05, 1.0, reductions=("mean", "sum", "none",
-                                                             "batchmean")),
-}
-
-
-def _module_call(cls_name, mod):
-    def call(x, target, **kw):
-        return getattr(mod, cls_name)(**kw)(x, target)
-    return call
-
-
-for _fname, _samples in _LOSS_SAMPLES.items():
-    add(_loss_entry(f"F.{_fname}", getattr(F, _fname), getattr(TF, _fname, None)
-                    if TF is not None else None, _samples))
-add(_loss_entry("F.kl_div[log_target]", lambda x, **k: F.kl_div(x, log_target=True, **k),
-                lambda x, **k: TF.kl_div(x, log_target=True, **k),
-                _loss_family(-3.0, 0.0, -3.0, 0.0)),
-    OpInfo("F.binary_cross_entropy_with_logits[large]",
-           lambda x, target: F.binary_cross_entropy_with_logits(x, target, reduction="none"),
-           torch_op=lambda x, target: TF.binary_cross_entropy_with_logits(x, target,
-                                                                          reduction="none"),
-           samples=lambda dtypes: st.just(S([1.0, -2.0], target=np.array([1.0, 0.0]),
-                                             desc="small")),
-           fixed=(S([-800.0, -30.0, 0.0, 30.0, 800.0],
-                                   target=np.array([1.0, 0.0, 1.0, 1.0, 0.0]),
-                                   desc="stable", only=("torch",)),)))
-for _cls, _fname in _NN_LOSSES:
-    add(OpInfo(f"nn.{_cls}", _module_call(_cls, tgx.nn), api=(f"nn.{_cls}",),
-               torch_op=_module_call(_cls, torch.nn) if torch is not None else None,
-               samples=_LOSS_SAMPLES[_fname]))
-add(OpInfo("nn.CrossEntropyLoss", _module_call("CrossEntropyLoss", tgx.nn),
-           torch_op=_module_call("CrossEntropyLoss", torch.nn) if torch is not None else None,
-           samples=_ce_family(layout_nd=False)),
-    OpInfo("nn.NLLLoss", _module_call("NLLLoss", tgx.nn),
-           torch_op=_module_call("NLLLoss", torch.nn) if torch is not None else None,
-           samples=_ce_family(layout_nd=False, smoothing=False)))
-
-
-# --- cross_entropy / nll_loss with class weights and probability targets ---------------------
-
-def np_class_loss(x, target, weight=None, ignore_index=-100, reduction="mean",
-                  label_smoothing=0.0, log_probs=False):
-    """PyTorch's cross_entropy (nll_loss with log_probs) with a class weight and class-index
-    or class-probability targets, on (N, C) rows: 'mean' of class indices divides by the sum
-    of the targets' weights (0 when it is 0: tinygradx's rule for an all-ignored batch)."""
-    t = np.asarray(target)
-    if x.ndim != 2:                    # (C,) or (N, C, d1, ...): as rows of (N*d1.., C)
-        rows = np.moveaxis(x.reshape((1,) * (x.ndim == 1) + x.shape), 1, -1)
-        c = rows.shape[-1]
-        tr = np.moveaxis(t.reshape((1,) * (x.ndim == 1) + t.shape), 1, -1).reshape(-1, c) \
-            if t.dtype.kind == "f" else t.reshape(-1)
-        out = np_class_loss(rows.reshape(-1, c), tr, weight, ignore_index, reduction,
-                            label_smoothing, log_probs)
-        return out.reshape(x.shape[:1] + x.shape[2:] if x.ndim > 1 else ()) \
-            if reduction == "none" else out
-    n, c = x.shape
-    w = np.ones(c) if weight is None else weight
-    logp = x if log_probs else np_log_softmax(x, 1)
-    if t.dtype.kind == "f":            # probabilities
-        q = t * (1 - label_smoothing) + label_smoothing / c
-        rows = -(logp * q * w).sum(axis=1)
-        if reduction == "none":
-            return rows
-        return rows.sum() if reduction == "sum" else rows.sum() / max(n, 1)
-    keep = t != ignore_index
-    safe = np.where(keep, t, 0)
-    wt = np.where(keep, w[safe], 0)
-    rows = -logp[np.arange(n), safe] * wt
-    if label_smoothing:
-        rows = (1 - label_smoothing) * rows - label_smoothing / c * (logp * w).sum(1) * keep
-    if reduction == "none":
-        return rows
-    return rows.sum() if reduction == "sum" else rows.sum() / (wt.sum() or 1.0)
-
-
-def _class_loss_family(probs=False, weight=True, smoothing=True, layout_nd=True,
-                       target_input=False):
-    """Logits (N, C[, d]) with class-index targets (one ignored at times) or probabilities
-    (rows on the simplex, or any non-negative values), a (C,) weight, a reduction."""
-    def build(draw, dt):
-        n, c = draw(st.integers(1, 4)), draw(st.integers(1, 4))
-        extra = shape(draw, 0, 1 if layout_nd else 0, empty=False)
-        one_d = layout_nd and draw(st.integers(0, 4)) == 0
-        xs = (c,) if one_d else (n, c) + extra
-        rng = np.random.default_rng(draw(st.integers(0, 99)))
-        kw = {"reduction": draw(st.sampled_from(("mean", "sum", "none")))}
-        if probs:
-            p = rng.random(xs)
-            if draw(st.booleans()):
-                p = p / p.sum(axis=0 if one_d else 1, keepdims=True)
-            t = p.astype(dt)
-        else:
-            t = rng.integers(0, c, size=() if one_d else (n,) + extra)
-            if t.size > 1 and draw(st.booleans()):
-                t.reshape(-1)[0] = -100
-        if weight and (draw(st.booleans()) or not probs):
-            kw["weight"] = rng.uniform(0.1, 2.0, size=c).astype(dt)
-        if smoothing:
-            kw["label_smoothing"] = draw(st.sampled_from((0.0, 0.1)))
-        if target_input:
-            return Sample((array(draw, xs, dt), t), kw)
-        kw["target"] = t
-        return Sample((array(draw, xs, dt),), kw)
-    return family(build)
-
-
-_W3 = np.array([0.5, 2.0, 1.0])
-_T_IDS = np.array([0, 2, -100, 1])
-_P43 = np.random.default_rng(5).dirichlet(np.ones(3), size=4)
-add(
-    OpInfo("F.cross_entropy[weight]", lambda x, **kw: F.cross_entropy(x, **kw),
-           torch_op=lambda x, **kw: TF.cross_entropy(x, **kw), ref=np_class_loss,
-           samples=_class_loss_family(), api=("F.cross_entropy",),
-           fixed=(S(_f64(4, 3), target=_T_IDS, weight=_W3, desc="weight_ignore_mean"),
-                  S(_f64(4, 3), target=_T_IDS, weight=_W3, label_smoothing=0.2,
-                    desc="weight_ignore_smoothing"),
-                  S(_f64(4, 3), target=_T_IDS, weight=_W3, label_smoothing=0.2,
-                    reduction="none", desc="weight_smoothing_none"),
-                  S(_f64(2, 3, 2), target=np.array([[0, 2], [1, -100]]), weight=_W3,
-                    label_smoothing=0.1, desc="weight_nd"),
-                  S(_f64(3), target=np.array(1), weight=_W3, desc="weight_1d"),
-                  S(_f64(2, 3), target=np.array([0, 1]), weight=np.zeros(3),
-                    desc="zero_weights_give_0", only=("numpy",)))),
-    OpInfo("F.cross_entropy[probs]", lambda x, **kw: F.cross_entropy(x, **kw),
-           torch_op=lambda x, **kw: TF.cross_entropy(x, **kw), ref=np_class_loss,
-           samples=_class_loss_family(probs=True), api=("F.cross_entropy",),
-           fixed=(S(_f64(4, 3), target=_P43, desc="probs_mean"),
-                  S(_f64(4, 3), target=_P43, weight=_W3, label_smoothing=0.2,
-                    desc="probs_weight_smoothing"),
-                  S(_f64(4, 3), target=_P43, weight=_W3, reduction="none",
-                    desc="probs_weight_none"),
-                  S(_f64(2, 3, 2), target=np.moveaxis(_P43.reshape(2, 2, 3), 2, 1),
-                    weight=_W3, desc="probs_nd"),
-                  S(_f64(3), target=_P43[0], label_smoothing=0.1, desc="probs_1d"),
-                  S(_f64(4, 3).astype(np.float32), target=_P43, desc="float64_target"))),
-    OpInfo("F.cross_entropy[probs_grad]", lambda x, p, **kw: F.cross_entropy(x, p, **kw),
-           torch_op=lambda x, p, **kw: TF.cross_entropy(x, p, **kw),
-           ref=lambda x, p, **kw: np_class_loss(x, p, **kw), api=("F.cross_entropy",),
-           samples=_class_loss_family(probs=True, target_input=True)),
-    OpInfo("F.nll_loss[weight]", lambda x, **kw: F.nll_loss(x, **kw),
-           torch_op=lambda x, **kw: TF.nll_loss(x, **kw),
-           ref=lambda x, **kw: np_class_loss(x, log_probs=True, **kw),
-           samples=_class_loss_family(smoothing=False), api=("F.nll_loss",),
-           fixed=(S(_f64(4, 3, high=0.0), target=_T_IDS, weight=_W3, desc="weight_ignore"),
-                  S(_f64(2, 3, 2, high=0.0), target=np.array([[0, 2], [1, -100]]),
-                    weight=_W3, reduction="none", desc="weight_nd_none"))),
-    OpInfo("nn.CrossEntropyLoss[weight]", _module_call("CrossEntropyLoss", tgx.nn),
-           torch_op=_module_call("CrossEntropyLoss", torch.nn) if torch is not None else None,
-           samples=_class_loss_family(layout_nd=False), api=("nn.CrossEntropyLoss",)),
-    OpInfo("nn.CrossEntropyLoss[probs]", _module_call("CrossEntropyLoss", tgx.nn),
-           torch_op=_module_call("CrossEntropyLoss", torch.nn) if torch is not None else None,
-           samples=_class_loss_family(probs=True), api=("nn.CrossEntropyLoss",)),
-    OpInfo("nn.NLLLoss[weight]", _module_call("NLLLoss", tgx.nn),
-           torch_op=_module_call("NLLLoss", torch.nn) if torch is not None else None,
-           samples=_class_loss_family(smoothing=False, layout_nd=False), api=("nn.NLLLoss",)),
-)
-
 
 # --- grouped-query attention (enable_gqa) ---------------------------------------------------
 
@@ -2563,6 +2303,8 @@ import opinfo_layers  # noqa: E402, F401  (adds its entries to OPS)
 import opinfo_ops  # noqa: E402, F401  (adds its entries to OPS)
 # normalization, dropout, sequences and the remaining nn modules
 import opinfo_norm  # noqa: E402, F401  (adds its entries to OPS)
+# every loss of torch.nn.functional and torch.nn
+import opinfo_losses  # noqa: E402, F401  (adds its entries to OPS)
 
 # ------------------------------------------------------------------------------------------
 # names in docs/api.md's op sections that are not ops (the coverage test skips only these)

@@ -239,6 +239,11 @@ class Trainer:
 
         Each micro-batch's mean loss is weighted by its share of the step's target tokens, so
         k micro-batches of b examples give the gradient of one batch of the k * b examples.
+        A micro-batch whose every target is padding is skipped: its mean loss would be NaN
+        (the mean of no terms, as in PyTorch) and it has no gradient. When the whole step has
+        no target token the step changes no weight (no parameter gets a gradient, and the
+        optimizer skips those), still counts (the schedule follows the step count), and logs
+        a NaN loss, as a grad_norm without clipping is NaN.
         self.last_flops holds the step's GEMM FLOPs, forward and backward (tgx.perf.step_flops,
         counted from each micro-batch's graph before its backward).
         Every health_interval steps, self.last_health holds per-layer gradient norms and
@@ -247,18 +252,22 @@ class Trainer:
         cfg = self.cfg
         self.model.train()
         batches = [self.draw_batch("train", self.data_rng) for _ in range(cfg.grad_accum)]
-        total = max(sum(self.batch_tokens(b) for b in batches), 1)
+        total = sum(self.batch_tokens(b) for b in batches)
         self.optimizer.zero_grad()
         loss_value, ntok, self.last_flops = 0.0, 0, 0
         for b in batches:
+            if not self.batch_tokens(b):     # all padding: no loss term, no gradient
+                continue
             loss, n = self.loss_on_batch(b)
             self.last_flops += tgx.perf.step_flops(loss)
             (loss * (n / total)).backward()
             loss_value += loss.item() * n / total
             ntok += n
-        # a NaN/inf loss or gradient stops here, before the update spoils the weights
         named = list(self.model.named_parameters())
-        check_step_finite(self.step + 1, loss_value, named, self._kept_checkpoint())
+        if not total:                        # nothing to learn from: no update (docstring)
+            loss_value = float("nan")
+        else:   # a NaN/inf loss or gradient stops here, before the update spoils the weights
+            check_step_finite(self.step + 1, loss_value, named, self._kept_checkpoint())
         health = cfg.health_interval and (self.step + 1) % cfg.health_interval == 0
         if health:
             grad_sq = grad_sq_per_layer(named)
@@ -278,14 +287,22 @@ class Trainer:
     def val_loss(self, split="valid"):
         rng = np.random.default_rng(1234)   # the same batches at every evaluation
         split = "valid" if split == "val" else split    # every task knows "valid"; add no "val"
-        total = 0.0
+        total, counted = 0.0, 0
         with tgx.no_grad():
             self.model.eval()
             for _ in range(self.cfg.eval_batches):
-                loss, _ = self.loss_on(split, rng)
+                batch = self.draw_batch(split, rng)
+                if not self.batch_tokens(batch):   # all padding: its mean is NaN, skip it
+                    continue
+                loss, _ = self.loss_on_batch(batch)
                 total += loss.item()
+                counted += 1
         self.model.train()
-        return total / self.cfg.eval_batches
+        if not counted:
+            raise ValueError(f"val_loss: every target of the {self.cfg.eval_batches} batches "
+                             f"drawn from the {split!r} split is padding; there is no loss to "
+                             f"measure")
+        return total / counted
 
     def exact_match(self, split="valid", limit=None, beam_size=1):
         """Fraction of held-out examples whose decoded output equals the reference."""

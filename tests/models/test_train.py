@@ -505,6 +505,42 @@ def test_grad_accum_equals_one_big_batch(tmp_path, task):
     assert_same_weights(acc, big, atol=1e-6)
 
 
+@pytest.mark.parametrize("task", ["add", "copy"])
+def test_a_step_whose_every_target_is_padding_changes_nothing(tmp_path, task):
+    """cross_entropy's mean over no targets is NaN (PyTorch's rule). The Trainer skips such a
+    micro-batch: mixed with real ones, the step equals the step on the real ones alone; alone,
+    the step changes no weight, raises nothing, still counts, and logs a NaN loss. A
+    validation split of padding only is a clear error, not a NaN blamed on the weights."""
+    kw = dict(grad_accum=2, batch_size=4, optimizer="adamw", grad_clip=1.0)
+    a = Trainer(tiny(tmp_path, task, **kw), log=_quiet)
+    b = Trainer(tiny(tmp_path / "b", task, **kw), log=_quiet)
+    real = a.draw_batch("train", np.random.default_rng(3))
+    if task == "add":
+        x, y = real
+        padding = (x, np.full_like(y, IGNORE))
+    else:
+        padding = pad_batch(a.task.encoded("train")[:4])
+        padding.tgt_key_padding[:] = True
+    assert a.batch_tokens(padding) == 0
+    queue = [real, padding]
+    a.draw_batch = lambda split, r: queue.pop(0)
+    b.draw_batch = lambda split, r: real
+    b.cfg.grad_accum = 1
+    loss_a, ntok_a, _, _ = a.train_step()
+    loss_b, ntok_b, _, _ = b.train_step()
+    assert (loss_a, ntok_a) == pytest.approx((loss_b, ntok_b), rel=1e-6)
+    assert_same_weights(a, b, atol=1e-7)
+
+    before, step = weights(a), a.step
+    a.draw_batch = lambda split, r: padding
+    loss, ntok, _, _ = a.train_step()
+    assert math.isnan(loss) and ntok == 0 and a.step == step + 1
+    for k, v in weights(a).items():
+        np.testing.assert_array_equal(v, before[k], err_msg=k)
+    with pytest.raises(ValueError, match="padding"):
+        a.val_loss()
+
+
 def test_teacher_forcing_one_is_todays_training_and_lower_feeds_predictions(tmp_path):
     a = Trainer(tiny(tmp_path, "copy"), log=_quiet)
     b = Trainer(tiny(tmp_path, "copy", teacher_forcing=1.0), log=_quiet)

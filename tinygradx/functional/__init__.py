@@ -110,45 +110,6 @@ def _where():
     return f" (in {s})" if s else ""
 
 
-def cross_entropy(input, target, weight=None, *, ignore_index=-100, reduction="mean",
-                  label_smoothing=0.0):
-    """Cross-entropy between logits and class-index or class-probability targets, as
-    torch.nn.functional.cross_entropy.
-
-    Shapes: input (N, C) with target (N,), or (C,) with a scalar target, or (N, C, d1, ...)
-    with target (N, d1, ...); a float target of the input's shape holds class probabilities.
-    Targets equal to ignore_index add nothing and are not counted by 'mean' (class indices
-    only). label_smoothing e mixes the target with the uniform distribution. weight (C,)
-    rescales each class; with class indices 'mean' then divides by the sum of the targets'
-    weights, with probabilities by the number of rows, as PyTorch. The plain case (class
-    indices, no weight) is one fused node; weights and probabilities run op by op.
-    """
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], "
-                         f"got {label_smoothing}")
-    t = class_target("cross_entropy", input, target, ignore_index, reduction, probabilities=True)
-    if t.dtype.kind == "f" or weight is not None:
-        return cross_entropy_extended(input, target, t, weight, ignore_index, reduction,
-                                       label_smoothing)
-    x = input     # the fused op checks the range of the targets
-    if x.ndim == 1:
-        x, t = x.reshape(1, -1), t.reshape(1)
-        out = fused.CrossEntropy.apply(x, target=t, ignore_index=ignore_index,
-                                       reduction=reduction, label_smoothing=label_smoothing)
-        return out.reshape(()) if reduction == "none" else out
-    rest = x.shape[2:]
-    if rest:
-        # (N, C, d1..) -> (N*d1.., C): move the class dim last, then flatten
-        perm = (0,) + tuple(range(2, x.ndim)) + (1,)
-        x = x.permute(*perm).reshape(-1, x.shape[1])
-        t = t.reshape(-1)
-    out = fused.CrossEntropy.apply(x, target=t, ignore_index=ignore_index, reduction=reduction,
-                                   label_smoothing=label_smoothing)
-    if reduction == "none" and rest:
-        out = out.reshape((input.shape[0],) + rest)
-    return out
-
-
 def dropout(x, p=0.5, training=True, inplace=False):
     """Inverted dropout: zero each element with probability p and scale the rest by 1/(1-p),
     so the expected value is unchanged and evaluation needs no rescaling. Identity when not
@@ -365,7 +326,8 @@ def cross_entropy_composite(input, target, ignore_index=-100, reduction="mean",
         return nll
     if reduction == "sum":
         return nll.sum()
-    return nll.sum() / max(int(keep.sum()), 1)
+    count = int(keep.sum())           # none kept: PyTorch's NaN, with a zero gradient
+    return nll.sum() / count if count else nll.sum() * 0.0 + math.nan
 
 
 def gelu_composite(x, approximate="none"):
@@ -409,11 +371,23 @@ def one_hot(tensor, num_classes=-1):
     return Tensor(np.eye(num_classes, dtype=np.int64)[t])
 
 
-# the element-wise losses, nll_loss and the target checks live in losses.py (same floor);
-# F.mse_loss, F.nll_loss etc. are the public path
+# the losses live in losses.py (a target per element), class_losses.py (class targets:
+# cross_entropy, nll_loss and their checks) and pair_losses.py (same floor); F.mse_loss,
+# F.cross_entropy etc. are the public path
 from .losses import (binary_cross_entropy, binary_cross_entropy_with_logits,  # noqa: E402
-                     check_targets, class_target, cross_entropy_extended, huber_loss, kl_div,
-                     l1_loss, mse_loss, nll_loss, smooth_l1_loss)
+                     gaussian_nll_loss, hinge_embedding_loss, huber_loss, kl_div, l1_loss,
+                     mse_loss, multilabel_soft_margin_loss, poisson_nll_loss, smooth_l1_loss,
+                     soft_margin_loss)
+from .class_losses import (check_targets, class_target, cross_entropy,  # noqa: E402
+                           multi_margin_loss, multilabel_margin_loss, nll_loss)
+from .pair_losses import (cosine_embedding_loss, margin_ranking_loss,  # noqa: E402
+                          pairwise_distance, triplet_margin_loss,
+                          triplet_margin_with_distance_loss)
+
+__all__ += ["poisson_nll_loss", "gaussian_nll_loss", "soft_margin_loss", "hinge_embedding_loss",
+            "multilabel_soft_margin_loss", "multi_margin_loss", "multilabel_margin_loss",
+            "cosine_embedding_loss", "margin_ranking_loss", "pairwise_distance",
+            "triplet_margin_loss", "triplet_margin_with_distance_loss"]
 
 # more activations and rms_norm live in activations.py (at the end: no line of this file moves)
 from .activations import (elu, hardtanh, leaky_relu, logsigmoid, mish, relu6,  # noqa: E402

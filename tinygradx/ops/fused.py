@@ -248,7 +248,8 @@ class CrossEntropy(Function):
 
     With label smoothing e the target distribution is q = (1-e)*onehot(y) + e/C, and
     dx = (softmax(x) - q) * g_row; rows whose target is ignore_index get zero loss and grad;
-    'mean' divides by the number of rows that are not ignored (as PyTorch).
+    'mean' divides by the number of rows that are not ignored (as PyTorch: NaN when there are
+    none, every target ignored or no rows at all, with a zero gradient).
     Composite twin: `F.cross_entropy_composite`.
     """
     fresh_grads = True
@@ -271,9 +272,10 @@ class CrossEntropy(Function):
         nll = nll * self.keep
         self.x, self.logp, self.t = x, logp, safe_t
         self.eps, self.reduction = label_smoothing, reduction
-        self.count = max(int(self.keep.sum()), 1)
+        self.count = int(self.keep.sum())        # 0: the mean of no terms is NaN (torch)
         if reduction == "mean":
-            return np.asarray(nll.sum() / self.count, dtype=x.dtype)
+            total = nll.sum()
+            return np.asarray(total / self.count if self.count else math.nan, dtype=x.dtype)
         if reduction == "sum":
             return np.asarray(nll.sum(), dtype=x.dtype)
         return nll.astype(x.dtype, copy=False)
@@ -284,7 +286,7 @@ class CrossEntropy(Function):
         q = np.full((n, c), self.eps / c, dtype=x.dtype)   # the target distribution
         q[np.arange(n), self.t] += 1 - self.eps
         keep = self.keep.astype(x.dtype)
-        if self.reduction == "mean":
+        if self.reduction == "mean" and self.count:     # count 0: every row's keep is 0
             keep /= self.count
         scale = g * keep                                   # (n,): g is 0-d or (n,)
         return (of(g).run(Softmax, x, dim=1) - q) * scale.reshape(n, 1)
@@ -301,7 +303,7 @@ def _cross_entropy_backward(ctx, g):
     if ctx.reduction == "none":
         scale = g * ctx.keep
     else:
-        scale = ctx.keep * (g / ctx.count if ctx.reduction == "mean" else g)
+        scale = ctx.keep * (g / max(ctx.count, 1) if ctx.reduction == "mean" else g)
     grad *= scale.astype(grad.dtype, copy=False)[:, None]
     return grad
 

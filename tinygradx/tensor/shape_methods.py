@@ -44,7 +44,7 @@ class ShapeMethods:
         """
         if dim is None:
             return self.amax()
-        _named_axes("max", dim, self.ndim)
+        _nonempty("max", self, dim)
         if self.ndim == 0:                   # one element: itself, at index 0 (torch)
             return MaxResult(movement.Reshape.apply(self, shape=()), _zero_index(self))
         idx = self.argmax(dim, keepdim=True)
@@ -53,7 +53,7 @@ class ShapeMethods:
     def min(self, dim=None, keepdim=False):
         if dim is None:
             return self.amin()
-        _named_axes("min", dim, self.ndim)
+        _nonempty("min", self, dim)
         if self.ndim == 0:
             return MaxResult(movement.Reshape.apply(self, shape=()), _zero_index(self))
         idx = self.argmin(dim, keepdim=True)
@@ -68,13 +68,13 @@ class ShapeMethods:
         return out if keepdim else out.squeeze(d)
 
     def argmax(self, dim=None, keepdim=False):
-        _named_axes("argmax", dim, self.ndim)
+        _nonempty("argmax", self, dim)
         if self.ndim == 0:
             return _zero_index(self)
         return self._op_class._from_op(np.argmax(self._data, axis=dim, keepdims=keepdim), None)
 
     def argmin(self, dim=None, keepdim=False):
-        _named_axes("argmin", dim, self.ndim)
+        _nonempty("argmin", self, dim)
         if self.ndim == 0:
             return _zero_index(self)
         return self._op_class._from_op(np.argmin(self._data, axis=dim, keepdims=keepdim), None)
@@ -343,6 +343,20 @@ def _named_axes(name, dim, ndim):
         return normalize_dims(dim, ndim)
     except OpError as err:
         raise OpError(f"{name}: {err}") from None
+
+
+def _nonempty(name, x, dim):
+    """dim checked; an index reduction (argmax, max(dim), ...) over a dim of size 0 has no
+    answer: torch's IndexError, naming the op, the dim and the shape (numpy's own error names
+    neither)."""
+    _named_axes(name, dim, x.ndim)
+    if dim is None:
+        if x._data.size == 0:
+            raise IndexError(f"{name}(): a tensor of shape {x.shape} has no elements; give "
+                             f"the reduction dim")
+    elif x.ndim and x._data.shape[dim] == 0:
+        raise IndexError(f"{name}(): dim {dim} of the input {x.shape} has size 0; the "
+                         f"reduction needs at least one element")
 
 
 def _split_ints(index):
