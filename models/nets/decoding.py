@@ -128,6 +128,33 @@ def _encode_by_length(model, src, src_pad):
     return tgx.Tensor(memory)
 
 
+def _check_args(where, model, src, src_pad, max_len, bos_id, eos_id):
+    """The arguments every decoder shares, each refused by name: src (B, S) integer ids with
+    S >= 1 (B may be 0), src_pad None or of src's shape, max_len an int >= 0, bos_id and
+    eos_id ids of the target vocabulary. Returns src and src_pad as arrays."""
+    a = np.asarray(src.detach().numpy() if isinstance(src, tgx.Tensor) else src)
+    if a.dtype.kind not in "iu" or a.ndim != 2:
+        raise ValueError(f"{where}: src must be integer token ids of shape (B, S), got dtype "
+                         f"{a.dtype} and shape {a.shape}")
+    if a.shape[1] == 0:
+        raise ValueError(f"{where}: src has no positions (shape {a.shape}); each source "
+                         f"needs at least one token")
+    if src_pad is not None:
+        src_pad = np.asarray(src_pad)
+        if src_pad.shape != a.shape:
+            raise ValueError(f"{where}: src_pad must have the shape of src {a.shape}, got "
+                             f"{src_pad.shape}")
+    if isinstance(max_len, bool) or not isinstance(max_len, (int, np.integer)) or max_len < 0:
+        raise ValueError(f"{where}: max_len must be an int >= 0, got {max_len!r}")
+    vocab = getattr(getattr(model, "config", None), "tgt_vocab", None)
+    for name, v in (("bos_id", bos_id), ("eos_id", eos_id)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0 or (
+                vocab is not None and v >= vocab):
+            raise ValueError(f"{where}: {name} must be a token id of the target vocabulary "
+                             f"(0..{'' if vocab is None else vocab - 1}), got {v!r}")
+    return a, src_pad
+
+
 def greedy_decode(model, src, src_pad, max_len, bos_id, eos_id, cached=True):
     """Pick the most likely next token until <eos> or max_len; returns a list of id lists.
 
@@ -135,9 +162,11 @@ def greedy_decode(model, src, src_pad, max_len, bos_id, eos_id, cached=True):
     decoded together; a sentence leaves the batch when it emits <eos>. cached=False recomputes
     every prefix (the reference: same tokens, tested).
     """
-    src = np.asarray(src)
+    src, src_pad = _check_args("greedy_decode", model, src, src_pad, max_len, bos_id, eos_id)
     B = src.shape[0]
     out = [None] * B
+    if not B:
+        return []
     with _eval_mode(model):
         step = _Stepper(model, src, src_pad, cached)
         prefix = np.full((B, 1), bos_id, dtype=np.int64)                 # (B', t)
@@ -219,7 +248,16 @@ def beam_search(model, src, src_pad, max_len, bos_id, eos_id, beam_size=4, lengt
     a sentence's rows leave the batch when its search ends. cached=False recomputes every
     prefix (the reference: same tokens, tested).
     """
-    src = np.asarray(src)
+    src, src_pad = _check_args("beam_search", model, src, src_pad, max_len, bos_id, eos_id)
+    if isinstance(beam_size, bool) or not isinstance(beam_size, (int, np.integer)) \
+            or beam_size < 1:
+        raise ValueError(f"beam_search: beam_size must be an int >= 1, got {beam_size!r}")
+    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)) \
+            or not np.isfinite(length_penalty):
+        raise ValueError(f"beam_search: length_penalty must be a finite number, got "
+                         f"{length_penalty!r}")
+    if not src.shape[0]:
+        return []
     searches = [_Beams(bos_id, beam_size, length_penalty) for _ in range(src.shape[0])]
     with _eval_mode(model):
         step = _Stepper(model, src, src_pad, cached)

@@ -32,7 +32,7 @@ from tinygradx import Tensor, nn
 from tinygradx.nn import init
 
 from . import fastpath
-from .layers import KVCache, as_ids, sample_next, values
+from .layers import KVCache, check_sampling, sample_next, token_ids, values
 
 
 class RMSNorm(nn.Module):
@@ -417,13 +417,16 @@ class GPT(nn.Module):
         With a KVCache the ids are the next T positions after the cached ones (and the cache
         grows by T).
         """
-        idx = as_ids(idx)
+        idx = token_ids("GPT", "idx", idx)          # (B, T), T >= 1; B = 0 runs, as torch
         B, T = idx.shape
         x = self._features(idx, kv_cache)                        # (B, T, C)
         logits = self.lm_head(x)                                 # (B, T, V)
         loss = None
         if targets is not None:
-            targets = as_ids(targets)
+            targets = token_ids("GPT", "targets", targets)
+            if targets.shape != idx.shape:
+                raise ValueError(f"GPT: targets {targets.shape} must have the shape of idx "
+                                 f"{idx.shape}")
             V = logits.shape[-1]
             loss = F.cross_entropy(logits.reshape(B * T, V),     # (B*T, V)
                                    targets.reshape(B * T))       # (B*T,)
@@ -473,7 +476,12 @@ class GPT(nn.Module):
         (models/nets/fastpath.py) when the model is GPT-2's stock block and nothing watches the
         ops, else the modules (`_last_logits`); the same logits either way.
         """
-        ids = values(as_ids(idx))
+        ids = values(token_ids("GPT.generate", "idx", idx))  # a prompt of >= 1 token per row
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, (int, np.integer)) \
+                or max_new_tokens < 0:
+            raise ValueError(f"GPT.generate: max_new_tokens must be an int >= 0, got "
+                             f"{max_new_tokens!r}")
+        check_sampling("GPT.generate", temperature, top_k, top_p)
         B, start = ids.shape
         block = self.config.block_size
         # the ids so far, written in place (no concatenation per token): (B, start + new)

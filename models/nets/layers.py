@@ -318,6 +318,21 @@ def _refuse_nonfinite(bad_rows):
                      f"finite (are its weights NaN?)")
 
 
+def check_sampling(where, temperature, top_k, top_p):
+    """The sampling arguments of generate()/sample_next, each checked by name: temperature a
+    number >= 0 (0: greedy), top_k None or an int >= 1, top_p None or a number in (0, 1]."""
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float, np.number)) \
+            or not temperature >= 0:
+        raise ValueError(f"{where}: temperature must be a number >= 0 (0 is greedy), got "
+                         f"{temperature!r}")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer))
+                              or top_k < 1):
+        raise ValueError(f"{where}: top_k must be None or an int >= 1, got {top_k!r}")
+    if top_p is not None and (isinstance(top_p, bool) or not isinstance(
+            top_p, (int, float, np.number)) or not 0 < top_p <= 1):
+        raise ValueError(f"{where}: top_p must be None or a number in (0, 1], got {top_p!r}")
+
+
 def sample_next(logits, temperature=1.0, top_k=None, top_p=None, rng=None):
     """Draw one token id per row from logits (B, V); returns an int64 array (B,).
 
@@ -325,13 +340,12 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, rng=None):
     the smallest set of tokens whose probabilities sum to >= top_p. The draw uses `rng`
     (default: tinygradx's global generator, so `tgx.manual_seed` makes sampling repeatable).
     """
+    check_sampling("sample_next", temperature, top_k, top_p)
     z = np.asarray(values(logits), dtype=np.float64)
     if np.isnan(z).any():                 # argmax and the draw would pick a token regardless
         _refuse_nonfinite(np.isnan(z).any(axis=-1))
     if temperature == 0:
         return z.argmax(axis=-1).astype(np.int64)
-    if temperature < 0:
-        raise ValueError(f"sample_next: temperature must be >= 0, got {temperature}")
     rng = tgx.default_rng() if rng is None else rng
     z = z / temperature
     if top_k is not None:
@@ -371,3 +385,22 @@ def as_ids(x):
     if isinstance(x, Tensor):
         return x
     return Tensor(np.asarray(x, dtype=np.int64))
+
+
+def token_ids(where, name, x, ndim=2, empty_rows=False):
+    """Token ids (B, T) checked by name: integers (as torch's embedding takes them), `ndim`
+    dims, at least one position per row unless `empty_rows`; an int64 Tensor (a Tensor of
+    int64 ids comes back as it is). B may be 0 (a batch of no sequences)."""
+    a = x._data if isinstance(x, Tensor) else np.asarray(x)
+    if a.dtype.kind not in "iu" and not (a.size == 0 and a.dtype.kind == "f"
+                                          and not isinstance(x, Tensor)):
+        raise ValueError(f"{where}: {name} must hold integer token ids, got dtype {a.dtype}")
+    if a.ndim != ndim:
+        raise ValueError(f"{where}: {name} must be token ids of shape (B, T), got shape "
+                         f"{a.shape}")
+    if not empty_rows and a.shape[-1] == 0:
+        raise ValueError(f"{where}: {name} has no positions (shape {a.shape}); each sequence "
+                         f"needs at least one token")
+    if isinstance(x, Tensor) and a.dtype == np.int64:
+        return x
+    return Tensor(a.astype(np.int64))

@@ -12,7 +12,6 @@ from .elementwise import as_float
 from .xp import of, value
 
 
-
 def _expand_back(xp, g, axes, keepdim):
     """Re-insert the reduced axes (size 1) so g broadcasts against the input."""
     if keepdim or not axes:
@@ -35,8 +34,9 @@ class Mean(Function):
     """d(mean x) = g/N broadcast over the reduced axes."""
     def forward(self, x, dim=None, keepdim=False):
         self.shape, self.axes, self.keepdim = x.shape, normalize_dims(dim, x.ndim), keepdim
-        self.n = max(1, math.prod(x.shape[a] for a in self.axes))
-        return np.mean(x, axis=self.axes, keepdims=keepdim)
+        self.n = max(1, n := math.prod(x.shape[a] for a in self.axes))
+        with np.errstate(invalid="ignore"):    # n = 0: the mean of nothing is NaN, as torch's
+            return np.sum(x, axis=self.axes, keepdims=keepdim) / n
 
     def backward(self, g):
         xp = of(g)
@@ -76,8 +76,8 @@ class Var(Function):
         self.axes, self.keepdim = normalize_dims(dim, x.ndim), keepdim
         n = math.prod(x.shape[a] for a in self.axes)
         self.x, self.denom = x, n - correction
-        xc = x - x.mean(axis=self.axes, keepdims=True)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):    # n = 0: NaN, no warning
+            xc = x - np.sum(x, axis=self.axes, keepdims=True) / n
             return np.sum(xc * xc, axis=self.axes, keepdims=keepdim) / max(self.denom, 0)
 
     def backward(self, g):

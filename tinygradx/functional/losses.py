@@ -159,7 +159,8 @@ def _weighted_sum_mean(name, loss, weight, reduction):
         return reduce_loss(loss, reduction)
     loss = loss * weight
     if reduction == "mean":
-        return loss.sum() / weight.sum()
+        with np.errstate(invalid="ignore", divide="ignore"):    # weights summing to 0: NaN
+            return loss.sum() / weight.sum()
     return reduce_loss(loss, reduction)
 
 

@@ -271,7 +271,7 @@ class PackedAttention(Attention):
 
     def _split(self, a):
         B, _, h, d = self.heads
-        return a.reshape(B, -1, h, d).transpose(0, 2, 1, 3)      # (B, n, h*d) -> (B, h, n, d)
+        return a.reshape(B, a.shape[1], h, d).transpose(0, 2, 1, 3)  # (B, n, h*d) -> (B, h, n, d)
 
 
 @fastpath.fast_backward(PackedAttention)

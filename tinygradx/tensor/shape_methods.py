@@ -84,12 +84,19 @@ class ShapeMethods:
         As torch, a bool first argument is `unbiased` (x.var(False))."""
         if isinstance(dim, bool):
             dim, unbiased = None, dim
+        if self.dtype.kind != "f":
+            raise TypeError(f"var/std: need a floating-point tensor (as in PyTorch), got "
+                            f"{self.dtype}")
         corr = (1 if unbiased else 0) if correction is None else correction
         return ops_reduce.Var.apply(self, dim=dim, correction=corr, keepdim=keepdim)
 
     def std(self, dim=None, unbiased=True, keepdim=False, *, correction=None):
         """The square root of var(...) (the same arguments)."""
         return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
+
+    def count_nonzero(self, dim=None):
+        """How many elements are non-zero (along dim: an int or a tuple), int64."""
+        return (self != 0).sum(dim=dim) if dim is not None else (self != 0).sum()
 
     def logsumexp(self, dim, keepdim=False):
         return ops_reduce.LogSumExp.apply(self, dim=dim, keepdim=keepdim)
