@@ -391,7 +391,7 @@ def token_ids(where, name, x, ndim=2, empty_rows=False):
     """Token ids (B, T) checked by name: integers (as torch's embedding takes them), `ndim`
     dims, at least one position per row unless `empty_rows`; an int64 Tensor (a Tensor of
     int64 ids comes back as it is). B may be 0 (a batch of no sequences)."""
-    a = x._data if isinstance(x, Tensor) else np.asarray(x)
+    a = x.detach().numpy() if isinstance(x, Tensor) else np.asarray(x)
     if a.dtype.kind not in "iu" and not (a.size == 0 and a.dtype.kind == "f"
                                           and not isinstance(x, Tensor)):
         raise ValueError(f"{where}: {name} must hold integer token ids, got dtype {a.dtype}")
