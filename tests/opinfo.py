@@ -2305,6 +2305,9 @@ import opinfo_ops  # noqa: E402, F401  (adds its entries to OPS)
 import opinfo_norm  # noqa: E402, F401  (adds its entries to OPS)
 # every loss of torch.nn.functional and torch.nn
 import opinfo_losses  # noqa: E402, F401  (adds its entries to OPS)
+# conv3d and transposed convolutions, pooling with indices and its inverse, interpolate's other
+# modes, F.pad's crops, unfold/fold, the shuffles
+import opinfo_conv  # noqa: E402, F401  (adds its entries to OPS)
 
 # ------------------------------------------------------------------------------------------
 # names in docs/api.md's op sections that are not ops (the coverage test skips only these)

@@ -470,12 +470,16 @@ def _own_constants(query, key, value):
     return tuple(t if t.requires_grad else Tensor(t._data.copy()) for t in (key, value))
 
 
-# convolution, pooling, interpolate live in conv.py (same floor)
-from .conv import (adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d,  # noqa: E402
-                   avg_pool2d, conv1d, conv2d, interpolate, max_pool1d, max_pool2d)
+# convolution (conv.py), window pooling (pooling.py), adaptive and fractional pooling
+# (adaptive_pool.py), resampling and shuffles (resample.py) live in their own files (same
+# floor); each lists its public names in __all__
+from . import adaptive_pool, conv, pooling, resample  # noqa: E402
+from .adaptive_pool import *  # noqa: E402, F403
+from .conv import *  # noqa: E402, F403
+from .pooling import *  # noqa: E402, F403
+from .resample import *  # noqa: E402, F403
 
-__all__ += ["conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
-            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "interpolate"]
+__all__ += conv.__all__ + pooling.__all__ + adaptive_pool.__all__ + resample.__all__
 
 # batch, instance, group and local response normalization live in normalization.py
 from .normalization import (batch_norm, group_norm, instance_norm,  # noqa: E402

@@ -24,7 +24,9 @@ def pad(input, pad, mode="constant", value=None):
     int tensor), and a negative amount crops. "reflect" mirrors without repeating the edge
     (each amount below the dim's size), "replicate" repeats the edge, "circular" wraps around
     (at most once); as in torch they pad the last 1, 2 or 3 dims of a tensor with one or two
-    dims more (batch, channels), take no value, and here no negative amount.
+    dims more (batch, channels), take no value and no bool tensor. A negative amount crops in
+    every mode: reflect and replicate read as if padded, then crop; circular crops first and
+    wraps around what is left.
     """
     if not isinstance(input, Tensor):
         raise TypeError(f"pad: expected a Tensor, got {type(input).__name__}")
@@ -84,34 +86,58 @@ def _constant(x, pads, value):
 def _index_mode(x, pads, mode, value, n_amounts):
     if value is not None and value != 0:
         raise ValueError(f"pad: mode {mode!r} takes no value (got value={value!r})")
+    if x.dtype == np.bool_:
+        raise TypeError(f"pad: mode {mode!r} does not take a bool tensor (as in torch)")
     k = len(pads)
     if k > 3 or x.ndim not in (k + 1, k + 2):
         raise OpError(f"pad: mode {mode!r} pads the last 1, 2 or 3 dims of a tensor with one "
                       f"or two dims more (batch, channels), as torch; got {n_amounts} amounts "
                       f"for a {x.ndim}-d tensor (shape {x.shape})")
+    if any(n == 0 for n in x.shape[x.ndim - k - 1:]):
+        raise OpError(f"pad: mode {mode!r} needs non-empty dims (the batch dim may be 0), got "
+                      f"shape {x.shape}")
+    sizes = [x.shape[d] + left + right for d, left, right in pads]
+    if mode != "circular" and (min(sizes) < 0 or max(sizes) < 1):
+        amounts = tuple(v for _, lo, hi in pads for v in (lo, hi))
+        raise OpError(f"pad: {n_amounts} amounts {amounts} leave the padded dims of shape "
+                      f"{x.shape} with sizes {tuple(sizes)}; "
+                      f"mode {mode!r} needs none negative and one at least 1 (as torch)")
     for d, left, right in pads:
         n = x.shape[d]
-        if left < 0 or right < 0:
-            raise OpError(f"pad: negative amounts (cropping) are supported in constant mode "
-                          f"only, got ({left}, {right}) for dim {d} in mode {mode!r}")
         if not (left or right):
             continue
-        if n == 0:
-            raise OpError(f"pad: mode {mode!r} cannot pad dim {d} of size 0 (shape {x.shape})")
+        if mode == "circular":
+            x = _circular(x, d, left, right)
+            continue
         if mode == "reflect" and max(left, right) >= n:
             raise OpError(f"pad: reflect amounts must be smaller than the dim they pad: "
                           f"({left}, {right}) for dim {d} of size {n}")
-        if mode == "circular" and max(left, right) > n:
-            raise OpError(f"pad: circular amounts must be at most the size of the dim they "
-                          f"pad (wrapping around once): ({left}, {right}) for dim {d} of size "
-                          f"{n}")
+        # the cells the padded (then cropped, for negative amounts) dim reads
         i = np.arange(-left, n + right)
         if mode == "reflect":
             i = np.abs(i)
             i = np.where(i >= n, 2 * (n - 1) - i, i)
-        elif mode == "replicate":
-            i = np.clip(i, 0, n - 1)
         else:
-            i = i % n
+            i = np.clip(i, 0, n - 1)
         x = x.index_select(d, i)
     return x
+
+
+def _circular(x, d, left, right):
+    """torch's circular padding: negative amounts crop first, then the positive ones wrap
+    around what is left (at most once)."""
+    n = x.shape[d]
+    lo, hi = max(-left, 0), n - max(-right, 0)
+    m = hi - lo
+    if m < 0:
+        raise OpError(f"pad: circular ({left}, {right}) crops more than the {n} elements of "
+                      f"dim {d} (shape {x.shape})")
+    # torch wraps each amount at most once around the dim; past what cropping leaves, its
+    # copy reads cells it has not written yet (garbage, an overlap error, or a periodic
+    # repeat, depending on the shape): refused here
+    if max(left, right) > m:
+        raise OpError(f"pad: circular ({left}, {right}) for dim {d} of size {n}"
+                      + (f", {m} after cropping" if m != n else "") + ": each amount must be "
+                      "at most the size it wraps around (once)")
+    i = np.arange(lo - max(left, 0), hi + max(right, 0))
+    return x.index_select(d, lo + (i - lo) % m if m else i[:0])

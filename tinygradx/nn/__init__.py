@@ -336,15 +336,18 @@ def _from_pretrained(cls, embeddings, freeze=True, padding_idx=None):
 
 Embedding.from_pretrained = classmethod(_from_pretrained)   # here: docs quote lines above
 from .containers import ParameterDict, ParameterList  # noqa: E402  (containers, as Module's)
-from . import conv_layers, rnn, transformer_layers  # noqa: E402  (torch's layers, by concept)
-from .conv_layers import *  # noqa: E402, F403
+from . import conv_layers, pool_layers, resample_layers, rnn, transformer_layers  # noqa: E402
+from .conv_layers import *  # noqa: E402, F403  (torch's layers, by concept)
+from .pool_layers import *  # noqa: E402, F403
+from .resample_layers import *  # noqa: E402, F403
 from .rnn import *  # noqa: E402, F403
 from .transformer_layers import *  # noqa: E402, F403
 
 
 __all__ += ["Softmax", "LogSoftmax", "Tanh", "Sigmoid", "Flatten", "Unflatten", "ParameterList",
             "ParameterDict"]
-__all__ += conv_layers.__all__ + rnn.__all__ + transformer_layers.__all__
+__all__ += conv_layers.__all__ + pool_layers.__all__ + resample_layers.__all__ + rnn.__all__ + \
+    transformer_layers.__all__
 
 from . import dropout, normalization  # noqa: E402  (norms; dropout of channels, alpha)
 from .dropout import *  # noqa: E402, F403
