@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 from hypothesis import strategies as st
@@ -714,7 +715,8 @@ add(
              samples=_fractional_family(n),
              api=(f"F.fractional_max_pool{n}d", f"F.fractional_max_pool{n}d_with_indices"))
       for n in (2, 3)),
-    *(OpInfo(f"F.{k}", _f(k), torch_op=_t(k), ref=r, samples=_shuffle_family(k))
+    *(OpInfo(f"F.{k}", _f(k), torch_op=_t(k), ref=r, samples=_shuffle_family(k),
+             api=(f"F.{k}",) + (("F.native_channel_shuffle",) if k == "channel_shuffle" else ()))
       for k, r in (("pixel_shuffle", np_pixel_shuffle), ("pixel_unshuffle", np_pixel_unshuffle),
                    ("channel_shuffle", np_channel_shuffle))),
     *(OpInfo(f"F.pad[{m}-crop]", _f("pad"), torch_op=_t("pad"), ref=np_pad_any,
@@ -842,3 +844,31 @@ add(*(OpInfo(f"nn.{cls}", _module_op(cls), torch_op=_module_op(cls, True) if tor
              torch_reason="torch is not installed", samples=_conv_module_family(cls, n))
       for cls, n in (("Conv3d", 3), ("ConvTranspose1d", 1), ("ConvTranspose2d", 2),
                      ("ConvTranspose3d", 3))))
+
+
+def _upsample_family(draw, dt):
+    x = array(draw, (draw(st.integers(1, 2)), 2, draw(st.integers(2, 4)), draw(st.integers(2, 4))),
+              dt)
+    kw = {"size": (draw(st.integers(1, 6)), draw(st.integers(2, 6)))} if draw(st.booleans()) \
+        else {"scale_factor": draw(st.sampled_from((2, 3)))}
+    return Sample((x,), kw)
+
+
+def _quiet(fn):
+    """fn with the deprecation warning of both libraries' upsample* silenced."""
+    def call(*a, **kw):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return fn(*a, **kw)
+    return call
+
+
+add(OpInfo("F.upsample", _quiet(_f("upsample")), torch_op=_quiet(_t("upsample")),
+           ref=lambda x, **kw: np_interpolate_modes(x, **kw), samples=family(_upsample_family)),
+    OpInfo("F.upsample_nearest", _quiet(_f("upsample_nearest")),
+           torch_op=_quiet(_t("upsample_nearest")),
+           ref=lambda x, **kw: np_interpolate_modes(x, **kw), samples=family(_upsample_family)),
+    OpInfo("F.upsample_bilinear", _quiet(_f("upsample_bilinear")),
+           torch_op=_quiet(_t("upsample_bilinear")),
+           ref=lambda x, **kw: np_interpolate_modes(x, mode="bilinear", align_corners=True, **kw),
+           samples=family(_upsample_family)))

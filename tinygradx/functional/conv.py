@@ -402,7 +402,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
                       f"stride={s} give {blocks[0]} * {blocks[1]} sliding blocks, but the "
                       f"input (shape {tuple(input.shape)}) has {L}")
     if x.dtype == np.bool_:                     # torch ORs overlapping booleans
-        y = fold(x.to(np.int64), size, k, d, p, s) > 0
+        y = fold(x.to(np.float64), size, k, d, p, s) > 0
         return y.squeeze(0) if added else y
     cols = x.reshape(N, CK // K, k[0], k[1], blocks[0], blocks[1])
     y = col2im(cols, k, s, d)                                 # (N, C, F_h, F_w)

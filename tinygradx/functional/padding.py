@@ -24,7 +24,7 @@ def pad(input, pad, mode="constant", value=None):
     int tensor), and a negative amount crops. "reflect" mirrors without repeating the edge
     (each amount below the dim's size), "replicate" repeats the edge, "circular" wraps around
     (at most once); as in torch they pad the last 1, 2 or 3 dims of a tensor with one or two
-    dims more (batch, channels), take no value and no bool tensor. A negative amount crops in
+    dims more (batch, channels), take no value, and reflect and replicate no bool tensor. A negative amount crops in
     every mode: reflect and replicate read as if padded, then crop; circular crops first and
     wraps around what is left.
     """
@@ -86,7 +86,7 @@ def _constant(x, pads, value):
 def _index_mode(x, pads, mode, value, n_amounts):
     if value is not None and value != 0:
         raise ValueError(f"pad: mode {mode!r} takes no value (got value={value!r})")
-    if x.dtype == np.bool_:
+    if x.dtype == np.bool_ and mode != "circular":
         raise TypeError(f"pad: mode {mode!r} does not take a bool tensor (as in torch)")
     k = len(pads)
     if k > 3 or x.ndim not in (k + 1, k + 2):
