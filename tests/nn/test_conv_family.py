@@ -42,8 +42,8 @@ def test_uint8_bilinear_is_torchs_not_a_cast_blend():
 def test_uint8_images_bit_for_bit(C, mode, aa):
     img = R.integers(0, 256, (2, C, 9, 7)).astype(np.uint8)
     for size in ((13, 11), (4, 3), (9, 12), (5, 7)):
-        same(lambda m: m.nn.functional.interpolate(t(m, img), size=size, mode=mode,
-                                                   antialias=aa), atol=0, rtol=0)
+        same(lambda m, size=size: m.nn.functional.interpolate(t(m, img), size=size, mode=mode,
+                                                              antialias=aa), atol=0, rtol=0)
     same(lambda m: m.nn.functional.interpolate(t(m, img), scale_factor=1.7, mode=mode,
                                                align_corners=True), atol=0, rtol=0)
 

@@ -24,9 +24,9 @@ def pad(input, pad, mode="constant", value=None):
     int tensor), and a negative amount crops. "reflect" mirrors without repeating the edge
     (each amount below the dim's size), "replicate" repeats the edge, "circular" wraps around
     (at most once); as in torch they pad the last 1, 2 or 3 dims of a tensor with one or two
-    dims more (batch, channels), take no value, and reflect and replicate no bool tensor. A negative amount crops in
-    every mode: reflect and replicate read as if padded, then crop; circular crops first and
-    wraps around what is left.
+    dims more (batch, channels) and take no value (reflect and replicate no bool tensor). A
+    negative amount crops in every mode: reflect and replicate read as if padded, then crop;
+    circular crops first and wraps around what is left.
     """
     if not isinstance(input, Tensor):
         raise TypeError(f"pad: expected a Tensor, got {type(input).__name__}")
