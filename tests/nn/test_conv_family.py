@@ -4,7 +4,8 @@ dtypes and shapes, or both refusing, tinygradx's refusal one clear line raised b
 
 The values and gradients over generated arguments are the op-info table's
 (tests/opinfo_conv.py); here: every argument error, the dtypes each op takes, the modules
-(weights shared with torch, forward and backward, torch's reprs), and the issue's examples.
+working together, and the issue's examples; each module alone against torch's:
+tests/compat/test_surface_conv.py.
 """
 import numpy as np
 import pytest
@@ -242,76 +243,8 @@ def test_dtypes_as_torch(op, dt):
 
 
 # ------------------------------------------------------------------------------------------
-# modules: torch's weights, forward and backward
+# modules together (each module alone: tests/compat/test_surface_conv.py)
 # ------------------------------------------------------------------------------------------
-
-def _pair(cls, *args, **kwargs):
-    """(tinygradx module, torch module) with the same parameters."""
-    tgx.manual_seed(0)
-    ours = getattr(tgx.nn, cls)(*args, **kwargs)
-    theirs = getattr(torch.nn, cls)(*args, **kwargs).double()
-    ours.double()
-    with torch.no_grad():
-        for name, p in theirs.named_parameters():
-            p.copy_(torch.tensor(dict(ours.named_parameters())[name].detach().numpy()))
-    return ours, theirs
-
-
-def _run(module, lib, x, *args, **kw):
-    xs = lib.tensor(x, requires_grad=True)
-    out = module(xs, *args, **kw)
-    y = out[0] if isinstance(out, tuple) else out
-    (y * lib.tensor(np.arange(y.numel()).reshape(tuple(y.shape)) % 7 - 3.0)).sum().backward()
-    grads = [xs.grad] + [p.grad for _, p in sorted(module.named_parameters())]
-    return out, grads
-
-
-@pytest.mark.parametrize("cls,args,kwargs,x,call", [
-    ("ConvTranspose2d", (3, 4, 3), dict(stride=2, padding=1, groups=1), X4, {}),
-    ("ConvTranspose2d", (3, 6, (2, 3)), dict(stride=(2, 1), groups=3, dilation=(1, 2)), X4, {}),
-    ("ConvTranspose2d", (3, 2, 3), dict(stride=2, padding=1), X4, {"output_size": (10, 10)}),
-    ("ConvTranspose1d", (3, 2, 3), dict(stride=3, output_padding=2, bias=False), X3, {}),
-    ("ConvTranspose3d", (2, 2, 2), dict(stride=2), X5, {"output_size": (1, 2, 7, 8, 9)}),
-    ("Conv3d", (2, 4, 3), dict(padding=1, padding_mode="circular"), X5, {}),
-])
-def test_conv_modules_match_torch(cls, args, kwargs, x, call):
-    ours, theirs = _pair(cls, *args, **kwargs)
-    both(lambda: _run(ours, tgx, x, **call), lambda: _run(theirs, torch, x, **call),
-         atol=1e-10, rtol=1e-10)
-
-
-@pytest.mark.parametrize("cls,args,kwargs,x", [
-    ("MaxPool2d", (3,), dict(stride=2, padding=1, return_indices=True, ceil_mode=True), X4),
-    ("MaxPool3d", (2,), dict(dilation=(1, 2, 1)), X5),
-    ("AvgPool3d", (2,), dict(stride=1, padding=1, count_include_pad=False), X5),
-    ("AvgPool1d", (3,), dict(stride=2, padding=1, ceil_mode=True), X3),
-    ("LPPool2d", (2, 3), dict(stride=2, ceil_mode=True), np.abs(X4) + 0.1),
-    ("AdaptiveMaxPool2d", ((3, None),), dict(return_indices=True), X4),
-    ("AdaptiveAvgPool3d", ((2, 1, 3),), {}, X5),
-    ("FractionalMaxPool2d", (2,), dict(output_size=(3, 2), return_indices=True,
-                                      _random_samples=np.full((1, 3, 2), 0.3)), X4),
-    ("Upsample", (), dict(scale_factor=1.5, mode="bicubic", align_corners=True), X4),
-    ("Upsample", (), dict(size=(2, 5, 7), mode="trilinear"), X5),
-    ("UpsamplingNearest2d", (), dict(scale_factor=2), X4),
-    ("UpsamplingBilinear2d", (), dict(size=(3, 7)), X4),
-    ("PixelShuffle", (1,), {}, X4),
-    ("PixelUnshuffle", (5,), {}, X4),
-    ("ChannelShuffle", (3,), {}, X4),
-    ("Unfold", (2,), dict(dilation=2, padding=1), X4),
-    ("ReflectionPad2d", ((1, 2, -1, 3),), {}, X4),
-    ("ReplicationPad3d", (1,), {}, X5),
-    ("CircularPad1d", ((2, -1),), {}, X3),
-    ("ZeroPad2d", ((1, 0, 2, -2),), {}, X4),
-    ("ConstantPad3d", (1, 2.5), {}, X5),
-])
-def test_parameterless_modules_match_torch(cls, args, kwargs, x):
-    kw_t = {k: torch.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
-    kw_g = {k: tgx.Tensor(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
-    ours, theirs = getattr(tgx.nn, cls)(*args, **kw_g), getattr(torch.nn, cls)(*args, **kw_t)
-    both(lambda: _run(ours, tgx, x), lambda: _run(theirs, torch, x), atol=1e-10, rtol=1e-10)
-    if cls != "FractionalMaxPool2d":             # torch prints no arguments for that one
-        assert repr(ours) == repr(theirs)
-
 
 def test_unpool_inverts_pool_with_the_modules():
     def run(lib):
