@@ -19,6 +19,7 @@ import warnings
 import numpy as np
 from hypothesis import strategies as st
 
+import tinygradx as tgx
 import tinygradx.functional as F
 from opinfo import F64, I32, I64, OpInfo, S, Sample, TF, _f64, add, array, family
 from opinfo import OPS, torch
@@ -872,3 +873,51 @@ add(OpInfo("F.upsample", _quiet(_f("upsample")), torch_op=_quiet(_t("upsample"))
            torch_op=_quiet(_t("upsample_bilinear")),
            ref=lambda x, **kw: np_interpolate_modes(x, mode="bilinear", align_corners=True, **kw),
            samples=family(_upsample_family)))
+
+
+# ------------------------------------------------------------------------------------------
+# torch's top-level forms (tgx.conv2d is torch.conv2d) and Tensor.unfold
+# ------------------------------------------------------------------------------------------
+
+def _top_level(name, base, drop=(), **fixed):
+    """tgx.<name> against torch.<name>, on the samples and reference of the F entry `base`."""
+    entry = next(e for e in OPS if e.name == base)
+
+    def strip(kw):
+        return {k: v for k, v in kw.items() if k not in drop}
+    return OpInfo(f"tgx.{name}", lambda *a, **kw: getattr(tgx, name)(*a, **strip(kw)),
+                  torch_op=lambda *a, **kw: getattr(torch, name)(*a, **strip(kw)),
+                  ref=lambda *a, **kw: entry.ref(*a, **strip(kw), **fixed),
+                  samples=entry.samples, dtypes=entry.dtypes)
+
+
+add(*(_top_level(name, base) for name, base in (
+    ("conv1d", "F.conv1d"), ("conv2d", "F.conv2d"), ("conv3d", "F.conv3d"),
+    ("conv_transpose1d", "F.conv_transpose1d"), ("conv_transpose2d", "F.conv_transpose2d"),
+    ("conv_transpose3d", "F.conv_transpose3d"), ("max_pool1d", "F.max_pool1d"),
+    ("max_pool2d", "F.max_pool2d"), ("max_pool3d", "F.max_pool3d"),
+    ("max_pool1d_with_indices", "F.max_pool1d[return_indices]"),
+    ("avg_pool1d", "F.avg_pool1d"), ("adaptive_avg_pool1d", "F.adaptive_avg_pool1d"),
+    ("pixel_shuffle", "F.pixel_shuffle"), ("pixel_unshuffle", "F.pixel_unshuffle"),
+    ("channel_shuffle", "F.channel_shuffle"))),
+    _top_level("adaptive_max_pool1d", "F.adaptive_max_pool1d", drop=("return_indices",),
+               return_indices=True))
+
+
+def _unfold_kw(draw, s):
+    d = draw(st.integers(-len(s), len(s) - 1)) if s else 0
+    n = s[d] if s else 1
+    return {"dimension": d, "size": draw(st.integers(0, n)), "step": draw(st.integers(1, 3))}
+
+
+def np_tensor_unfold(x, dimension, size, step):
+    if x.ndim == 0:                                  # torch: the value itself, `size` times
+        return x.reshape(1)[:size]
+    win = np.lib.stride_tricks.sliding_window_view(x, size, axis=dimension)
+    d = dimension % x.ndim
+    return win[(slice(None),) * d + (slice(None, None, step),)]
+
+
+add(OpInfo("Tensor.unfold", lambda x, **kw: x.unfold(**kw), ref=np_tensor_unfold,
+           samples=family(lambda d, dt: (lambda s: Sample((array(d, s, dt),), _unfold_kw(d, s)))(
+               tuple(d(st.integers(0, 4)) for _ in range(d(st.integers(0, 3))))))))

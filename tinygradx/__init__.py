@@ -71,6 +71,11 @@ from .tensor.more_math import (absolute, acos, acosh, angle, arccos, arccosh,  #
 from .tensor.functions import (addbmm, addcdiv, addcmul, addmv, addr, baddbmm, ger,  # noqa: E402
                                inner, is_complex, is_inference, is_nonzero, tile, vdot)
 from . import functional, nn, optim  # noqa: E402
+from .functional.torch_forms import (adaptive_avg_pool1d, adaptive_max_pool1d,  # noqa: E402
+                                     avg_pool1d, channel_shuffle, conv1d, conv2d, conv3d,
+                                     conv_transpose1d, conv_transpose2d, conv_transpose3d,
+                                     max_pool1d, max_pool1d_with_indices, max_pool2d,
+                                     max_pool3d, pixel_shuffle, pixel_unshuffle)
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
 from . import func  # noqa: E402
 from . import inference  # noqa: E402
@@ -126,6 +131,10 @@ __all__ = [
     # products by rank and the fused add* forms (tensor/aliases.py), predicates
     "addbmm", "addcdiv", "addcmul", "addmv", "addr", "baddbmm", "ger", "inner", "is_complex",
     "is_inference", "is_nonzero", "tile", "vdot",
+    # torch's top-level forms of the convolution and pooling families (functional/torch_forms.py)
+    "adaptive_avg_pool1d", "adaptive_max_pool1d", "avg_pool1d", "channel_shuffle", "conv1d",
+    "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "max_pool1d",
+    "max_pool1d_with_indices", "max_pool2d", "max_pool3d", "pixel_shuffle", "pixel_unshuffle",
 ]
 
 # torch's dtype names: tgx.long, tgx.float, ... (as torch.long, torch.float). Set last, since

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tinygradx as tgx
-from oracle import both, requires_torch, torch
+from oracle import Raised, both, requires_torch, torch
 
 pytestmark = requires_torch
 
@@ -16,6 +16,14 @@ X4 = R.standard_normal((1, 3, 5, 5))          # (N, C, H, W)
 X3 = R.standard_normal((2, 3, 6))             # (N, C, L)
 X5 = R.standard_normal((1, 2, 3, 4, 4))       # (N, C, D, H, W)
 POS4 = np.abs(X4) + 0.1
+
+
+def _pooled(n, x, k):
+    """(values, indices) of torch's max pooling with kernel k: MaxUnpool's inputs."""
+    v, i = getattr(torch.nn.functional, f"max_pool{n}d")(torch.tensor(x), k,
+                                                       return_indices=True)
+    return v.numpy(), i.numpy()
+
 
 # torch name -> [(constructor args, constructor kwargs, input, forward kwargs)]
 CASES = {
@@ -36,6 +44,10 @@ CASES = {
     "AvgPool1d": [((3,), dict(stride=2, padding=1, ceil_mode=True), X3, {})],
     "AvgPool2d": [((3,), dict(stride=2, padding=1, divisor_override=2), X4, {})],
     "AvgPool3d": [((2,), dict(stride=1, padding=1, count_include_pad=False), X5, {})],
+    "MaxUnpool1d": [((2,), {}, _pooled(1, X3, 2), {}),
+                    ((3,), dict(stride=3), _pooled(1, X3, 3), {"output_size": (7,)})],
+    "MaxUnpool2d": [((2,), {}, _pooled(2, X4, 2), {"output_size": (1, 3, 5, 5)})],
+    "MaxUnpool3d": [((2,), {}, _pooled(3, X5, 2), {})],
     "LPPool1d": [((2, 3), dict(stride=2), np.abs(X3) + 0.1, {})],
     "LPPool2d": [((2, 3), dict(stride=2, ceil_mode=True), POS4, {})],
     "LPPool3d": [((1.5, 2), {}, np.abs(X5) + 0.1, {})],
@@ -96,8 +108,9 @@ def _share(ours, theirs):
 
 
 def _run(module, lib, x, **call):
+    x, *more = x if isinstance(x, tuple) else (x,)      # (input, indices) for MaxUnpool
     xs = lib.tensor(x, requires_grad=True)
-    out = module(xs, **call)
+    out = module(xs, *[lib.tensor(m) for m in more], **call)
     y = out[0] if isinstance(out, tuple) else out
     weights = np.arange(y.numel()).reshape(tuple(y.shape)) % 7 - 3.0
     (y * lib.tensor(weights)).sum().backward()
@@ -113,7 +126,8 @@ def test_module(cls):
 def _compare(cls, args, kwargs, x, call):
     ours, theirs = _build(tgx, cls, args, kwargs), _build(torch, cls, args, kwargs)
     _share(ours, theirs)
-    both(lambda: _run(ours, tgx, x, **call), lambda: _run(theirs, torch, x, **call),
-         atol=1e-10, rtol=1e-10)
+    _, theirs_out = both(lambda: _run(ours, tgx, x, **call),
+                         lambda: _run(theirs, torch, x, **call), atol=1e-10, rtol=1e-10)
+    assert not isinstance(theirs_out, Raised), f"torch refuses the {cls} case: {theirs_out}"
     if not list(theirs.parameters()) and cls not in _BARE_REPR:
         assert repr(ours) == repr(theirs)

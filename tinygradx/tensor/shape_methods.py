@@ -276,6 +276,25 @@ class ShapeMethods:
                           f"{n} (shape {self.shape})")
         return self[(slice(None),) * d + (slice(s, s + ln),)]
 
+    def unfold(self, dimension, size, step):
+        """torch.Tensor.unfold: every window of `size` elements along `dimension`, `step` apart,
+        that dim becoming the window count and the window a new last dim. The i-th element of
+        every window is one strided slice, so the windows are `size` slices stacked."""
+        src = self.reshape(1) if self.ndim == 0 else self
+        d, n = src._dim_size("unfold", dimension)
+        size, step = _int_arg("unfold", "size", size), _int_arg("unfold", "step", step)
+        if size < 0 or step < 1 or size > n:
+            raise OpError(f"unfold: size {size} and step {step} need 0 <= size <= {n} (dim "
+                          f"{dimension} of shape {self.shape}) and step > 0")
+        if self.ndim == 0:                   # torch: a 0-d tensor gives itself, `size` times
+            return src[:size]
+        count = (n - size) // step + 1
+        parts = [src[(slice(None),) * d + (slice(j, j + step * (count - 1) + 1, step),)]
+                 for j in range(size)]
+        if not parts:                        # size 0: `count` empty windows (no elements)
+            return src.narrow(d, 0, 0).reshape(*src.shape[:d], count, *src.shape[d + 1:], 0)
+        return movement.Stack.apply(*parts, dim=src.ndim)    # (..., count, ..., size)
+
     def unbind(self, dim=0):
         """The slices along dim, that dim removed, as a tuple (views sharing one gradient)."""
         d, n = self._dim_size("unbind", dim)
