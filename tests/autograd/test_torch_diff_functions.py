@@ -638,3 +638,68 @@ def test_saved_tensors_hooks_with_a_custom_function():
 
     same(lambda m: call(m, False))
     same(lambda m: call(m, True))
+
+
+# ------------------------------------------------------------------------------------------
+# torch.func's transforms on a custom Function: PyTorch's conditions
+# ------------------------------------------------------------------------------------------
+
+def _func_style(m, style, jvp, vmap):
+    body = {}
+    if style == "ctx":
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.exp() * x
+        body["forward"] = staticmethod(forward)
+    else:
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+            if jvp:
+                ctx.save_for_forward(inputs[0])
+        body["forward"] = staticmethod(lambda x: x.exp() * x)
+        body["setup_context"] = staticmethod(setup_context)
+
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * x.exp() * (1 + x)
+    body["backward"] = staticmethod(backward)
+    if jvp:
+        def jvp_rule(ctx, t):
+            (x,) = ctx.saved_tensors
+            return t * x.exp() * (1 + x)
+        body["jvp"] = staticmethod(jvp_rule)
+    if vmap:
+        body["generate_vmap_rule"] = True
+    return type("XExp", (m.autograd.Function,), body)
+
+
+TRANSFORMS = {
+    "grad": lambda m, F, x, t: m.func.grad(lambda y: F.apply(y).sum())(x),
+    "grad_and_value": lambda m, F, x, t: m.func.grad_and_value(lambda y: F.apply(y).sum())(x),
+    "vjp": lambda m, F, x, t: m.func.vjp(F.apply, x)[1](t),
+    "jvp": lambda m, F, x, t: m.func.jvp(F.apply, (x,), (t,)),
+    "jacrev": lambda m, F, x, t: m.func.jacrev(F.apply)(x),
+    "jacfwd": lambda m, F, x, t: m.func.jacfwd(F.apply)(x),
+    "hessian": lambda m, F, x, t: m.func.hessian(lambda y: F.apply(y).sum())(x),
+    "grad of grad": lambda m, F, x, t: m.func.grad(
+        lambda y: m.func.grad(lambda z: F.apply(z).sum())(y).sum())(x),
+    "functional.jacobian": lambda m, F, x, t: m.autograd.functional.jacobian(F.apply, x),
+    "functional.hvp": lambda m, F, x, t: m.autograd.functional.hvp(
+        lambda y: F.apply(y).sum(), x, t),
+}
+
+
+@pytest.mark.parametrize("transform", sorted(TRANSFORMS))
+@pytest.mark.parametrize("style, jvp, vmap", [("ctx", False, False), ("setup_context", False,
+                                               False), ("setup_context", True, False),
+                                              ("setup_context", False, True),
+                                              ("setup_context", True, True)])
+def test_func_transforms_take_what_torchs_take(transform, style, jvp, vmap):
+    """torch.func refuses a Function without setup_context, forward mode one without jvp, and
+    jacfwd/hessian one without a vmap rule; torch.autograd.functional takes any."""
+    def call(m):
+        x = m.tensor([0.5, 1.0], dtype=m.float64)
+        t = m.ones(2, dtype=m.float64)
+        return TRANSFORMS[transform](m, _func_style(m, style, jvp, vmap), x, t)
+
+    same(call, atol=1e-10, rtol=1e-10)

@@ -3,10 +3,10 @@ switches. The node and the walk themselves are the learner's core (`tinygradx/co
 `walk.py`, `gradbuf.py`, `fastpath.py`); this package adds what the core leaves out:
 `backprop.py` (`backward()`, `grad()`, and create_graph's carrier, which records the backward
 pass so it can be differentiated again), `custom_function.py` (the public `Function`: the node
-plus PyTorch's style), `grad_mode.py` (torch's `set_grad_enabled`, `inference_mode`), `hooks.py`
-(Tensor and Module hooks, removable handles), `saved_hooks.py` (torch.autograd.graph's hooks on
-saved tensors), `rng.py` (the one random generator). This file only gathers them
-with the core's names; none of them imports it back.
+plus PyTorch's style; its ctx in `function_ctx.py`), `grad_mode.py` (torch's
+`set_grad_enabled`, `inference_mode`), `hooks.py` (Tensor and Module hooks, removable handles),
+`saved_hooks.py` (torch.autograd.graph's hooks on saved tensors), `rng.py` (the one random
+generator). This file only gathers them with the core's names; none of them imports it back.
 """
 from __future__ import annotations
 

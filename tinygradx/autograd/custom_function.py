@@ -36,15 +36,19 @@ makes one node, a `CustomNode` named after the class, that the walk treats like 
   outputs' gradients into one buffer (gradbuf's slices) and calls `backward` once;
 - an input returned as it is comes back as a view of it (same memory, same version counter), an
   input changed in place and marked with `ctx.mark_dirty` comes back as that very Tensor, with
-  the node as its new history (as `Tensor.add_` makes it).
+  the node as its new history (as `Tensor.add_` makes it);
+- inside tinygradx.func's transforms (torch.func's) a Function must meet PyTorch's conditions:
+  the setup_context form; a jvp staticmethod for forward mode and a vmap rule where PyTorch's
+  transform vmaps (`_NEEDS`), else the same refusal as PyTorch's.
 
 The user's `ctx` is a `FunctionCtx`, not the node, so its attributes never collide with the
 engine's (parents, frame, ...) and are freed with the node after backward.
 """
 from __future__ import annotations
 
-import functools
+import contextlib
 import inspect
+import threading
 import time
 
 import numpy as np
@@ -53,7 +57,7 @@ from ..core.node import Function as Node
 from ..core.node import STATE, OpError, no_grad, unbroadcast_axes, user_line
 from ..core.fastpath import Slice, fast_backward
 from ..core.tensor_base import TensorBase
-from . import saved_hooks
+from .function_ctx import FunctionCtx, once_differentiable  # noqa: F401  (their public home)
 
 
 class Function(Node):
@@ -81,92 +85,6 @@ class Function(Node):
                         f"(PyTorch's legacy style, which it no longer runs either)")
 
 
-class FunctionCtx:
-    """The `ctx` of a PyTorch-style Function: what forward leaves for backward.
-
-    Any attribute may be set on it (`ctx.dim = dim`); the methods are PyTorch's.
-    """
-
-    def __init__(self, op, needs_input_grad):
-        self._op = op
-        self.needs_input_grad = needs_input_grad
-        self._to_save = ()               # what save_for_backward was given, until apply ends
-        self._saved = None               # then: (tensor, version, output index or None, packed)
-        self._non_differentiable = set()
-        self._dirty = ()
-        self._materialize = True
-        self._run = None                 # the node's view while backward records (create_graph)
-        self._freed = False
-
-    def save_for_backward(self, *tensors):
-        """Keep Tensors (or None) for backward; an in-place change to one of them before
-        backward is an error when `saved_tensors` is read, as in PyTorch."""
-        for i, t in enumerate(tensors):
-            if t is not None and not isinstance(t, TensorBase):
-                raise TypeError(f"{self._op}: save_for_backward takes Tensors or None, "
-                                f"argument {i} is a {type(t).__name__}; keep other values as "
-                                f"attributes of ctx (ctx.value = ...)")
-        self._to_save = tensors
-
-    def _keep(self, outputs):
-        """At the end of apply: note each saved tensor's version and whether it is an output
-        (index into forward's outputs; `outputs` maps the id of what forward returned to it),
-        and hand it to this thread's pack hook (saved_tensors_hooks)."""
-        roles = [None if t is None else outputs.get(id(t)) for t in self._to_save]
-        packed = saved_hooks.pack_saved(self._to_save, roles)
-        self._saved = tuple((t, None if t is None else t._version[0], k, p)
-                            for t, k, p in zip(self._to_save, roles, packed, strict=True))
-        self._to_save = ()
-
-    @property
-    def saved_tensors(self):
-        if self._freed:
-            raise RuntimeError(f"{self._op}: trying to read saved tensors after backward freed "
-                               f"them; pass retain_graph=True to the first backward() to read "
-                               f"them again")
-        if self._saved is None:          # read inside forward itself
-            return tuple(self._to_save)
-        out = []
-        for t, version, k, packed in self._saved:
-            if t is None:
-                out.append(None)
-                continue
-            graph = None if self._run is None or k is None else self._run.graph_output(k, t)
-            if packed is not None:       # what unpack gives, with the tensor's gradient path
-                got = packed.unpack(self._op)
-                if graph is not None and got is not graph:
-                    got = saved_hooks.Restore.apply(graph, value=got._data)
-                out.append(got)
-                continue
-            if t._version[0] != version:
-                raise RuntimeError(
-                    f"{self._op}: a tensor of shape {tuple(t.shape)} saved with "
-                    f"ctx.save_for_backward was modified by an in-place operation (version "
-                    f"{t._version[0]}, saved at version {version}); backward needs its old "
-                    f"value. Use .clone() before the in-place change.")
-            out.append(t if graph is None else graph)
-        return tuple(out)
-
-    def mark_non_differentiable(self, *outputs):
-        """These outputs (the Tensors forward returns) get no gradient and never require grad;
-        backward still receives a gradient for each: zeros."""
-        self._non_differentiable.update(id(o) for o in outputs)
-
-    def set_materialize_grads(self, value):
-        """True (PyTorch's default): backward receives zeros for an output no gradient reached;
-        False: None for it."""
-        self._materialize = bool(value)
-
-    def mark_dirty(self, *tensors):
-        """These inputs were changed in place by forward and are returned: each comes back as
-        the same Tensor with this op as its new history, as PyTorch's in-place ops."""
-        for i, t in enumerate(tensors):
-            if not isinstance(t, TensorBase):
-                raise TypeError(f"{self._op}: mark_dirty takes Tensors, argument {i} is a "
-                                f"{type(t).__name__}")
-        self._dirty = tensors
-
-
 def _forward_args(cls, args, kwargs):
     """(positional arguments with keywords and defaults bound as PyTorch binds them, the
     keywords forward takes as **kwargs)."""
@@ -186,8 +104,59 @@ def _has_setup_context(cls):
     return getattr(cls, "setup_context", None) is not None
 
 
+# torch.func's transforms (tinygradx.func) and what each asks of a custom Function applied
+# inside it, as PyTorch asks it: setup_context always; vmap support (generate_vmap_rule = True
+# or a vmap staticmethod) for those that batch their forward-mode products; a jvp staticmethod
+# for forward mode. tinygradx computes forward-mode products from the recorded backward, so a
+# Function's jvp is required, as PyTorch requires it, but never called.
+_NEEDS = {"jvp": ("jvp",), "jacfwd": ("vmap", "jvp"), "hessian": ("vmap", "jvp")}
+
+
+class _Transforms(threading.local):
+    def __init__(self):
+        self.active = []                # the transforms this thread's call runs inside
+
+
+_TRANSFORMS = _Transforms()
+
+
+@contextlib.contextmanager
+def inside_transform(name):
+    """Mark this thread's calls as running inside torch.func transform `name` (tinygradx.func's
+    transforms wrap the user's function with it)."""
+    _TRANSFORMS.active.append(name)
+    try:
+        yield
+    finally:
+        _TRANSFORMS.active.pop()
+
+
+def _check_transforms(cls):
+    """Refuse a Function that the enclosing torch.func transforms cannot take, as PyTorch."""
+    names = _TRANSFORMS.active
+    outer = names[0]
+    if not _has_setup_context(cls):
+        raise RuntimeError(f"{cls.name()}: a custom Function used inside tinygradx.func's "
+                           f"{outer} must define setup_context(ctx, inputs, output) and a "
+                           f"forward without ctx, as PyTorch's torch.func transforms require")
+    needs = {n for t in names for n in _NEEDS.get(t, ())}
+    if "vmap" in needs and not (getattr(cls, "generate_vmap_rule", False)
+                                or getattr(cls, "vmap", None) is not None):
+        which = next(t for t in names if "vmap" in _NEEDS.get(t, ()))
+        raise RuntimeError(f"{cls.name()}: tinygradx.func's {which} batches the Function as "
+                           f"PyTorch's vmap does: set generate_vmap_rule = True on the class (or "
+                           f"define vmap), as PyTorch requires")
+    if "jvp" in needs and getattr(cls, "jvp", None) is None:
+        which = next(t for t in names if "jvp" in _NEEDS.get(t, ()))
+        raise NotImplementedError(f"{cls.name()}: tinygradx.func's {which} takes forward-mode "
+                                  f"derivatives: define @staticmethod jvp(ctx, *tangents), as "
+                                  f"PyTorch requires")
+
+
 def apply(cls, *args, **kwargs):
     """Function.apply for a class in PyTorch's style (see the module docstring)."""
+    if _TRANSFORMS.active:                # inside tinygradx.func's grad, jvp, jacfwd, ...
+        _check_transforms(cls)
     args, rest = _forward_args(cls, args, kwargs)
     here = STATE.here                     # this thread's grad mode, module call, observers
     grad_on = here.grad_enabled
@@ -457,51 +426,6 @@ class CustomNode(Function):
         if ctx is not None:                    # as PyTorch: saved tensors go with the graph
             ctx._freed, ctx._saved = True, ()
         super().free()
-
-
-class DelayedError(Function):
-    """The gradient a @once_differentiable backward returned under create_graph: its value
-    as it is, and an error if anything differentiates through it (PyTorch's DelayedError)."""
-
-    op_name = "once_differentiable"
-
-    def forward(self, x, *, message):
-        self.message = message
-        return x
-
-    def backward(self, g):
-        raise RuntimeError(self.message)
-
-
-def once_differentiable(backward):
-    """PyTorch's decorator for a backward that cannot be differentiated (it leaves Tensors,
-    through numpy say): it runs under no_grad; under create_graph=True, when an incoming
-    gradient requires grad, each gradient it returns carries a node that raises when
-    differentiated ("trying to differentiate twice ..."), as PyTorch's do, instead of a
-    second derivative that would silently be zero."""
-
-    @functools.wraps(backward)
-    def wrapper(ctx, *grads):
-        with no_grad():
-            outputs = backward(ctx, *grads)
-        if not STATE.grad_enabled or not any(isinstance(g, TensorBase) and g.requires_grad
-                                             for g in grads):
-            return outputs
-        single = not isinstance(outputs, tuple)
-        message = (f"{getattr(ctx, '_op', 'function')}: trying to differentiate twice a "
-                   f"function whose backward is marked @once_differentiable")
-        done = tuple(_delayed(o, message) for o in ((outputs,) if single else outputs))
-        return done[0] if single else done
-
-    return wrapper
-
-
-def _delayed(o, message):
-    if not isinstance(o, TensorBase) or o._data.dtype.kind not in "fc":
-        return o
-    leaf = o._op_class._from_op(o._data, None)   # a stand-in leaf: no path to any input
-    leaf.requires_grad = True
-    return DelayedError.apply(leaf, message=message)
 
 
 def check_grad_shape(ctx, index, gshape, shape):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import enable_grad
+from ..autograd.custom_function import inside_transform
 from ..tensor import Tensor
 from .jacobians import (as_tuple, check_like, enter, jac_columns, jac_rows, jvp_from,
                         linear_vjp, named, nest, outputs_of, release, vjp_of, zeros_if_none)
@@ -73,7 +74,12 @@ def hessian(func, inputs=None, create_graph=False, strict=False, vectorize=False
     if argnums is not None or inputs is None or isinstance(inputs, int) or (
             isinstance(inputs, tuple) and inputs and all(type(i) is int for i in inputs)):
         nums = argnums if argnums is not None else 0 if inputs is None else inputs
-        return named(jacrev(jacrev(func, nums), nums), func, "hessian")
+        twice = jacrev(jacrev(func, nums), nums)
+
+        def transform(*args, **kwargs):   # torch's is jacfwd(jacrev(f)): its conditions
+            with inside_transform("hessian"):
+                return twice(*args, **kwargs)
+        return named(transform, func, "hessian")
     in_tuple, inputs = as_tuple(inputs, "hessian", "inputs")
 
     def gradient(*xs):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import enable_grad, is_grad_enabled
+from ..autograd.custom_function import inside_transform
 from ..tensor import Tensor
 from .jacobians import (as_tuple, check_like, check_tensor, enter, jac_columns, jac_rows,
                         jvp_from, linear_vjp, named, nest, outputs_of, release, vjp_of,
@@ -85,7 +86,7 @@ def _call(func, argnums, args, kwargs, has_aux, fname):
     call = list(args)
     for i, x in zip(nums, xs, strict=True):
         call[i] = x
-    with enable_grad():
+    with enable_grad(), inside_transform(fname):     # custom Functions: PyTorch's conditions
         out, aux = _split_aux(func(*call, **kwargs), has_aux, fname)
     return primals, xs, out, aux, outer
 
