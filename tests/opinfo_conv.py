@@ -921,3 +921,129 @@ def np_tensor_unfold(x, dimension, size, step):
 add(OpInfo("Tensor.unfold", lambda x, **kw: x.unfold(**kw), ref=np_tensor_unfold,
            samples=family(lambda d, dt: (lambda s: Sample((array(d, s, dt),), _unfold_kw(d, s)))(
                tuple(d(st.integers(0, 4)) for _ in range(d(st.integers(0, 3))))))))
+
+
+# ------------------------------------------------------------------------------------------
+# affine_grid and grid_sample
+# ------------------------------------------------------------------------------------------
+
+def np_affine_grid(theta, size, align_corners=False):
+    """Each output cell's normalised coordinates (x along the last dim) through theta."""
+    n = len(size) - 2
+
+    def coord(i, L):
+        if L == 1:
+            return 0.0
+        return -1 + 2 * i / (L - 1) if align_corners else (2 * i + 1) / L - 1
+    out = np.zeros((size[0],) + tuple(size[2:]) + (n,))
+    for pos in np.ndindex(*size[2:]):
+        v = np.array([coord(pos[n - 1 - k], size[2 + n - 1 - k]) for k in range(n)] + [1.0])
+        out[(slice(None),) + pos] = theta @ v
+    return out
+
+
+def _fold(x, lo2, hi2):
+    if lo2 == hi2:
+        return 0.0
+    lo, span = lo2 / 2, (hi2 - lo2) / 2
+    d = abs(x - lo)
+    k = math.floor(d / span)
+    extra = d - k * span
+    return extra + lo if k % 2 == 0 else span - extra + lo
+
+
+def _inside(x, L, padding_mode, align_corners):
+    if padding_mode == "border":
+        return min(max(x, 0.0), L - 1.0)
+    if padding_mode == "reflection":
+        x = _fold(x, 0, 2 * (L - 1)) if align_corners else _fold(x, -1, 2 * L - 1)
+        return min(max(x, 0.0), L - 1.0)
+    return x
+
+
+def np_grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=False):
+    """Every output position read from the input by the mode's weights, one at a time."""
+    N, C, *L = x.shape
+    n = len(L)
+    out = np.zeros((N, C) + grid.shape[1:-1])
+    for b in range(N):
+        for pos in np.ndindex(*grid.shape[1:-1]):
+            g = grid[(b,) + pos]
+            # the input coordinate along each spatial dim (dim i reads grid[..., n - 1 - i])
+            raw = [((g[n - 1 - i] + 1) / 2 * (L[i] - 1)) if align_corners else
+                   (((g[n - 1 - i] + 1) * L[i] - 1) / 2) for i in range(n)]
+
+            def at(cells, b=b):
+                if all(0 <= c < Li for c, Li in zip(cells, L, strict=True)):
+                    return x[(b, slice(None)) + tuple(cells)]
+                return np.zeros(C)
+            if mode == "bicubic":
+                lo = [math.floor(r) for r in raw]
+                t = [r - f for r, f in zip(raw, lo, strict=True)]
+                w = [[_keys(d, -0.75) for d in (1 + ti, ti, 1 - ti, 2 - ti)] for ti in t]
+                val = 0
+                for j, i in itertools.product(range(4), range(4)):
+                    cells = [int(_inside(float(lo[0] + j - 1), L[0], padding_mode,
+                                         align_corners)),
+                             int(_inside(float(lo[1] + i - 1), L[1], padding_mode,
+                                         align_corners))]
+                    val = val + w[0][j] * w[1][i] * at(cells)
+            else:
+                c = [_inside(r, Li, padding_mode, align_corners) for r, Li in
+                     zip(raw, L, strict=True)]
+                if mode == "nearest":
+                    val = at([int(np.rint(ci)) for ci in c])
+                else:
+                    lo = [math.floor(ci) for ci in c]
+                    val = 0
+                    for corner in itertools.product((0, 1), repeat=n):
+                        w = math.prod((ci - f) if k else (1 - (ci - f))
+                                      for ci, f, k in zip(c, lo, corner, strict=True))
+                        val = val + w * at([f + k for f, k in zip(lo, corner, strict=True)])
+            out[(b, slice(None)) + pos] = val
+    return out
+
+
+def _affine_family(draw, dt):
+    n = draw(st.sampled_from((2, 3)))
+    N = draw(st.integers(1, 2))
+    size = (N, 2) + tuple(draw(st.integers(1, 4)) for _ in range(n))
+    return Sample((array(draw, (N, n, n + 1), dt),),
+                  {"size": size, "align_corners": draw(st.booleans())})
+
+
+def _grid_family(n, mode):
+    def build(draw, dt):
+        N = draw(st.integers(1, 2))
+        x = array(draw, (N, draw(st.integers(1, 2))) + tuple(draw(st.integers(1, 4))
+                                                             for _ in range(n)), dt)
+        # positions inside and outside [-1, 1], kept off the cell boundaries where the
+        # bilinear weights (and reflection's folds) have a kink
+        g = array(draw, (N,) + tuple(draw(st.integers(1, 3)) for _ in range(n)) + (n,), dt,
+                  low=-1.4, high=1.4)
+        return Sample((x, g), {"mode": mode, "align_corners": draw(st.booleans()),
+                               "padding_mode": draw(st.sampled_from(("zeros", "border",
+                                                                     "reflection")))})
+    return family(build)
+
+
+def _kinked(sample):
+    """Positions on a cell boundary (the bilinear and reflection kinks, nearest's jumps)."""
+    x, g = sample.inputs
+    L = x.shape[2:]
+    n = len(L)
+    ac = sample.kwargs["align_corners"]
+    for i in range(n):
+        c = g[..., n - 1 - i]
+        raw = (c + 1) / 2 * (L[i] - 1) if ac else ((c + 1) * L[i] - 1) / 2
+        if np.any(np.abs(raw * 2 - np.round(raw * 2)) < 1e-3):
+            return True
+    return False
+
+
+add(OpInfo("F.affine_grid", _f("affine_grid"), torch_op=_t("affine_grid"), ref=np_affine_grid,
+           samples=family(_affine_family)),
+    *(OpInfo(f"F.grid_sample[{mode}{n}d]", _f("grid_sample"), torch_op=_t("grid_sample"),
+             ref=np_grid_sample, samples=_grid_family(n, mode), api=("F.grid_sample",),
+             kink=_kinked)
+      for mode, n in (("bilinear", 2), ("bilinear", 3), ("nearest", 2), ("bicubic", 2))))

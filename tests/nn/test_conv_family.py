@@ -167,6 +167,32 @@ ERRORS = {
     "pixel_unshuffle: width": lambda m: _f(m).pixel_unshuffle(t(m, X4), 2),
     "channel_shuffle: groups": lambda m: _f(m).channel_shuffle(t(m, X4), 2),
     "channel_shuffle: 2-d": lambda m: _f(m).channel_shuffle(t(m, X4[0, :, :, 0]), 3),
+    "grid_sample: mode": lambda m: _f(m).grid_sample(t(m, X4), t(m, np.zeros((1, 2, 2, 2))),
+                                                     mode="area", align_corners=False),
+    "grid_sample: padding_mode": lambda m: _f(m).grid_sample(
+        t(m, X4), t(m, np.zeros((1, 2, 2, 2))), padding_mode="wrap", align_corners=False),
+    "grid_sample: last dim": lambda m: _f(m).grid_sample(
+        t(m, X4), t(m, np.zeros((1, 2, 2, 3))), align_corners=False),
+    "grid_sample: 3-d input": lambda m: _f(m).grid_sample(
+        t(m, X3), t(m, np.zeros((2, 2, 2))), align_corners=False),
+    "grid_sample: bicubic 5-d": lambda m: _f(m).grid_sample(
+        t(m, X5), t(m, np.zeros((1, 2, 2, 2, 3))), mode="bicubic", align_corners=False),
+    "grid_sample: dtypes": lambda m: _f(m).grid_sample(
+        t(m, X4), t(m, np.zeros((1, 2, 2, 2)), m.float32), align_corners=False),
+    "grid_sample: int64": lambda m: _f(m).grid_sample(
+        t(m, X4.astype(np.int64)), t(m, np.zeros((1, 2, 2, 2), np.int64)), align_corners=False),
+    "grid_sample: batch": lambda m: _f(m).grid_sample(
+        t(m, X4), t(m, np.zeros((2, 2, 2, 2))), align_corners=False),
+    "affine_grid: 3-d size": lambda m: _f(m).affine_grid(t(m, np.ones((1, 2, 3))), (1, 1, 2, 2, 2),
+                                                         align_corners=False),
+    "affine_grid: int theta": lambda m: _f(m).affine_grid(
+        t(m, np.ones((1, 2, 3), np.int64)), (1, 1, 2, 2), align_corners=False),
+    "affine_grid: batch": lambda m: _f(m).affine_grid(t(m, np.ones((1, 2, 3))), (2, 1, 2, 2),
+                                                      align_corners=False),
+    "affine_grid: empty": lambda m: _f(m).affine_grid(t(m, np.ones((1, 2, 3))), (1, 1, 0, 2),
+                                                      align_corners=False),
+    "affine_grid: 3-d": lambda m: _f(m).affine_grid(t(m, np.ones((1, 2, 3))), (1, 2, 3),
+                                                    align_corners=False),
     # padding
     "pad: reflect too far": lambda m: _f(m).pad(t(m, X3), (6, 0), mode="reflect"),
     "pad: reflect crops all": lambda m: _f(m).pad(t(m, X3), (-3, -3), mode="reflect"),
@@ -266,6 +292,31 @@ def test_fold_of_unfold_counts_the_overlaps():
             m.nn.Unfold(3, padding=1)(m.ones(1, 3, 5, 5).to(m.float64)))
     ours, _ = same(run)
     np.testing.assert_allclose(ours.numpy(), X4)
+
+
+def test_a_spatial_transformer_with_torchs_numbers():
+    """The tutorial's use: theta from a layer, affine_grid, grid_sample; the identity map
+    reads the input back exactly, a rotation and shift as torch's, gradients to theta too."""
+    import warnings
+    ident = np.tile(np.array([[[1.0, 0, 0], [0, 1.0, 0]]]), (1, 1, 1))
+    for F in (tgx.functional, torch.nn.functional):
+        m = tgx if F is tgx.functional else torch
+        grid = F.affine_grid(t(m, ident), X4.shape, align_corners=False)
+        back = F.grid_sample(t(m, X4), grid, align_corners=False)
+        np.testing.assert_allclose(back.detach().numpy(), X4, atol=1e-12)
+    c, s_ = np.cos(0.3), np.sin(0.3)
+    theta = np.array([[[c, -s_, 0.1], [s_, c, -0.2]]])
+
+    def run(m, F):
+        th, x = m.tensor(theta, requires_grad=True), m.tensor(X4, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            grid = F.affine_grid(th, X4.shape)                      # torch's default, warned
+            y = F.grid_sample(x, grid, padding_mode="reflection")
+        (y * y).sum().backward()
+        return y, th.grad, x.grad
+    both(lambda: run(tgx, tgx.functional), lambda: run(torch, torch.nn.functional), atol=1e-10,
+         rtol=1e-10)
 
 
 def test_the_families_draw_as_graphs():

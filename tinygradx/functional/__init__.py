@@ -471,15 +471,17 @@ def _own_constants(query, key, value):
 
 
 # convolution (conv.py), window pooling (pooling.py), adaptive and fractional pooling
-# (adaptive_pool.py), resampling and shuffles (resample.py) live in their own files (same
-# floor); each lists its public names in __all__
-from . import adaptive_pool, conv, pooling, resample  # noqa: E402
+# (adaptive_pool.py), resampling and shuffles (resample.py), affine_grid and grid_sample
+# (grid.py) live in their own files (same floor); each lists its public names in __all__
+from . import adaptive_pool, conv, grid, pooling, resample  # noqa: E402
 from .adaptive_pool import *  # noqa: E402, F403
 from .conv import *  # noqa: E402, F403
+from .grid import *  # noqa: E402, F403
 from .pooling import *  # noqa: E402, F403
 from .resample import *  # noqa: E402, F403
 
-__all__ += conv.__all__ + pooling.__all__ + adaptive_pool.__all__ + resample.__all__
+__all__ += conv.__all__ + pooling.__all__ + adaptive_pool.__all__ + resample.__all__ + \
+    grid.__all__
 
 # batch, instance, group and local response normalization live in normalization.py
 from .normalization import (batch_norm, group_norm, instance_norm,  # noqa: E402
