@@ -304,3 +304,36 @@ def test_cuda_answers_as_torch_does_without_a_gpu():
         with pytest.raises(AssertionError, match="not compiled with CUDA"):
             getattr(real.cuda, name)()
         refused(getattr(LOOK.cuda, name), f"torch.cuda.{name}")
+
+
+# -- torch.multiprocessing, torch.autograd.Variable -----------------------------------------------
+
+def test_multiprocessing_imports_and_refuses_its_launchers():
+    with compat.installed() as torch:
+        import torch.multiprocessing as mp
+        assert mp.cpu_count() >= 1 and mp.get_start_method(allow_none=True) in (None, "fork",
+                                                                                 "spawn",
+                                                                                 "forkserver")
+        refused(lambda: mp.spawn(print, nprocs=2), "torch.multiprocessing.spawn")
+        mp.set_sharing_strategy("file_system")
+        assert mp.get_sharing_strategy() == "file_system"
+        mp.set_sharing_strategy("file_descriptor")
+        with pytest.raises(ValueError, match="unknown strategy"):
+            mp.set_sharing_strategy("shm")
+        assert torch.multiprocessing is mp
+
+
+@requires_torch
+def test_variable_is_a_tensor_sharing_the_data_as_in_torch():
+    for ns in (LOOK, real):
+        t = ns.ones(2)
+        v = ns.autograd.Variable(t)
+        assert v is not t and not v.requires_grad and isinstance(t, ns.autograd.Variable)
+        w = ns.autograd.Variable(t, requires_grad=True)
+        assert w.requires_grad and w.is_leaf and not t.requires_grad
+        w.data[0] = 5.0
+        assert t.tolist() == [5.0, 1.0]
+        y = ns.autograd.Variable(t * 2)
+        assert y.grad_fn is None
+        with pytest.raises(TypeError, match="tensor, but got list"):
+            ns.autograd.Variable([1, 2])

@@ -18,14 +18,22 @@ would have to run that cannot run here.
                           (empty_cache() does nothing, memory_allocated() is 0); a call that
                           needs a GPU (synchronize, set_device, ...) is refused by name
     torch.set_float32_matmul_precision   kept and read back; products stay float32 here
+    torch.multiprocessing  Python's multiprocessing under torch's names (Process, Queue, Pool,
+                          ...); spawn and start_processes, the launchers of distributed
+                          training, refused when called; the sharing strategy kept and read back
+                          (tensors are never shared between processes here)
+    torch.autograd.Variable   the legacy wrapper: Variable(t) is a tensor sharing t's data
+                          (requires_grad=True makes it a leaf that requires grad), as PyTorch
 
 torch.amp and torch.cuda.amp are in amp.py.
 """
 from __future__ import annotations
 
 import functools
+import multiprocessing
 import warnings
 
+import tinygradx
 from tinygradx import nn
 
 from .facade import not_available
@@ -259,3 +267,53 @@ def set_float32_matmul_precision(precision):
 def get_float32_matmul_precision():
     """torch.get_float32_matmul_precision: what was set ('highest' at first)."""
     return _MATMUL_PRECISION[0]
+
+
+# -- torch.multiprocessing -----------------------------------------------------------------------
+
+MULTIPROCESSING = ("Array", "Barrier", "BoundedSemaphore", "Condition", "Event", "JoinableQueue",
+                   "Lock", "Manager", "Pipe", "Pool", "Process", "Queue", "RLock", "Semaphore",
+                   "SimpleQueue", "Value", "active_children", "cpu_count", "current_process",
+                   "freeze_support", "get_all_start_methods", "get_context", "get_start_method",
+                   "parent_process", "set_start_method")
+_SHARING = ["file_descriptor"]
+
+
+def set_sharing_strategy(new_strategy):
+    """torch.multiprocessing.set_sharing_strategy: kept and read back (nothing is shared)."""
+    if new_strategy not in ("file_descriptor", "file_system"):
+        raise ValueError(f"torch.multiprocessing.set_sharing_strategy: unknown strategy "
+                         f"{new_strategy!r} (file_descriptor or file_system)")
+    _SHARING[0] = new_strategy
+
+
+def multiprocessing_names():
+    names = {n: getattr(multiprocessing, n) for n in MULTIPROCESSING}
+    names.update({n: refused_call(f"torch.multiprocessing.{n}")
+                  for n in ("spawn", "start_processes")})
+    names.update(set_sharing_strategy=set_sharing_strategy,
+                 get_sharing_strategy=lambda: _SHARING[0],
+                 get_all_sharing_strategies=lambda: {"file_descriptor", "file_system"})
+    return names
+
+
+# -- torch.autograd.Variable ---------------------------------------------------------------------
+
+class _VariableType(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, tinygradx.Tensor)
+
+
+class Variable(metaclass=_VariableType):
+    """torch.autograd.Variable(data, requires_grad=False): since PyTorch 0.4 a Variable is a
+    tensor; the call gives a tensor sharing `data`'s values, outside its graph (a leaf), that
+    requires grad when asked. isinstance(t, Variable) holds for every tensor, as in PyTorch."""
+
+    def __new__(cls, data, requires_grad=False, volatile=False):
+        if not isinstance(data, tinygradx.Tensor):
+            raise TypeError(f"torch.autograd.Variable: data has to be a tensor, but got "
+                            f"{type(data).__name__}")
+        out = data.detach()
+        if requires_grad:
+            out.requires_grad_(True)
+        return out

@@ -136,7 +136,7 @@ autograd = Facade("torch.autograd", None, {
     "gradgradcheck": tinygradx.gradgradcheck, "functional": autograd_functional,
     "grad": tinygradx.grad, "no_grad": tinygradx.no_grad, "enable_grad": tinygradx.enable_grad,
     "set_grad_enabled": tinygradx.set_grad_enabled, "inference_mode": tinygradx.inference_mode,
-    "detect_anomaly": tinygradx.detect_anomaly})
+    "detect_anomaly": tinygradx.detect_anomaly, "Variable": cpu_only.Variable})
 func_ = Facade("torch.func", None, {
     n: getattr(func, n) for n in ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd",
                                   "hessian", "functional_call")})
@@ -150,6 +150,7 @@ cpu = Facade("torch.cpu", None, {"amp": cpu_amp,
                                  "is_available": cpu_only.answer(True, "torch.cpu.is_available")})
 cuda = Facade("torch.cuda", None, dict(cpu_only.cuda_names(), amp=cuda_amp))
 distributed = Facade("torch.distributed", None, cpu_only.distributed_names())
+multiprocessing_ = Facade("torch.multiprocessing", None, cpu_only.multiprocessing_names())
 backends_cuda = Facade("torch.backends.cuda", None, cpu_only.cuda_backend_names())
 backends_cudnn = Facade("torch.backends.cudnn", None, cpu_only.cudnn_backend_names())
 backends_mps = Facade("torch.backends.mps", None, {
@@ -181,7 +182,8 @@ utils = Facade("torch.utils", None, {"data": data_})
 torch = Facade("torch", tinygradx, dict(
     DTYPES, **ABSENT_DTYPES, nn=nn_, optim=optim_, autograd=autograd, func=func_, cuda=cuda,
     utils=utils, Tensor=Tensor, amp=amp, cpu=cpu, distributed=distributed, backends=backends,
-    autocast=amp_.autocast, GradScaler=amp_.GradScaler, compile=cpu_only.compile,
+    multiprocessing=multiprocessing_, autocast=amp_.autocast, GradScaler=amp_.GradScaler,
+    compile=cpu_only.compile,
     set_float32_matmul_precision=cpu_only.set_float32_matmul_precision,
     get_float32_matmul_precision=cpu_only.get_float32_matmul_precision),
     doc="tinygradx under PyTorch's names (tinygradx.compat); not PyTorch.")
@@ -191,5 +193,5 @@ MODULES = {m.__name__: m for m in (torch, nn_, functional_, init_, utils_nn, rnn
                                    lr_scheduler_, autograd, autograd_function,
                                    autograd_functional, autograd_graph, func_, cuda, cuda_amp,
                                    amp, cpu, cpu_amp, distributed, backends, backends_cuda,
-                                   backends_cudnn, backends_mps, utils, data_,
+                                   backends_cudnn, backends_mps, multiprocessing_, utils, data_,
                                    *data_parts.values(), data_parts["_utils"].collate)}
