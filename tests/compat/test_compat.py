@@ -107,7 +107,7 @@ ATTRIBUTES = [
     ("torch.nn.LazyLinear", "torch.nn.LazyLinear"),
     ("torch.functional", "torch.functional"),
     ("torch.profiler", "torch.profiler"),
-    ("torch.autograd.Variable", "torch.autograd.Variable"),
+    ("torch.autograd.forward_ad", "torch.autograd.forward_ad"),
     ("torch.nn.LazyBatchNorm2d", "torch.nn.LazyBatchNorm2d"),
     ("torch.nn.LazyConv3d", "torch.nn.LazyConv3d"),
     ("torch.nn.LazyConvTranspose2d", "torch.nn.LazyConvTranspose2d"),
