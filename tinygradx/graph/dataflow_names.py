@@ -14,21 +14,21 @@ inside a plain MLP is no Q.
 
 One name per tensor. Every formula reads its inputs by their names (`H_ff = Y_attn·W_1 + b_1`,
 `Q = LayerNorm(X)·W^Q + b^Q`, `logits = Y_next·W_vocab + b_vocab`), biases are written wherever
-the layer has one, and each block type keeps the seed's one notation:
+the layer has one, and each block type keeps the one notation the paper writes it in:
 
-    Post-LN (the seed's boxed formulas)      Y_attn = LayerNorm(X + MHA(X))
+    Post-LN (the boxed formulas)             Y_attn = LayerNorm(X + MHA(X))
                                              Y_next = LayerNorm(Y_attn + FFN(Y_attn))
-    Pre-LN encoder-decoder (seed §8)         Y_attn = X + MHA(LayerNorm(X))
+    Pre-LN encoder-decoder                   Y_attn = X + MHA(LayerNorm(X))
                                              Y_next = Y_attn + FFN(LayerNorm(Y_attn))
-    Pre-LN GPT (the seed's GPT block)        u_l = x_l + CausalMHA(LayerNorm(x_l))
+    Pre-LN GPT (GPT-2's block)               u_l = x_l + CausalMHA(LayerNorm(x_l))
                                              x_{l+1} = u_l + MLP(LayerNorm(u_l))
 
-with l the block's own index (x_0 is the embeddings' sum, the seed's X; u_0, x_1, u_1, x_2, ...),
+with l the block's own index (x_0 is the embeddings' sum, the paper's X; u_0, x_1, u_1, x_2, ...),
 so a block's output and the next block's input are one name. In the encoder-decoder every block
 reads the name of what feeds it: the second layer's Q is `Y_next·W^Q` (the first layer's Y_next),
 the decoder's cross-attention Q is the decoder's current state (`Y_attn·W^Q`). The decoder's
-cross-attention sublayer output, which the seed leaves unnamed, is the `y` of its Add & Norm
-y = LayerNorm(x + Sublayer(x)). The encoder's output is H (its last block's Y_next; the seed
+cross-attention sublayer output, which the paper leaves unnamed, is the `y` of its Add & Norm
+y = LayerNorm(x + Sublayer(x)). The encoder's output is H (its last block's Y_next; the paper
 also writes H for §4's Concat, which the pictures call Concat).
 """
 from __future__ import annotations
@@ -196,14 +196,14 @@ class SeedNames:
                 x = _operand(self._in_name(f.of))
                 f.formula = _X.sub(lambda m, x=x: x, f.formula)
             if i == first and (self._notation == "gpt" or f.name != "X"):
-                # the first block's input: x_0 in the GPT notation, else the seed's X (a
+                # the first block's input: x_0 in the GPT notation, else the paper's X (a
                 # model without a position embedding feeds its token embedding straight in)
                 rhs = f.formula.split(" = ", 1)[-1] if " = " in f.formula else f.formula
                 rhs, _, note = rhs.partition("  (")
                 note = f"{note[:-1]}; " if note else ""
                 name = "x_0" if self._notation == "gpt" else "X"
                 f.name = name
-                f.formula = f"{name} = {rhs}  ({note}the seed's X)" if name == "x_0" else \
+                f.formula = f"{name} = {rhs}  ({note}the paper's X)" if name == "x_0" else \
                     f"X = {rhs}  ({note}the first block's input)"
             self._encoder_output(i, f, consumers)
             if (i in adds or f.op == "layer_norm" or f.symbol == RMS) and \
@@ -218,7 +218,7 @@ class SeedNames:
 
     def _in_name(self, p):
         """What node p is called where a formula reads it: its name; an unnamed leaf the caller
-        gave is X (the seed's input), an unnamed op x."""
+        gave is X (the paper's input), an unnamed op x."""
         f = self.flows[p]
         if f.name:
             return f.name

@@ -5,7 +5,7 @@ fc3"). `tinygradx.viz` decides what to draw; this module dresses it.
 """
 from __future__ import annotations
 
-from .dataflow import translate
+from .words import translate
 from . import within
 
 try:
@@ -170,7 +170,8 @@ def legend(dot, kinds, lang="en"):
 
     with dot.subgraph(name="cluster_legend") as lg:
         lg.attr(label=tr_("legend"), style="solid", color="#bbbbbb", fontsize="10")
-        samples = [("op", "name (named shape)\n(shape)\nop · module"), ("add", tr_("add")),
+        samples = [("op", "\n".join(tr_(w) for w in ("name (named shape)", "(shape)",
+                                                       "op · module"))), ("add", tr_("add")),
                    ("layer_norm", tr_("layer_norm")), ("param", tr_("parameter")),
                    ("input", tr_("input")), ("const", tr_("constant")),
                    ("saved", tr_("saved for backward")), ("module", tr_("module (collapsed)")),

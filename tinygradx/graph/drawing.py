@@ -11,15 +11,16 @@ import itertools
 
 import numpy as np
 
-from .dataflow import translate
+from .words import say, translate
 from .dotstyle import HIGHLIGHT, RESIDUAL, Clusters, attrs, label, parts
 from . import backward_frame, backward_title, forward_path, leaf_kind, within
 
 __all__ = ["Drawing"]
 
 
-def _fmt_shape(shape):
-    return "scalar" if len(shape) == 0 else "(" + ", ".join(str(s) for s in shape) + ")"
+def _fmt_shape(shape, lang="en"):
+    return translate("scalar", lang) if len(shape) == 0 else \
+        "(" + ", ".join(str(s) for s in shape) + ")"
 
 
 # --------------------------------------------------------------------------------------------
@@ -58,7 +59,7 @@ def _leaf_scope(t, names):
 # which box holds each node: a collapsed module, a recorded backward's frame, or none
 # --------------------------------------------------------------------------------------------
 
-def _value_line(t):
+def _value_line(t, lang="en"):
     """"mean 0.012 std 0.98" of a tensor's values (a scalar: its value)."""
     a = np.asarray(t._data, dtype=np.float64) if t._data.dtype.kind in "fiub" else None
     if a is None or a.size == 0:
@@ -67,10 +68,11 @@ def _value_line(t):
         return f"= {float(a.reshape(-1)[0]):.4g}"
     finite = a[np.isfinite(a)]
     if finite.size == 0:
-        return "all inf/nan"
+        return translate("all inf/nan", lang)
     skipped = a.size - finite.size           # a mask's −inf: counted, not averaged
-    return f"mean {finite.mean():.3g} std {finite.std():.3g}" + \
-        (f" ({skipped} of {a.size} ±inf)" if skipped else "")
+    return say("mean {mean} std {std}", lang, mean=f"{finite.mean():.3g}",
+               std=f"{finite.std():.3g}") + \
+        (say(" ({k} of {n} ±inf)", lang, k=skipped, n=a.size) if skipped else "")
 
 
 HIDDEN = ""          # the owner of a node that is not drawn
@@ -174,8 +176,8 @@ class Drawing:
             self.info[self.draw_id[i]] = self._info(i, [i])
             if i in self.node_norm:
                 lines.append(f"{translate('grad', self.lang)} {self.node_norm[i]:.2e}")
-            if self.values and (kind != "const") and _value_line(t):
-                lines.append(_value_line(t))
+            if self.values and (kind != "const") and _value_line(t, self.lang):
+                lines.append(_value_line(t, self.lang))
             if i == self.root:
                 extra["peripheries"] = "2"
             if i in self.hl_nodes:
@@ -184,7 +186,7 @@ class Drawing:
             self.kinds_used.add(kind)
             self._place(i, scope, self.draw_id[i], attrs(kind, label=label(lines), **extra))
             if show_saved and t._ctx is not None:
-                for node_id, a in _saved_nodes(t, self.new_id):
+                for node_id, a in _saved_nodes(t, self.new_id, self.lang):
                     self._place(i, scope, node_id, a)
                     self.kinds_used.add("saved")
                     dot.edge(node_id, self.draw_id[i], style="dashed", color="#e08a3c",
@@ -204,18 +206,20 @@ class Drawing:
             op, scope = g.ops[i], g.scopes[i]
             kind = "backward" if i in self.backward else op if op in ("add", "layer_norm") \
                 else "op"
-            name = self.flow.flows[i].name
+            name = translate(self.flow.flows[i].name, self.lang)
             if self.flow.flows[i].symbol.endswith(" + M"):
                 kind = "op"                      # the mask's add is no residual connection
-            named = self.flow.named_shape(i, self.name_shape) if t.shape else "scalar"
-            shape = _fmt_shape(t.shape)
+            named = self.flow.named_shape(i, self.name_shape) if t.shape else \
+                _fmt_shape((), self.lang)
+            shape = _fmt_shape(t.shape, self.lang)
             # "Q (B, T, h·d_k)" over "(2, 5, 24)"; one line of each when no dim has a name
             lines = [name or op, shape] if named == shape else [f"{name or op} {named}", shape]
             where = " · ".join(([op] if name else []) + ([scope] if scope else []))
             return kind, lines + ([where] if where else []), scope
         kind = leaf_kind(t, self.names)
         if kind == "param":
-            lines = [self.names.get(id(t), t.name or "parameter"), _fmt_shape(t.shape)]
+            lines = [self.names.get(id(t), t.name or translate("parameter", self.lang)),
+                     _fmt_shape(t.shape, self.lang)]
             kind = "input" if self.leaf_kinds.get(id(t)) == "buffer" else "param"
             return kind, lines, _leaf_scope(t, self.names)
         if kind == "const":
@@ -227,9 +231,10 @@ class Drawing:
         # an unnamed array a backward pass made without a graph (a gradient that depends on
         # nothing that requires grad) is a constant there, not an input of the model
         word = "constant" if i in self.backward and not t.requires_grad else "input"
-        lines = [self.names.get(id(t)) or t.name or self._role(i) or word, _fmt_shape(t.shape)]
+        lines = [self.names.get(id(t)) or t.name or translate(self._role(i) or word, self.lang),
+                 _fmt_shape(t.shape, self.lang)]
         if t.requires_grad:
-            lines.append("requires grad")
+            lines.append(translate("requires grad", self.lang))
         return kind, lines, ""
 
     def _role(self, i):
@@ -255,8 +260,8 @@ class Drawing:
         outputs (the members whose value leaves the module)."""
         g, f = self.g, self.flow.flows[i]
         info = {"nodes": members, "op": g.ops[i] or "", "scope": g.scopes[i],
-                "name": f.name, "formula": translate(f.formula, self.lang),
-                "shape": _fmt_shape(g.nodes[i].shape),
+                "name": translate(f.name, self.lang), "formula": translate(f.formula, self.lang),
+                "shape": _fmt_shape(g.nodes[i].shape, self.lang),
                 "named": self.flow.named_shape(i, self.name_shape)}
         if i in self.node_norm:
             info["grad"] = f"{self.node_norm[i]:.3e}"
@@ -270,7 +275,7 @@ class Drawing:
             for i in members:
                 leaves = i == self.root or any(self.owner[c] != mod
                                                for c in self.consumers.get(i, []))
-                shape = _fmt_shape(self.g.nodes[i].shape)
+                shape = _fmt_shape(self.g.nodes[i].shape, self.lang)
                 if leaves and shape not in outs:
                     outs.append(shape)
             exits = [i for i in ops if i == self.root or any(self.owner[c] != mod
@@ -278,19 +283,21 @@ class Drawing:
             names = []
             for i in exits:
                 f = self.flow.flows[i]
-                text = f"{f.name} {self.flow.named_shape(i, self.name_shape)}" if f.name else ""
+                text = f"{translate(f.name, self.lang)} " \
+                       f"{self.flow.named_shape(i, self.name_shape)}" if f.name else ""
                 if text and text not in names:
                     names.append(text)
             lines = [mod] + ([self.mtypes[mod]] if mod in self.mtypes else [])
-            lines.append(f"{len(ops)} ops" if len(ops) != 1 else "1 op")
+            lines.append(say("{n} ops", self.lang, n=len(ops)) if len(ops) != 1 else
+                         translate("1 op", self.lang))
             lines += names
             if outs:
-                lines.append("out " + ", ".join(outs))
+                lines.append(say("out {shapes}", self.lang, shapes=", ".join(outs)))
             norms = [self.node_norm[i] for i in ops if i in self.node_norm]
             extra = {"id": self.module_id[mod]} if self.ids else {}
             last = exits[-1] if exits else (ops[-1] if ops else members[-1])
             info = self._info(last, members)
-            info.update(scope=mod, op=f"{len(ops)} ops", module=True)
+            info.update(scope=mod, op=say("{n} ops", self.lang, n=len(ops)), module=True)
             if norms:
                 info["grad"] = f"{max(norms):.3e}"
             self.info[self.module_id[mod]] = info
@@ -329,7 +336,7 @@ class Drawing:
             if e["width"] is not None:
                 attrs["penwidth"] = f"{e['width']:g}"
             if e["count"] > 1 and self.depth is None:
-                attrs["label"] = f"x{e['count']}"      # the same tensor used twice, as in x * x
+                attrs["label"] = say("x{n}", self.lang, n=e["count"])   # x * x: x twice
             if e["hl"]:
                 attrs.update(color=RESIDUAL, penwidth=f"{max(e['width'] or 0, 3):g}")
             dot.edge(a, b, **attrs)
@@ -342,7 +349,7 @@ def _consumer_scope(g, consumers, i):
     return scopes.pop() if len(scopes) == 1 else ""
 
 
-def _saved_nodes(t, new_id):
+def _saved_nodes(t, new_id, lang="en"):
     """(id, attrs) for every array the node keeps for backward, in attribute order."""
     ctx = t._ctx
     inputs = [p._data for p in ctx.parents]
@@ -354,9 +361,9 @@ def _saved_nodes(t, new_id):
             if not isinstance(arr, np.ndarray) or arr.ndim == 0:
                 continue
             name = key if key != "saved_tensors" else f"saved[{k}]"
-            lines = [f"{name} {_fmt_shape(arr.shape)}"]
+            lines = [f"{name} {_fmt_shape(arr.shape, lang)}"]
             same = [j for j, x in enumerate(inputs) if x is arr]
             if same:
-                lines.append(f"= input {same[0]}")
+                lines.append(say("= input {k}", lang, k=same[0]))
             out.append((new_id("s"), attrs("saved", label=label(lines))))
     return out

@@ -33,7 +33,7 @@ import json
 import re
 
 from .. import autograd
-from .dataflow import translate
+from .words import translate
 from .vjps import vjp_text
 from . import edge_grads, residual_indices, residual_summary
 
@@ -271,7 +271,7 @@ _JS = r"""
     mark(s.id, 'current');
     var text = L.step + ' ' + (at + 1) + '/' + steps.length + '  ' +
         (s.name ? s.name + '  ' : '') + s.op + (s.scope ? ' · ' + s.scope : '') +
-        (s.residual ? '  (residual path)' : '') + '\n' + L.arrives + ': ||g|| = ' + s.norm +
+        (s.residual ? '  ' + L.residual : '') + '\n' + L.arrives + ': ||g|| = ' + s.norm +
         '  ' + s.shape + '\n' + L.vjp + ': ' + s.vjp;
     stepText.textContent = text; info.textContent = text;
   }
@@ -308,7 +308,7 @@ def backward_steps(g, draw_of, lang="en"):
         i = g.index.get(id(t))
         if i is None or i not in norms or i not in draw_of:
             continue
-        steps.append({"id": draw_of[i], "node": i, "op": g.ops[i] or "leaf",
+        steps.append({"id": draw_of[i], "node": i, "op": g.ops[i] or translate("leaf", lang),
                       "scope": g.scopes[i], "vjp": vjp_text(t._ctx, lang),
                       "norm": f"{norms[i]:.3e}",
                       "shape": "(" + ", ".join(str(d) for d in t.shape) + ")",
@@ -361,7 +361,8 @@ def page_html(svg, rows, nodes_info, title="", summary="", lang="en", head=None,
                f'<button id="step-next">{esc(tr("next"))}</button>'
                f'<span id="step"></span></p>') if steps else ""
     labels = script_json({"grad": tr("grad"), "step": tr("step"),
-                          "arrives": tr("gradient arriving"), "vjp": "VJP"})
+                          "arrives": tr("gradient arriving"), "vjp": tr("VJP"),
+                          "residual": tr("(residual path)")})
     return "\n".join([
         "<!DOCTYPE html>",
         f'<html lang="{esc(lang)}"><head><meta charset="utf-8">',
@@ -419,7 +420,7 @@ def trace_page(t, scope=None, lang=None, params=None, depth=None, title="", summ
             old_of = {n: old for old, n in new.items()}
             for st in steps:                 # the seed name of the op itself, not its box's
                 old = old_of.get(st.pop("node"))
-                st["name"] = t.flow.flows[old].name if old is not None else ""
+                st["name"] = translate(t.flow.flows[old].name, lang) if old is not None else ""
             node_of = {old: node_of[n] for old, n in new.items() if n in node_of}
             if summary is None:
                 summary = residual_summary_of(sub, lang)
@@ -429,7 +430,8 @@ def trace_page(t, scope=None, lang=None, params=None, depth=None, title="", summ
         if scope is not None and not (r.scope == scope or r.scope.startswith(scope + ".")):
             continue
         draw_id = node_of.get(r.node)
-        rows.append((draw_id, [str(r.index), draw_id or "", r.scope or "<top>", r.op,
+        rows.append((draw_id, [str(r.index), draw_id or "", r.scope or translate("<top>", lang),
+                               r.op,
                                translate(r.formula, lang), t.flow.shapes(r.node, name_shape)]))
     dims_line = ", ".join(f"{k}={v}" for k, v in t.dims().items())
     summary = ((summary or "") + f"  {translate('dims', lang)}: {dims_line}").strip()

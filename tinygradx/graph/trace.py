@@ -23,7 +23,8 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from ..autograd import OpError, observe
-from .dataflow import DataFlow, translate
+from .dataflow import DataFlow
+from .words import translate
 from . import Graph
 
 __all__ = ["trace", "Trace", "Row"]
@@ -145,7 +146,7 @@ class Trace:
         head = ["#"] + (["node"] if nodes else []) + ["module", "op", "formula", "shapes"]
         head = [translate(h, lang) for h in head]
         body = [[str(r.index)] + ([f"n{r.node}"] if nodes else []) +
-                [r.scope or "<top>", r.op, translate(r.formula, lang),
+                [r.scope or translate("<top>", lang), r.op, translate(r.formula, lang),
                  self.flow.shapes(r.node, name_shape)] for r in rows]
         dims = ", ".join(f"{k}={v}" for k, v in self.dims().items())
         dims = f"{translate('dims', lang)}: {dims}"

@@ -48,7 +48,7 @@ VJPS = {
     linalg.Linear: ("y = x·Wᵀ + b: dx = g·W, dW = gᵀ·x, db = Σ g",
                     "y = x·Wᵀ + b：dx = g·W，dW = gᵀ·x，db = Σ g"),
     linalg.Embedding: ("y = W[ids]: dW = g added into the rows ids (a repeated id sums)",
-                       "y = W[ids]：dW = 把 g 累加到第 ids 行（重复的 id 相加）"),
+                       "y = W[ids]：dW = 把 g 累加到第 ids 行（重复的下标相加）"),
     linalg.EmbeddingBackward: ("u = g added into the rows ids: dg = u'[ids]",
                                "u = 把 g 累加到第 ids 行：dg = u'[ids]"),
     # the core's movement ops
@@ -90,8 +90,8 @@ VJPS = {
                        "y = x − logsumexp(x)：dx = g − softmax(x) ⊙ Σ g"),
     fused.CrossEntropy: ("loss = −log softmax(x)[y]: dx = (softmax(x) − onehot(y)) ⊙ g, "
                          "÷ N for the mean (smoothing: onehot → q)",
-                         "loss = −log softmax(x)[y]：dx = (softmax(x) − onehot(y)) ⊙ g，"
-                         "取均值时再除以 N（标签平滑时 onehot 换成 q）"),
+                         "损失 = −log softmax(x)[y]：dx = (softmax(x) − e_y) ⊙ g，"
+                         "取均值时再除以 N（e_y 为 y 的独热向量；标签平滑时换成 q）"),
     fused.Dropout: ("y = x ⊙ D/(1 − p): dx = g ⊙ D/(1 − p) (D the keep-mask)",
                     "y = x ⊙ D/(1 − p)：dx = g ⊙ D/(1 − p)（D 为保留掩码）"),
     att.Attention: ("Z = A·V, A = softmax(S): dV = Aᵀ·g, dA = g·Vᵀ, dS = A ⊙ (dA − Σ dA ⊙ A), "

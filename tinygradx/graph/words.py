@@ -4,7 +4,7 @@ the page's words. tests/graph/test_zh.py holds every string the tools print in C
 """
 from __future__ import annotations
 
-__all__ = ["STRINGS", "translate"]
+__all__ = ["STRINGS", "FORMATS", "translate", "say"]
 
 # One table of the strings the tools print, English -> Chinese. `translate` replaces each
 # English phrase in a formula, a label or a header (longest first), so a formula such as
@@ -78,7 +78,56 @@ STRINGS = {"zh": {
     "expand all": "全部展开",
     "the trace": "形状追踪",
     "the graph": "计算图",
+    # the formulas' remarks and words (phrases: replaced inside a formula, longest first)
+    "(causal multi-head attention)": "(因果多头注意力)",
+    "(each head's head_i)": "(每个头的 head_i)",
+    "(positional encoding; the paper's X)": "(位置编码；即论文中的 X)",
+    "(token embedding; the paper's X)": "(词嵌入；即论文中的 X)",
+    "(token embedding; the first block's input)": "(词嵌入；第一个块的输入)",
+    "(encoder output: the last layer's Y_next)": "(编码器输出：最后一层的 Y_next)",
+    "(feed-forward network": "(前馈网络",
+    "(feed-forward network: ": "(前馈网络：",
+    "(rows of log p)": "(log p 的各行)",
+    "(pairs (x_i, x_{i+d_k/2}))": "(成对旋转 (x_i, x_{i+d_k/2}))",
+    "split([Q K V])": "拆分([Q K V])",
+    "split K into h_kv heads": "把 K 拆成 h_kv 个头",
+    "split V into h_kv heads": "把 V 拆成 h_kv 个头",
+    "repeated: each of h_kv heads serves h/h_kv query heads":
+        "重复：每个 K/V 头供 h/h_kv 个查询头共用",
+    "mean(": "均值(",
+    "loss = mean −log p(y)": "损失 = 均值 −log p(y)",
+    "loss = CE(logits, y)": "损失 = 交叉熵(logits, y)",
+    # names, labels and the page's words
+    "loss": "损失",
+    "<top>": "<顶层>",
+    "scalar": "标量",
+    "requires grad": "需要梯度",
+    "leaf": "叶子节点",
+    "M (mask)": "M（掩码）",
+    "PE (positional encoding)": "PE（位置编码）",
+    "PE table": "PE 表",
+    "w (target weights)": "w（目标权重）",
+    "1 op": "1 个算子",
+    "all inf/nan": "全为 inf/nan",
+    "name (named shape)": "名称（命名形状）",
+    "(shape)": "（形状）",
+    "op · module": "算子 · 模块",
+    "no graph: the trace kept no graph": "没有计算图：这次追踪没有保留计算图",
+    "(residual path)": "(残差路径)",
+    "VJP": "反向传播公式",
 }}
+
+# words placed around numbers: (English, Chinese) formats
+FORMATS = {"zh": {
+    "{n} ops": "{n} 个算子", "out {shapes}": "输出 {shapes}",
+    "mean {mean} std {std}": "均值 {mean} 标准差 {std}",
+    " ({k} of {n} ±inf)": "（{n} 个中有 {k} 个为 ±inf）", "= input {k}": "= 输入 {k}",
+    "x{n}": "×{n}"}}
+
+
+def say(fmt, lang="en", **values):
+    """The English format `fmt` (a key of FORMATS) in `lang`, filled with `values`."""
+    return FORMATS.get(lang, {}).get(fmt, fmt).format(**values)
 
 
 def translate(text, lang="en"):
@@ -89,7 +138,10 @@ def translate(text, lang="en"):
         return text
     if text in table:
         return table[text]
-    for en in sorted((k for k in table if k.startswith("(") or " " in k), key=len, reverse=True):
+    # phrases (a remark in parentheses, several words, a function's name and its "(") are
+    # replaced inside a text; a single word only where it is the whole text
+    for en in sorted((k for k in table if k.startswith("(") or " " in k or k.endswith("(")),
+                     key=len, reverse=True):
         if en in text:
             text = text.replace(en, table[en])
     return text
