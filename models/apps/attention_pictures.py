@@ -145,7 +145,7 @@ def gpt_attention(model, ids):
 # drawing and writing attention
 # ------------------------------------------------------------------------------------------
 
-_TITLES = {"encoder_self": "encoder self-attention", "decoder_self":
+TITLES = {"encoder_self": "encoder self-attention", "decoder_self":
            "decoder self-attention (causal)", "cross": "cross-attention (decoder reads H)",
            "self": "causal self-attention"}
 
@@ -209,7 +209,7 @@ def save_attention(maps, labels, out_dir, prefix="attention", lang="en"):
         rows, cols = labels[kind]
         base = os.path.join(out_dir, f"{prefix}_{kind}")
         paths = [write_attention_csv(A, rows, cols, base + ".csv")]
-        png = plot_attention(A, rows, cols, _TITLES.get(kind, kind), base + ".png", lang)
+        png = plot_attention(A, rows, cols, TITLES.get(kind, kind), base + ".png", lang)
         if png:
             paths.append(png)
         written[kind] = paths

@@ -481,6 +481,9 @@ def _add_drawing_commands(sub):
                         help="the picture's label language (default en)")
     x.set_defaults(fn=cmd_experiment)
 
+    from tinygradx.models.apps.attention_cli import add_attention_command
+    add_attention_command(sub, _command, _groups)
+
     pl = _command(sub, "plot", "draw a run's loss, exact match, lr, gradient norms and "
                                "update ratios")
     data, output = _groups(pl, "data", "output")

@@ -107,6 +107,9 @@ EXAMPLES = {
               "tinygradx trace --checkpoint runs/demo/checkpoint.npz --format markdown"],
     "experiment": ["tinygradx experiment ln-grad",
                    "tinygradx experiment warmup --layers 6 --steps 300"],
+    "attention": ['tinygradx attention --checkpoint runs/demo/checkpoint.npz "4 July 1976"',
+                  'tinygradx attention --checkpoint runs/chars/checkpoint.npz "To be" '
+                  '--layer 3 --no_png'],
     "plot": ["tinygradx plot runs/copy", "tinygradx plot runs/demo --out pictures"],
 }
 

@@ -17,7 +17,7 @@ from tinygradx.models.apps import cli
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COMMANDS = ["train", "eval", "translate", "generate", "demo", "graph", "trace", "experiment",
-            "plot"]
+            "attention", "plot"]
 TINY = ["--d_model", "32", "--n_head", "2", "--n_layer", "1", "--batch_size", "8",
         "--eval_batches", "1", "--eval_examples", "8", "--progress", "false"]
 

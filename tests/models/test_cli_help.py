@@ -215,7 +215,7 @@ def test_one_spelling_in_help_and_both_accepted():
      "tinygradx eval: error: unexpected argument 'extra'; see tinygradx eval --help"),
     (["trian", "--task", "copy"],
      "tinygradx: error: unknown command 'trian'; did you mean train? (commands: train, eval, "
-     "translate, generate, demo, graph, trace, experiment, plot; tinygradx --help)"),
+     "translate, generate, demo, graph, trace, experiment, attention, plot; tinygradx --help)"),
 ])
 def test_unknown_flag_or_command_suggests_the_nearest(argv, line, capsys):
     assert one_line_error(*run(argv, capsys)) == line
@@ -331,7 +331,7 @@ def test_plot_is_titled_shows_exact_match_and_keeps_legends_outside(copy_run, tm
     figures = []
     save = run_pictures.save_figure
     monkeypatch.setattr(run_pictures, "save_figure",
-                        lambda fig, path: (figures.append(fig), save(fig, path))[1])
+                        lambda fig, path, lang="en": (figures.append(fig), save(fig, path))[1])
     written = pictures.training_health(copy_run, out_dir=tmp_path)
     assert any(p.endswith("health.png") for p in written)
     (fig,) = figures
