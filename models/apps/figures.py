@@ -10,12 +10,20 @@ replace `figure_class` in the module they test.
 from __future__ import annotations
 
 import csv
+import hashlib
+import html
+import json
 import logging
 import os
+import re
 import warnings
 
 __all__ = ["have_matplotlib", "figure_class", "save_figure", "cjk_text", "words", "ensure_dir",
-           "write_matrix_csv"]
+           "write_matrix_csv", "figure_fingerprint", "picture_fingerprint", "FINGERPRINT_KEY",
+           "svg_fingerprint", "same_picture"]
+
+# the PNG text chunk that carries what a picture shows (`figure_fingerprint`)
+FINGERPRINT_KEY = "tinygradx-picture"
 
 
 def have_matplotlib():
@@ -37,7 +45,9 @@ def figure_class():
 
 
 def save_figure(fig, path, lang="en"):
-    """Write `fig` as a PNG; lang="zh" first gives its text a CJK font (`cjk_text`)."""
+    """Write `fig` as a PNG; lang="zh" first gives its text a CJK font (`cjk_text`). The PNG
+    carries `figure_fingerprint(fig)` in a text chunk (FINGERPRINT_KEY): what it shows, so a
+    check can compare a committed picture with what the code draws now without its pixels."""
     # a CJK face of weight 500 (WenQuanYi) makes matplotlib log that it has no "normal" one
     log = logging.getLogger("matplotlib.font_manager")
     quiet = lambda record: "find font weight" not in record.getMessage()   # noqa: E731
@@ -46,7 +56,9 @@ def save_figure(fig, path, lang="en"):
         if lang == "zh":
             cjk_text(fig)
         fig.tight_layout()                 # keep tick labels of neighbouring panels apart
-        fig.savefig(path, dpi=100, bbox_inches="tight")
+        fig.savefig(path, dpi=100, bbox_inches="tight",
+                    metadata={FINGERPRINT_KEY: json.dumps(figure_fingerprint(fig),
+                                                          ensure_ascii=False)})
     finally:
         log.removeFilter(quiet)
     return path
@@ -100,3 +112,93 @@ def write_matrix_csv(M, header, path, index_name):
             w.writerow([i] + [f"{v:.6g}" for v in row])
     return path
 
+
+
+# --------------------------------------------------------------------------------------------
+# what a picture shows, to compare a committed picture with what the code draws now
+# --------------------------------------------------------------------------------------------
+
+def _digest(arrays):
+    """A hash of numbers at 4 significant digits (last-bit noise does not change it)."""
+    import numpy as np
+    h = hashlib.sha256()
+    for a in arrays:
+        a = np.ma.filled(np.ma.asarray(a, dtype=float), np.nan).ravel()
+        h.update(" ".join("%.4g" % v for v in a).encode())
+        h.update(b"|")
+    return h.hexdigest()[:16]
+
+
+def _categorical(labels):
+    """Tick labels that name things (tokens, layers), not numbers an axis chose."""
+    out = [t.get_text() for t in labels]
+    return [t for t in out if t and not t.startswith("$") and
+            re.search(r"[^\d.,\-−+eE ×()%]", t)]
+
+
+def figure_fingerprint(fig):
+    """What a matplotlib Figure shows: {"structure": its texts (titles, axis labels, legend
+    entries, the labels of its lines, the tick labels that name things, texts placed on it),
+    how many panels, lines, images and bars each has and their scales; "data": a hash of every
+    plotted number at 4 significant digits}."""
+    axes, data = [], []
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        lines = ax.get_lines()
+        images = ax.get_images()
+        patches = [p for p in ax.patches if hasattr(p, "get_height")]
+        axes.append({
+            "title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
+            "scales": [ax.get_xscale(), ax.get_yscale()],
+            "legend": [t.get_text() for t in legend.get_texts()] if legend else [],
+            "lines": [ln.get_label() for ln in lines if not ln.get_label().startswith("_")],
+            "n_lines": len(lines), "images": [list(im.get_array().shape) for im in images],
+            "n_bars": len(patches),
+            "xticks": _categorical(ax.get_xticklabels()),
+            "yticks": _categorical(ax.get_yticklabels()),
+            "texts": [t.get_text() for t in ax.texts]})
+        for ln in lines:
+            data += [ln.get_xdata(), ln.get_ydata()]
+        data += [im.get_array() for im in images]
+        data += [[p.get_x(), p.get_height()] for p in patches]
+    title = fig._suptitle.get_text() if getattr(fig, "_suptitle", None) else ""
+    return {"structure": {"suptitle": title, "axes": axes}, "data": _digest(data)}
+
+
+def svg_fingerprint(svg):
+    """What an SVG graph shows, whichever Graphviz drew it: the multiset of its texts (every
+    label line, frame title, legend entry) and how many nodes, edges and frames it has."""
+    texts = sorted(t for t in (html.unescape(re.sub(r"<[^>]+>", "", m)).strip()
+                               for m in re.findall(r"<text[^>]*>(.*?)</text>", svg, re.S)) if t)
+    count = {k: len(re.findall(rf'<g id="{k}\d+" class="{k}"', svg))
+             for k in ("node", "edge", "clust")}
+    return {"structure": {"texts": texts, **count}, "data": None}
+
+
+def picture_fingerprint(path):
+    """The fingerprint of a picture file: an SVG's own (`svg_fingerprint`), a PNG's text chunk
+    (written by `save_figure`, or by the script that took a screenshot); None when a PNG
+    carries none."""
+    if path.endswith(".svg"):
+        with open(path, encoding="utf-8") as f:
+            return svg_fingerprint(f.read())
+    from PIL import Image
+    with Image.open(path) as im:
+        text = (getattr(im, "text", None) or im.info).get(FINGERPRINT_KEY)
+    return json.loads(text) if text else None
+
+
+def same_picture(a, b, data=True):
+    """"" when two fingerprints agree (their data too, with `data`), else what differs first."""
+    if a is None or b is None:
+        return "a picture without a fingerprint"
+    if a["structure"] != b["structure"]:
+        sa, sb = json.dumps(a["structure"], ensure_ascii=False), \
+            json.dumps(b["structure"], ensure_ascii=False)
+        k = next((i for i, (x, y) in enumerate(zip(sa, sb, strict=False)) if x != y),
+                 min(len(sa), len(sb)))
+        return f"its structure, names or labels differ: ...{sa[max(0, k - 60):k + 60]}... " \
+               f"against ...{sb[max(0, k - 60):k + 60]}..."
+    if data and a.get("data") != b.get("data"):
+        return "the plotted numbers differ"
+    return ""

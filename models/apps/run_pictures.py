@@ -20,10 +20,16 @@ from tinygradx.models.training import rundir
 
 from .figures import ensure_dir, figure_class, save_figure, words
 
-# the words of the training-curve picture in Chinese (lang="zh")
+# the words of the training-curve and health pictures in Chinese (lang="zh")
 ZH = {
     "step": "步数", "learning rate": "学习率", "train loss": "训练损失", "val loss": "验证损失",
-    "val exact match (%)": "验证集完全匹配（%）",
+    "val exact match (%)": "验证集完全匹配（%）", "exact match (%)": "完全匹配（%）",
+    "loss": "损失", "loss and exact match": "损失与完全匹配",
+    "gradient norm per layer (before clipping)": "每层的梯度范数（裁剪之前）",
+    "update:data ratio per layer  ||lr·update|| / ||param||":
+        "每层的更新量与参数之比  ||lr·update|| / ||param||",
+    "1e-3 (rule of thumb)": "1e-3（经验值）", "no health rows (--health_interval 0?)":
+        "没有健康度记录（--health_interval 为 0？）", "run": "运行", "task": "任务",
 }
 
 
@@ -59,14 +65,16 @@ def _stderr(line):
     print(line, file=sys.stderr)
 
 
-def run_title(run_dir):
+def run_title(run_dir, lang="en"):
     """"run copy_small, task copy": the run directory's name and, when its checkpoint can be
-    read, the task it trained."""
+    read, the task it trained ("运行 copy_small，任务 copy" in zh)."""
+    tr = words(ZH, lang)
     path = run_dir if os.path.isdir(run_dir) else os.path.dirname(os.path.abspath(run_dir))
-    title = f"run {os.path.basename(os.path.abspath(path))}"
+    title = f"{tr('run')} {os.path.basename(os.path.abspath(path))}"
     try:
         _, meta = tgx.io.load_checkpoint(os.path.join(path, "checkpoint.npz"))
-        return f"{title}, task {meta['config']['task']}"
+        sep = "，" if lang == "zh" else ", "
+        return f"{title}{sep}{tr('task')} {meta['config']['task']}"
     except (OSError, ValueError, KeyError, TypeError):      # no checkpoint (yet), or damaged
         return title
 
@@ -105,64 +113,66 @@ def health_table(path, log=None):
     return {c: np.array([value(r, c) for r in rows]) for c in cols}, layers
 
 
-def health_figure(table, layers, title):
+def health_figure(table, layers, title, lang="en"):
     """The health picture of `health_table`'s columns: a matplotlib Figure (None without
     matplotlib) of four panels, each curve labelled with what it draws (the layer's name in
-    the two per-layer panels), so a test can read every drawn number back."""
+    the two per-layer panels), so a test can read every drawn number back; lang "zh" writes
+    its words in Chinese (the layers keep their module paths)."""
     Figure = figure_class()
     if Figure is None:
         return None
+    tr = words(ZH, lang)
     step = table["step"]
     fig = Figure(figsize=(14, 7.5))
     fig.suptitle(title)
     (ax_loss, ax_lr), (ax_g, ax_u) = fig.subplots(2, 2)
-    handles = ax_loss.plot(step, table["loss"], lw=0.8, label="train loss")
+    handles = ax_loss.plot(step, table["loss"], lw=0.8, label=tr("train loss"))
     ev = np.isfinite(table["val_loss"])
     if ev.any():
-        handles += ax_loss.plot(step[ev], table["val_loss"][ev], "o-", label="val loss")
+        handles += ax_loss.plot(step[ev], table["val_loss"][ev], "o-", label=tr("val loss"))
     ax_loss.set_yscale("log")
     em = np.isfinite(table["val_exact_match"])
     if em.any():                   # translation and add: exact match on its own axis
         ax_em = ax_loss.twinx()
         handles += ax_em.plot(step[em], 100 * table["val_exact_match"][em], "s--",
-                              color="C2", label="val exact match (%)")
+                              color="C2", label=tr("val exact match (%)"))
         ax_em.set_ylim(0, 100)
-        ax_em.set_ylabel("exact match (%)")
-    ax_loss.set_title("loss" + (" and exact match" if em.any() else ""))
+        ax_em.set_ylabel(tr("exact match (%)"))
+    ax_loss.set_title(tr("loss and exact match" if em.any() else "loss"))
     # past the exact-match axis's labels when there is one
     _legend_outside(ax_loss, x=1.15 if em.any() else 1.02, handles=handles)
     ax_lr.plot(step, table["lr"], label="lr")
-    ax_lr.set_title("learning rate")
+    ax_lr.set_title(tr("learning rate"))
     for i, layer in enumerate(layers):
         color = f"C{i % 10}"
         for ax, kind in ((ax_g, "grad_norm"), (ax_u, "update_ratio")):
             y = table[f"{kind}/{layer}"]
             ok = np.isfinite(y) & (y > 0)          # log axes: no zeros, no rows without health
             ax.plot(step[ok], y[ok], lw=1, color=color, label=layer)
-    ax_g.set_title("gradient norm per layer (before clipping)")
-    ax_u.axhline(1e-3, color="k", ls="--", lw=0.8, label="1e-3 (rule of thumb)")
-    ax_u.set_title("update:data ratio per layer  ||lr·update|| / ||param||")
+    ax_g.set_title(tr("gradient norm per layer (before clipping)"))
+    ax_u.axhline(1e-3, color="k", ls="--", lw=0.8, label=tr("1e-3 (rule of thumb)"))
+    ax_u.set_title(tr("update:data ratio per layer  ||lr·update|| / ||param||"))
     for ax in (ax_g, ax_u):
         if layers:
             ax.set_yscale("log")
     if layers:
         _legend_outside(ax_u, fontsize=7, ncol=1 + len(layers) // 12)
     else:
-        ax_g.text(0.5, 0.5, "no health rows (--health_interval 0?)", ha="center",
+        ax_g.text(0.5, 0.5, tr("no health rows (--health_interval 0?)"), ha="center",
                   transform=ax_g.transAxes)
     for ax in (ax_loss, ax_lr, ax_g, ax_u):
-        ax.set_xlabel("step")
+        ax.set_xlabel(tr("step"))
     return fig
 
 
-def training_health(run_dir, out_dir=None, name="health", log=None):
+def training_health(run_dir, out_dir=None, name="health", log=None, lang="en"):
     """`tinygradx plot RUN_DIR`: loss and validation exact match (where the task has it),
     learning rate, and per layer the gradient norm and the update:data ratio
     ||lr * update|| / ||param|| (rows logged every --health_interval steps).
 
     Writes NAME.csv always (one row a step; the columns of `health_table`, empty between
-    health rows) and NAME.png with matplotlib (`health_figure`), titled with the run and its
-    task, legends outside the panels. Returns the paths written.
+    health rows) and NAME.png with matplotlib (`health_figure`, its words in `lang`), titled with
+    the run and its task, legends outside the panels. Returns the paths written.
     """
     path = os.path.join(run_dir, "metrics.jsonl") if os.path.isdir(run_dir) else run_dir
     table, layers = health_table(path, log)
@@ -175,9 +185,10 @@ def training_health(run_dir, out_dir=None, name="health", log=None):
             w.writerow([int(table["step"][i])] + ["" if math.isnan(v[i]) else f"{v[i]:.6g}"
                                                   for c, v in table.items() if c != "step"])
     written = [csv_path]
-    fig = health_figure(table, layers, run_title(os.path.dirname(os.path.abspath(path))))
+    title = run_title(os.path.dirname(os.path.abspath(path)), lang)
+    fig = health_figure(table, layers, title, lang)
     if fig is not None:
-        written.append(save_figure(fig, os.path.join(out_dir, name + ".png")))
+        written.append(save_figure(fig, os.path.join(out_dir, name + ".png"), lang))
     return written
 
 
