@@ -123,9 +123,11 @@ def matches(expected, got):
 # running a page
 # ------------------------------------------------------------------------------------------
 
-def run_page(page):
+def run_page(page, drawn=None):
     """Run the python blocks of `page` in order in one namespace, from a temp dir.
-    Yields (block, printed output) for every block that ran."""
+    Yields (block, printed output) for every block that ran. With a dict `drawn`, the pictures
+    the blocks wrote under docs/img (relative to the temp dir) are put into it at the end:
+    {path relative to docs/img: fingerprint}."""
     import numpy as np
 
     import tinygradx as tgx
@@ -144,9 +146,20 @@ def run_page(page):
                 with contextlib.redirect_stdout(buf):
                     exec(code, namespace)
                 yield b, buf.getvalue()
+            if drawn is not None:
+                drawn.update(pictures_under(os.path.join(tmp, "docs", "img")))
         finally:
             os.chdir(cwd)
             tgx.set_rng_state(rng_state)         # a page's manual_seed must not leak out
+
+
+def pictures_under(folder):
+    """{path relative to folder: fingerprint} of the PNG and SVG files under folder."""
+    if not os.path.isdir(folder):
+        return {}
+    from tinygradx.models.apps.figures import picture_fingerprint
+    return {os.path.relpath(os.path.join(f, n), folder): picture_fingerprint(os.path.join(f, n))
+            for f, _, names in os.walk(folder) for n in names if n.endswith((".png", ".svg"))}
 
 
 def snippet_pages():
@@ -161,8 +174,9 @@ def test_snippets(page):
         RendererNotFound = ()
     start = time.perf_counter()
     n = 0
+    drawn = {}
     try:
-        for b, out in run_page(page):
+        for b, out in run_page(page, drawn):
             n += 1
             where = f"{page}, the python block at line {b.start + 1}"
             if b.expected is not None:
@@ -177,6 +191,15 @@ def test_snippets(page):
         pytest.skip(f"{page} renders a graph and no renderer is installed: {err}")
     assert n > 0
     assert time.perf_counter() - start < 30, f"{page}: snippets took over 30 s; use smaller sizes"
+    # a snippet that writes a picture of docs/img draws what is committed there: its structure,
+    # names and labels, and for a plot its numbers (models/apps/figures.py, docs/make_pictures.py)
+    from tinygradx.models.apps.figures import picture_fingerprint, same_picture
+    for rel, fresh in drawn.items():
+        committed = os.path.join(DOCS, "img", rel)
+        assert os.path.exists(committed), f"{page} draws docs/img/{rel}, which is not committed"
+        why = same_picture(picture_fingerprint(committed), fresh, data=rel.endswith(".png"))
+        assert not why, (f"{page} draws docs/img/{rel} unlike the committed picture: {why} "
+                         f"(redraw: python docs/make_pictures.py)")
 
 
 def test_own_pages_have_no_orphan_output_and_few_skips():
@@ -212,6 +235,14 @@ def test_every_skipped_snippet_says_why_and_design_md_counts_them():
     assert m, "docs/design.md must say how many snippets are skipped"
     assert int(m.group(1)) == total, f"docs/design.md says {m.group(1)} skipped snippets, " \
                                      f"the pages have {total}"
+    # the index says it to every reader, in both languages
+    index = " ".join(read("docs/index.md"))
+    m = re.search(r"all\s+but\s+(\d+)\s+of them", index)
+    assert m and int(m.group(1)) == total, f"docs/index.md must say the snippets run all but " \
+                                           f"{total} of them"
+    zh = " ".join(read("docs/zh/index.md"))
+    m = re.search(r"除\s*(\d+)\s*段之外", zh)
+    assert m and int(m.group(1)) == total, f"docs/zh/index.md must say 除 {total} 段之外"
 
 
 # ------------------------------------------------------------------------------------------
@@ -345,6 +376,54 @@ def test_zh_page_has_the_english_pages_python_blocks(page):
     english = os.path.join("docs", os.path.basename(page))
     assert count(page) == count(english), (
         f"{page} has {count(page)} python blocks, {english} has {count(english)}")
+
+
+ZH_CONTENTS = "目录"          # the one section a Chinese page may add: its table of contents
+
+
+def sections(page):
+    """The sections of a page in order: (heading level, title, what it holds: its python,
+    shell, text and bare code blocks, its tables, the pictures it shows)."""
+    lines = read(page)
+    fenced = {}
+    for b in blocks(lines):
+        for i in range(b.start, b.end + 1):
+            fenced[i] = b
+    out = [[0, "", {"python": 0, "shell": 0, "text": 0, "bare": 0, "tables": 0, "pictures": []}]]
+    for i, line in enumerate(lines):
+        holds = out[-1][2]
+        if i in fenced:
+            b = fenced[i]
+            if i == b.start:
+                kind = "shell" if b.lang in SHELL_LANGS else b.lang or "bare"
+                holds[kind if kind in holds else "bare"] += 1
+            continue
+        m = re.match(r"^(#{1,6}) (.*)", line)
+        if m:
+            out.append([len(m.group(1)), m.group(2).strip(), {k: 0 for k in holds}])
+            out[-1][2]["pictures"] = []
+            continue
+        if re.match(r"^\|[\s:|-]+\|\s*$", line) and "-" in line:
+            holds["tables"] += 1
+        holds["pictures"] += [os.path.basename(t) for t in re.findall(r"!\[[^\]]*\]\(([^)]+)\)",
+                                                                     line)]
+    return out
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.startswith("docs/zh/")])
+def test_zh_page_has_every_section_of_the_english_page(page):
+    """Section by section: the Chinese page has the English page's headings at the same levels,
+    in the same order, and each section holds what the English one holds (its snippets, shell
+    blocks, outputs, tables and pictures). Only a table of contents (目录) may be added."""
+    english = os.path.join("docs", os.path.basename(page))
+    en = sections(english)
+    zh = [s for s in sections(page) if s[1] != ZH_CONTENTS]
+    assert [s[0] for s in zh] == [s[0] for s in en], (
+        f"{page} has the headings {[(s[0], s[1]) for s in zh]}, {english} has "
+        f"{[(s[0], s[1]) for s in en]}: a section is missing or out of place")
+    for (_, title, holds), (_, zh_title, zh_holds) in zip(en, zh, strict=True):
+        assert holds == zh_holds, (f"{english}, section {title!r} holds {holds}; its Chinese "
+                                   f"section {zh_title!r} holds {zh_holds}")
 
 
 # ------------------------------------------------------------------------------------------
