@@ -14,7 +14,7 @@ own backward.
 """
 from __future__ import annotations
 
-from ..autograd import backprop, custom_function
+from ..autograd import backprop, custom_function, hooks
 from ..core import elementwise as ew
 from ..core import linalg, movement as mv, reduce, rows
 from ..ops import Abs, Clamp, Erf, Maximum, Minimum, Pow, Rsqrt, Sigmoid
@@ -209,6 +209,12 @@ VJPS = {
                              "把这个输出的 g 放到节点扁平梯度中它的位置"),
     custom_function.Place: ("dg = the slice it was placed at", "dg = 它被放入的那一段"),
     backprop.Restore: ("g passes to the input unchanged", "g 原样传给输入"),
+    custom_function.DelayedError: ("g passes on as it is; differentiating it again is an error "
+                                   "(@once_differentiable)",
+                                   "g 原样传下去；再对它求导会报错（@once_differentiable）"),
+    hooks.BackwardHookFunction: ("dx = g, after the module's backward hooks have seen (and may "
+                                 "have replaced) it",
+                                 "dx = g，先交给模块的反向钩子查看（钩子可以替换它）"),
 }
 
 _CUSTOM = ("a user's Function: its own backward()", "用户自定义的 Function：它自己的 backward()")
@@ -222,7 +228,8 @@ def vjp_text(ctx, lang="en"):
     k = 1 if lang == "zh" else 0
     if ctx is None:
         return _LEAF[k]
-    for cls in type(ctx).__mro__:
+    # a PyTorch-style Function's node names its Function class (`fn`): its line, if it has one
+    for cls in getattr(getattr(ctx, "fn", None), "__mro__", ()) + type(ctx).__mro__:
         if cls in VJPS:
             return VJPS[cls][k]
     return _CUSTOM[k]
