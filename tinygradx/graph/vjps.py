@@ -14,7 +14,7 @@ own backward.
 """
 from __future__ import annotations
 
-from ..autograd import backprop, custom_function, hooks
+from ..autograd import backprop, custom_function, function_ctx, hooks
 from ..core import elementwise as ew
 from ..core import linalg, movement as mv, reduce, rows
 from ..ops import Abs, Clamp, Erf, Maximum, Minimum, Pow, Rsqrt, Sigmoid
@@ -209,7 +209,7 @@ VJPS = {
                              "把这个输出的 g 放到节点扁平梯度中它的位置"),
     custom_function.Place: ("dg = the slice it was placed at", "dg = 它被放入的那一段"),
     backprop.Restore: ("g passes to the input unchanged", "g 原样传给输入"),
-    custom_function.DelayedError: ("g passes on as it is; differentiating it again is an error "
+    function_ctx.DelayedError: ("g passes on as it is; differentiating it again is an error "
                                    "(@once_differentiable)",
                                    "g 原样传下去；再对它求导会报错（@once_differentiable）"),
     hooks.BackwardHookFunction: ("dx = g, after the module's backward hooks have seen (and may "
