@@ -12,8 +12,9 @@ import numpy as np
 from hypothesis import strategies as st
 
 import tinygradx as tgx
+import tinygradx.functional as F
 from opinfo import (ALL, F64, _f64, _mm_samples, BOOL, I64, NUMERIC, OpInfo, S, Sample, _int_float,
-                    add, array, broadcast_shapes, binary, family, shape, torch, unary)
+                    TF, add, array, broadcast_shapes, binary, family, shape, torch, unary)
 
 _NOGRAD = "not differentiable (bool or integer result)"
 _NODERIV = ("torch has no derivative for it (its backward raises; ours too: "
@@ -29,11 +30,11 @@ def _np_lgamma(v):
 
 
 def _method(m, *args, **kwargs):
-    return lambda x, *rest: getattr(x, m)(*rest, *args, **kwargs)
+    return lambda x, *rest, **kw: getattr(x, m)(*rest, *args, **kwargs, **kw)
 
 
 def _torch_fn(m, *args, **kwargs):
-    return lambda *xs: getattr(torch, m)(*xs, *args, **kwargs)
+    return lambda *xs, **kw: getattr(torch, m)(*xs, *args, **kwargs, **kw)
 
 
 def _f32(fn):
@@ -219,6 +220,43 @@ for _m, _ref in (("signbit", _numeric(np.signbit)), ("isposinf", _numeric(np.isp
                fixed=(S([0.0, -0.0, np.inf, -np.inf, np.nan, -2.0], desc="special"),)))
 
 
+# --- scans (ops/scans.py): the running extremes and logcumsumexp ----------------------------
+def np_running(x, dim, largest):
+    x = np.asarray(x)
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), np.int64)
+    xm = np.moveaxis(x, dim, 0)
+    vals, idx = np.empty_like(xm), np.zeros(xm.shape, np.int64)
+    for i in range(len(xm)):
+        if i == 0:
+            vals[0], idx[0] = xm[0], 0
+            continue
+        take = np.isnan(xm[i]) | (xm[i] >= vals[i - 1] if largest else xm[i] <= vals[i - 1])
+        take &= ~np.isnan(vals[i - 1]) | np.isnan(xm[i])
+        vals[i] = np.where(take, xm[i], vals[i - 1])
+        idx[i] = np.where(take, i, idx[i - 1])
+    return np.moveaxis(vals, 0, dim), np.moveaxis(idx, 0, dim)
+
+
+def _dim_kw(draw, s):
+    return {"dim": draw(st.integers(-max(len(s), 1), max(len(s), 1) - 1))}
+
+
+def np_logcumsumexp(x, dim):
+    return np.logaddexp.accumulate(x, axis=dim) if x.ndim else x
+
+
+_TIES = S([1.0, 3.0, 3.0, 2.0, np.nan, 5.0, np.nan, 1.0], desc="ties_nan", dim=0,
+          only=("numpy", "torch"))
+for _m, _largest in (("cummax", True), ("cummin", False)):
+    add(*_both(_m, (lambda lg: lambda x, dim: np_running(x, dim, lg))(_largest),
+               unary(kw=_dim_kw), dtypes=NUMERIC, fixed=(
+                   _TIES, S(np.array([2, 2, 1, 2, 1]), desc="int_ties", dim=0))))
+add(*_both("logcumsumexp", np_logcumsumexp, unary(low=-5, high=5, kw=_dim_kw), fixed=(
+    S([-1000.0, 0.0, 1000.0, 999.0], desc="wide", dim=0),
+    S(np.array([[-800.0, 3.0], [2.0, -900.0]]), desc="wide_rows", dim=1))))
+
+
 # --- torch's other spellings (tensor/aliases.py): products by rank, fused add* forms, ... ----
 def _np_inner(a, b):
     return a * b if a.ndim == 0 or b.ndim == 0 else np.inner(a, b)
@@ -377,3 +415,101 @@ NOT_OPS = {
     "Tensor.allclose", "Tensor.equal", "Tensor.detach_", "tgx.is_nonzero", "tgx.is_complex",
     "tgx.is_inference",
 }
+
+
+# --- activations (functional/activations.py) ------------------------------------------------
+def _np_elu(x, alpha=1.0):
+    return np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0)))
+
+
+def _np_sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _np_softmax(x, dim):
+    e = np.exp(x - x.max(axis=dim, keepdims=True)) if x.size else x
+    return e / e.sum(axis=dim, keepdims=True) if x.size else x
+
+
+_ACTS = [
+    # name, tinygradx op, torch op, numpy reference, sample kwargs
+    ("F.celu", F.celu, lambda x: TF.celu(x), _np_elu, dict(avoid=(0,))),
+    ("F.celu[alpha]", lambda x: F.celu(x, 0.5), lambda x: TF.celu(x, 0.5),
+     lambda x: 0.5 * _np_elu(x / 0.5), dict(avoid=(0,))),
+    ("F.hardsigmoid", F.hardsigmoid, lambda x: TF.hardsigmoid(x),
+     lambda x: np.clip(x / 6 + 0.5, 0, 1), dict(low=-5, high=5, avoid=(-3, 3))),
+    ("F.hardswish", F.hardswish, lambda x: TF.hardswish(x),
+     lambda x: x * np.clip(x + 3, 0, 6) / 6, dict(low=-5, high=5, avoid=(-3, 3))),
+    ("F.softsign", F.softsign, lambda x: TF.softsign(x), lambda x: x / (1 + np.abs(x)),
+     dict(avoid=(0,))),
+    ("F.tanhshrink", F.tanhshrink, lambda x: TF.tanhshrink(x), lambda x: x - np.tanh(x), {}),
+    ("F.softshrink", F.softshrink, lambda x: TF.softshrink(x),
+     lambda x: x - np.clip(x, -0.5, 0.5), dict(avoid=(-0.5, 0.5))),
+    ("F.hardshrink", F.hardshrink, lambda x: TF.hardshrink(x),
+     lambda x: np.where(np.abs(x) > 0.5, x, 0), dict(avoid=(-0.5, 0.5))),
+    ("Tensor.hardshrink", lambda x: x.hardshrink(0.3), "same",
+     lambda x: np.where(np.abs(x) > 0.3, x, 0), dict(avoid=(-0.3, 0.3))),
+    ("F.threshold", lambda x: F.threshold(x, 0.25, -3.0), lambda x: TF.threshold(x, 0.25, -3.0),
+     lambda x: np.where(x > 0.25, x, -3.0), dict(avoid=(0.25,))),
+    ("F.rrelu", F.rrelu, lambda x: TF.rrelu(x), lambda x: np.where(
+        x > 0, x, x * (1 / 8 + 1 / 3) / 2), dict(avoid=(0,))),
+]
+for _name, _op, _top, _ref, _kw in _ACTS:
+    add(OpInfo(_name, _op, torch_op=_top, ref=_ref, samples=unary(**_kw),
+               fixed=(S([-30.0, -3.0, -1.3, 0.0, 0.5, 3.0, 30.0], desc="edges",
+                        only=("numpy", "torch")),)))
+
+
+def _dim_sample(min_dims=1):
+    def build(draw, dt):
+        s = shape(draw, min_dims)
+        return Sample((array(draw, s, dt),), {"dim": draw(st.integers(-len(s), len(s) - 1))})
+    return family(build)
+
+
+def _glu_sample(draw, dt):
+    s = list(shape(draw, 1, empty=False))
+    d = draw(st.integers(-len(s), len(s) - 1))
+    s[d] *= 2
+    return Sample((array(draw, tuple(s), dt),), {"dim": d})
+
+
+def _np_glu(x, dim):
+    a, b = np.split(x, 2, axis=dim)
+    return a * _np_sigmoid(b)
+
+
+def _prelu_sample(draw, dt):
+    s = shape(draw, 1, 4, empty=False)
+    n = draw(st.sampled_from((1, s[1] if len(s) >= 2 else 1)))
+    return Sample((array(draw, s, dt, avoid=(0,)), array(draw, (n,), dt, low=0, high=1)))
+
+
+def _np_prelu(x, w):
+    w = w.reshape((len(w),) + (1,) * (x.ndim - 2)) if x.ndim >= 2 and len(w) > 1 else w[0]
+    return np.where(x > 0, x, w * x)
+
+
+add(
+    OpInfo("F.softmin", F.softmin, torch_op=lambda x, dim: TF.softmin(x, dim),
+           ref=lambda x, dim: _np_softmax(-x, dim), samples=_dim_sample()),
+    OpInfo("F.glu", F.glu, torch_op=lambda x, dim: TF.glu(x, dim), ref=_np_glu,
+           samples=family(_glu_sample)),
+    OpInfo("F.prelu", F.prelu, torch_op=lambda x, w: TF.prelu(x, w), ref=_np_prelu,
+           samples=family(_prelu_sample)),
+    OpInfo("Tensor.prelu", lambda x, w: x.prelu(w), ref=_np_prelu, samples=family(_prelu_sample)),
+    # random slopes (tinygradx's generator): only shape and dtype are torch's to compare, and
+    # the slopes between 1/8 and 1/3 (tests/ops/test_op_families.py)
+    OpInfo("F.rrelu[training]", lambda x: F.rrelu(x, training=True), torch_op=None,
+           torch_reason="random slopes from another generator", samples=unary(avoid=(0,)),
+           values=False, gradcheck=False, api=("F.rrelu",)),
+)
+for _m in ("elu_", "leaky_relu_", "hardtanh_", "celu_", "selu_"):
+    add(OpInfo(f"F.{_m}", (lambda m: lambda x: getattr(F, m)(x * 1))(_m),
+               torch_op=(lambda m: lambda x: getattr(TF, m)(x * 1))(_m), samples=unary(
+                   avoid=(0, -1, 1))))
+add(OpInfo("F.threshold_", lambda x: F.threshold_(x * 1, 0.5, 2.0),
+           torch_op=lambda x: TF.threshold_(x * 1, 0.5, 2.0), samples=unary(avoid=(0.5,))),
+    OpInfo("F.leaky_relu[inplace]", lambda x: F.leaky_relu(x * 1, 0.2, inplace=True),
+           torch_op=lambda x: TF.leaky_relu(x * 1, 0.2, inplace=True),
+           samples=unary(avoid=(0,)), api=("F.leaky_relu",)))

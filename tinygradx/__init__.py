@@ -68,6 +68,7 @@ from .tensor.more_math import (absolute, acos, acosh, angle, arccos, arccosh,  #
                                isneginf, isposinf, isreal, ldexp, lgamma, logaddexp2, logit,
                                mvlgamma, nan_to_num, nextafter, polygamma, positive, rad2deg,
                                sgn, signbit, sinc, sinh, tan, xlogy)
+from .tensor.index_methods import cummax, cummin, logcumsumexp  # noqa: E402
 from .tensor.functions import (addbmm, addcdiv, addcmul, addmv, addr, baddbmm, ger,  # noqa: E402
                                inner, is_complex, is_inference, is_nonzero, tile, vdot)
 from . import functional, nn, optim  # noqa: E402
@@ -135,6 +136,8 @@ __all__ = [
     "adaptive_avg_pool1d", "adaptive_max_pool1d", "avg_pool1d", "channel_shuffle", "conv1d",
     "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "max_pool1d",
     "max_pool1d_with_indices", "max_pool2d", "max_pool3d", "pixel_shuffle", "pixel_unshuffle",
+    # the running extremes and the log-sum-exp scan (ops/scans.py)
+    "cummax", "cummin", "logcumsumexp",
 ]
 
 # torch's dtype names: tgx.long, tgx.float, ... (as torch.long, torch.float). Set last, since

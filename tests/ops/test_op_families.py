@@ -85,3 +85,26 @@ def test_digamma_against_mpmath():
     got = tgx.tensor(np.array([-0.99, 0.0, 0.3, 0.999999])).erfinv().numpy()
     want = np.array([float(mpmath.erfinv(v)) for v in (-0.99, 0.0, 0.3, 0.999999)])
     np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+def test_rrelu_training_draws_slopes_between_lower_and_upper():
+    import tinygradx as tgx
+    import tinygradx.functional as F
+    x = tgx.full((2000,), -1.0, dtype=tgx.float64, requires_grad=True)
+    y = F.rrelu(x, 0.1, 0.3, training=True)
+    slopes = -y.detach().numpy()
+    assert 0.1 <= slopes.min() and slopes.max() <= 0.3 and slopes.std() > 0.03
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), slopes)        # d(x * slope) = slope
+    z = tgx.tensor([2.0, -2.0])
+    assert F.rrelu_(z, training=True) is z and z[0].item() == 2.0 and -0.7 < z[1].item() < -0.2
+
+
+@requires_torch
+def test_activation_refusals_like_torch():
+    same(lambda m: m.nn.functional.glu(m.ones(3)))
+    same(lambda m: m.nn.functional.softshrink(m.ones(3), -1.0))
+    same(lambda m: m.nn.functional.prelu(m.ones(2, 3), m.ones(2)))
+    same(lambda m: m.nn.functional.hardsigmoid(m.tensor([1, 2])))
+    same(lambda m: m.nn.functional.softsign(m.tensor([1, 2])))
+    same(lambda m: m.nn.functional.elu(m.ones(2, requires_grad=True), inplace=True))

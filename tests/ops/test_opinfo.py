@@ -121,7 +121,7 @@ def check_torch(entry, sample):
                                grad_outputs=[torch.tensor(g) for g in gs], allow_unused=True)
     for i, ((x, _), g, w) in enumerate(zip(wrt, got, want, strict=True)):
         g = np.zeros(x.shape, x.dtype) if g is None else g.numpy()
-        w = np.zeros(x.shape, x.dtype) if w is None else w.numpy()
+        w = np.zeros(x.shape, x.dtype) if w is None else w.detach().numpy()
         assert g.dtype == x.dtype, f"gradient {i}: dtype {g.dtype}, input {x.dtype}"
         _compare(g, w, _tol(entry, x.dtype), f"{entry.name} gradient of input {i} vs torch")
 

@@ -494,3 +494,12 @@ from .dropouts import (alpha_dropout, dropout1d, dropout2d, dropout3d,  # noqa: 
                       feature_alpha_dropout)
 
 __all__ += ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]
+
+# the rest of torch's activations (activations.py) and their in-place F.xxx_ forms
+from .activations import (celu, celu_, elu_, glu, hardshrink, hardsigmoid,  # noqa: E402
+                          hardswish, hardtanh_, leaky_relu_, prelu, rrelu, rrelu_, selu_,
+                          softmin, softshrink, softsign, tanhshrink, threshold, threshold_)
+
+__all__ += ["celu", "celu_", "elu_", "glu", "hardshrink", "hardsigmoid", "hardswish",
+            "hardtanh_", "leaky_relu_", "prelu", "rrelu", "rrelu_", "selu_", "softmin",
+            "softshrink", "softsign", "tanhshrink", "threshold", "threshold_"]

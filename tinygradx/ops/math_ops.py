@@ -298,6 +298,18 @@ class Hardtanh(Function):
         return g * self.keep
 
 
+class Hardswish(Function):
+    """x * clip(x + 3, 0, 6) / 6: d = 0 up to -3, g*(x/3 + 1/2) between, g from 3 on (torch's
+    values at the two kinks)"""
+    def forward(self, x):
+        self.x = x
+        self.mid, self.high = (x > -3) & (x < 3), x >= 3
+        return (x * np.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        return g * (self.x / 3 + 0.5) * self.mid + g * self.high
+
+
 # ------------------------------------------------------------------------------------------
 # log1p, expm1: accurate near 0, where log(1 + x) and exp(x) - 1 lose the digits of x
 # ------------------------------------------------------------------------------------------

@@ -225,6 +225,31 @@ class AliasMethods:
             raise TypeError(f"where: condition must be a bool tensor, got dtype {cond.dtype}")
         return ops.Where.apply(self, other, cond=cond)
 
+    # -- activations torch has as methods too --------------------------------------------
+    def hardshrink(self, lambd=0.5):
+        """x where |x| > lambd, else 0 (float tensors; lambd >= 0)."""
+        if self.dtype.kind != "f":
+            raise TypeError(f"hardshrink: not implemented for {self.dtype} tensors (as torch)")
+        if lambd < 0:
+            raise ValueError(f"hardshrink: lambd must be >= 0, got {lambd}")
+        d = self._data
+        return self.masked_fill((d >= -lambd) & (d <= lambd), 0)
+
+    def prelu(self, weight):
+        """x where x > 0, weight * x elsewhere; weight holds one slope or one per channel
+        (dim 1, or the only dim of a 1-d input with one slope)."""
+        _tensors("prelu", weight)
+        if self.dtype.kind != "f":
+            raise TypeError(f"prelu: not implemented for {self.dtype} tensors (as torch)")
+        n = weight.numel()
+        channels = self.shape[1] if self.ndim >= 2 else 1
+        if weight.ndim > 1 or n not in (1, channels):
+            raise OpError(f"prelu: mismatch of parameter numbers and input channel size: "
+                          f"weight has {n} values, the input {channels} channels (dim 1)")
+        w = (weight.reshape((n,) + (1,) * (self.ndim - 2)) if self.ndim >= 2 and n > 1
+             else weight.reshape(()))
+        return ops.Where.apply(self, self * w, cond=self._data > 0)
+
     # -- dtype methods -------------------------------------------------------------------
     def byte(self):
         """uint8."""

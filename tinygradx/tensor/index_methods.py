@@ -10,13 +10,14 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..ops import movement, index as ops_index
+from ..ops import movement, index as ops_index, scans
 from ..autograd import OpError
 from ..core.tensor_base import TensorBase
 from ..core.dims import check_dim, normalize_dims
 from ..autograd import rng as _rng
 
 SortResult = namedtuple("SortResult", ["values", "indices"])
+CumResult = namedtuple("CumResult", ["values", "indices"])
 TopkResult = namedtuple("TopkResult", ["values", "indices"])
 
 
@@ -45,6 +46,32 @@ class IndexMethods:
 
     def cumprod(self, dim):
         return ops_index.CumProd.apply(self, dim=check_dim("cumprod", dim, self.ndim))
+
+    def cummax(self, dim):
+        """(values, indices): the running maximum along dim and where each came from (the
+        later position on ties; NaN propagates); gradients reach those positions."""
+        return self._running("cummax", dim, True)
+
+    def cummin(self, dim):
+        """(values, indices): the running minimum along dim, as cummax."""
+        return self._running("cummin", dim, False)
+
+    def _running(self, name, dim, largest):
+        d = check_dim(name, dim, self.ndim)
+        x = self.reshape(1) if self.ndim == 0 else self
+        idx = scans.running_extreme_indices(x._data, d, largest)
+        index = self._op_class._from_op(idx, None)
+        values = x.gather(d, index)
+        if self.ndim == 0:
+            return CumResult(values.reshape(()), index.reshape(()))
+        return CumResult(values, index)
+
+    def logcumsumexp(self, dim):
+        """log(cumsum(exp(x))) along dim without overflow (float tensors, as torch)."""
+        d = check_dim("logcumsumexp", dim, self.ndim)
+        if self.ndim == 0:
+            return scans.LogCumSumExp.apply(self.reshape(1), dim=0).reshape(())
+        return scans.LogCumSumExp.apply(self, dim=d)
 
     def prod(self, dim=None, keepdim=False):
         """The product of all elements, or along one int dim (gradient exact with zeros)."""
@@ -218,6 +245,21 @@ def cumsum(input, dim):
 def cumprod(input, dim):
     """tgx.cumprod(input, dim) = input.cumprod(dim)"""
     return input.cumprod(dim)
+
+
+def cummax(input, dim):
+    """tgx.cummax(input, dim) = input.cummax(dim) -> (values, indices)"""
+    return input.cummax(dim)
+
+
+def cummin(input, dim):
+    """tgx.cummin(input, dim) = input.cummin(dim) -> (values, indices)"""
+    return input.cummin(dim)
+
+
+def logcumsumexp(input, dim):
+    """tgx.logcumsumexp(input, dim) = input.logcumsumexp(dim)"""
+    return input.logcumsumexp(dim)
 
 
 def flip(input, dims):
