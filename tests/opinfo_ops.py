@@ -502,7 +502,7 @@ add(
     # the slopes between 1/8 and 1/3 (tests/ops/test_op_families.py)
     OpInfo("F.rrelu[training]", lambda x: F.rrelu(x, training=True), torch_op=None,
            torch_reason="random slopes from another generator", samples=unary(avoid=(0,)),
-           values=False, gradcheck=False, api=("F.rrelu",)),
+           values=False, gradcheck=False, api=("F.rrelu", "F.rrelu_")),
 )
 for _m in ("elu_", "leaky_relu_", "hardtanh_", "celu_", "selu_"):
     add(OpInfo(f"F.{_m}", (lambda m: lambda x: getattr(F, m)(x * 1))(_m),
