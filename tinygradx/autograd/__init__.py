@@ -10,7 +10,7 @@ generator). This file only gathers them with the core's names; none of them impo
 """
 from __future__ import annotations
 
-from ..core.node import (ROOT, STATE, Frame, OpError, current_scope, detect_anomaly,  # noqa: F401
+from ..core.node import (ROOT, STATE, Frame, OpError, current_scope,  # noqa: F401
                          enable_grad, fmt_shapes, is_grad_enabled, no_grad, observe, scope,
                          unbroadcast, unbroadcast_axes, user_line)
 from ..core.tensor_base import TensorBase  # noqa: F401
@@ -20,6 +20,7 @@ from ..core.walk import (ArrayWalk, bad_grad, check_root, grads_per_input,  # no
                          run_backward, toposort, toposort_to)
 from .custom_function import Function  # noqa: F401  (the public class: both styles)
 from .backprop import backward, grad  # noqa: F401
-from .grad_mode import inference_mode, set_grad_enabled  # noqa: F401
+from .grad_mode import (detect_anomaly, inference_mode, set_detect_anomaly,  # noqa: F401
+                        set_grad_enabled)
 from .saved_hooks import (disable_saved_tensors_hooks, save_on_cpu,  # noqa: F401
                           saved_tensors_hooks)

@@ -47,19 +47,57 @@ class BackwardFrame(Frame):
         return f"{above}/{self.name}" if above else self.name
 
 
-def backward(tensor, gradient=None, retain_graph=None, create_graph=False):
-    """Accumulate d(tensor)/d(leaf) into every leaf's .grad (Tensor.backward calls this).
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             grad_variables=None, inputs=None):
+    """torch.autograd.backward: accumulate d(tensors)/d(leaf) into every leaf's .grad
+    (Tensor.backward calls this with one tensor).
 
+    `tensors` is a Tensor or a sequence of them, `grad_tensors` their seeds (None for a
+    one-element tensor; `grad_variables` is its old name). With `inputs` (a Tensor or a
+    sequence) only those accumulate, leaves or not, and only the nodes on a path to them run.
     With create_graph=True the gradients are Tensors with a graph of their own (a leaf's .grad
     can be differentiated again); retain_graph defaults to create_graph, as in PyTorch.
     """
+    Tensor = TensorBase
+    roots = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    if grad_variables is not None:
+        if grad_tensors is not None:
+            raise RuntimeError("backward: grad_tensors and grad_variables (its old name) were "
+                               "both given")
+        grad_tensors = grad_variables
+    if grad_tensors is None:
+        seeds = [None] * len(roots)
+    elif isinstance(grad_tensors, Tensor):
+        seeds = [grad_tensors]
+    else:
+        seeds = list(grad_tensors)
+    if len(seeds) != len(roots):
+        raise RuntimeError(f"backward: {len(seeds)} grad_tensors for {len(roots)} tensors")
+    for i, r in enumerate(roots):
+        if not isinstance(r, Tensor):
+            raise TypeError(f"backward: tensors[{i}] is a {type(r).__name__}, expected a Tensor")
+    store, wanted = None, None
+    if inputs is not None:
+        wanted = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+        if not wanted:
+            raise RuntimeError("backward: inputs is empty; give the tensors to accumulate "
+                               "into, or leave inputs out")
+        for i, x in enumerate(wanted):
+            if not isinstance(x, Tensor):
+                raise TypeError(f"backward: inputs[{i}] is a {type(x).__name__}, expected a "
+                                f"Tensor")
+            if not x.requires_grad:
+                raise RuntimeError(f"backward: inputs[{i}] (shape {tuple(x.shape)}) does not "
+                                   f"require grad")
+        store = _store_into(wanted, create_graph)
     retain_graph = create_graph if retain_graph is None else retain_graph
     if create_graph:
-        seed = gradient if isinstance(gradient, TensorBase) else None
-        run_backward([tensor], [_seed(tensor, gradient, seed)], retain_graph, carrier=GraphWalk)
+        grads = [_seed(r, g, g if isinstance(g, Tensor) else None)
+                 for r, g in zip(roots, seeds, strict=True)]
+        run_backward(roots, grads, retain_graph, store, wanted, carrier=GraphWalk)
     else:
-        run_backward([tensor], [initial_grad(tensor, gradient)], retain_graph,
-                     store=_store_grad)
+        grads = [initial_grad(r, g) for r, g in zip(roots, seeds, strict=True)]
+        run_backward(roots, grads, retain_graph, store or _store_grad, wanted)
 
 
 def _store_grad(t, g, owned):
@@ -70,8 +108,27 @@ def _store_grad(t, g, owned):
         run_post_hooks(t)
 
 
+def _store_into(wanted, create_graph):
+    """backward(inputs=...)'s store: only those tensors accumulate, leaves or not."""
+    ids = {id(x) for x in wanted}
+
+    def store(t, g, owned):
+        if id(t) not in ids:
+            return
+        with walk.ArrayWalk.grad_lock:
+            if create_graph:
+                t.grad = g if t.grad is None else t.grad + g
+            elif t.grad is None:
+                t.grad = t._op_class._from_op(np.array(g, dtype=t._data.dtype, copy=True), None)
+            else:
+                t.grad._data += g
+        if t._hooks and t._ctx is None:
+            run_post_hooks(t)
+    return store
+
+
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=None, materialize_grads=False):
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Return d(outputs)/d(inputs) as a tuple of Tensors, without touching any `.grad`.
 
     Like torch.autograd.grad: `outputs` and `inputs` are Tensors or sequences of them;
@@ -80,11 +137,19 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     carry a graph (differentiate them again); otherwise they are plain constants. Only the
     nodes between the outputs and the inputs run (and are freed without retain_graph). An input
     the outputs do not depend on is an error, or None with allow_unused=True, or zeros with
-    materialize_grads=True.
+    materialize_grads=True. `only_inputs` is accepted and ignored, as PyTorch now ignores it;
+    is_grads_batched=True takes each grad_output's first dimension as a batch of seeds and
+    returns each gradient with that dimension in front (one backward per seed here).
     """
     Tensor = TensorBase
     outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
     inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    if not inputs:
+        raise RuntimeError("grad: inputs is empty; give the tensors to differentiate with "
+                           "respect to")
+    if is_grads_batched:
+        return _batched(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                        allow_unused, materialize_grads)
     if grad_outputs is None:
         grad_outputs = [None] * len(outputs)
     elif isinstance(grad_outputs, Tensor):
@@ -127,6 +192,56 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             result.append(g)
         else:
             result.append(x._op_class._from_op(np.array(g, copy=True), None))
+    return tuple(result)
+
+
+def _batched(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+             materialize_grads):
+    """grad(..., is_grads_batched=True): one grad() per seed along the first dimension, each
+    result stacked along a new first dimension (with create_graph, by ops that keep the
+    graph)."""
+    Tensor = TensorBase
+    if grad_outputs is None:
+        raise RuntimeError("grad: is_grads_batched=True needs grad_outputs, each with the "
+                           "batch as its first dimension")
+    seeds = [grad_outputs] if isinstance(grad_outputs, Tensor) else list(grad_outputs)
+    if len(seeds) != len(outputs):
+        raise ValueError(f"grad: {len(seeds)} grad_outputs for {len(outputs)} outputs")
+    sizes = set()
+    for k, (g, o) in enumerate(zip(seeds, outputs, strict=True)):
+        if not isinstance(g, Tensor) or tuple(g.shape[1:]) != tuple(o.shape) or g.ndim < 1:
+            shape = tuple(g.shape) if isinstance(g, Tensor) else type(g).__name__
+            raise RuntimeError(f"grad: with is_grads_batched=True, grad_outputs[{k}] must have "
+                               f"shape (batch, *{tuple(o.shape)}), got {shape}")
+        sizes.add(g.shape[0])
+    if len(sizes) != 1:
+        raise RuntimeError(f"grad: the grad_outputs' batch sizes differ: {sorted(sizes)}")
+    (n,) = sizes
+    rows = []
+    for b in range(n):
+        last = b == n - 1
+        rows.append(grad(outputs, inputs, [g[b] for g in seeds],
+                         retain_graph=retain_graph if last else True,
+                         create_graph=create_graph, allow_unused=allow_unused,
+                         materialize_grads=materialize_grads))
+    result = []
+    for i, x in enumerate(inputs):
+        parts = [row[i] for row in rows]
+        if all(p is None for p in parts):
+            result.append(None)
+            continue
+        parts = [x._op_class._from_op(np.zeros(x._data.shape, x._data.dtype), None)
+                 if p is None else p for p in parts]
+        if not any(p.requires_grad for p in parts):
+            result.append(x._op_class._from_op(np.stack([p._data for p in parts]), None))
+            continue
+        stacked = None                       # sum_b onehot_b * part_b: Mul and Add keep the graph
+        for b, p in enumerate(parts):
+            onehot = np.zeros((n,) + (1,) * p.ndim, p._data.dtype)
+            onehot[b] = 1
+            term = p.reshape(1, *p.shape) * x._op_class._from_op(onehot, None)
+            stacked = term if stacked is None else stacked + term
+        result.append(stacked)
     return tuple(result)
 
 

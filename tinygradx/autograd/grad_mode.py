@@ -1,7 +1,9 @@
 """torch's other switches of graph recording, next to autograd's no_grad / enable_grad:
 `set_grad_enabled(mode)` (a call that takes effect at once, and a context manager and
 decorator that put the previous mode back) and `inference_mode(mode=True)` (as no_grad:
-tinygradx has no separate inference tensors).
+tinygradx has no separate inference tensors); and torch's forms of anomaly detection,
+`detect_anomaly(check_nan=True)` and `set_detect_anomaly(mode, check_nan=True)`, over the core's
+switch.
 """
 from __future__ import annotations
 
@@ -95,3 +97,48 @@ class inference_mode:  # lower case: torch's name
             with inference_mode(self.mode):
                 return fn(*args, **kwargs)
         return run
+
+
+class detect_anomaly:  # lower case: torch's name
+    """torch.autograd.detect_anomaly(check_nan=True): raise at the first NaN/Inf an op produces,
+    forward or backward, naming the op, its module path and the line that made it (the core's
+    anomaly detection). A context manager, as PyTorch's (not a decorator). check_nan=False
+    checks nothing here (PyTorch then only keeps tracebacks for its error messages)."""
+
+    def __init__(self, check_nan=True):
+        self.check_nan = _check_mode("detect_anomaly: check_nan", check_nan)
+        self.prev = []
+
+    def __enter__(self):
+        self.prev.append(STATE.anomaly)
+        STATE.anomaly = self.check_nan or STATE.anomaly
+        STATE.refresh()
+
+    def __exit__(self, *exc):
+        STATE.anomaly = self.prev.pop()
+        STATE.refresh()
+        return False
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError("detect_anomaly: use it as a context manager (with detect_anomaly(): "
+                        "...), not as a decorator or a function, as PyTorch's")
+
+
+class set_detect_anomaly:  # lower case: torch's name
+    """torch.autograd.set_detect_anomaly(mode, check_nan=True): anomaly detection on or off, at
+    once as a call, for the block as `with` (the mode before comes back)."""
+
+    def __init__(self, mode, check_nan=True):
+        mode = _check_mode("set_detect_anomaly", mode)
+        check_nan = _check_mode("set_detect_anomaly: check_nan", check_nan)
+        self.prev = STATE.anomaly
+        STATE.anomaly = mode and check_nan
+        STATE.refresh()
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        STATE.anomaly = self.prev
+        STATE.refresh()
+        return False

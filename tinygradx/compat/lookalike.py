@@ -10,7 +10,8 @@
     torch.optim.lr_scheduler   tinygradx.optim.lr_scheduler (tinygradx/optim/lr_scheduler.py)
     torch.autograd             Function (tinygradx.Function: PyTorch's static style works),
                                grad, gradcheck, gradgradcheck, no_grad, enable_grad,
-                               set_grad_enabled, inference_mode, detect_anomaly
+                               set_grad_enabled, inference_mode, detect_anomaly,
+                               set_detect_anomaly, backward (autograd/backprop.py)
     torch.autograd.function    Function, FunctionCtx, once_differentiable (custom_function.py)
     torch.autograd.functional  tinygradx.func's jacobian, hessian, hvp, vhp
     torch.autograd.graph       saved_tensors_hooks, save_on_cpu, disable_saved_tensors_hooks
@@ -136,7 +137,9 @@ autograd = Facade("torch.autograd", None, {
     "gradgradcheck": tinygradx.gradgradcheck, "functional": autograd_functional,
     "grad": tinygradx.grad, "no_grad": tinygradx.no_grad, "enable_grad": tinygradx.enable_grad,
     "set_grad_enabled": tinygradx.set_grad_enabled, "inference_mode": tinygradx.inference_mode,
-    "detect_anomaly": tinygradx.detect_anomaly, "Variable": cpu_only.Variable})
+    "detect_anomaly": tinygradx.detect_anomaly, "Variable": cpu_only.Variable,
+    "backward": tinygradx.autograd.backward,
+    "set_detect_anomaly": tinygradx.autograd.set_detect_anomaly})
 func_ = Facade("torch.func", None, {
     n: getattr(func, n) for n in ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd",
                                   "hessian", "functional_call")})

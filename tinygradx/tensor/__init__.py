@@ -188,14 +188,16 @@ class Tensor(ShapeMethods, IndexMethods, MathMethods, MoreMathMethods, AliasMeth
             self._hooks = []
         return hooks.add_tensor_hook(self._hooks, hook, post)
 
-    def backward(self, gradient=None, retain_graph=None, create_graph=False):
-        """Accumulate d(self)/d(leaf) into the .grad of every leaf that requires grad.
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate d(self)/d(leaf) into the .grad of every leaf that requires grad (with
+        `inputs`, into those tensors only, leaves or not).
 
         create_graph=True records the backward pass itself, so .grad can be differentiated
         again (backprop.py); retain_graph defaults to create_graph, as in PyTorch."""
         if process.MALLOC_PENDING:               # the process's first backward: the allocator
             process.first_backward()             # setting of process.py, said once
-        backprop.backward(self, gradient, retain_graph, create_graph)
+        backprop.backward(self, None if gradient is None else [gradient], retain_graph,
+                          create_graph, inputs=inputs)
 
     # -- in-place ops (docs/design.md, "In-place operations") ------------------------------
     def _inplace(self, name, compute, *args):
