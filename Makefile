@@ -16,6 +16,7 @@ ORACLE ?=
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q -e '.[test,viz,plot,fast]'
+	$(BIN)/python -m tinygradx.fast.kernels_build   # the compiled kernels, now (cc + numba)
 	touch $(STAMP)
 
 # The oracles, installed only when asked for and never with errors ignored. torch comes from the

@@ -5,13 +5,20 @@
     x = tgx.randn(2, 3, requires_grad=True)
     F.softmax(x, dim=-1).sum().backward()
 """
+import sys as _sys
+
 from . import process  # first: a setting that OpenBLAS reads when numpy loads
 
+try:
+    process.check_environment()           # every TINYGRADX_ variable, before anything reads one
+except process.SettingError as _err:      # one line, not a traceback: the program cannot start
+    _sys.stderr.write(f"tinygradx: error: {_err}\n")
+    raise SystemExit(2) from None
 process.blas_thread_timeout()
 
 # every import below loads numpy, so each must follow the BLAS setting above (hence E402)
 from . import autograd, ops  # noqa: E402  (after the BLAS setting)
-from .ops import fused, products  # noqa: E402,F401  (after the BLAS setting)
+from .ops import attention, fused, versions  # noqa: E402,F401  (the speed layer, installed)
 from .autograd import (Function, OpError, detect_anomaly, enable_grad,  # noqa: E402
                        is_grad_enabled, no_grad, unbroadcast)
 from .autograd.rng import default_rng, get_rng_state, manual_seed, set_rng_state  # noqa: E402

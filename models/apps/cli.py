@@ -562,7 +562,7 @@ def _main(argv):
     except (ValueError, OSError, KeyError) as err:
         # configuration and data mistakes (and unusable paths) surface as these: one line
         # (TINYGRADX_DEBUG=1 shows the traceback instead)
-        if os.environ.get("TINYGRADX_DEBUG"):
+        if tgx.process.env("TINYGRADX_DEBUG", False):
             raise
         msg = str(err).strip("'\"") if isinstance(err, KeyError) else str(err)
         line = msg.splitlines()[0] if msg else repr(err)

@@ -1,5 +1,6 @@
 """Build tinygradx.fast.kernels' loops ahead of time: `python -m tinygradx.fast.kernels_build DIR
-NAME`.
+NAME` (or with no arguments: build them for this machine's cache now, and say what was built;
+`make`'s setup runs that, so a first training step never waits for the build).
 
 Run by kernels.py in a child process on first use, so that numba and LLVM (~100 MB of resident
 memory) never load into the process that trains. Each loop is compiled with the kernels' flags
@@ -90,7 +91,25 @@ def _build_pool(tmp, name):
                           libraries=["pthread"], extra_ldflags=["-pthread"])
 
 
+def prebuild():
+    """`python -m tinygradx.fast.kernels_build` with no arguments (make's setup runs it): build
+    the kernels for this machine now, as their first use would, and say in one line what was
+    built or why not. Exits 0 either way: the kernels are optional."""
+    if not kernels.ENABLED:
+        print("tinygradx: compiled kernels: off (numba is not installed, or TINYGRADX_KERNELS=0);"
+              " the numpy code runs")
+        return 0
+    fresh = kernels.cached() is None
+    ok = kernels.ready()                # (a fresh build says what it builds, with what)
+    print("tinygradx: compiled kernels: " + (
+        ("built" if fresh else "already built") + f" in {kernels.cache_dir()}" if ok
+        else f"off ({kernels.BUILD_ERROR}); the numpy code runs, with the same results"))
+    return 0
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 1:
+        sys.exit(prebuild())
     out, mod = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
     build(out, mod)

@@ -18,6 +18,8 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from . import process
+
 MIN_ELEMENTS = 1 << 16
 # for one pass of a compiled kernel or a single ufunc (~0.1-0.4 ns per element), where the
 # hand-off (~40-50 us) pays only from about half a million elements: GELU's backward kernel
@@ -26,9 +28,9 @@ MIN_KERNEL_ELEMENTS = 1 << 19
 
 
 def _default_threads():
-    env = os.environ.get("TINYGRADX_THREADS")
-    if env:
-        return max(1, int(env))
+    threads = process.env("TINYGRADX_THREADS", None)
+    if threads is not None:
+        return threads
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):

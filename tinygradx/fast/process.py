@@ -1,27 +1,37 @@
-"""Process-wide settings: the knobs that change more than tinygradx's own objects.
+"""Process-wide settings, in one place: every environment variable tinygradx reads (checked
+when it is imported), and the three changes it makes to the process beyond its own objects.
 
-Each changes speed only, never a result, and each can be turned off.
+The environment (a wrong value, or a TINYGRADX_ name it does not know, is one line naming it
+and what it takes; `import tinygradx` then stops the program):
 
-1. OpenBLAS's idle threads (`blas_thread_timeout`, applied when `tinygradx` is imported).
-   After each GEMM, OpenBLAS's worker threads spin for ~2^28 cycles before they sleep, holding
-   the second core that `tinygradx.parallel` wants for element-wise work between GEMMs. The
-   setting is an environment variable that OpenBLAS reads once, when numpy loads, so it can
-   only work at import and only if numpy is not loaded yet: `import tinygradx` sets
-   OPENBLAS_THREAD_TIMEOUT=4 unless the variable is already set or TINYGRADX_BLAS_TIMEOUT=0.
-2. glibc's allocator (`keep_freed_memory`, applied at the first backward pass). An eager engine
-   allocates every intermediate afresh; with glibc's defaults the large ones are mmapped and
-   unmapped, or trimmed off the heap, every step, and faulted in again the next (a plain-script
-   GPT at nanoGPT's CPU config: ~2,600-4,000 page faults per step, 0-55 after; its step went
-   from 1.8-2.3x torch's to 1.1-1.2x when the issue was filed). Changing the
-   allocator of the whole process (torch's too) from a library is a real step, so it is taken
-   only where its need starts, the first `backward()` or `tgx.grad()`, said once (`notice`),
-   and can be refused: TINYGRADX_MALLOC_TUNE=0 in the environment, or
-   `tinygradx.process.set_auto_malloc(False)` before the first backward. Applications that own
-   their process (the Trainer, the `tinygradx` command, bench/) call `own_process()`, which
-   applies it silently.
+    TINYGRADX_KERNELS=0|1        the compiled kernels (numba's loops and the C thread pool)
+    TINYGRADX_POOL=0|1           the C thread pool alone
+    TINYGRADX_THREADS=1..64      threads for element-wise work (default: usable cores, <= 4)
+    TINYGRADX_POOL_POLL_US=0..1000000   how long an idle pool thread polls before it sleeps
+    TINYGRADX_MALLOC_TUNE=0|1    the allocator setting below
+    TINYGRADX_BLAS_TIMEOUT=0|1   OpenBLAS's idle threads, below
+    TINYGRADX_CACHE_DIR=path     where the compiled kernels are kept (~/.cache/tinygradx)
+    TINYGRADX_DEBUG=0|1          the `tinygradx` command shows a traceback, not one line
+    (0|1 also reads false|true, no|yes, off|on.)
 
-A third process-wide change lives in fast/pool.py, where its reasons are: the thread pool that
-runs numpy's OpenBLAS jobs (TINYGRADX_POOL=0 keeps OpenBLAS's own threads).
+The three changes (each changes speed only, never a result; each is off with its switch; each
+measured in bench/RESULTS.md; none prints anything: `report()` says what was done):
+
+1. OpenBLAS's idle threads, when `tinygradx` is imported: after each GEMM OpenBLAS's worker
+   threads spin for ~2^28 cycles before they sleep, holding the second core that element-wise
+   work between GEMMs wants. OpenBLAS reads OPENBLAS_THREAD_TIMEOUT once, when numpy loads,
+   so `import tinygradx` sets it to 4 before importing numpy, unless it is set already, numpy
+   is loaded already, or TINYGRADX_BLAS_TIMEOUT=0.
+2. glibc's allocator, at the first backward pass: an eager engine allocates every
+   intermediate afresh; with glibc's defaults the large ones are unmapped or trimmed off the
+   heap every step and faulted in again the next (a plain-script GPT at nanoGPT's CPU config:
+   ~2,600-4,000 page faults per step, 0-55 after). `keep_freed_memory()` keeps them
+   (mallopt). Off: TINYGRADX_MALLOC_TUNE=0, or `set_auto_malloc(False)` before the first
+   backward.
+3. numpy's OpenBLAS threads, the first time a version of the C thread pool is chosen (a stack
+   of small products, fused attention, a layer's two weight products, ...; fast/pool.py):
+   OpenBLAS's parallel jobs then run on the pool's threads, with the same numbers. Off:
+   TINYGRADX_POOL=0 or `tinygradx.pool.set_enabled(False)`.
 
 This module imports no numpy: `tinygradx/__init__.py` runs `blas_thread_timeout()` first.
 """
@@ -29,35 +39,109 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import difflib
 import logging
 import os
 import sys
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 
-MALLOC_TUNED = False       # whether keep_freed_memory() has been applied in this process
-MALLOC_PENDING = True      # the first backward still has to decide (Tensor.backward reads it)
-_AUTO_MALLOC = os.environ.get("TINYGRADX_MALLOC_TUNE", "1") != "0"
-_NOTICED = set()
+
+class SettingError(ValueError):
+    """An environment variable of tinygradx's with a value it does not take."""
+
+
+_FLAGS = {"0": False, "false": False, "no": False, "off": False,
+          "1": True, "true": True, "yes": True, "on": True}
+
+# name -> (kind, what it sets); kind: "flag", (low, high) for a whole number, or "path"
+ENVIRONMENT = {
+    "TINYGRADX_KERNELS": ("flag", "the compiled kernels (numba's loops and the C thread pool)"),
+    "TINYGRADX_POOL": ("flag", "the C thread pool"),
+    "TINYGRADX_THREADS": ((1, 64), "threads for element-wise work"),
+    "TINYGRADX_POOL_POLL_US": ((0, 1_000_000), "microseconds an idle pool thread polls"),
+    "TINYGRADX_MALLOC_TUNE": ("flag", "keeping freed memory in the heap (glibc mallopt)"),
+    "TINYGRADX_BLAS_TIMEOUT": ("flag", "the short OpenBLAS thread timeout set at import"),
+    "TINYGRADX_CACHE_DIR": ("path", "where the compiled kernels are kept"),
+    "TINYGRADX_DEBUG": ("flag", "tracebacks from the tinygradx command"),
+    "TINYGRADX_REGEN_GOLDEN": ("flag", "the test suite rewriting its golden files"),
+}
+
+
+def _parse(name, raw):
+    kind, what = ENVIRONMENT[name]
+    if kind == "flag":
+        value = _FLAGS.get(raw.strip().lower())
+        if value is None:
+            raise SettingError(f"{name}={raw!r}: expected 0 or 1 (also false/true, no/yes, "
+                               f"off/on) for {what}")
+        return value
+    if kind == "path":
+        if not raw.strip():
+            raise SettingError(f"{name} is empty: expected a directory for {what}")
+        return raw
+    low, high = kind
+    try:
+        value = int(raw.strip(), 10)
+    except ValueError:
+        value = None
+    if value is None or not low <= value <= high:
+        raise SettingError(f"{name}={raw!r}: expected a whole number from {low} to {high} "
+                           f"({what})")
+    return value
+
+
+def check_environment(environ=None):
+    """Every TINYGRADX_ variable of the environment, parsed: {name: value}. A wrong value or
+    an unknown name is a SettingError naming it and what it takes."""
+    environ = os.environ if environ is None else environ
+    found = {}
+    for name, raw in environ.items():
+        if not name.startswith("TINYGRADX_"):
+            continue
+        if name not in ENVIRONMENT:
+            close = difflib.get_close_matches(name, ENVIRONMENT, n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise SettingError(f"{name} is not a setting of tinygradx; {hint}it reads "
+                               f"{', '.join(sorted(ENVIRONMENT))} (tinygradx.process)")
+        found[name] = _parse(name, raw)
+    return found
+
+
+def env(name, default):
+    """The parsed value of environment variable `name`, or `default` when it is not set."""
+    raw = os.environ.get(name)
+    return default if raw is None else _parse(name, raw)
+
+
+# --------------------------------------------------------------------------------------------
+# what was done, said once to the "tinygradx" logger (at DEBUG: nothing is printed)
+# --------------------------------------------------------------------------------------------
 
 LOG = logging.getLogger("tinygradx")
-_OWN_HANDLER = None        # the stderr handler notice() added while logging was unconfigured
+DONE = {}                  # key -> what was done to the process (report())
+_OWN_HANDLER = None        # the stderr handler announce() added while logging was unconfigured
 
 
 def notice(key, message):
-    """Say `message` once per process (per `key`) on the "tinygradx" logger at INFO.
-
-    Why a logger and not `warnings`: nothing is wrong, and test suites that run with warnings
-    as errors (`-W error`) would fail inside a backward pass. Why INFO with a handler of our
-    own: an unconfigured program shows only warnings, so without one nobody would see the line;
-    the handler is added only when no logging is configured at all, and goes to stderr (stdout
-    stays the program's). Silence it with
-    `logging.getLogger("tinygradx").setLevel(logging.WARNING)`; a program that configures
-    logging gets it in its own log, at its own level."""
-    global _OWN_HANDLER
-    if key in _NOTICED:
+    """Record a change to the process once per key: `report()` lists it, and the "tinygradx"
+    logger has it at DEBUG (a program that wants to see it turns DEBUG on). Nothing is
+    printed: a first backward pass or a notebook cell prints only what the user asked for."""
+    if key in DONE:
         return
-    _NOTICED.add(key)
+    DONE[key] = message
+    LOG.debug(message)
+
+
+def announce(key, message):
+    """Say `message` once per process on the "tinygradx" logger at INFO, on stderr when the
+    program configured no logging: for the one event a user must hear of, the kernels' first
+    build, which makes one step wait ~20 s. Not `warnings`: nothing is wrong, and suites run
+    with -W error would fail inside a backward pass."""
+    global _OWN_HANDLER
+    if key in DONE:
+        return
+    DONE[key] = message
     if _OWN_HANDLER is not None and logging.getLogger().handlers:
         LOG.removeHandler(_OWN_HANDLER)     # logging was configured since: its handlers and
         _OWN_HANDLER = None                 # levels decide, no second copy
@@ -72,13 +156,35 @@ def notice(key, message):
     LOG.info(message)
 
 
+def report():
+    """What tinygradx changed in this process so far, one line each (empty: nothing)."""
+    return "\n".join(DONE.values())
+
+
+# --------------------------------------------------------------------------------------------
+# 1. OpenBLAS's idle threads
+# --------------------------------------------------------------------------------------------
+
 def blas_thread_timeout(value="4"):
     """Set OPENBLAS_THREAD_TIMEOUT before numpy loads (see the module docstring). Returns
     whether the variable is now set by us or was set already; False once numpy is loaded."""
-    if "numpy" in sys.modules or os.environ.get("TINYGRADX_BLAS_TIMEOUT", "1") == "0":
+    if "numpy" in sys.modules or not env("TINYGRADX_BLAS_TIMEOUT", True):
         return False
-    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", value)
+    if "OPENBLAS_THREAD_TIMEOUT" not in os.environ:
+        os.environ["OPENBLAS_THREAD_TIMEOUT"] = value
+        notice("blas", f"set OPENBLAS_THREAD_TIMEOUT={value} before numpy loaded (OpenBLAS's "
+                       f"idle threads sleep after ~2^{value} cycles, not ~2^28); "
+                       f"TINYGRADX_BLAS_TIMEOUT=0 keeps OpenBLAS's default")
     return True
+
+
+# --------------------------------------------------------------------------------------------
+# 2. glibc's allocator
+# --------------------------------------------------------------------------------------------
+
+MALLOC_TUNED = False       # whether keep_freed_memory() has been applied in this process
+MALLOC_PENDING = True      # the first backward still has to decide (fast/walk.py reads it)
+_AUTO_MALLOC = env("TINYGRADX_MALLOC_TUNE", True)
 
 
 def keep_freed_memory(mmap_threshold=32 << 20, trim_threshold=256 << 20):
@@ -87,7 +193,7 @@ def keep_freed_memory(mmap_threshold=32 << 20, trim_threshold=256 << 20):
     (False with TINYGRADX_MALLOC_TUNE=0 or on other C libraries, where nothing happens)."""
     global MALLOC_TUNED, MALLOC_PENDING
     MALLOC_PENDING = False                  # an explicit call settles it: no automatic one
-    if os.environ.get("TINYGRADX_MALLOC_TUNE", "1") == "0":
+    if not env("TINYGRADX_MALLOC_TUNE", True):
         return False
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
@@ -96,15 +202,17 @@ def keep_freed_memory(mmap_threshold=32 << 20, trim_threshold=256 << 20):
         return False
     MALLOC_TUNED = bool(mallopt(_M_MMAP_THRESHOLD, int(mmap_threshold))
                         and mallopt(_M_TRIM_THRESHOLD, int(trim_threshold)))
+    if MALLOC_TUNED:
+        notice("malloc", "kept freed memory in the heap for faster training steps (glibc "
+                         "mallopt); TINYGRADX_MALLOC_TUNE=0 or "
+                         "tinygradx.process.set_auto_malloc(False) before the first backward "
+                         "turns it off")
     return MALLOC_TUNED
 
 
 def own_process():
-    """For programs that own their process (the Trainer, the `tinygradx` command, bench/):
-    the allocator setting now (`keep_freed_memory()`), and no line when the thread pool of
-    fast/pool.py takes numpy's OpenBLAS threads at the first backward pass. Returns whether
-    the allocator setting applied."""
-    _NOTICED.add("pool")
+    """For programs that own their process (the Trainer, the `tinygradx` command, bench/): the
+    allocator setting now, not at the first backward. Returns whether it applied."""
     return keep_freed_memory()
 
 
@@ -119,10 +227,8 @@ def set_auto_malloc(flag):
 
 def first_backward():
     """Called by the first backward pass of the process (while MALLOC_PENDING): apply
-    `keep_freed_memory()` unless refused, and say so once."""
+    `keep_freed_memory()` unless refused."""
     global MALLOC_PENDING
     MALLOC_PENDING = False
-    if _AUTO_MALLOC and keep_freed_memory():
-        notice("malloc", "keeping freed memory in this process's heap for faster training "
-               "steps (glibc mallopt, once); TINYGRADX_MALLOC_TUNE=0 or "
-               "tinygradx.process.set_auto_malloc(False) turns it off")
+    if _AUTO_MALLOC:
+        keep_freed_memory()
