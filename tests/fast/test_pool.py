@@ -8,7 +8,9 @@ the pair of a layer's two weight products (each as numpy on one thread), and Ope
 threaded GEMM run on the pool.
 Then what must never happen: a hang when OpenBLAS is called from two threads at once or
 inside a pool task, or in a forked child; a training step whose gradients change when the
-pool is on; a refusal that is not a clean None (the caller's numpy path).
+pool is on; a call the pool cannot take that its declaration lets through (the dispatcher,
+tinygradx/fast/dispatch.py, runs the pool's calls only for what they declare: the helpers
+below ask it the same way, and give None where the reference would run instead).
 
 The pool runs on Linux with numba (the kernels' build compiles it) and a numpy whose OpenBLAS
 has the threads callback (numpy's wheels); elsewhere these tests skip with the reason.
@@ -23,7 +25,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import tinygradx as tgx
-from tinygradx.fast import pool
+from tinygradx.fast import dispatch, pool
 
 # the suite runs OpenBLAS on one thread (conftest.py), where the pool stays off; these tests
 # give it two for their module, and their child processes two as well
@@ -38,13 +40,78 @@ def two_blas_threads():
         blas.set_threads(2)
     pool.set_enabled(True)                  # (an earlier test may have found one thread)
     try:
-        if not pool.start(announce=False):
+        if not pool.start():
             pytest.skip(f"the pool does not run here: {pool.status()}")
         yield
     finally:
         pool.set_enabled(False)             # OpenBLAS's own threads again, and the pool off
         if old is not None:                 # for the rest of the suite (as with one thread)
             blas.set_threads(old)
+
+
+def _version(kernel, name="pool"):
+    return next(v for v in dispatch.VERSIONS[kernel] if v.name == name)
+
+
+def _takes(kernel, *args):
+    """Whether the pool's version of `kernel` runs for these arguments (its declaration)."""
+    return dispatch.why_not(_version(kernel), args) is None
+
+
+def stack(a, b, out=None):
+    """The pool's stack where its declaration takes a @ b, else None (numpy's matmul runs)."""
+    return pool.matmul(a, b, out) if _takes("matmul", a, b, out) else None
+
+
+def pair(a1, b1, a2, b2):
+    return pool.pair(a1, b1, a2, b2) if pool.running() and pool.pair_fits(a1, b1, a2, b2) \
+        else None
+
+
+def attention(q, k, v, mask, scale, out, draw=None):
+    if draw is None:
+        if not _takes("attention_weights", q, k, mask, scale, v, out):
+            return None
+        return pool.attention(q, k, v, mask, scale, out)
+    if not _takes("attention_dropout", q, k, v, mask, scale, out, draw):
+        return None
+    return pool.attention(q, k, v, mask, scale, out, draw)
+
+
+def attention_backward(g, qs, k, v, a, scale, gq, gk, gv, keep=None):
+    if not _takes("attention_grads", g, qs, k, v, a, keep, scale, gq, gk, gv):
+        return None
+    return pool.attention_backward(g, qs, k, v, a, scale, gq, gk, gv, keep)
+
+
+def gelu_tanh(x, t, y):
+    if not (_takes("gelu_forward", x, "tanh") and x.shape == t.shape == y.shape
+            and t.flags.c_contiguous and y.flags.c_contiguous and t.dtype == y.dtype == x.dtype):
+        return None
+    pool.gelu_tanh(x, t, y)
+    return True
+
+
+def gelu_tanh_grad(x, t, g, d):
+    if not (_takes("gelu_forward", x, "tanh") and x.shape == t.shape == g.shape == d.shape
+            and all(a.flags.c_contiguous and a.dtype == x.dtype for a in (t, g, d))):
+        return None
+    pool.gelu_tanh_grad(x, t, g, d)
+    return True
+
+
+def softmax(x2, out2):
+    if not (x2.ndim == 2 and _takes("softmax_rows", x2, out2, -1)):
+        return None
+    pool.softmax(x2, out2)
+    return True
+
+
+def softmax_grad(g2, s2, out2):
+    if not (s2.ndim == 2 and _takes("softmax_grad_rows", g2, s2, out2, -1)):
+        return None
+    pool.softmax_grad(g2, s2, out2)
+    return True
 
 
 def _on_and_off(run):
@@ -57,7 +124,7 @@ def _on_and_off(run):
         off = run()
     finally:
         pool.set_enabled(True)
-        pool.start(announce=False)
+        pool.start()
     return on, off
 
 
@@ -82,7 +149,7 @@ def test_a_stack_equals_numpys_matmul(dims, m, k, n, la, lb, dtype, broadcast, s
     batch = (batch[0] * 16,) + batch[1:]                 # enough products to be split
     a = _operand(rng, batch, m, k, dtype, la)
     b = _operand(rng, (1,) + batch[1:] if broadcast else batch, k, n, dtype, lb)
-    got = pool.matmul(a, b)
+    got = stack(a, b)
     want = np.matmul(a, b)
     if got is None:          # too few output elements to split, or a vector (numpy: gemv)
         assert np.prod(batch) * m * n < pool.MIN_SPLIT or m == 1 or n == 1
@@ -98,7 +165,7 @@ def test_a_stack_into_a_strided_out_and_counted_as_a_task():
     packed = np.zeros((12, 64, 3, 4, 64), np.float32)    # the heads of a packed gradient
     out = packed[:, :, 1].transpose(0, 2, 1, 3)          # (12, 4, 64, 64), rows 3*4*64 apart
     before = pool.counters()[0]
-    assert pool.matmul(a, b, out) is out
+    assert stack(a, b, out) is out
     np.testing.assert_array_equal(out, a @ b)
     assert packed[:, :, 0].max() == packed[:, :, 2].max() == 0      # nothing else written
     assert pool.counters()[0] > before
@@ -112,7 +179,7 @@ def test_a_stack_follows_openblas_thread_count_lowered_at_run_time():
     blas.set_threads(1)                     # as threadpoolctl's limits do
     try:
         before = pool.counters()[0]
-        np.testing.assert_array_equal(pool.matmul(a, b), np.matmul(a, b))
+        np.testing.assert_array_equal(stack(a, b), np.matmul(a, b))
         assert pool.counters()[0] == before  # one thread: not handed to the pool
     finally:
         blas.set_threads(2)
@@ -126,14 +193,14 @@ def test_parked_threads_wake_for_the_next_task():
     b = rng.standard_normal((48, 32, 64)).astype(np.float32)
     for _ in range(50):
         pool.park()
-        np.testing.assert_array_equal(pool.matmul(a, b), np.matmul(a, b))
+        np.testing.assert_array_equal(stack(a, b), np.matmul(a, b))
 
 
 def test_a_matrix_times_its_own_transpose_is_left_to_numpy():
     # numpy multiplies X X^T with syrk, which rounds otherwise than GEMM: not the pool's
     x = np.random.default_rng(7).standard_normal((48, 64, 32)).astype(np.float32)
-    assert pool.matmul(x, x.swapaxes(-1, -2)) is None
-    assert pool.matmul(x, x.copy().swapaxes(-1, -2)) is not None
+    assert stack(x, x.swapaxes(-1, -2)) is None
+    assert stack(x, x.copy().swapaxes(-1, -2)) is not None
 
 
 @pytest.mark.parametrize("a, b, why", [
@@ -148,7 +215,7 @@ def test_a_matrix_times_its_own_transpose_is_left_to_numpy():
     (np.ones((8, 64, 0), np.float32), np.ones((8, 0, 64), np.float32), "k = 0"),
 ])
 def test_what_a_stack_does_not_take_is_a_clean_none(a, b, why):
-    assert pool.matmul(a, b) is None, why
+    assert stack(a, b) is None, why
 
 
 def test_a_pair_equals_the_two_products_on_one_thread_each():
@@ -160,7 +227,7 @@ def test_a_pair_equals_the_two_products_on_one_thread_each():
         g = rng.standard_normal((rows, n_out)).astype(dtype)
         w = rng.standard_normal((n_out, n_in)).astype(dtype)
         x = rng.standard_normal((rows, n_in)).astype(dtype)
-        dx, dw = pool.pair(g, w, g.T, x)
+        dx, dw = pair(g, w, g.T, x)
         threads = blas.get_threads()
         blas.set_threads(1)
         try:
@@ -171,7 +238,7 @@ def test_a_pair_equals_the_two_products_on_one_thread_each():
         np.testing.assert_array_equal(dw, want_dw)
         np.testing.assert_allclose(dw, g.T @ x, rtol=1e-12 if dtype == np.float64 else 1e-5)
     small = np.ones((4, 4), np.float32)
-    assert pool.pair(small, small, small, small) is None           # below MIN_PAIR
+    assert pair(small, small, small, small) is None           # below MIN_PAIR
 
 
 def _big_gemm(seed=2):
@@ -188,7 +255,7 @@ def test_openblas_threaded_gemm_runs_on_the_pool_with_the_same_numbers():
         alone = a @ b                                    # OpenBLAS's own threads
     finally:
         pool.set_enabled(old)
-    assert pool.start(announce=False)
+    assert pool.start()
     before = pool.counters()[0]
     on_pool = a @ b
     assert pool.counters()[0] > before                   # OpenBLAS handed its jobs over
@@ -205,7 +272,7 @@ def test_off_gives_openblas_its_threads_back_and_on_again_restarts():
         assert pool.counters() == before == (0, 0)       # nothing goes through the pool
     finally:
         pool.set_enabled(True)
-    assert pool.start(announce=False) and pool.running()
+    assert pool.start() and pool.running()
 
 
 def _at_once(work, threads, what):
@@ -244,7 +311,7 @@ def test_a_forked_child_gets_a_pool_of_its_own():
     code = ("import os, sys, numpy as np\n"
             "import tinygradx\n"
             "from tinygradx.fast import pool\n"
-            "assert pool.start(announce=False), pool.status()\n"
+            "assert pool.start(), pool.status()\n"
             "a = np.ones((512, 256), np.float32); b = np.ones((256, 384), np.float32)\n"
             "a @ b\n"
             "pid = os.fork()\n"
@@ -314,36 +381,37 @@ def test_the_switch_in_the_environment_keeps_it_off_and_says_why():
     assert out.stdout.strip() == "False off (TINYGRADX_POOL=0 or set_enabled(False))", out.stderr
 
 
-def test_the_first_start_says_so_once_and_a_program_owning_its_process_silences_it():
+def test_the_first_start_prints_nothing_and_is_reported():
     code = ("import numpy as np, tinygradx as tgx\n"
-            "{own}"
             "x = tgx.tensor(np.ones((256, 256), np.float32), requires_grad=True)\n"
             "w = tgx.tensor(np.ones((256, 256), np.float32), requires_grad=True)\n"
             "for _ in range(2):\n"
-            "    tgx.functional.linear(x, w).sum().backward()\n")
-    for own, lines in (("", 1), ("tgx.process.own_process()\n", 0)):
-        out = subprocess.run([sys.executable, "-c", code.format(own=own)], capture_output=True,
-                             text=True, timeout=120, env=ENV)
-        assert out.returncode == 0, out.stderr
-        said = [ln for ln in out.stderr.splitlines() if "one pool of threads" in ln]
-        assert len(said) == lines, out.stderr
+            "    (tgx.functional.linear(x, w) * x).sum().backward()\n"
+            "print('one pool of threads' in tgx.process.report())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, env=ENV)
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    assert out.stdout.strip() == "True"
 
 
-def test_inference_alone_never_starts_it():
-    # generation and other forward-only work keep numpy's OpenBLAS as it is: the pool starts
-    # only in a backward pass that multiplies matrices
+def test_it_starts_at_the_first_call_it_takes_whatever_ran_before():
+    """The pool starts when a version of it is first chosen, forward or backward, with
+    gradients or without: so which path a call takes never depends on what the process did
+    before (a run resumed from a checkpoint takes the straight run's paths). A process that
+    never makes such a call never starts it."""
     code = ("import numpy as np, tinygradx as tgx\n"
             "from tinygradx.fast import pool\n"
             "x = tgx.tensor(np.ones((4, 8, 64, 32), np.float32))\n"
+            "y = tgx.tensor(np.ones((4, 8, 32, 64), np.float32))\n"
             "w = tgx.tensor(np.ones((256, 32), np.float32))\n"
             "with tgx.no_grad():\n"
             "    (x @ x.transpose(-1, -2)).sum(); tgx.functional.linear(x, w).sum()\n"
-            "(x @ x.transpose(-1, -2)).sum()\n"
-            "print(pool.running(), pool.status().split(' ')[0])")
+            "    print(pool.running())\n"
+            "    (x @ y).sum()\n"
+            "print(pool.running())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, env=ENV)
-    assert out.stdout.strip() == "False not", out.stderr
-
+    assert out.stdout.split() == ["False", "True"], out.stderr
 
 
 # ------------------------------------------------------------------------------------------
@@ -391,13 +459,13 @@ def test_attention_head_by_head_equals_the_formula(packed, masking, dropout):
 
     def draw(shape):                                 # dropout's scaled keep-mask D
         return (rng.random(shape) >= dropout).astype(np.float32) / np.float32(1 - dropout)
-    got = pool.attention(q, k, v, mask, scale, z, draw=draw if dropout else None)
+    got = attention(q, k, v, mask, scale, z, draw=draw if dropout else None)
     assert got is not None
     qs, a, keep = got
     assert (keep is None) == (dropout == 0)
     g = rng.standard_normal(z.shape).astype(np.float32)
     grads = [np.full(x.shape, np.nan, np.float32) for x in (q, k, v)]
-    ds = pool.attention_backward(g, qs, k, v, a, scale, *grads, keep=keep)
+    ds = attention_backward(g, qs, k, v, a, scale, *grads, keep=keep)
     assert ds is not None
     want = _reference(q, k, v, mask, scale, g, keep)
     np.testing.assert_allclose(qs, q * np.float32(scale), rtol=1e-6)
@@ -415,7 +483,7 @@ def test_attention_head_by_head_keeps_a_nan_to_its_row():
     T = k.shape[-2]
     mask = np.triu(np.full((T, T), -np.inf, np.float32), 1)
     z = np.empty(q.shape, np.float32)
-    _, a, _ = pool.attention(q, k, v, mask, 0.125, z)
+    _, a, _ = attention(q, k, v, mask, 0.125, z)
     bad = np.isnan(a)
     assert bad[3, 1, 7].all() and bad.sum() == T and np.isnan(z).sum() == q.shape[-1]
 
@@ -431,7 +499,7 @@ def test_attention_head_by_head_exp_is_within_an_ulp_or_two():
     k = np.zeros((B, h, T, d), np.float32)
     k[..., 0] = rng.uniform(-80, 0, (B, h, T)).astype(np.float32)
     v = rng.standard_normal((B, h, T, d)).astype(np.float32)
-    _, a, _ = pool.attention(q, k, v, None, 1.0, np.empty(q.shape, np.float32))
+    _, a, _ = attention(q, k, v, None, 1.0, np.empty(q.shape, np.float32))
     s = k[..., 0][:, :, None, :]
     e = np.exp((s - s.max(-1, keepdims=True)).astype(np.float64))
     want = e / e.sum(-1, keepdims=True)
@@ -474,11 +542,11 @@ def test_what_attention_head_by_head_does_not_take_is_a_clean_none(case):
         z = z[..., :-1]
     elif case == "an out that is q":
         z = q
-    assert pool.attention(q, k, v, mask, 0.5, z, draw=_never) is None
+    assert attention(q, k, v, mask, 0.5, z, draw=_never) is None
     if "mask" in case or "out" in case:              # the backward takes no mask, no out
         return
     g = np.ones(z.shape, z.dtype)
-    assert pool.attention_backward(g, q, k, v, np.ones(q.shape[:-1] + (T,), q.dtype), 0.5,
+    assert attention_backward(g, q, k, v, np.ones(q.shape[:-1] + (T,), q.dtype), 0.5,
                                    None, None, None) is None
 
 
@@ -494,7 +562,7 @@ def test_gelu_tanh_on_the_pool_is_within_two_ulp_of_tanh():
     rng = np.random.default_rng(21)
     x = np.concatenate([rng.standard_normal(100_000).astype(np.float32) * 3, SPECIAL])
     t, y = np.empty_like(x), np.empty_like(x)
-    assert pool.gelu_tanh(x, t, y)
+    assert gelu_tanh(x, t, y)
     with np.errstate(all="ignore"):
         c1 = np.float32(np.sqrt(2 / np.pi))
         u = (x * x * np.float32(0.044715 * c1) + c1) * x          # the same float32 u
@@ -515,7 +583,7 @@ def test_gelu_tanh_backward_on_the_pool_is_the_formula():
     x = rng.standard_normal(50_000).astype(np.float32) * 3
     g = rng.standard_normal(x.size).astype(np.float32)
     t, y, d = np.empty_like(x), np.empty_like(x), np.empty_like(x)
-    assert pool.gelu_tanh(x, t, y) and pool.gelu_tanh_grad(x, t, g, d)
+    assert gelu_tanh(x, t, y) and gelu_tanh_grad(x, t, g, d)
     x64, t64 = x.astype(np.float64), t.astype(np.float64)
     du = np.sqrt(2 / np.pi) * (1 + 3 * 0.044715 * x64 ** 2)
     want = g * (0.5 * (1 + t64) + 0.5 * x64 * (1 - t64 ** 2) * du)
@@ -534,8 +602,8 @@ def test_what_the_pools_gelu_does_not_take_is_a_clean_none(case):
         x = np.ones(1 << 17, np.float32)[::2]
     elif case == "two sizes":
         y = y[:-1]
-    assert pool.gelu_tanh(x, t, y) is None
-    assert pool.gelu_tanh_grad(x, t, x, y) is None
+    assert gelu_tanh(x, t, y) is None
+    assert gelu_tanh_grad(x, t, x, y) is None
 
 
 def test_gelu_on_the_pool_equals_it_off():
@@ -564,7 +632,7 @@ def test_softmax_on_the_pool_equals_the_formula_with_masked_and_nan_rows(inplace
     x[70] = -np.inf                                      # a fully masked row: zeros
     x[71, 5] = np.nan                                    # a NaN: a NaN row
     out = x.copy() if inplace else np.full_like(x, 7.0)
-    assert pool.softmax(out if inplace else x, out)
+    assert softmax(out if inplace else x, out)
     with np.errstate(all="ignore"):
         x64 = x.astype(np.float64)
         e = np.exp(x64 - np.where(np.isneginf(x64.max(1, keepdims=True)), 0,
@@ -578,7 +646,7 @@ def test_softmax_on_the_pool_equals_the_formula_with_masked_and_nan_rows(inplace
     g = rng.standard_normal(x.shape).astype(np.float32)
     s = np.nan_to_num(out)
     d = g.copy() if inplace else np.empty_like(g)
-    assert pool.softmax_grad(d if inplace else g, s, d)
+    assert softmax_grad(d if inplace else g, s, d)
     s64 = s.astype(np.float64)
     want_d = s64 * (g - (g * s64).sum(1, keepdims=True))
     np.testing.assert_allclose(d, want_d, rtol=1e-5, atol=1e-6)
@@ -601,8 +669,8 @@ def test_what_the_pools_softmax_does_not_take_is_a_clean_none(case):
     elif case == "not contiguous":
         x = np.zeros((512, 128), np.float32)[:, ::2]
     out = np.zeros(x.shape, x.dtype)
-    assert pool.softmax(x, out) is None
-    assert pool.softmax_grad(x, x, out) is None
+    assert softmax(x, out) is None
+    assert softmax_grad(x, x, out) is None
 
 
 def test_f_softmax_on_the_pool_equals_it_off():
@@ -634,8 +702,8 @@ def _one_pass_calls():
     t, y = np.empty_like(x), np.empty_like(x)
     s = rng.standard_normal((512, 64)).astype(np.float32)
     out = np.empty_like(s)
-    done = (pool.attention(q, k, v, mask, 0.125, z) is not None, pool.gelu_tanh(x, t, y),
-            pool.softmax(s, out))
+    done = (attention(q, k, v, mask, 0.125, z) is not None, gelu_tanh(x, t, y),
+            softmax(s, out))
     return done, (z, t, y, out)
 
 
@@ -657,7 +725,7 @@ def test_the_pools_own_loops_decline_inside_a_python_thread_block():
     s = np.zeros((2048, 64), np.float32)
 
     def block(s_):
-        seen.append((parallel.in_block(), pool.softmax(s_, s_)))
+        seen.append((parallel.in_block(), softmax(s_, s_)))
     parallel.rows(block, s)
     assert len(seen) == 2 and all(inside and done is None for inside, done in seen)
 

@@ -1,5 +1,6 @@
-"""The backward walk: gradbuf.Grads on its own (ownership, slice buffers), and the whole walk
-against a plain reference walk on a GPT training step, bit for bit."""
+"""The speed layer's backward walk (tinygradx/fast/walk.py): its buffers on their own
+(ownership, slice buffers), and the whole walk against a plain textbook walk on a GPT training
+step, bit for bit (the same derivatives: only the bookkeeping differs)."""
 import inspect
 
 import numpy as np
@@ -8,7 +9,8 @@ import pytest
 import tinygradx as tgx
 from tinygradx import Tensor, autograd
 from tinygradx.autograd import toposort, unbroadcast
-from tinygradx.core.gradbuf import Grads
+from tinygradx.fast import dispatch
+from tinygradx.fast.walk import OwnedGrads as Grads
 from helpers import small_gpt_step
 
 
@@ -225,14 +227,11 @@ def reference_walk(loss):
         if node._ctx is None:
             leaves[id(node)] = g
             continue
-        fast = autograd.FAST_BACKWARD.get(type(node._ctx))   # the derivative the walk runs
-        in_grads = fast(node._ctx, g) if fast is not None else None
+        in_grads = dispatch.backward(node._ctx, g)          # the derivative the walk runs
         if isinstance(in_grads, autograd.Slice):
             full = np.zeros(node._ctx.parents[0].shape, g.dtype)
             full[in_grads.index] = in_grads.values
             in_grads = full
-        if in_grads is None:
-            in_grads = node._ctx.backward(g)
         in_grads = in_grads if isinstance(in_grads, tuple) else (in_grads,)
         edges = zip(node._ctx.parents, in_grads, node._ctx.needs_input_grad, strict=True)
         for p, ig, need in edges:
@@ -263,3 +262,26 @@ def test_gpt_training_step_gradients_equal_the_reference_walk(fused):
 def test_run_backward_fits_on_one_screen():
     lines = inspect.getsource(autograd.run_backward).splitlines()
     assert len(lines) <= 30, f"run_backward grew to {len(lines)} lines"
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused-attention", "op-by-op"])
+def test_with_every_version_off_the_fast_walk_is_the_cores_walk_bit_for_bit(fused):
+    """Ownership and slice buffers change memory traffic only: with every faster version off,
+    the speed layer's walk gives the core's reference walk's gradients to the bit."""
+    from tinygradx.fast import walk
+
+    def grads(install):
+        model, idx, tgt, _ = small_gpt_step(fused)
+        if not install:
+            walk.uninstall()
+        try:
+            with dispatch.switched_off(every=True):
+                model(idx, tgt)[1].backward()
+        finally:
+            walk.install()
+        return {n: p.grad.numpy() for n, p in model.named_parameters()}
+
+    fast, core = grads(True), grads(False)
+    assert fast.keys() == core.keys()
+    for name in fast:
+        assert np.array_equal(fast[name], core[name]), name

@@ -339,31 +339,3 @@ def test_gpt_cached_path_applies_attention_dropout_in_training_mode():
             tgx.manual_seed(1)
             b, _ = m(idx, kv_cache=KVCache(1))
         np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-6, err_msg=str(fused))
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_short_row_reductions_are_numpys_bit_for_bit(dtype):
-    """Rows of <= 32 values in bulk are reduced column by column (rowwise.row_max/row_sum):
-    the same bits as np.maximum.reduce and np.add.reduce (numpy's pairwise order), and the
-    same softmax, -inf entries and fully masked rows included."""
-    from tinygradx.fast import kernels
-    from tinygradx.core.rows import softmax_rows
-    from tinygradx.ops import rowwise
-    rng = np.random.default_rng(0)
-    for n in range(1, 40):
-        x = (rng.standard_normal((3, 100, n)) * 50).astype(dtype)
-        x[0, :, n // 2] = -np.inf
-        x[1, 7] = -np.inf                                  # a fully masked row
-        assert np.array_equal(rowwise.row_sum(x, -1), np.add.reduce(x, axis=-1, keepdims=True))
-        assert np.array_equal(rowwise.row_max(x, -1),
-                              np.maximum.reduce(x, axis=-1, keepdims=True))
-        was = kernels.set_enabled(False)                   # the numpy path (kernels: elsewhere)
-        old = rowwise.SHORT_ROW
-        try:
-            got = softmax_rows(x, np.empty_like(x))  # the core's, made fast
-            rowwise.SHORT_ROW = 0                          # numpy's row-by-row reductions
-            want = softmax_rows(x, np.empty_like(x))
-        finally:
-            rowwise.SHORT_ROW = old
-            kernels.set_enabled(was)
-        assert np.array_equal(got, want) and not np.isnan(got).any()

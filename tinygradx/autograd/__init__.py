@@ -14,8 +14,8 @@ from ..core.node import (ROOT, STATE, Frame, OpError, current_scope,  # noqa: F4
                          enable_grad, fmt_shapes, is_grad_enabled, no_grad, observe, scope,
                          unbroadcast, unbroadcast_axes, user_line)
 from ..core.tensor_base import TensorBase  # noqa: F401
-from ..core.fastpath import (FAST_BACKWARD, Slice, fast_backward,  # noqa: F401  (the hooks)
-                             kernel, use_kernel)
+from ..core.fastpath import Slice  # noqa: F401  (what a fast backward of indexing returns)
+from ..fast.dispatch import VERSIONS, fast_backward  # noqa: F401  (faster versions, by op)
 from ..core.walk import (ArrayWalk, bad_grad, check_root, grads_per_input,  # noqa: F401
                          run_backward, toposort, toposort_to)
 from .custom_function import Function  # noqa: F401  (the public class: both styles)

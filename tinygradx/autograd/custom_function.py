@@ -55,7 +55,8 @@ import numpy as np
 
 from ..core.node import Function as Node
 from ..core.node import STATE, OpError, no_grad, unbroadcast_axes, user_line
-from ..core.fastpath import Slice, fast_backward
+from ..core.fastpath import Slice
+from ..fast.dispatch import fast_backward
 from ..core.tensor_base import TensorBase
 from .function_ctx import FunctionCtx, once_differentiable  # noqa: F401  (their public home)
 
@@ -463,7 +464,7 @@ def _reached(flat, start):
         reached.add(start)
 
 
-@fast_backward(Output)
+@fast_backward(Output, name="slice")
 def _output_backward(ctx, g):
     """The outputs' gradients go into one shared buffer (a Slice), then one backward."""
     _reached(ctx.parents[0], ctx.start)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from .dtypes import result_type
-from .fastpath import kernel
 from .node import STATE, Function, OpError
 from .tensor_base import TensorBase, result_class
 from .xp import of, value
@@ -66,21 +65,26 @@ def promote(operands, true_divide=False, op="promote"):
     return out
 
 
+def _one_dtype(a, b, true_divide):
+    """Whether a and b already compute in one dtype, as torch's rule says (so `promote` has
+    nothing to do): two tensors of one dtype (but int / int is float), or a float tensor with
+    a Python number (x * 0.5 keeps x's dtype)."""
+    if isinstance(a, TensorBase):
+        da = a._data.dtype
+        if isinstance(b, TensorBase):
+            return da == b._data.dtype and (da.kind == "f" or not true_divide)
+        return da.kind == "f" and isinstance(b, (int, float))
+    return (isinstance(b, TensorBase) and b._data.dtype.kind == "f"
+            and isinstance(a, (int, float)))
+
+
 class Binary(Function):
     """An element-wise op of two operands: they are promoted to one dtype first (`promote`)."""
     true_divide = False
 
     @classmethod
     def apply(cls, a, b, **kwargs):
-        if isinstance(a, TensorBase):
-            da = a._data.dtype
-            if isinstance(b, TensorBase):
-                if da == b._data.dtype and (da.kind == "f" or not cls.true_divide):
-                    return Function.apply.__func__(cls, a, b, **kwargs)
-            elif da.kind == "f" and isinstance(b, (int, float)):   # x * 0.5: a's dtype
-                return Function.apply.__func__(cls, a, b, **kwargs)
-        elif (isinstance(b, TensorBase) and b._data.dtype.kind == "f"
-              and isinstance(a, (int, float))):
+        if _one_dtype(a, b, cls.true_divide):
             return Function.apply.__func__(cls, a, b, **kwargs)
         return Function.apply.__func__(cls, *promote((a, b), cls.true_divide, cls.name()),
                                        **kwargs)
@@ -250,8 +254,7 @@ class Tanh(Function):
 class Relu(Function):
     """d(max(x,0)) = g where x > 0"""
     def forward(self, x):
-        out = kernel("relu", x) if x.dtype.kind == "f" else None   # the speed layer's, if any
-        self.out = np.maximum(x, 0) if out is None else out
+        self.out = np.maximum(x, 0)
         return self.out
 
     def backward(self, g):

@@ -1,26 +1,42 @@
-"""The hooks the speed layer plugs into: a faster array version of an op's derivative, and
-compiled or threaded row loops an op's forward may use.
+"""The hooks the speed layer plugs into. The core registers nothing here and never reads what
+is registered: on its own it runs every formula as written, the reference.
 
-An op's `backward` is its one derivative, the formula that runs on arrays and, under
-create_graph, on Tensors (node.Function). Where a faster array version stays (a compiled
-kernel, in-place numpy calls, a slice buffer), it is a function registered beside the op with
-`@fast_backward(Op)`, never a second method: the ordinary walk (`walk._node_backward`)
-runs it instead of the formula, and the formula stays the definition that create_graph and the
-tests use.
-
-Forwards have one hook of their own: `kernel(name, *arrays)` gives the speed layer's result for
-a row loop (softmax, layer_norm, relu) when it registered one with `use_kernel` and it took
-these arrays, else None, and the numpy line after the call runs. The core registers nothing: on
-its own it is plain numpy, the reference the faster versions are tested against.
+- `dispatched(fn)`: an array function (softmax's rows, layer_norm's rows, a stack of products)
+  whose calls go to the speed layer's dispatcher once one is installed (`install`): it runs a
+  faster version registered for it when the call is one that version declares it takes, and
+  `fn` itself otherwise. Without a dispatcher the call is `fn(...)`.
+- `install(dispatcher, walk)`: the speed layer hands over its dispatcher and its backward walk
+  carrier (`walk_carrier` gives it to `walk.run_backward`, the core's `ArrayWalk` otherwise).
+  That walk may run faster array versions of an op's derivative, registered beside the op in
+  the speed layer; the op's `backward` stays its one derivative (create_graph and the tests
+  use it).
+- `Slice`: what such a version of indexing's derivative may return (its input's gradient is
+  zero outside a slice), so the speed layer's walk can add the pieces of a split into one
+  buffer.
 """
 from __future__ import annotations
+
+_DISPATCHER = None      # the speed layer's: .run(name, reference, args) (install)
+_WALK = None            # the speed layer's backward walk carrier (install)
+REFERENCES = {}         # name -> the array function registered with @dispatched
+
+
+def dispatched(reference):
+    """Decorator: calls of this array function may run a faster registered version."""
+    name = reference.__name__
+    REFERENCES[name] = reference
+
+    def call(*args):
+        d = _DISPATCHER
+        return reference(*args) if d is None else d(name, reference, args)
+
+    call.__name__, call.__doc__, call.reference = name, reference.__doc__, reference
+    return call
 
 
 class Slice:
     """What a fast backward of a one-input op may return when the input's gradient is zero
-    outside a slice (indexing): `values` at input[index], zeros elsewhere. The walk adds it
-    into one shared buffer (gradbuf.Grads.add_slice), so the slices of a split (q, k, v) fill
-    one array instead of each making a full-size one that gets summed."""
+    outside a slice (indexing): `values` at input[index], zeros elsewhere."""
 
     __slots__ = ("index", "values")
 
@@ -28,30 +44,13 @@ class Slice:
         self.index, self.values = index, values
 
 
-FAST_BACKWARD = {}   # op class -> fn(ctx, g): its derivative on arrays, faster than backward
+def install(dispatcher, walk):
+    """The speed layer's dispatcher (a callable (name, reference, args) -> result) and its
+    backward walk carrier; None, None puts the core's reference back."""
+    global _DISPATCHER, _WALK
+    _DISPATCHER, _WALK = dispatcher, walk
 
 
-def fast_backward(cls):
-    """Decorator: register fn(ctx, g) as the ordinary walk's way to compute `cls`'s derivative
-    on arrays (a compiled kernel, in-place numpy calls, a `Slice`): the same values as
-    `cls.backward`, which stays the definition (create_graph=True and the tests use it).
-    fn may return None for "not handled here": the walk then calls backward. One entry per
-    class, not inherited: a subclass with its own formula gets no stale kernel."""
-    def register(fn):
-        FAST_BACKWARD[cls] = fn
-        return fn
-    return register
-
-
-KERNELS = {}   # name -> fn(*arrays): the speed layer's row loop, or None for "not these arrays"
-
-
-def use_kernel(name, fn):
-    """Register fn as the forward row loop `name`."""
-    KERNELS[name] = fn
-
-
-def kernel(name, *args):
-    """The registered row loop's result on args, or None (no loop, or not for these args)."""
-    fn = KERNELS.get(name)
-    return None if fn is None else fn(*args)
+def walk_carrier(default):
+    """The backward walk's carrier: the speed layer's when installed, else `default`."""
+    return _WALK or default

@@ -7,39 +7,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fastpath import kernel
+from .fastpath import dispatched
 from .node import Function, OpError
 from .xp import ARRAYS, of
 
 
-# (Speed only, skip it on a first reading: _mm is np.matmul with two layouts made faster.)
-# OpenBLAS multiplies a few rows by a transposed weight (x @ W.T, W (out, in) C-ordered) up
-# to 4x slower than W @ x.T, the same product with the operands swapped: 8 rows against a
-# (384, 128) weight, 32.5 us against 16.6 us (one or two threads alike). From 128 rows on the
-# plain order is as fast or faster.
-_FEW_ROWS = 64
+@dispatched
+def matmul(a, b, out):
+    """a @ b on arrays (numpy's rules: 1-D operands, broadcast batch dims), into `out` when
+    given. (..., n, k) @ (k, m) runs as ONE 2-D GEMM on a (prod(...)*n, k) view: numpy would
+    loop over the batch, and with a transposed 2-D operand (x @ W.T) fall back to a loop
+    ~50x slower than BLAS."""
+    if b.ndim == 2 and a.ndim > 2 and out is None:
+        y = a.reshape(-1, a.shape[-1]) @ b
+        return y.reshape(a.shape[:-1] + (b.shape[1],))
+    return np.matmul(a, b, out=out)
 
 
 def _mm(a, b):
-    """np.matmul, but (..., n, k) @ (k, m) runs as ONE 2-D GEMM on a (prod(...)*n, k) view.
-
-    numpy loops over the batch for an N-d @ 2-d product and, when the 2-d operand is a
-    transposed view (x @ W.T), falls back to a non-BLAS loop that is ~50x slower. A few rows
-    times a transposed weight run as (W @ x.T).T (see _FEW_ROWS). A stack of products (both
-    operands 3-d or more) may run on both cores (the speed layer's "matmul", fastpath.py).
-    """
-    if b.ndim == 2 and a.ndim >= 2:
-        a2 = a if a.ndim == 2 else a.reshape(-1, a.shape[-1])
-        if 2 < a2.shape[0] <= _FEW_ROWS and b.flags.f_contiguous and not b.flags.c_contiguous:
-            y = np.ascontiguousarray((b.T @ a2.T).T)             # (rows, m)
-        else:
-            y = a2 @ b
-        return y.reshape(a.shape[:-1] + (b.shape[1],)) if a.ndim > 2 else y
-    if a.ndim > 2 and b.ndim > 2:
-        y = kernel("matmul", a, b)
-        if y is not None:
-            return y
-    return np.matmul(a, b)
+    return matmul(a, b, None)
 
 
 def _matmul(xp, a, b):
@@ -153,12 +139,13 @@ def _scatter_rows(g, ids, shape, padding_idx):
     g2 = g.reshape(-1, shape[1])
     if padding_idx is not None:
         g2 = g2 * (ids != padding_idx)[:, None]
-    if shape[0] <= 1024:
-        # a small vocabulary: one dense GEMM with the one-hot matrix beats np.add.at
-        onehot = np.zeros((shape[0], ids.size), dtype=g.dtype)
-        onehot[ids, np.arange(ids.size)] = 1
-        return onehot @ g2
-    out = np.zeros(shape, dtype=g.dtype)
+    return scatter_rows(g2, ids, shape[0])
+
+
+@dispatched
+def scatter_rows(g2, ids, rows):
+    """A (rows, C) table of zeros with each row g2[i] added into row ids[i] (repeats sum)."""
+    out = np.zeros((rows, g2.shape[1]), dtype=g2.dtype)
     np.add.at(out, ids, g2)
     return out
 

@@ -5,14 +5,13 @@ elementwise.py.
 Every backward here is linear in g and reads no value of an input: the same movement applied
 to g (`xp.run(Op, g)`: the op's forward on arrays, the recorded op on Tensors). Getitem's
 adjoint (zeros with g put at the index) is an op of its own, `IndexPut`, whose backward is
-Getitem again; the walk's slice buffer (`fastpath.Slice`, getitem's fast backward) belongs to
-the array walk only.
+Getitem again. (The speed layer's walk adds the slices of a split into one buffer instead:
+ops/versions.py.)
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .fastpath import Slice, fast_backward
 from .dims import check_dim
 from .node import Function, OpError
 from .xp import of
@@ -76,7 +75,7 @@ class Expand(Function):
         return g
 
 
-def _is_advanced(index):
+def is_advanced(index):
     return any(isinstance(i, (np.ndarray, list)) for i in index)
 
 
@@ -97,13 +96,6 @@ class Getitem(Function):
         return of(g).run(IndexPut, g, index=self.index, shape=self.shape)
 
 
-@fast_backward(Getitem)
-def _getitem_backward(ctx, g):
-    """Basic indexing: the gradient is g inside the slice; the walk adds it into one buffer
-    that the slices of a split share (fastpath.Slice)."""
-    return None if _is_advanced(ctx.index) else Slice(ctx.index, g)
-
-
 def _take(x, index):
     out = x[index]
     if not isinstance(out, np.ndarray) and Ellipsis not in index:
@@ -114,7 +106,7 @@ def _take(x, index):
 def _put(g, index, shape):
     """Zeros of `shape` with g at index; repeated advanced indices add up."""
     out = np.zeros(shape, dtype=g.dtype)
-    if _is_advanced(index):
+    if is_advanced(index):
         np.add.at(out, index, g)
     else:
         out[index] = g

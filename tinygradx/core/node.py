@@ -191,7 +191,8 @@ class Function:
     `create_graph=True` (backprop.graph_view: a saved input is then the input Tensor, the
     saved output the output Tensor, masks stay as saved). Written with operators (and
     `xp.py` for exp, where, ...) it has higher derivatives for free, as Cube does. A faster
-    array version goes beside the op, `@fast_backward(Op)` (fastpath.py), never a second method.
+    array version goes beside the op in the speed layer (`tgx.autograd.fast_backward(Op)`,
+    fast/dispatch.py), never as a second method.
     """
 
     __slots__ = ("parents", "needs_input_grad", "frame", "callsite", "__dict__")
@@ -230,15 +231,7 @@ class Function:
     @classmethod
     def apply(cls, *inputs, **kwargs):
         """Run forward on the inputs' arrays and, if a gradient is needed, record the node."""
-        first = type(inputs[0]) if inputs else None
-        for x in inputs:                   # tensors of one class (a * b) pass as they are,
-            if type(x) is not first:       # and their class makes the result; else constants
-                tensors, out_cls = _as_tensors(cls, inputs)      # and the most derived class
-                break
-        else:
-            tensors, out_cls = inputs, getattr(first, "_op_class", None)
-            if out_cls is None:            # numbers or arrays only: no tensor class to follow
-                raise no_tensor(cls.name(), inputs)
+        tensors, out_cls = _as_tensors(cls, inputs)
         ctx = cls.__new__(cls)
         here = STATE.here                  # this thread's grad mode and module call
         if here.grad_enabled:
@@ -248,8 +241,9 @@ class Function:
         ctx.needs_input_grad = needs
         ctx.frame = here.frame
         arrays = [t._data for t in tensors]
-        if STATE.instrumented:
-            return _apply_instrumented(cls, ctx, tensors, out_cls, arrays, kwargs)
+        watched = STATE.instrumented       # anomaly detection or an observer (trace, profile)
+        if watched:
+            start = _watch_start(ctx)
         try:
             out = ctx.forward(*arrays, **kwargs)
         except (ValueError, IndexError, TypeError, _AxisError) as err:
@@ -257,8 +251,12 @@ class Function:
         if True in needs:
             ctx.parents = tensors
             ctx.versions = tuple([t._version[0] for t in tensors])  # see versions.resolve_parents
-            return out_cls._from_op(out, ctx)
-        return out_cls._from_op(out, None)
+            result = out_cls._from_op(out, ctx)
+        else:
+            result = out_cls._from_op(out, None)
+        if watched:
+            _watched(ctx, tensors, out, result, start)
+        return result
 
     def free(self):
         """Drop saved arrays and parents: the graph behind this node is gone."""
@@ -279,43 +277,44 @@ def _op_error(cls, scope, arrays, kwargs, err):
     return OpError(f"{cls.name()}{where}: {msg}")
 
 
-def _apply_instrumented(cls, ctx, tensors, out_cls, arrays, kwargs):
-    """The slow path of apply: anomaly checks and observers (trace, profile)."""
+def _watch_start(ctx):
+    """Before a watched op's forward: where it was created (anomaly detection), the clock."""
     if STATE.anomaly:
         ctx.callsite = _user_callsite()
-    start = time.perf_counter()
-    try:
-        out = ctx.forward(*arrays, **kwargs)
-    except (ValueError, IndexError, TypeError, _AxisError) as err:
-        raise _op_error(cls, ctx.scope, arrays, kwargs, err) from None
+    return time.perf_counter()
+
+
+def _watched(ctx, tensors, out, result, start):
+    """After a watched op's forward: anomaly detection's check, then the observers."""
     seconds = time.perf_counter() - start
     if STATE.anomaly and np.issubdtype(np.asarray(out).dtype, np.floating):
         if not np.all(np.isfinite(out)):
             raise FloatingPointError(
-                f"detect_anomaly: {cls.name()} produced NaN/Inf in its forward output "
+                f"detect_anomaly: {ctx.name()} produced NaN/Inf in its forward output "
                 f"(shape {np.shape(out)}, module {ctx.scope or '<top>'}); created at "
                 f"{ctx.callsite}")
-    if True in ctx.needs_input_grad:
-        ctx.parents = tensors
-        ctx.versions = tuple([t._version[0] for t in tensors])
-        result = out_cls._from_op(out, ctx)
-    else:
-        result = out_cls._from_op(out, None)
     for fn in list(STATE.observers) if STATE.here.observed else ():
         fn(ctx, tensors, result, seconds)
-    return result
 
 
 def _as_tensors(op, inputs):
-    """(the inputs as tensors, the class of the op's result) when they are not all tensors of
-    one class (Function.apply takes that case itself).
+    """(the inputs as tensors, the class of the op's result).
 
-    Tensors pass through; arrays and Python scalars become constants of the result's class, the
+    Tensors of one class pass as they are, and their class makes the result. Otherwise tensors
+    pass through; arrays and Python scalars become constants of the result's class, the
     most derived of the tensors' (tensor_base.result_class). A Python scalar takes the dtype of
     the first Tensor input, so `x * 0.5` stays float32. With no tensor among the inputs there is
     no class to follow (this module never names the Tensor class): refused, as PyTorch's ops
     refuse numpy arrays.
     """
+    first = type(inputs[0]) if inputs else None
+    for x in inputs:
+        if type(x) is not first:
+            break
+    else:
+        cls = getattr(first, "_op_class", None)
+        if cls is not None:
+            return inputs, cls
     cls = ref = None               # the most derived class (as result_class), the first dtype
     constants = False
     for x in inputs:

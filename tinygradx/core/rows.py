@@ -5,8 +5,13 @@ ends in layer_norm (after the residual add in the seed's Post-LN, before the sub
 Pre-LN). Each is one node with its own derivative, not a chain of primitives: fewer passes
 over memory, and a fully masked row (every key -inf) gives zeros instead of NaN.
 
-The forward's row loop asks the speed layer first (`fastpath.kernel`: a compiled loop when
-one is registered); the numpy lines after it are the reference.
+Two numerical rules, the same on every path (tinygradx/fast's faster versions are held to
+these functions):
+- float16 is computed in float32 and rounded once at the end, as PyTorch does on a CPU: a
+  float16 row of [300, 0, -300] has a variance (60,000) near float16's largest number.
+- layer_norm's statistics cannot overflow: a row whose squares (or sum) leave the dtype's
+  range, such as a float32 row holding 1e30, is divided by its largest |x| first, which
+  changes nothing else (the normalised row is the same), so it normalises like any other.
 """
 from __future__ import annotations
 
@@ -15,9 +20,16 @@ import math
 import numpy as np
 
 from .elementwise import as_float
-from .fastpath import kernel
+from .fastpath import dispatched
 from .node import Function
-from .xp import of
+from .xp import ARRAYS, of, value
+
+F32 = np.dtype(np.float32)
+
+
+def working(dtype):
+    """The dtype a row op computes in: float32 for float16 (rounded back once), else dtype."""
+    return F32 if dtype == np.float16 else dtype
 
 
 def safe_max(x, axis):
@@ -27,12 +39,13 @@ def safe_max(x, axis):
     return np.where(m == -np.inf, 0, m).astype(x.dtype, copy=False)
 
 
-def softmax_rows(x, out, axis=-1):
+@dispatched
+def softmax_rows(x, out, axis):
     """out <- softmax(x) along axis (out may be x itself); a fully -inf row gives zeros (its
     max taken as 0, its empty sum as 1)."""
-    done = kernel("softmax", x, out, axis)
-    if done is not None:
-        return done
+    if x.dtype == np.float16:
+        out[...] = softmax_rows(x.astype(F32), np.empty(x.shape, F32), axis)
+        return out
     np.subtract(x, safe_max(x, axis), out=out)
     np.exp(out, out=out)
     total = np.add.reduce(out, axis=axis, keepdims=True)
@@ -61,25 +74,48 @@ class Softmax(Function):
         xp, s = of(g), self.out
         if s.ndim == 0 or s.size == 0:
             return xp.zeros_like(g)          # one element: s = 1 whatever x is
+        if s.dtype == np.float16:            # in float32; the walk rounds dx once
+            s, g = xp.astype(s, F32), xp.astype(g, F32)
         return s * (g - xp.sum(g * s, self.dim, True))
 
 
-def layer_norm_rows(x2, w, b, eps, keep):
-    """(y, xhat, rstd (rows, 1)) of LayerNorm over the rows of x2 (rows, n); w, b (n,) or None.
-    xhat and rstd are what a faster array backward reads (the library's, in ops/fused.py; the
-    formula below recomputes them from x); xhat may be None unless keep."""
-    done = kernel("layer_norm", x2, w, b, eps, keep)
-    if done is not None:
-        return done
-    n = x2.shape[1]
-    xc = x2 - np.add.reduce(x2, axis=1, keepdims=True) / n
-    var = np.einsum("ij,ij->i", xc, xc) / n                     # biased variance, no temporary
-    rstd = (1.0 / np.sqrt(var + eps)).astype(x2.dtype, copy=False)[:, None]
-    xc *= rstd                                                  # xhat
-    y = xc * w if w is not None else xc.copy()
+def normalize(xp, x, dims, eps):
+    """(xhat, rstd): (x - mean) * rstd and rstd = 1 / sqrt(var + eps) over dims. Rows whose
+    statistics overflow are divided by their largest |x|, s, first (the same xhat; rstd then
+    carries 1/s): s is a constant, and since xhat does not depend on it, the derivative taken
+    with s held constant is the exact one."""
+    xc = x - xp.mean(x, dims, True)
+    with np.errstate(over="ignore"):           # an overflow is found and handled below
+        var = xp.mean(xc * xc, dims, True)
+    if np.isfinite(value(var)).all():
+        rstd = 1 / xp.sqrt(var + eps)
+        return xc * rstd, rstd
+    s = _overflow_scale(value(x), value(var), dims)
+    xc = x / s - xp.mean(x / s, dims, True)
+    r = 1 / xp.sqrt(xp.mean(xc * xc, dims, True) + eps / s / s)
+    return xc * r, r / s
+
+
+def _overflow_scale(x, var, dims):
+    """1 for each row of x, except a finite row whose variance came out inf or NaN: its largest
+    |x| (then no square or sum of the scaled row can overflow)."""
+    top = np.maximum.reduce(np.abs(x), axis=dims, keepdims=True)
+    fix = ~np.isfinite(var) & np.isfinite(top) & (top > 0)
+    return np.where(fix, top, 1).astype(x.dtype)
+
+
+@dispatched
+def layer_norm_rows(x2, w, b, eps):
+    """LayerNorm of each row of x2 (rows, n), times w and plus b ((n,) or None)."""
+    if x2.dtype == np.float16:
+        up = None if w is None else w.astype(F32), None if b is None else b.astype(F32)
+        return layer_norm_rows(x2.astype(F32), *up, eps).astype(np.float16)
+    y = normalize(ARRAYS, x2, 1, eps)[0]
+    if w is not None:
+        y *= w
     if b is not None:
         y += b
-    return y, xc, rstd
+    return y
 
 
 class LayerNorm(Function):
@@ -93,26 +129,24 @@ class LayerNorm(Function):
     op_name = "layer_norm"
 
     def forward(self, x, *wb, n_axes=1, eps=1e-5, affine=(False, False)):
-        # work on a (rows, n) view: every reduction is then along axis 1, and the row dot
-        # products of the backward become BLAS matrix-vector products
+        # work on a (rows, n) view: every statistic is then along axis 1
         self.x, self.wb = x, wb             # what the formula reads (kept, not copied)
         self.shape, self.wshape = x.shape, x.shape[x.ndim - n_axes:]
         n = math.prod(self.wshape)
-        x2 = x.reshape(-1, n)
-        self.w = wb[0].reshape(n) if affine[0] else None
+        w = wb[0].reshape(n) if affine[0] else None
         b = wb[-1].reshape(n) if affine[1] else None
         self.affine, self.eps = affine, eps
-        y, self.xhat, self.rstd = layer_norm_rows(x2, self.w, b, eps,
-                                                  keep=True in self.needs_input_grad)
-        return y.reshape(x.shape)
+        return layer_norm_rows(x.reshape(-1, n), w, b, eps).reshape(x.shape)
 
     def backward(self, g):
         xp, x = of(g), self.x
+        w = self.wb[0] if self.affine[0] else None
+        if x.dtype == np.float16:           # in float32; the walk rounds each gradient once
+            x, g = xp.astype(x, F32), xp.astype(g, F32)
+            w = None if w is None else xp.astype(w, F32)
         dims = tuple(range(x.ndim - len(self.wshape), x.ndim))
-        xc = x - xp.mean(x, dims, True)
-        rstd = 1 / xp.sqrt(xp.mean(xc * xc, dims, True) + self.eps)
-        xhat = xc * rstd                      # recomputed: xhat and rstd depend on x
-        gh = g * self.wb[0] if self.affine[0] else g
+        xhat, rstd = normalize(xp, x, dims, self.eps)   # recomputed: both depend on x
+        gh = g * w if w is not None else g
         dx = rstd * (gh - xp.mean(gh, dims, True) - xhat * xp.mean(gh * xhat, dims, True))
         # dw, db in the shape of x: the walk sums the leading dims away
         dw, db = (g * xhat,) if self.affine[0] else (), (g,) if self.affine[1] else ()

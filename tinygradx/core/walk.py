@@ -7,10 +7,10 @@ The path of one op (see docs/design.md):
            ->  Tensor(out) with out._ctx = ctx, ctx.parents = (a, b)  (only if a grad is needed;
                the result takes a's and b's class, tensor_base.py: no module here names Tensor)
     loss.backward()  ->  toposort(loss)  ->  for each node, newest first:
-           g = grads.pop(node); in_grads = node._ctx.backward(g) (or the op's registered fast
-           version, fastpath.py); unbroadcast each to its parent's shape; grads.add(parent, ...)
-           sums it (gradbuf.Grads: who may add in place, slice buffers); a leaf's g goes into
-           leaf.grad; free the node's saved arrays.
+           g = grads.pop(node); in_grads = node._ctx.backward(g); unbroadcast each to its
+           parent's shape; grads.add(parent, ...) sums it (gradbuf.Grads); a leaf's g goes
+           into leaf.grad; free the node's saved arrays. (The speed layer installs a carrier
+           of its own, fastpath.walk_carrier: the same loop with faster array versions.)
 
 Invariants: a node records its parents as a tuple (order and multiplicity kept, so `x * x` has the
 parent x twice); there is one walk, `run_backward`, and its carrier says what the gradients are:
@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 
-from .fastpath import FAST_BACKWARD, Slice
+from .fastpath import walk_carrier
 from .gradbuf import Grads
 from .versions import resolve_parents
 from .tensor_base import TensorBase
@@ -97,7 +97,7 @@ def run_backward(roots, root_grads, retain_graph=False, store=None, inputs=None,
     `carrier`: arrays (ArrayWalk, training) or Tensors (backprop.GraphWalk, create_graph).
     `on_edge(ctx, slot, parent, grad)` sees each edge's gradient as it is handed on (see
     _node_backward): the pictures' gradient norms, graph.edge_grads."""
-    carrier = carrier or ArrayWalk
+    carrier = carrier or walk_carrier(ArrayWalk)
     store = store or carrier.store
     node_backward = carrier.node_backward
     if STATE.backward_observers:
@@ -124,40 +124,24 @@ def run_backward(roots, root_grads, retain_graph=False, store=None, inputs=None,
 def _node_backward(ctx, g, grads, t=None, on_edge=None):
     """Call one node's derivative with its output's gradient and hand the results to `grads`
     (and to `on_edge`, when run_backward was given one: each edge's gradient unbroadcast, in
-    the parent's dtype, a getitem's slice placed in its input's shape; read it during the
-    call, the walk may add into it later)."""
-    fast = FAST_BACKWARD.get(type(ctx))
-    in_grads = fast(ctx, g) if fast is not None else None
-    if in_grads is None:
-        in_grads = ctx.backward(g)
-    elif type(in_grads) is Slice:                 # getitem: values at index, zeros elsewhere
-        (p,) = ctx.parents
-        values = _cast(in_grads.values, p, ctx)
-        if on_edge is not None:
-            on_edge(ctx, 0, p, _placed(values, in_grads.index, p))
-        grads.add_slice(p, in_grads.index, values)
-        return
-    in_grads = grads_per_input(ctx, in_grads, "backward")
+    the parent's dtype)."""
+    in_grads = grads_per_input(ctx, ctx.backward(g), "backward")
     for i, (p, ig, need) in enumerate(zip(ctx.parents, in_grads, ctx.needs_input_grad,
                                           strict=True)):
         if ig is not None and need:
-            try:
-                new = _cast(unbroadcast(ig, p._data.shape), p, ctx)
-            except (OpError, AttributeError):
-                raise bad_grad(ctx, "backward", i, ig, p) from None
+            new = edge_grad(ctx, i, ig, p)
             if on_edge is not None:
                 on_edge(ctx, i, p, new)
-            # ours to write: made here, or made by an op that makes every gradient afresh
-            # (fresh_grads; never the incoming g itself, which others may hold)
-            grads.add(p, new, (ctx.fresh_grads and ig is not g) or new is not ig)
+            grads.add(p, new)
 
 
-def _placed(values, index, p):
-    """A getitem's gradient as an array of its input's shape: values at index, zeros elsewhere
-    (what add_slice adds; made only for an edge observer)."""
-    full = np.zeros(p._data.shape, values.dtype)
-    full[index] = values
-    return full
+def edge_grad(ctx, i, ig, p):
+    """Input i's gradient `ig` summed back to its parent's shape (`unbroadcast`) and cast to
+    its dtype; a gradient that cannot belong to the input is the op's bug, named."""
+    try:
+        return cast_grad(unbroadcast(ig, p._data.shape), p, ctx)
+    except (OpError, AttributeError):
+        raise bad_grad(ctx, "backward", i, ig, p) from None
 
 
 def bad_grad(ctx, rule, i, ig, p):
@@ -178,7 +162,7 @@ def grads_per_input(ctx, in_grads, rule):
     return in_grads
 
 
-def _cast(ig, p, ctx):
+def cast_grad(ig, p, ctx):
     """`ig` in its parent's dtype, checked for NaN/Inf under detect_anomaly()."""
     if ig.dtype != p._data.dtype:
         ig = ig.astype(p._data.dtype)
@@ -230,15 +214,15 @@ def _run_hooks(t, g):
     return g
 
 
-def _store_grad(t, g, owned):
-    """Leaves (and retain_grad tensors) accumulate across backward calls, as in PyTorch."""
+def _store_grad(t, g, owned=False):
+    """Leaves (and retain_grad tensors) accumulate across backward calls, as in PyTorch: the
+    first gradient is copied (others may hold g: an Add hands one array to both inputs), later
+    ones are added into .grad. (`owned`: a faster carrier's grads may know g is theirs alone.)"""
     if t._ctx is not None and not t._retain_grad:
         return
     with ArrayWalk.grad_lock:
         if t.grad is None:
-            if not (owned and t._ctx is None and g.dtype == t._data.dtype):
-                g = np.array(g, dtype=t._data.dtype, copy=True)
-            t.grad = t._op_class._from_op(g, None)
+            t.grad = t._op_class._from_op(np.array(g, dtype=t._data.dtype, copy=True), None)
         else:
             t.grad._data += g
 

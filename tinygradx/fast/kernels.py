@@ -43,7 +43,7 @@ import numpy as np
 from . import parallel, process
 from ._erf import CLAMP_F, PF, QF
 
-ENABLED = (os.environ.get("TINYGRADX_KERNELS", "1") != "0"
+ENABLED = (process.env("TINYGRADX_KERNELS", True)
            and importlib.util.find_spec("numba") is not None)
 FLAGS = {"reassoc", "contract", "nsz", "arcp"}      # no "nnan"/"ninf": NaN and inf stay exact
 BUILD_ERROR = None      # why the compiled module could not be had, when it could not
@@ -62,9 +62,9 @@ def set_enabled(flag):
 
 def cache_dir():
     """Where the compiled module lives: $TINYGRADX_CACHE_DIR, else ~/.cache/tinygradx."""
-    env = os.environ.get("TINYGRADX_CACHE_DIR")
-    if env:
-        return env
+    path = process.env("TINYGRADX_CACHE_DIR", None)
+    if path:
+        return path
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "tinygradx")
 
@@ -114,9 +114,7 @@ def _load_locked():
         try:
             path = _built(where, name)
             if path is None:
-                process.notice("kernels-build", f"compiling faster LayerNorm, softmax, GELU "
-                               f"and AdamW loops for this CPU (numba is installed): about 20 "
-                               f"s, once, cached in {where}; TINYGRADX_KERNELS=0 skips them")
+                process.announce("kernels-build", build_notice(where))
                 _build(where, name)
                 path = _built(where, name)
                 if path is None:
@@ -128,10 +126,26 @@ def _load_locked():
         except Exception as e:   # no compiler setup, an unwritable cache, a failed build
             ENABLED = False
             BUILD_ERROR = _reason(e)
-            process.notice("kernels-failed", f"the optional compiled kernels are off for this "
-                           f"process ({BUILD_ERROR}); the numpy path runs instead")
+            process.announce("kernels-failed", f"the compiled kernels are off for this process "
+                             f"({BUILD_ERROR}); tinygradx's numpy code runs instead, with the "
+                             f"same results")
             return None
     return _module
+
+
+def compiler():
+    """The C compiler the build uses (numba's, from Python's build configuration), as named."""
+    import sysconfig
+    return (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()[0]
+
+
+def build_notice(where):
+    """What the first build says, once: what it builds, with what, and what happens without."""
+    return (f"building the compiled kernels for this CPU, once (about 20 s, cached in {where}): "
+            f"LayerNorm, softmax, GELU and AdamW loops with numba's ahead-of-time compiler, and "
+            f"the thread pool (pool.c) with the C compiler {compiler()}; without numba or a C "
+            f"compiler tinygradx runs its numpy code, with the same results "
+            f"(TINYGRADX_KERNELS=0 skips the build)")
 
 
 def _build(where, name):
@@ -150,6 +164,11 @@ def _reason(e):
     return f"{type(e).__name__}: {e}"
 
 
+def cached():
+    """The path of this machine's compiled module in the cache, or None if not built yet."""
+    return _built(cache_dir(), module_name())
+
+
 def _built(where, name):
     """The path of the compiled module `name` in `where`, or None."""
     try:
@@ -160,19 +179,21 @@ def _built(where, name):
 
 
 def _call(fn, dtype, *args):
-    """Run loop `fn` compiled for `dtype` on args: True, or None (the caller's numpy path) when
-    the kernels are off or an array is not C-contiguous of dtype (float64 work arrays aside)."""
+    """Run loop `fn` compiled for `dtype` on args. The dispatcher (dispatch.py) calls the
+    functions below only for arrays their declarations take (C-ordered, of one float dtype,
+    outputs writable and apart from the inputs): a call that is not one of those is a bug of
+    the caller, refused here before the loop, which trusts its arguments' layout, runs."""
     compiled = _compiled.get((fn, dtype))
     if compiled is None:
-        if not ENABLED or dtype not in (np.float32, np.float64) or _load() is None:
-            return None
+        if _load() is None:
+            raise RuntimeError(f"kernels.{fn.__name__[1:]}: the compiled kernels are off "
+                               f"({BUILD_ERROR or 'switched off'})")
         compiled = getattr(_module, f"{fn.__name__[1:]}_{'f4' if dtype == np.float32 else 'f8'}")
         _compiled[fn, dtype] = compiled
-    elif not ENABLED:
-        return None
     for a in args:
         if isinstance(a, np.ndarray) and not a.flags.c_contiguous:
-            return None
+            raise ValueError(f"kernels.{fn.__name__[1:]}: an argument of shape {a.shape} is "
+                             f"not C-ordered (the dispatcher checks this)")
     compiled(*args)
     return True
 
@@ -181,71 +202,88 @@ def _call(fn, dtype, *args):
 # LayerNorm over the last axis of a (rows, n) array
 # ------------------------------------------------------------------------------------------
 
-def _ln_forward(x, w, b, eps, y, xhat, rstd):
+def _row_stats(x, i, eps):
+    """(mean, r, inv) of row i in float64: the row normalises as (x * inv - mean) * r, with
+    inv = 1 unless its squares overflow (a float64 row of 1e200), where inv = 1/max|x| and
+    mean, r are those of the scaled row, as core/rows.py's normalize does."""
+    n = x.shape[1]
+    total = 0.0
+    for j in range(n):
+        total += x[i, j]
+    mean = total / n
+    v = 0.0
+    for j in range(n):
+        d = x[i, j] - mean
+        v += d * d
+    if np.isfinite(v):
+        return mean, 1.0 / np.sqrt(v / n + eps), 1.0
+    top = 0.0
+    for j in range(n):
+        top = max(top, abs(x[i, j]))
+    if not np.isfinite(top) or top == 0.0:          # inf or NaN in the row: NaN, as numpy
+        return mean, 1.0 / np.sqrt(v / n + eps), 1.0
+    inv = 1.0 / top
+    total = 0.0
+    for j in range(n):
+        total += x[i, j] * inv
+    mean = total / n
+    v = 0.0
+    for j in range(n):
+        d = x[i, j] * inv - mean
+        v += d * d
+    return mean, 1.0 / np.sqrt(v / n + eps * inv * inv), inv
+
+
+def _ln_forward(x, w, b, eps, y):
     rows, n = x.shape
     for i in range(rows):
-        s = 0.0
+        mean, r, inv = _row_stats(x, i, eps)           # biased variance, eps inside the root
         for j in range(n):
-            s += x[i, j]
-        mean = s / n
-        v = 0.0
-        for j in range(n):
-            d = x[i, j] - mean
-            v += d * d
-        r = 1.0 / np.sqrt(v / n + eps)                  # biased variance, eps inside the root
-        rstd[i, 0] = r
-        for j in range(n):
-            h = (x[i, j] - mean) * r
-            xhat[i, j] = h
-            y[i, j] = h * w[j] + b[j]
+            y[i, j] = (x[i, j] * inv - mean) * r * w[j] + b[j]
 
 
-def layer_norm(x2, w, b, eps, keep):
-    """y, xhat (None unless keep), rstd (rows, 1) of x2 (rows, n); w, b (n,) or None."""
+def layer_norm(x2, w, b, eps):
+    """y of LayerNorm over the rows of x2 (rows, n); w, b (n,) or None; all C-ordered, of one
+    dtype (the dispatcher's declaration)."""
     n = x2.shape[1]
     w = np.ones(n, x2.dtype) if w is None else w
     b = np.zeros(n, x2.dtype) if b is None else b
     y = np.empty(x2.shape, x2.dtype)
-    # xhat apart from y even when it is not kept: with the two aliased the loop does not
-    # vectorise ((1000, 64): 89 us aliased, 50 us apart)
-    xhat = np.empty(x2.shape, x2.dtype)
-    rstd = np.empty((x2.shape[0], 1), x2.dtype)
-    # x2 C-contiguous: then every row block is, and no block can decline while another runs;
     # (768, 128): 65 us on one thread, 95 us split; (2048, 384): 401 -> 271 us split
-    if not (w.dtype == b.dtype == x2.dtype and x2.flags.c_contiguous and parallel.rows(
-            lambda x_, y_, h_, r_: _call(_ln_forward, x2.dtype, x_, w, b, float(eps), y_, h_, r_),
-            x2, y, xhat, rstd, min_elements=parallel.MIN_KERNEL_ELEMENTS)):
-        return None
-    return y, (xhat if keep else None), rstd
+    parallel.rows(lambda x_, y_: _call(_ln_forward, x2.dtype, x_, w, b, float(eps), y_),
+                  x2, y, min_elements=parallel.MIN_KERNEL_ELEMENTS)
+    return y
 
 
-def _ln_backward(g, xhat, rstd, w, dx, gw, gb):
+def _ln_backward(g, x, w, eps, dx, gw, gb):
     rows, n = g.shape
     for i in range(rows):
+        mean, r, inv = _row_stats(x, i, eps)           # recomputed: the row is in cache
         a = 0.0
         c = 0.0
         for j in range(n):
+            h = (x[i, j] * inv - mean) * r             # xhat
             gh = g[i, j] * w[j]
             a += gh
-            c += gh * xhat[i, j]
+            c += gh * h
         a /= n                                          # mean(g w)
         c /= n                                          # mean(g w xhat)
-        r = rstd[i, 0]
+        rstd = r * inv
         for j in range(n):
-            dx[i, j] = r * (g[i, j] * w[j] - a - xhat[i, j] * c)
-            gw[j] += g[i, j] * xhat[i, j]
+            h = (x[i, j] * inv - mean) * r
+            dx[i, j] = rstd * (g[i, j] * w[j] - a - h * c)
+            gw[j] += g[i, j] * h
             gb[j] += g[i, j]
 
 
-def layer_norm_backward(g2, xhat, rstd, w):
-    """dx (rows, n), dw (n,), db (n,) of LayerNorm given g2 (rows, n); w (n,) or None."""
+def layer_norm_backward(g2, x2, w, eps):
+    """dx (rows, n), dw (n,), db (n,) of LayerNorm given g2 and x2 (rows, n); w (n,) or None;
+    all C-ordered, of one dtype. The column sums of dw and db in float64."""
     n = g2.shape[1]
     w = np.ones(n, g2.dtype) if w is None else w
     dx = np.empty(g2.shape, g2.dtype)
     gw, gb = np.zeros(n), np.zeros(n)                   # float64 column sums
-    if not (w.dtype == xhat.dtype == rstd.dtype == g2.dtype
-            and _call(_ln_backward, g2.dtype, g2, xhat, rstd, w, dx, gw, gb)):
-        return None
+    _call(_ln_backward, g2.dtype, g2, x2, w, float(eps), dx, gw, gb)
     return dx, gw.astype(g2.dtype), gb.astype(g2.dtype)
 
 
@@ -266,16 +304,13 @@ def _gelu_tanh_outer(x, t, y, half, one):
 
 
 def gelu_tanh(x, t, y):
-    """t <- tanh(sqrt(2/pi) (x + 0.044715 x^3)), y <- 0.5 x (1 + t); all 1-D of one dtype;
-    True, or None when not handled. Two compiled loops around numpy's tanh (three passes
-    instead of eight)."""
+    """t <- tanh(sqrt(2/pi) (x + 0.044715 x^3)), y <- 0.5 x (1 + t); all 1-D of one dtype.
+    Two compiled loops around numpy's tanh (three passes instead of eight)."""
     f = x.dtype.type
     c1 = np.sqrt(2.0 / np.pi)
-    if not (x.dtype == t.dtype == y.dtype
-            and _call(_gelu_tanh_inner, x.dtype, x, t, f(c1), f(0.044715 * c1))):
-        return None
+    _call(_gelu_tanh_inner, x.dtype, x, t, f(c1), f(0.044715 * c1))
     np.tanh(t, out=t)
-    return _call(_gelu_tanh_outer, x.dtype, x, t, y, f(0.5), f(1))
+    _call(_gelu_tanh_outer, x.dtype, x, t, y, f(0.5), f(1))
 
 
 def _gelu_tanh_grad(x, t, g, d, half, one, c1, c3):
@@ -286,14 +321,10 @@ def _gelu_tanh_grad(x, t, g, d, half, one, c1, c3):
 
 
 def gelu_tanh_grad(x, t, g, d):
-    """d <- GELU (tanh form)'s dx from x, t = tanh(...) and g, all 1-D of one dtype; True, or
-    None when not handled."""
+    """d <- GELU (tanh form)'s dx from x, t = tanh(...) and g, all 1-D of one dtype."""
     f = x.dtype.type
     c1 = np.sqrt(2.0 / np.pi)
-    if x.dtype == t.dtype == g.dtype == d.dtype:
-        return _call(_gelu_tanh_grad, x.dtype, x, t, g, d, f(0.5), f(1), f(c1),
-                     f(3 * 0.044715 * c1))
-    return None
+    _call(_gelu_tanh_grad, x.dtype, x, t, g, d, f(0.5), f(1), f(c1), f(3 * 0.044715 * c1))
 
 
 # The exact GELU, x Phi(x) with Phi(x) = (1 + erf(x / sqrt 2)) / 2. _erf.py's float32 erf is a
@@ -320,11 +351,9 @@ def _gelu_erf(x, cdf, y, r, half, one):
 
 def gelu_erf(x, cdf, y):
     """cdf <- Phi(x), y <- x Phi(x) for 1-D float32 arrays (the rational is float32's erf:
-    float64 keeps _erf.py's full-precision path); True, or None when not handled."""
-    if not x.dtype == cdf.dtype == y.dtype == np.float32:
-        return None
+    float64 keeps _erf.py's full-precision path)."""
     f = np.float32
-    return _call(_gelu_erf, x.dtype, x, cdf, y, f(1 / np.sqrt(2)), f(0.5), f(1))
+    _call(_gelu_erf, x.dtype, x, cdf, y, f(1 / np.sqrt(2)), f(0.5), f(1))
 
 
 def _gelu_erf_grad_inner(x, d, m):
@@ -339,13 +368,11 @@ def _gelu_erf_grad_outer(x, cdf, g, d, c):
 
 def gelu_erf_grad(x, cdf, g, d):
     """d <- the exact GELU's dx from x, the kept Phi(x) and g, all 1-D of one dtype: two
-    compiled loops around numpy's exp (three passes instead of seven); True, or None."""
+    compiled loops around numpy's exp (three passes instead of seven)."""
     f = x.dtype.type
-    if not (x.dtype == cdf.dtype == g.dtype == d.dtype
-            and _call(_gelu_erf_grad_inner, x.dtype, x, d, f(-0.5))):
-        return None
+    _call(_gelu_erf_grad_inner, x.dtype, x, d, f(-0.5))
     np.exp(d, out=d)
-    return _call(_gelu_erf_grad_outer, x.dtype, x, cdf, g, d, f(1 / np.sqrt(2 * np.pi)))
+    _call(_gelu_erf_grad_outer, x.dtype, x, cdf, g, d, f(1 / np.sqrt(2 * np.pi)))
 
 
 def _row_dot(g, s, i):
@@ -372,12 +399,11 @@ def _softmax_grad_inplace(g, s):
 def softmax_grad(g, s, out, inplace=False):
     """out <- s * (g - rowsum(g s)) for 2-D g, s, out; inplace=True when out is g (its own
     loop: with two aliased arguments the compiled loop does not vectorise, (3072, 64) 144 us
-    against 60). True, or None when not handled."""
-    if g.dtype != s.dtype or out.dtype != g.dtype:
-        return None
+    against 60)."""
     if inplace:
-        return _call(_softmax_grad_inplace, g.dtype, g, s)
-    return _call(_softmax_grad, g.dtype, g, s, out)
+        _call(_softmax_grad_inplace, g.dtype, g, s)
+    else:
+        _call(_softmax_grad, g.dtype, g, s, out)
 
 
 def _adam(p, g, m, v, b1, c1, b2, c2, shrink, eps_s, step_size):
@@ -392,11 +418,9 @@ def _adam(p, g, m, v, b1, c1, b2, c2, shrink, eps_s, step_size):
 
 def adam(p, g, m, v, beta1, beta2, shrink, eps_s, step_size):
     """One Adam step on 1-D arrays in place (the coefficients as optim.Adam._adam_kernel
-    computes them: shrink = 1 - lr wd for AdamW, else 1); True, or None when not handled."""
+    computes them: shrink = 1 - lr wd for AdamW, else 1)."""
     f = p.dtype.type
-    if not p.dtype == g.dtype == m.dtype == v.dtype:
-        return None
-    return _call(_adam, p.dtype, p, g, m, v, f(beta1), f(1 - beta1), f(beta2), f(1 - beta2),
+    _call(_adam, p.dtype, p, g, m, v, f(beta1), f(1 - beta1), f(beta2), f(1 - beta2),
                  f(shrink), f(eps_s), f(step_size))
 
 
@@ -446,27 +470,25 @@ def _softmax_normalize(out):
 
 def softmax(x, out, inplace=False):
     """out <- softmax(x) over the last axis of 2-D x, out; inplace=True when out is x (the
-    shift's own loop, as softmax_grad's). True, or None when not handled (also when a row
-    is empty: the caller's numpy path handles it)."""
-    if x.shape[1] == 0 or x.dtype != out.dtype:
-        return None
-    if not (_call(_softmax_shift_inplace, x.dtype, x) if inplace
-            else _call(_softmax_shift, x.dtype, x, out)):
-        return None
+    shift's own loop, as softmax_grad's); rows of at least one value."""
+    if inplace:
+        _call(_softmax_shift_inplace, x.dtype, x)
+    else:
+        _call(_softmax_shift, x.dtype, x, out)
     np.exp(out, out=out)
-    return _call(_softmax_normalize, x.dtype, out)
+    _call(_softmax_normalize, x.dtype, out)
 
 
 # Row helpers that two loops share: the build compiles them first, inlined into the loops
 # that call them (the two-array and the in-place loops differ only in where they write).
-HELPERS = (_row_dot, _row_top)
+HELPERS = (_row_dot, _row_top, _row_stats)
 
 # The loops and their arguments, for the ahead-of-time build (kernels_build.py): "a" an array
 # of the kernel's dtype with that many dims, "s" a scalar of it, "d" a float64 scalar, "w1" a
 # 1-D float64 array.
 LOOPS = {
-    _ln_forward: "a2 a1 a1 d a2 a2 a2",
-    _ln_backward: "a2 a2 a2 a1 a2 w1 w1",
+    _ln_forward: "a2 a1 a1 d a2",
+    _ln_backward: "a2 a2 a1 d a2 w1 w1",
     _gelu_tanh_inner: "a1 a1 s s",
     _gelu_tanh_outer: "a1 a1 a1 s s",
     _gelu_tanh_grad: "a1 a1 a1 a1 s s s s",

@@ -235,7 +235,23 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
                       f"{normalized_shape}")
     if eps is None:
         eps = float(np.finfo(input.dtype).eps)
-    dims = tuple(range(input.ndim - n, input.ndim))
-    y = input * ((input * input).mean(dim=dims, keepdim=True) + eps).rsqrt() if n else \
-        input * ((input * input) + eps).rsqrt()
+    x = input.float() if input.dtype == np.float16 else input   # float16: in float32, rounded
+    dims = tuple(range(x.ndim - n, x.ndim))                     # once, as torch on a CPU
+
+    def ms(x):
+        return (x * x).mean(dim=dims, keepdim=True) if n else x * x
+    with np.errstate(over="ignore"):           # an overflow is found and handled below
+        squares = ms(x)
+    found = squares.detach().numpy()
+    if not np.isfinite(found).all():
+        # a finite row whose squares overflow (1e30 in float32): divided by its largest |x|
+        # first, a constant s (y does not depend on it, so its derivative is the exact one)
+        top = np.abs(x.detach().numpy()).max(axis=dims, keepdims=True) if n else \
+            np.abs(x.detach().numpy())
+        s = np.where(~np.isfinite(found) & np.isfinite(top) & (top > 0), top, 1)
+        s = s.astype(found.dtype)
+        x = x / s
+        squares, eps = ms(x), eps / s / s
+    y = x * (squares + eps).rsqrt()
+    y = y.to(input.dtype) if y.dtype != input.dtype else y
     return y if weight is None else y * weight

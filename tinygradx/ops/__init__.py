@@ -3,21 +3,19 @@
 The ops the seed's Transformer needs (add, sub, mul, div, a constant power, neg, exp, log, sqrt,
 tanh, relu, cast, where, masked_fill) are the learner's core (`tinygradx/core/elementwise.py`);
 they are re-exported here, so `ops.Add` is `core.elementwise.Add`. This module adds the rest of
-the element-wise family (a tensor power, maximum/minimum, rsqrt, sigmoid, abs, erf, clamp) and
-the speed layer's versions of relu (both cores for a wide activation). More element-wise math is
-in math_ops.py, the fused ops in fused.py, the moving ones in movement.py.
+the element-wise family (a tensor power, maximum/minimum, rsqrt, sigmoid, abs, erf, clamp). More
+element-wise math is in math_ops.py, the fused ops in fused.py, the moving ones in movement.py,
+and the faster versions of the core's ops in versions.py.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..core import fastpath
 from ..core.elementwise import (Add, Cast, Div, Exp, Log, MaskedFill, Mul, Neg,  # noqa: F401
                                 PowScalar, Relu, Sqrt, Sub, Tanh, Where, Binary, as_float,
                                 explain_broadcast, promote)
 from ..core.node import Function, OpError
 from ..core.xp import ARRAYS, of, sigmoid, value
-from ..fast import parallel
 from ..fast._erf import erf as _erf, erf_grad as _erf_grad
 
 
@@ -114,29 +112,6 @@ class Sigmoid(Function):
 
     def backward(self, g):
         return g * self.out * (1 - self.out)
-
-
-def relu_forward(x, out=None):
-    """max(x, 0) of a float array into `out` (a new array if None; x itself is allowed), in
-    row blocks on both cores when large (an FFN's widest activation): ReLU's forward."""
-    out = np.empty(x.shape, x.dtype) if out is None else out
-    parallel.rows(lambda x_, o_: np.maximum(x_, 0, out=o_), x, out,
-                  min_elements=parallel.MIN_KERNEL_ELEMENTS)
-    return out
-
-
-fastpath.use_kernel("relu", relu_forward)    # core.Relu's forward: both cores when wide
-
-
-@fastpath.fast_backward(Relu)
-def _relu_backward(ctx, g):
-    """g where out > 0, else 0: one pass a row block, on both cores when large."""
-    if g.dtype == ctx.out.dtype and g.dtype.kind == "f" and g.shape == ctx.out.shape:
-        d = np.empty(g.shape, g.dtype)
-        parallel.rows(lambda g_, o_, d_: np.multiply(g_, o_ > 0, out=d_), g, ctx.out, d,
-                      min_elements=parallel.MIN_KERNEL_ELEMENTS)
-        return d
-    return None
 
 
 class Abs(Function):

@@ -9,13 +9,15 @@ import math
 
 import numpy as np
 
-from ..core import fastpath
+from ..core.fastpath import dispatched
+from ..core.linalg import matmul
 from ..core.node import Function, OpError
-from ..fast import kernels, parallel, pool
+from ..core.xp import of
+from ..fast import parallel, pool
+from ..fast.dispatch import FLOAT32, Version, register
 from . import rowwise
 from .fused import Softmax, dropout_scale
 from .movement import IndexPut, Stack
-from ..core.xp import of
 
 
 def attention_output(q, k, v, mask):
@@ -31,64 +33,91 @@ def attention_output(q, k, v, mask):
     return np.empty_like(q, dtype=dtype) if q.shape == shape else np.empty(shape, dtype)
 
 
-def attention_weights(q, k, mask, scale, v=None, out=None):
-    """(Q scale, A = softmax(Q scale K^T + M)): A computed in the score buffer, in place; with
-    v and out also out <- A V. When Q, K, V share their batch dims, the scores are large and
-    each GEMM is small (parallel.split_gemms), the batch runs in row blocks on both cores
-    (parallel.rows): each block does the same numpy calls on its slice (numpy's stacked
-    matmul is one GEMM per matrix anyway), so the numbers do not change, and the small GEMMs
-    of many heads run two at a time: a GPT CPU config layer's forward (B 12, h 4, T 64)
-    677 -> 482 us. With V, and the C pool running, float32 attention runs head by head there
-    instead (pool.attention: each head's products and softmax while its scores are in cache;
-    the same layer's forward 614 -> 338 us)."""
-    if v is not None and q.shape[-2] > 1:     # (one query, a generated token's: never the pool's)
-        done = pool.attention(q, k, v, mask, scale, out)
-        if done is not None:
-            return done[:2]
-    if _split_batch(q, k) and _blockable(q, k, v, out, mask):
-        qs, s = np.empty_like(q), np.empty(q.shape[:-1] + k.shape[-2:-1], q.dtype)
-        split = mask is not None and mask.ndim == s.ndim and mask.shape[0] > 1
-
-        def block(s_, q_, k_, qs_, *rest):
-            np.multiply(q_, q_.dtype.type(scale), out=qs_)
-            np.matmul(qs_, k_.swapaxes(-1, -2), out=s_)          # S = (Q scale) K^T
-            rowwise.masked_softmax(s_, rest[0] if split else mask)  # A = softmax(S + M)
-            if v is not None:
-                np.matmul(s_, rest[-2], out=rest[-1])             # Z = A V
-        parallel.rows(block, s, q, k, qs, *([mask] if split else []),
-                      *(() if v is None else (v, out)))
-        return qs, s
+@dispatched
+def attention_weights(q, k, mask, scale, v, out):
+    """(Q scale, A = softmax(Q scale K^T + M)), A computed in the score buffer, in place; with
+    v and out (else None, None) also out <- A V."""
     qs = np.multiply(q, q.dtype.type(scale), out=np.empty_like(q))
-    s = _matmul(qs, k.swapaxes(-1, -2))                      # S = (Q scale) K^T: (.., n, m)
+    s = matmul(qs, k.swapaxes(-1, -2), None)                 # S = (Q scale) K^T: (.., n, m)
     if mask is not None and np.broadcast_shapes(s.shape, mask.shape) != s.shape:
         s, mask = s + mask, None                                 # the mask adds batch dims
-    if s.size >= parallel.MIN_ELEMENTS and s.ndim > 2 and (
-            mask is None or mask.ndim < s.ndim or mask.shape[0] == 1):
-        parallel.rows(lambda blk: rowwise.masked_softmax(blk, mask), s)      # batch blocks
-    else:
-        rowwise.masked_softmax(s, mask)                          # A = softmax(S + M), in place
+    rowwise.masked_softmax(s, mask)                              # A = softmax(S + M), in place
     if v is not None:
-        _matmul(s, v, out)                                       # Z = A V: (..., n, d_v)
+        matmul(s, v, out)                                        # Z = A V: (..., n, d_v)
+    return qs, s
+
+
+def _weights_pool(q, k, mask, scale, v, out):
+    """Head by head on the C pool: each head's products and softmax while its scores are in
+    the core's cache (a GPT CPU config layer's forward 614 -> 338 us)."""
+    return pool.attention(q, k, v, mask, scale, out)[:2]
+
+
+def _weights_blocks(q, k, mask, scale, v, out):
+    """The batch in row blocks on both cores: each block runs the reference's numpy calls on
+    its slice (numpy's stacked matmul is one GEMM per matrix anyway), so the numbers do not
+    change, and the small GEMMs of many heads run two at a time (677 -> 482 us)."""
+    qs, s = np.empty_like(q), np.empty(q.shape[:-1] + k.shape[-2:-1], q.dtype)
+    split = mask is not None and mask.ndim == s.ndim and mask.shape[0] > 1
+
+    def block(s_, q_, k_, qs_, *rest):
+        np.multiply(q_, q_.dtype.type(scale), out=qs_)
+        np.matmul(qs_, k_.swapaxes(-1, -2), out=s_)              # S = (Q scale) K^T
+        rowwise.masked_softmax(s_, rest[0] if split else mask)   # A = softmax(S + M)
+        if v is not None:
+            np.matmul(s_, rest[-2], out=rest[-1])                 # Z = A V
+    parallel.rows(block, s, q, k, qs, *([mask] if split else []),
+                  *(() if v is None else (v, out)))
     return qs, s
 
 
 def _split_batch(q, k):
-    """Whether attention's matmuls run in batch blocks on both cores (parallel.split_gemms)."""
+    """Whether attention's matmuls pay in batch blocks on both cores (parallel.split_gemms)."""
     return parallel.split_gemms(math.prod(q.shape[:-2]), q.shape[-2], q.shape[-1], k.shape[-2])
 
 
-def _blockable(q, k, v, out, mask):
-    """Whether attention_weights may split the batch: one dtype, the same batch dims for Q, K
-    (V, Z), and a mask that broadcasts to the scores without adding dims."""
+def _blockable(q, k, mask, scale, v, out):
+    """Whether the batch may be cut: blocks that pay (_split_batch), the same batch dims for
+    Q, K (V, Z), and a mask that broadcasts to the scores without adding dims."""
     batch = q.shape[:-2]
-    if q.ndim < 3 or k.shape[:-2] != batch or k.dtype != q.dtype:
+    if q.ndim < 3 or k.shape[:-2] != batch or not _split_batch(q, k):
         return False
-    if v is not None and (v.shape[:-2] != batch or out.shape[:-2] != batch
-                          or v.dtype != q.dtype or out.dtype != q.dtype):
+    if v is not None and (v.shape[:-2] != batch or out.shape[:-2] != batch):
         return False
     scores = q.shape[:-1] + k.shape[-2:-1]
-    return mask is None or (mask.ndim <= len(scores) and mask.dtype == q.dtype
+    return mask is None or (mask.ndim <= len(scores)
                             and np.broadcast_shapes(scores, mask.shape) == scores)
+
+
+# q, k, mask, scale, v, out: the arrays (mask, v, out may be None) and the output
+_WEIGHTS = dict(arrays=(0, 1, 2, 4, 5), contiguous=(), outputs=(5,))
+register("attention_weights", Version(
+    "pool", _weights_pool, backend="pool", dtypes=FLOAT32, in_blocks=False, ulp=8,
+    accepts=lambda q, k, mask, scale, v, out: v is not None
+    and pool.attention_fits(q, k, v, mask, out), **_WEIGHTS))
+register("attention_weights", Version(
+    "blocks", _weights_blocks, backend="threads", accepts=_blockable, ulp=8, **_WEIGHTS))
+
+
+@dispatched
+def attention_dropout(q, k, v, mask, scale, out, draw):
+    """(Q scale, A, D) with out <- (A D) V, D = draw(shape, dtype) the scaled keep-mask of
+    attention's dropout (drawn once, after A)."""
+    qs, a = attention_weights(q, k, mask, scale, None, None)    # Q scale, A
+    keep = draw(a.shape, a.dtype)                                # as Dropout draws it
+    matmul(a * keep, v, out)                                     # Z = A' V: (..., n, d_v)
+    return qs, a, keep
+
+
+def _dropout_pool(q, k, v, mask, scale, out, draw):
+    """Head by head on the C pool, D drawn by the same generator call as the reference's."""
+    return pool.attention(q, k, v, mask, scale, out, draw=lambda shape: draw(shape, np.float32))
+
+
+register("attention_dropout", Version(
+    "pool", _dropout_pool, backend="pool", dtypes=FLOAT32, arrays=(0, 1, 2, 3, 5),
+    contiguous=(), outputs=(5,), in_blocks=False, ulp=8,
+    accepts=lambda q, k, v, mask, scale, out, draw: pool.attention_fits(q, k, v, mask, out)))
 
 
 class Attention(Function):
@@ -131,40 +160,13 @@ class Attention(Function):
         self.k, self.v, self.scale = k, v, scale
         if p == 0.0:                                             # Q scale, A; Z = A V
             self.qs, self.a = attention_weights(q, k, mask, scale, v, out)
-            return out
-        done = pool.attention(q, k, v, mask, scale, out,         # head by head, drawing D
-                              draw=lambda shape: dropout_scale(rng, shape, p, np.float32))
-        if done is not None:                                     # as below when it applies
-            self.qs, self.a, self.keep = done
-            return out
-        qs, s = attention_weights(q, k, mask, scale)             # Q scale, A
-        self.qs, self.a = qs, s
-        self.keep = dropout_scale(rng, s.shape, p, s.dtype)      # as Dropout draws it
-        return np.matmul(s * self.keep, v, out=out)              # Z = A' V: (..., n, d_v)
-
-    def _backward(self, g, gq, gk, gv):
-        qs, k, v, a = self.qs, self.k, self.v, self.a
-        grads = (gq, gk, gv)
-        ds = pool.attention_backward(g, qs, k, v, a, self.scale, gq, gk, gv, self.keep)
-        if ds is not None:                       # head by head on the pool's threads
-            return ds
-        if (self.keep is None and a.ndim > 2 and not pool.running() and _split_batch(qs, k)
-                and g.shape[:-2] == qs.shape[:-2] == k.shape[:-2] == v.shape[:-2] == a.shape[:-2]
-                and g.dtype == qs.dtype == k.dtype == v.dtype == a.dtype):
-            # batch row blocks on both cores, as attention_weights (the same calls per slice)
-            da = np.empty(a.shape, dtype=g.dtype)
-            given = tuple(x is not None for x in grads)
-
-            def block(a_, g_, qs_, k_, v_, da_, *out):
-                it = iter(out)
-                _attention_backward(a_, g_, qs_, k_, v_, None, self.scale, da_,
-                                    *(next(it) if x else None for x in given))
-            parallel.rows(block, a, g, qs, k, v, da, *(x for x in grads if x is not None))
-            return da
-        return _attention_backward(a, g, qs, k, v, self.keep, self.scale, None, *grads)
+        else:                                                    # and D, Z = (A D) V
+            self.qs, self.a, self.keep = attention_dropout(
+                q, k, v, mask, scale, out,
+                lambda shape, dtype: dropout_scale(rng, shape, p, dtype))
+        return out
 
 
-@fastpath.fast_backward(Attention)
 def _attention_fast_backward(ctx, g):
     """Attention's derivative from the kept weights, written into dQ, dK, dV buffers laid
     out like Q, K, V (in batch row blocks on both cores when large)."""
@@ -176,37 +178,77 @@ def _attention_fast_backward(ctx, g):
         grads.append(None if not needed else
                      np.empty_like(x, dtype=g.dtype) if x.shape == full else
                      np.empty(full, dtype=g.dtype))
-    ds = ctx._backward(g, *grads)
+    ds = attention_grads(g, ctx.qs, ctx.k, ctx.v, ctx.a, ctx.keep, ctx.scale, *grads)
     if len(need) == 4:                   # a mask given as an input: dM = dS
         return tuple(grads) + ((ds if need[3] else None),)
     return tuple(grads) + (None,) * (len(need) - 3)
 
 
+def _same_dtype(ctx, g):
+    return g.dtype == ctx.qs.dtype == ctx.k.dtype == ctx.v.dtype == ctx.a.dtype
+
+
+register(Attention, Version("arrays", _attention_fast_backward, ulp=8, accepts=_same_dtype))
+
+
+@dispatched
+def attention_grads(g, qs, k, v, a, keep, scale, gq, gk, gv):
+    """Attention's backward into gq, gk, gv (each None or an array to fill) from the kept
+    weights A (and dropout mask D, or None); returns dS. The derivative of the class's
+    docstring on arrays, the reference of its faster versions."""
+    return _attention_backward(a, g, qs, k, v, keep, scale, None, gq, gk, gv)
+
+
 def _attention_backward(a, g, qs, k, v, keep, scale, da, gq, gk, gv):
-    """Attention's backward into gq, gk, gv (each None or an array to fill); returns dS.
-    da is an empty (..., n, m) buffer for dS, or None to let the first matmul allocate it."""
+    """attention_grads' numpy calls, with da an empty (..., n, m) buffer for dS or None (the
+    first product allocates it)."""
     if gv is not None:
         ad = a if keep is None else a * keep
-        _matmul(ad.swapaxes(-1, -2), g, gv)                      # dV = A'^T g
-    da = _matmul(g, v.swapaxes(-1, -2), da)                      # dA' = g V^T: (..., n, m)
+        matmul(ad.swapaxes(-1, -2), g, gv)                       # dV = A'^T g
+    da = matmul(g, v.swapaxes(-1, -2), da)                       # dA' = g V^T: (..., n, m)
     if keep is not None:
         da *= keep
-    # dS = A (dA - rowsum(dA A))
-    parallel.rows(lambda d, a_: rowwise.softmax_grad(d, a_, d), da, a,
-                  min_elements=parallel.MIN_KERNEL_ELEMENTS if kernels.ENABLED else None)
+    rowwise.softmax_grad_rows(da, a, da, -1)                     # dS = A (dA - rowsum(dA A))
     if gq is not None:
-        _matmul(da, k, gq)
+        matmul(da, k, gq)
         gq *= np.asarray(scale, dtype=gq.dtype)                  # dQ = dS K scale
     if gk is not None:
-        _matmul(da.swapaxes(-1, -2), qs, gk)                     # dK = dS^T (Q scale)
+        matmul(da.swapaxes(-1, -2), qs, gk)                      # dK = dS^T (Q scale)
     return da                                                    # dS = dL/d(S + M)
 
 
-def _matmul(a, b, out=None):
-    """np.matmul(a, b, out=out), the stack in batch blocks on the pool when it runs (then
-    attention's own batch blocks on Python threads are skipped: fast/pool.py)."""
-    done = pool.matmul(a, b, out)
-    return np.matmul(a, b, out=out) if done is None else done
+def _grads_blocks(g, qs, k, v, a, keep, scale, gq, gk, gv):
+    """Batch row blocks on both cores, as attention_weights' (the same calls per slice)."""
+    da = np.empty(a.shape, dtype=g.dtype)
+    grads = (gq, gk, gv)
+    given = tuple(x is not None for x in grads)
+
+    def block(a_, g_, qs_, k_, v_, da_, *out):
+        it = iter(out)
+        _attention_backward(a_, g_, qs_, k_, v_, None, scale, da_,
+                            *(next(it) if x else None for x in given))
+    parallel.rows(block, a, g, qs, k, v, da, *(x for x in grads if x is not None))
+    return da
+
+
+def _grads_blockable(g, qs, k, v, a, keep, scale, gq, gk, gv):
+    return (keep is None and a.ndim > 2 and _split_batch(qs, k)
+            and g.shape[:-2] == qs.shape[:-2] == k.shape[:-2] == v.shape[:-2] == a.shape[:-2])
+
+
+def _grads_pool(g, qs, k, v, a, keep, scale, gq, gk, gv):
+    """Head by head on the C pool (backward 620-640 -> 429-527 us a GPT CPU config layer)."""
+    return pool.attention_backward(g, qs, k, v, a, scale, gq, gk, gv, keep)
+
+
+# g, qs, k, v, a, keep: the inputs (keep may be None); gq, gk, gv: outputs (each may be None)
+_GRADS = dict(arrays=(0, 1, 2, 3, 4, 5, 7, 8, 9), contiguous=(), outputs=(7, 8, 9))
+register("attention_grads", Version(
+    "pool", _grads_pool, backend="pool", dtypes=FLOAT32, in_blocks=False, ulp=8,
+    accepts=lambda g, qs, k, v, a, keep, scale, gq, gk, gv: pool.attention_backward_fits(
+        g, qs, k, v, a, gq, gk, gv, keep), **_GRADS))
+register("attention_grads", Version("blocks", _grads_blocks, backend="threads", ulp=8,
+                                    accepts=_grads_blockable, **_GRADS))
 
 
 def _attention_formula(xp, g, q, k, v, mask, scale, keep):
@@ -274,11 +316,15 @@ class PackedAttention(Attention):
         return a.reshape(B, a.shape[1], h, d).transpose(0, 2, 1, 3)  # (B, n, h*d) -> (B, h, n, d)
 
 
-@fastpath.fast_backward(PackedAttention)
 def _packed_attention_fast_backward(ctx, g):
     """dQ, dK, dV written straight into one (B, T, 3*h*d) gradient through strided views."""
     B, T, h, d = ctx.heads
     # rows that were not queries get no dQ: zeros there (only with n_query < T)
     dqkv = (np.empty if ctx.n == T else np.zeros)((B, T, 3 * h * d), dtype=g.dtype)
-    ctx._backward(ctx._split(g), *ctx._views(dqkv))
+    attention_grads(ctx._split(g), ctx.qs, ctx.k, ctx.v, ctx.a, ctx.keep, ctx.scale,
+                    *ctx._views(dqkv))
     return dqkv
+
+
+register(PackedAttention, Version("arrays", _packed_attention_fast_backward, ulp=8,
+                                  accepts=_same_dtype))

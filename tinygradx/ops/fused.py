@@ -13,12 +13,11 @@ saved input or output and constants (masks, targets, shapes), recomputing the re
   LogSoftmax: g - exp(y) * sum(g), from the output.
   CrossEntropy: (softmax(x) - q) * g per row, q the (smoothed) target distribution.
   Dropout: g times the mask drawn in forward (a constant).
-The in-place kernels above are each op's `@fast_backward`, beside the op: the ordinary walk
-runs them instead of the formula (same values, fewer passes over memory), and the tests hold
-the two equal.
-
-The core's softmax and layer_norm (tinygradx/core/rows.py, re-exported here) get their speed
-here too: a compiled forward row loop each (`fastpath.use_kernel`) and a fast backward each.
+Faster versions (a compiled loop, the C pool, in-place numpy) are registered beside each op
+with the declaration of what they take (`dispatch.register`, fast/dispatch.py): GELU's
+forward as versions of `gelu_forward`, and faster array forms of the derivatives, which the
+speed layer's walk runs instead of the formula; tests/fast/test_differential.py holds each to
+the formula. (The core's softmax and layer_norm get theirs in ops/versions.py.)
 """
 from __future__ import annotations
 
@@ -26,14 +25,14 @@ import math
 
 import numpy as np
 
-from ..core import fastpath
 from ..core.elementwise import as_float
+from ..core.fastpath import dispatched
 from ..core.node import Function, OpError
-from ..core.rows import LayerNorm, Softmax  # noqa: F401  (the core's ops, made fast here)
+from ..core.rows import F32, LayerNorm, Softmax, safe_max, working  # noqa: F401  (re-exported)
 from ..core.xp import ARRAYS, of
 from ..fast import kernels, parallel, pool
+from ..fast.dispatch import FLOAT32, Version, register
 from ..fast._erf import erf as _erf
-from . import rowwise
 
 
 # ------------------------------------------------------------------------------------------
@@ -43,32 +42,49 @@ from . import rowwise
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
+@dispatched
 def gelu_forward(x, approximate):
-    """(GELU(x), what backward keeps): tanh(...) for approximate='tanh', else Phi(x)."""
+    """(GELU(x), what its faster derivatives read): for approximate='tanh' (y, t) with t the
+    tanh(...), else (y, Phi(x)). float16 is computed in float32, y rounded once."""
+    if x.dtype == np.float16:
+        y, kept = gelu_forward(x.astype(F32), approximate)
+        return y.astype(np.float16), kept
     if approximate == "tanh":
         t = np.empty(x.shape, dtype=x.dtype)
         y = np.empty(x.shape, dtype=x.dtype)
-        flat = _flat(x), t.reshape(-1), y.reshape(-1)               # 1-D views (t, y: fresh)
-        if x.size >= pool.MIN_GELU and pool.gelu_tanh(*flat):        # one pass, both cores
-            return y, t
-        # (two loops around np.tanh, ~0.6 ns per element: split from MIN_KERNEL_ELEMENTS as the
-        # other kernels. Alone (768, 512) took 237 us on one thread and 195 us split, but in a
-        # GPT CPU config step the split cost more than it saved: its Python threads park the
-        # C pool, whose next GEMM then waits for a thread to wake; the step unsplit was 0.930
-        # of the step split, 60 alternating rounds)
-        if not (kernels.ENABLED and parallel.rows(kernels.gelu_tanh, *flat,
-                                                  min_elements=parallel.MIN_KERNEL_ELEMENTS)):
-            parallel.rows(_gelu_tanh, *flat)
+        _gelu_tanh(_flat(x), t.reshape(-1), y.reshape(-1))
         return y, t
-    if kernels.ENABLED and x.dtype == np.float32:           # one compiled pass, both cores
-        cdf, y = np.empty(x.shape, x.dtype), np.empty(x.shape, x.dtype)
-        if parallel.rows(kernels.gelu_erf, _flat(x), cdf.reshape(-1), y.reshape(-1),
-                         min_elements=parallel.MIN_KERNEL_ELEMENTS):
-            return y, cdf
     cdf = np.asarray(_erf(x * (1 / math.sqrt(2))))
     cdf += 1
     cdf *= 0.5                                   # Phi(x)
     return x * cdf, cdf
+
+
+def _gelu_pool(x, approximate):
+    """The tanh GELU in one pass on the C pool's threads (pool.c's tanh)."""
+    t, y = np.empty(x.shape, x.dtype), np.empty(x.shape, x.dtype)
+    pool.gelu_tanh(x.reshape(-1), t.reshape(-1), y.reshape(-1))
+    return y, t
+
+
+def _gelu_compiled(x, approximate):
+    """Two compiled loops around numpy's tanh, or the exact GELU's one float32 loop (its erf a
+    rational function: one pass where numpy needs ~24)."""
+    a, y = np.empty(x.shape, x.dtype), np.empty(x.shape, x.dtype)
+    fn = kernels.gelu_tanh if approximate == "tanh" else kernels.gelu_erf
+    # (split from MIN_KERNEL_ELEMENTS, as the other one-pass kernels: in a GPT CPU config step
+    # a tanh split from 256k cost more than it saved, its Python threads parking the C pool)
+    parallel.rows(fn, x.reshape(-1), a.reshape(-1), y.reshape(-1),
+                  min_elements=parallel.MIN_KERNEL_ELEMENTS)
+    return y, a
+
+
+register("gelu_forward", Version(
+    "pool", _gelu_pool, backend="pool", dtypes=FLOAT32, arrays=(0,), min_size=pool.MIN_GELU,
+    in_blocks=False, accepts=lambda x, approximate: approximate == "tanh", ulp=4))
+register("gelu_forward", Version(
+    "compiled", _gelu_compiled, backend="kernels", arrays=(0,), ulp=4,
+    accepts=lambda x, approximate: approximate == "tanh" or x.dtype == np.float32))
 
 
 class Gelu(Function):
@@ -90,6 +106,8 @@ class Gelu(Function):
 
     def backward(self, g):
         xp, x = of(g), self.x
+        if x.dtype == np.float16:            # in float32; the walk rounds dx once
+            x, g = xp.astype(x, F32), xp.astype(g, F32)
         if self.approximate == "tanh":
             t = xp.tanh((x + x * x * x * 0.044715) * _SQRT_2_OVER_PI)
             du = (x * x * (3 * 0.044715) + 1) * _SQRT_2_OVER_PI
@@ -100,26 +118,37 @@ class Gelu(Function):
         return g * (cdf + x * pdf)
 
 
-@fastpath.fast_backward(Gelu)
-def _gelu_backward(ctx, g):
-    """Gelu's derivative in one compiled pass, or in place with the kept Phi(x) / tanh."""
+def _gelu_tanh_ok(ctx, g):
+    return ctx.approximate == "tanh" and g.dtype == ctx.x.dtype == ctx.t.dtype
+
+
+def _gelu_backward_pool(ctx, g):
+    """The tanh GELU's derivative in one pass on the C pool's threads."""
+    d = np.empty(ctx.x.shape, dtype=ctx.x.dtype)
+    pool.gelu_tanh_grad(_flat(ctx.x), _flat(ctx.t), _flat(g), d.reshape(-1))
+    return d
+
+
+def _gelu_backward_compiled(ctx, g):
+    """The derivative in one compiled pass (tanh), or two around numpy's exp (exact)."""
     x = ctx.x
-    if ctx.approximate == "tanh":
-        d = np.empty(x.shape, dtype=x.dtype)
-        flat = _flat(x), _flat(ctx.t), _flat(g), d.reshape(-1)     # 1-D views (d: fresh)
-        if x.size >= pool.MIN_GELU and pool.gelu_tanh_grad(*flat):
-            return d                                 # one pass, both cores
-        if kernels.ENABLED and g.dtype == x.dtype and parallel.rows(
-                kernels.gelu_tanh_grad, *flat, min_elements=parallel.MIN_KERNEL_ELEMENTS):
-            return d                                 # one compiled pass
-        du = np.empty(x.shape, dtype=x.dtype)
-        parallel.rows(_gelu_tanh_grad, *flat, du.reshape(-1))
-        return d
     d = np.empty(x.shape, dtype=x.dtype)
-    if kernels.ENABLED and g.dtype == x.dtype and parallel.rows(
-            kernels.gelu_erf_grad, _flat(x), _flat(ctx.cdf), _flat(g), d.reshape(-1),
-            min_elements=parallel.MIN_KERNEL_ELEMENTS):
-        return d                                     # three passes around numpy's exp
+    fn, kept = ((kernels.gelu_tanh_grad, ctx.t) if ctx.approximate == "tanh"
+                else (kernels.gelu_erf_grad, ctx.cdf))
+    parallel.rows(fn, _flat(x), _flat(kept), _flat(g), d.reshape(-1),
+                  min_elements=parallel.MIN_KERNEL_ELEMENTS)
+    return d
+
+
+def _gelu_backward_numpy(ctx, g):
+    """The derivative in place, from the kept Phi(x) or tanh(...): fewer passes than the
+    formula, which recomputes them."""
+    x = ctx.x
+    d = np.empty(x.shape, dtype=x.dtype)
+    if ctx.approximate == "tanh":
+        du = np.empty(x.shape, dtype=x.dtype)
+        _gelu_tanh_grad(_flat(x), _flat(ctx.t), _flat(g), d.reshape(-1), du.reshape(-1))
+        return d
     pdf = np.multiply(x, x, out=d)
     pdf *= -0.5
     np.exp(pdf, out=pdf)
@@ -130,9 +159,22 @@ def _gelu_backward(ctx, g):
     return pdf
 
 
+def _same_dtype(ctx, g):
+    kept = ctx.t if ctx.approximate == "tanh" else ctx.cdf
+    return g.dtype == ctx.x.dtype == kept.dtype
+
+
+register(Gelu, Version("pool", _gelu_backward_pool, backend="pool", dtypes=FLOAT32,
+                       in_blocks=False, ulp=16, accepts=lambda ctx, g: _gelu_tanh_ok(ctx, g)
+                       and g.size >= pool.MIN_GELU))
+register(Gelu, Version("compiled", _gelu_backward_compiled, backend="kernels", ulp=16,
+                       accepts=_same_dtype))
+register(Gelu, Version("numpy", _gelu_backward_numpy, ulp=16, accepts=_same_dtype))
+
+
 def _flat(a):
-    """A 1-D C-order view (a copy only when `a` is not contiguous)."""
-    return a.reshape(-1)
+    """A 1-D C-ordered view of a (a copy when a is not C-ordered, or is a broadcast view)."""
+    return np.ascontiguousarray(a).reshape(-1)
 
 
 def _gelu_tanh(x, t, y):
@@ -165,14 +207,6 @@ def _gelu_tanh_grad(x, t, g, d, du):
 # the speed versions of the core's softmax and layer_norm; log_softmax, losses, dropout
 # ------------------------------------------------------------------------------------------
 
-@fastpath.fast_backward(Softmax)
-def _softmax_backward(ctx, g):
-    """Softmax's derivative row by row into one new array (a compiled pass when available)."""
-    if ctx.out.ndim == 0 or ctx.out.size == 0:
-        return None
-    return rowwise.softmax_grad(g, ctx.out, np.empty_like(ctx.out), ctx.dim)
-
-
 class LogSoftmax(Function):
     """y = x - logsumexp(x); dx = g - softmax(x) * sum(g). A fully -inf row gives -inf, grad 0.
 
@@ -186,7 +220,10 @@ class LogSoftmax(Function):
         if x.size == 0:
             self.out = np.empty_like(x)
             return self.out
-        shifted = x - rowwise.safe_max(x, dim)
+        if x.dtype == np.float16:            # in float32, rounded once (as core/rows.py)
+            self.out = LogSoftmax.forward(self, x.astype(F32), dim).astype(np.float16)
+            return self.out
+        shifted = x - safe_max(x, dim)
         total = np.exp(shifted).sum(axis=dim, keepdims=True)
         if not np.all(total):
             total[total == 0] = 1
@@ -197,50 +234,6 @@ class LogSoftmax(Function):
     def backward(self, g):
         xp = of(g)
         return g - xp.exp(self.out) * xp.sum(g, self.dim, True)
-
-
-def _layer_norm_kernel(x2, w, b, eps, keep):
-    """core.LayerNorm's forward row loop: one compiled pass per row (None: numpy's)."""
-    return kernels.layer_norm(x2, w, b, eps, keep) if kernels.ENABLED else None
-
-
-fastpath.use_kernel("layer_norm", _layer_norm_kernel)
-
-
-@fastpath.fast_backward(LayerNorm)
-def _layer_norm_backward(ctx, g):
-    """LayerNorm's derivative from the kept xhat and rstd: one compiled pass per row, or
-    in-place numpy with the row sums as BLAS matrix-vector products."""
-    xhat, w = ctx.xhat, ctx.w
-    n = xhat.shape[1]
-    g2 = g.reshape(-1, n)
-    done = kernels.layer_norm_backward(g2, xhat, ctx.rstd, w) if kernels.ENABLED else None
-    if done is not None:
-        out, gw, gb = done
-        need = ctx.needs_input_grad
-        gw = gw.reshape(ctx.wshape) if ctx.affine[0] and need[1] else None
-        gb = gb.reshape(ctx.wshape) if ctx.affine[1] and need[-1] else None
-        return (out.reshape(ctx.shape),) + (gw,) * ctx.affine[0] + (gb,) * ctx.affine[1]
-    gx = g2 * xhat                                          # temporary, reused below
-    gw = gx.sum(axis=0) if ctx.affine[0] and ctx.needs_input_grad[1] else None
-    gb = g2.sum(axis=0) if ctx.affine[1] and ctx.needs_input_grad[-1] else None
-    if w is not None:
-        mean_gh = (g2 @ w) / n                              # mean(g*w) per row
-        mean_ghx = (gx @ w) / n                             # mean(g*w*xhat) per row
-        out = g2 * w
-    else:
-        mean_gh, mean_ghx = g2.mean(axis=1), gx.mean(axis=1)
-        out = g2.copy()
-    out -= mean_gh[:, None]
-    np.multiply(xhat, mean_ghx[:, None], out=gx)
-    out -= gx
-    out *= ctx.rstd
-    grads = [out.reshape(ctx.shape)]
-    if ctx.affine[0]:
-        grads.append(None if gw is None else gw.reshape(ctx.wshape))
-    if ctx.affine[1]:
-        grads.append(None if gb is None else gb.reshape(ctx.wshape))
-    return tuple(grads)
 
 
 class CrossEntropy(Function):
@@ -263,7 +256,7 @@ class CrossEntropy(Function):
             bad = safe_t[(safe_t < 0) | (safe_t >= c)][0]
             raise OpError(f"target {bad} is out of range for {c} classes (logits {x.shape}); "
                           f"valid targets are 0..{c - 1} or ignore_index={ignore_index}")
-        logp = x - rowwise.safe_max(x, 1)
+        logp = x - safe_max(x, 1)
         logp -= np.log(np.exp(logp).sum(axis=1, keepdims=True))
         rows = np.arange(n)
         nll = -logp[rows, safe_t]
@@ -292,7 +285,6 @@ class CrossEntropy(Function):
         return (of(g).run(Softmax, x, dim=1) - q) * scale.reshape(n, 1)
 
 
-@fastpath.fast_backward(CrossEntropy)
 def _cross_entropy_backward(ctx, g):
     """The same (softmax(x) - q) * g, in place of the saved log-probabilities."""
     n, c = ctx.logp.shape
@@ -306,6 +298,10 @@ def _cross_entropy_backward(ctx, g):
         scale = ctx.keep * (g / max(ctx.count, 1) if ctx.reduction == "mean" else g)
     grad *= scale.astype(grad.dtype, copy=False)[:, None]
     return grad
+
+
+register(CrossEntropy, Version("numpy", _cross_entropy_backward, ulp=4,
+                               accepts=lambda ctx, g: g.dtype == ctx.logp.dtype))
 
 
 def dropout_scale(rng, shape, p, dtype):

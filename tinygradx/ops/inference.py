@@ -25,7 +25,6 @@ from ..core.node import STATE, OpError
 from .attention import attention_output, attention_weights
 from ..core.rows import layer_norm_rows
 from .fused import gelu_forward
-from . import relu_forward
 from ..core.linalg import linear_forward
 
 
@@ -51,7 +50,7 @@ def layer_norm(x, weight, bias, eps=1e-5):
         if p is not None and p.shape != (n,):
             raise OpError(f"inference.layer_norm: {name} has shape {p.shape}, expected ({n},) "
                           f"for an input of shape {x.shape}")
-    return layer_norm_rows(x.reshape(-1, n), weight, bias, eps, keep=False)[0].reshape(x.shape)
+    return layer_norm_rows(x.reshape(-1, n), weight, bias, eps).reshape(x.shape)
 
 
 def gelu(x, approximate="none"):
@@ -66,7 +65,7 @@ def relu(x, inplace=False):
     """max(x, 0) of a float array, into x itself with inplace=True: F.relu's forward."""
     if x.dtype.kind != "f":
         raise OpError(f"inference.relu: expected a float array, got dtype {x.dtype}")
-    return relu_forward(x, x if inplace else None)
+    return np.maximum(x, 0, out=x if inplace else None)
 
 
 def attention(q, k, v, mask=None, scale=None):

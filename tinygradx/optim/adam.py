@@ -13,9 +13,9 @@ AdamW (Loshchilov & Hutter; decoupled weight decay, applied before the Adam step
     p <- p - lr * wd * p
     then Adam's m, v and p updates with wd = 0
 
-The update runs in place on the parameters' arrays: the compiled kernel (`kernels.adam`) when
-it applies, else `_adam_update`'s numpy passes, which take plain arrays and scalars, so a later
-version can run them once over a flat buffer holding every parameter.
+The update runs in place on the parameters' arrays: `adam_update`'s numpy passes, the
+reference; its faster versions (one compiled loop, `kernels.adam`; the numpy passes in row
+blocks on both cores) are registered below with what they take (fast/dispatch.py).
 """
 from __future__ import annotations
 
@@ -24,14 +24,18 @@ import numbers
 
 import numpy as np
 
+from ..core.fastpath import dispatched
 from ..fast import kernels, parallel
+from ..fast.dispatch import Version, register
 from .optimizer import Optimizer
 
 __all__ = ["Adam", "AdamW"]
 
 
-def _adam_update(p, g, m, v, step, lr, beta1, beta2, eps, weight_decay, decoupled, tmp, tmp2):
-    """One Adam/AdamW step on arrays, in place; `step` is t after incrementing (1 at first).
+@dispatched
+def adam_update(p, g, m, v, tmp, tmp2, step, lr, beta1, beta2, eps, weight_decay, decoupled):
+    """One Adam/AdamW step on arrays, in place; `step` is t after incrementing (1 at first);
+    tmp, tmp2 are scratch arrays of p's shape.
 
     Memory passes: 12 (13 with weight decay) over arrays of p's size, with no temporaries allocated.
     """
@@ -58,6 +62,35 @@ def _adam_update(p, g, m, v, step, lr, beta1, beta2, eps, weight_decay, decouple
     np.divide(m, tmp, out=tmp)
     tmp *= -lr * bias2_sqrt / bias1
     p += tmp
+
+
+def _adam_compiled(p, g, m, v, tmp, tmp2, step, lr, beta1, beta2, eps, weight_decay,
+                   decoupled):
+    """The update as one compiled loop over flat views, in row blocks on both cores when
+    large; the coefficients as adam_update computes them."""
+    bias2_sqrt = math.sqrt(1 - beta2 ** step)
+    parallel.rows(
+        lambda p_, g_, m_, v_: kernels.adam(p_, g_, m_, v_, beta1, beta2, 1 - lr * weight_decay,
+                                            eps * bias2_sqrt,
+                                            -lr * bias2_sqrt / (1 - beta1 ** step)),
+        p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1),
+        min_elements=parallel.MIN_KERNEL_ELEMENTS)
+
+
+def _adam_blocks(p, g, m, v, tmp, tmp2, *hyper):
+    """adam_update's numpy passes on row blocks of flat views, on both cores (the same bits)."""
+    parallel.rows(lambda *blocks: adam_update.reference(*blocks, *hyper),
+                  *(a.reshape(-1) for a in (p, g, m, v, tmp, tmp2)))
+
+
+# p, g, m, v, tmp, tmp2 are arrays; p, m, v (and the scratch) are written
+register("adam_update", Version(
+    "compiled", _adam_compiled, backend="kernels", arrays=(0, 1, 2, 3), outputs=(0, 2, 3),
+    ulp=4, accepts=lambda p, g, m, v, tmp, tmp2, step, lr, b1, b2, eps, wd, decoupled:
+    decoupled or not wd))
+register("adam_update", Version(
+    "blocks", _adam_blocks, backend="threads", arrays=(0, 1, 2, 3, 4, 5),
+    outputs=(0, 2, 3, 4, 5), min_size=parallel.MIN_ELEMENTS, ulp=0))
 
 
 class Adam(Optimizer):
@@ -100,32 +133,9 @@ class Adam(Optimizer):
                 st = self.state[p] = {"step": 0, "exp_avg": np.zeros_like(p._data),
                                       "exp_avg_sq": np.zeros_like(p._data)}
             st["step"] += 1
-            step = st["step"]
-            if self._adam_kernel(p._data, g, st, step, lr, b1, b2, eps, wd):
-                continue                                   # one compiled pass, no scratch
             tmp, tmp2 = self._work(p, 2)
-            arrays = (p._data, g, st["exp_avg"], st["exp_avg_sq"], tmp, tmp2)
-            if all(a.flags.c_contiguous for a in arrays):     # flat views split evenly
-                arrays = tuple(a.reshape(-1) for a in arrays)
-            parallel.rows(lambda p_, g_, m_, v_, t_, t2_, step=step: _adam_update(
-                p_, g_, m_, v_, step, lr, b1, b2, eps, wd, self._decoupled, t_, t2_), *arrays)
-
-    def _adam_kernel(self, p, g, st, step, lr, b1, b2, eps, wd):
-        """The update as kernels.adam on flat views when it applies (the kernel's arguments
-        C-contiguous and of p's dtype, no coupled weight decay); False otherwise, and
-        _adam_update's numpy passes run: the same formula, the coefficients as it computes
-        them."""
-        m, v = st["exp_avg"], st["exp_avg_sq"]
-        if not (kernels.ENABLED and (self._decoupled or not wd)
-                and all(a.flags.c_contiguous for a in (p, g, m, v))):   # flat views, no copies
-            return False
-        bias2_sqrt = math.sqrt(1 - b2 ** step)
-        return parallel.rows(
-            lambda p_, g_, m_, v_: kernels.adam(p_, g_, m_, v_, b1, b2, 1 - lr * wd,
-                                                eps * bias2_sqrt,
-                                                -lr * bias2_sqrt / (1 - b1 ** step)),
-            p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1),
-            min_elements=parallel.MIN_KERNEL_ELEMENTS)
+            adam_update(p._data, g, st["exp_avg"], st["exp_avg_sq"], tmp, tmp2, st["step"], lr,
+                        b1, b2, eps, wd, self._decoupled)
 
 
 class AdamW(Adam):

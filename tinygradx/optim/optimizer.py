@@ -148,7 +148,14 @@ class Optimizer:
         and its return value is returned, as in PyTorch.
         """
         loss = closure() if closure is not None else None
-        for group in self.param_groups:
+        for gi, group in enumerate(self.param_groups):
+            for i, p in enumerate(group["params"]):
+                if p.grad is not None and not p._data.flags.writeable:
+                    raise ValueError(
+                        f"{self._name()}.step: parameter {i} of group {gi} (shape {p.shape}) "
+                        f"is read-only (a memory-mapped file opened with mmap_mode='r', or "
+                        f"setflags(write=False)); give the model a writable copy, e.g. "
+                        f"p.data = tgx.tensor(p.detach().numpy()) under no_grad()")
             self._update_group(group)
         return loss
 

@@ -1,0 +1,267 @@
+"""The one module that decides which version of a function runs.
+
+The core and ops/ write each function once, as its reference: an array function marked
+`@fastpath.dispatched` (softmax's rows, layer_norm's rows, a stack of products, GELU,
+attention, the Adam update), or an op's derivative (`Op.backward`, the formula). A faster
+version (a compiled loop, the C thread pool, row blocks on both cores, in-place numpy) is
+registered beside the code it speeds up with a declaration of what it takes:
+
+    register("softmax_rows", Version("compiled", fn, backend="kernels", dtypes=FLOATS,
+                                     outputs=(1,), inplace=(0,), accepts=last_axis, ulp=4))
+
+The rules (docs/design.md, "The dispatcher"):
+
+1. The reference is the definition. A version gives the reference's numbers within `ulp`
+   units in the last place (0: bit for bit); tests/fast/test_differential.py holds every
+   registered version to that over hostile inputs, with the compiled kernels on and off.
+2. A version runs only for a call it declares; anything else runs the reference. The fields
+   are checked here, the same way for every version: the array arguments' dtypes (`dtypes`,
+   all one dtype), C order (`contiguous`), at least one element each, sizes (`min_size`);
+   a caller's output (`outputs`) must be writable and must not overlap the inputs (only the
+   argument positions in `inplace` may be the very same array); then the
+   version's own `accepts(*args)` for what the fields cannot say (row widths, a mask layout).
+   A version that accepted runs to the end: none of them declines half-way.
+3. The choice depends on the call and the settings alone, never on what ran before in the
+   process: whether a backend can run (`backend`: the compiled kernels, the C pool, a second
+   thread) is settled once per process from the environment and the switches (settings.py),
+   the first time a version of that backend is chosen (the kernels are built, the pool is
+   started then, whatever op asked first), and a version's `accepts` reads only its arguments.
+   So a run resumed from a checkpoint takes the same paths as the run it continues.
+4. Versions are tried in the order they were registered (the fastest first).
+
+`explain(name, *args)` says which version a call would run and why the others declined.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernels, parallel, pool
+
+FLOAT32 = (np.dtype(np.float32),)
+FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+class Version:
+    """A faster version of one kernel and the calls it takes (see the module docstring).
+
+    name       short label ("pool", "compiled", "blocks", "numpy"), unique per kernel
+    fn         the function, with the reference's signature and result
+    backend    None (numpy only), "kernels" (the compiled loops), "pool" (the C thread
+               pool), "threads" (a second thread for row blocks)
+    dtypes     the one dtype every checked array must have, among these (None: any)
+    arrays     positions of the arguments checked as arrays (None: every ndarray argument)
+    contiguous positions that must be C-ordered (None: every checked array)
+    outputs    positions of output arrays the caller gives: writable, C-ordered, no overlap
+    inplace    positions an output may be the very same array as (an in-place call)
+    min_size   least number of elements of the first array (below it the reference is faster)
+    in_blocks  whether it may run inside a block of parallel.rows (the pool's may not: the
+               other block already has the other core)
+    accepts    fn(*args) -> bool, for what the fields cannot say
+    ulp        the bound tests hold it to against the reference, in units in the last place
+               of the result's dtype (0: the same bits)
+    """
+
+    __slots__ = ("name", "fn", "backend", "dtypes", "arrays", "contiguous", "outputs",
+                 "inplace", "min_size", "in_blocks", "accepts", "ulp", "kernel", "off")
+
+    def __init__(self, name, fn, *, backend=None, dtypes=FLOATS, arrays=None, contiguous=None,
+                 outputs=(), inplace=(), min_size=1, in_blocks=True, accepts=None, ulp=0):
+        self.name, self.fn, self.backend = name, fn, backend
+        self.dtypes = None if dtypes is None else tuple(np.dtype(d) for d in dtypes)
+        self.arrays, self.contiguous = arrays, contiguous
+        self.outputs, self.inplace = tuple(outputs), tuple(inplace)
+        self.min_size, self.in_blocks = min_size, in_blocks
+        self.accepts, self.ulp = accepts, ulp
+        self.kernel, self.off = None, False      # off: switched off by `only` (tests, bench)
+
+    def __repr__(self):
+        return f"<version {self.kernel}:{self.name}>"
+
+
+VERSIONS = {}        # kernel name (or op class for a derivative) -> [Version, ...]
+
+
+def register(kernel, version):
+    """Add `version` to the versions of `kernel` (a name of a @dispatched function, or an op
+    class: a faster version of its derivative, called as fn(ctx, g)). Returns version.fn."""
+    versions = VERSIONS.setdefault(kernel, [])
+    if any(v.name == version.name for v in versions):
+        raise ValueError(f"{kernel}: a version named {version.name!r} is registered already")
+    version.kernel = getattr(kernel, "__name__", kernel)
+    versions.append(version)
+    return version.fn
+
+
+# ------------------------------------------------------------------------------------------
+# the backends: available or not, settled once per process from the settings
+# ------------------------------------------------------------------------------------------
+
+def backend_ready(backend):
+    """Whether a backend can run now: decided from the settings (and, the first time, by
+    building the kernels or starting the pool), never by which op asked first."""
+    if backend is None:
+        return True
+    if backend == "kernels":
+        return kernels.ready()
+    if backend == "pool":
+        return kernels.ENABLED and pool.start()
+    if backend == "threads":
+        return parallel.THREADS > 1
+    raise ValueError(f"unknown backend {backend!r}")
+
+
+# ------------------------------------------------------------------------------------------
+# the decision
+# ------------------------------------------------------------------------------------------
+
+def why_not(v, args):
+    """None when version v takes this call, else the reason it does not (a short phrase)."""
+    if v.off:
+        return "switched off"
+    checked = (range(len(args)) if v.arrays is None else v.arrays)
+    first = None
+    dtype = None
+    for i in checked:
+        a = args[i]
+        if type(a) is not np.ndarray:
+            if v.arrays is None:
+                continue
+            if a is None:
+                continue
+            return f"argument {i} is a {type(a).__name__}, not an array"
+        if first is None:
+            first, dtype = a, a.dtype
+        elif a.dtype != dtype:
+            return f"argument {i} is {a.dtype}, argument 0 {dtype}"
+        if a.size == 0:
+            return f"argument {i} is empty"
+        if (v.contiguous is None or i in v.contiguous) and not a.flags.c_contiguous:
+            return f"argument {i} is not C-ordered"
+    if first is None:
+        return "no array argument"
+    if v.dtypes is not None and dtype not in v.dtypes:
+        return f"dtype {dtype} (takes {', '.join(map(str, v.dtypes))})"
+    if first.size < v.min_size:
+        return f"{first.size} elements (from {v.min_size})"
+    for i in v.outputs:
+        out = args[i]
+        if out is None:
+            continue
+        if not out.flags.writeable:
+            return f"output {i} is read-only"
+        if (v.contiguous is None or i in v.contiguous) and not out.flags.c_contiguous:
+            return f"output {i} is not C-ordered"
+        for j, a in enumerate(args):
+            if j == i or type(a) is not np.ndarray:
+                continue
+            if a is out and j in v.inplace:
+                continue
+            if np.may_share_memory(a, out):
+                return f"output {i} overlaps argument {j}"
+    if not v.in_blocks and parallel.in_block():
+        return "inside a block of parallel.rows"
+    if v.accepts is not None and not v.accepts(*args):
+        return "its accepts() declines these arguments"
+    if not backend_ready(v.backend):
+        return f"the {v.backend} backend is off ({_backend_status(v.backend)})"
+    return None
+
+
+def choose(kernel, args):
+    """The version of `kernel` that runs for args, or None (the reference)."""
+    for v in VERSIONS.get(kernel, ()):
+        if why_not(v, args) is None:
+            return v
+    return None
+
+
+def run(name, reference, args):
+    """Run `name` on args: the first registered version that takes them, else the reference.
+    (Installed as the core's dispatcher: fastpath.dispatched functions call it.)"""
+    versions = VERSIONS.get(name)
+    if versions:
+        for v in versions:
+            if why_not(v, args) is None:
+                return v.fn(*args)
+    return reference(*args)
+
+
+def backward(ctx, g):
+    """A node's derivative on arrays: a registered faster version that takes (ctx, g), else
+    the formula `ctx.backward(g)`. The fast walk (walk.py) calls it for every node. (A user's
+    version, `fast_backward`, may still return None for "not these": the next one, or the
+    formula, runs; the library's own never do.)"""
+    versions = VERSIONS.get(type(ctx))
+    if versions:
+        for v in versions:
+            if _backward_ok(v, ctx, g):
+                out = v.fn(ctx, g)
+                if out is not None:
+                    return out
+    return ctx.backward(g)
+
+
+def fast_backward(cls, name="fast", **declaration):
+    """Decorator (tgx.autograd.fast_backward): register fn(ctx, g) as a faster array version
+    of op `cls`'s derivative, beside the op, with what it takes (`dtypes`, `accepts(ctx, g)`,
+    `backend`: Version's fields; by default any g). `cls.backward` stays the derivative
+    (create_graph and gradgradcheck use it, and gradgradcheck fails when the two disagree);
+    the walk of training runs fn instead. fn may return None for "not these arguments"."""
+    declaration.setdefault("dtypes", None)
+
+    def add(fn):
+        register(cls, Version(name, fn, **declaration))
+        return fn
+    return add
+
+
+def _backward_ok(v, ctx, g):
+    """A derivative's version takes (ctx, g) when g has one of its dtypes, its accepts(ctx, g)
+    holds and its backend runs."""
+    if v.off:
+        return False
+    if v.dtypes is not None and (type(g) is not np.ndarray or g.dtype not in v.dtypes
+                                 or g.size == 0):
+        return False
+    if not v.in_blocks and parallel.in_block():
+        return False
+    if v.accepts is not None and not v.accepts(ctx, g):
+        return False
+    return backend_ready(v.backend)
+
+
+def explain(name, *args):
+    """[(version name, None or why it declined), ...] for a call of kernel `name`: which
+    version would run (the first with None) and why the others do not."""
+    return [(v.name, why_not(v, args)) for v in VERSIONS.get(name, ())]
+
+
+def _backend_status(backend):
+    if backend == "kernels":
+        return kernels.BUILD_ERROR or "numba is not installed or the kernels are switched off"
+    if backend == "pool":
+        return pool.status()
+    return "one thread (TINYGRADX_THREADS=1 or one usable core)"
+
+
+class switched_off:
+    """Context manager for tests and benchmarks: the versions given (Version objects, or
+    (kernel, name) pairs) do not run inside; `every=True` switches every version off, so the
+    reference alone runs. Not for concurrent use from several threads."""
+
+    def __init__(self, *versions, every=False):
+        named = {(getattr(k, "__name__", k), n) for k, n in
+                 (v for v in versions if not isinstance(v, Version))}
+        self.versions = [v for vs in VERSIONS.values() for v in vs
+                         if every or v in versions or (v.kernel, v.name) in named]
+
+    def __enter__(self):
+        self.was = [v.off for v in self.versions]
+        for v in self.versions:
+            v.off = True
+        return self
+
+    def __exit__(self, *exc):
+        for v, was in zip(self.versions, self.was, strict=True):
+            v.off = was
+        return False

@@ -1,0 +1,230 @@
+"""The faster versions of the core's ops, each with the declaration of what it takes.
+
+The core (tinygradx/core) is the reference and knows nothing of these: it marks the array
+functions a version may replace `@fastpath.dispatched` (softmax's and layer_norm's rows, a
+product of arrays, the embedding's row scatter), and its ops' formulas are their derivatives.
+Here each faster version is registered with `dispatch.register` (fast/dispatch.py, which
+decides which one runs); versions of the fused ops beyond the core's sit beside those ops in
+fused.py and attention.py, the Adam update's in optim/adam.py. Importing this module installs
+the dispatcher and the speed layer's backward walk (fast/walk.py) into the core.
+
+    softmax_rows        pool (float32 rows of 32+ filling 16-float vectors, or 256+, from 16k
+                        values), compiled (two loops around numpy's exp)
+    softmax_grad_rows   pool, compiled (one loop a row)
+    Softmax.backward    rows: softmax_grad_rows into a new array
+    layer_norm_rows     compiled (one loop a row, float64 sums)
+    LayerNorm.backward  compiled (one loop a row, the statistics recomputed from x)
+    matmul              pool (a stack of small products in batch blocks), few_rows (3-64 rows
+                        times a transposed weight as (W x^T)^T)
+    Linear.backward     pool (dX = g W and dW = g^T X side by side, one per core)
+    MatMul.backward     pool (the same for a batch times a shared 2-D weight)
+    Getitem.backward    slice (the walk adds the pieces of a split into one buffer)
+    scatter_rows        sorted (the rows grouped by id, each group summed in one pass)
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core.linalg import Linear, MatMul
+from ..core.movement import Getitem, is_advanced
+from ..core.rows import LayerNorm, Softmax
+from ..core.fastpath import Slice
+from ..fast import kernels, pool, walk
+from ..fast.dispatch import FLOAT32, Version, register
+from .rowwise import softmax_grad_rows
+
+
+def _last_axis(x, axis):
+    return x.ndim > 0 and axis in (-1, x.ndim - 1)
+
+
+def _rows2(*arrays):
+    """(rows, n) views of C-ordered arrays over their last axis."""
+    n = arrays[0].shape[-1]
+    return [a.reshape(-1, n) for a in arrays]
+
+
+# ------------------------------------------------------------------------------------------
+# softmax and its derivative
+# ------------------------------------------------------------------------------------------
+
+def _softmax_pool(x, out, axis):
+    pool.softmax(*_rows2(x, out))
+    return out
+
+
+def _softmax_compiled(x, out, axis):
+    x2, out2 = _rows2(x, out)
+    kernels.softmax(x2, out2, out is x)
+    return out
+
+
+_ROWS = dict(outputs=(1,), inplace=(0,))        # softmax_rows(x, out, axis): out may be x
+register("softmax_rows", Version(
+    "pool", _softmax_pool, backend="pool", dtypes=FLOAT32, min_size=pool.MIN_SOFTMAX,
+    in_blocks=False, ulp=4, **_ROWS,
+    accepts=lambda x, out, axis: _last_axis(x, axis) and pool.rows_fit(x.shape[-1])))
+register("softmax_rows", Version(
+    "compiled", _softmax_compiled, backend="kernels", ulp=4, **_ROWS,
+    accepts=lambda x, out, axis: _last_axis(x, axis)))
+
+
+def _softmax_grad_pool(g, s, out, axis):
+    pool.softmax_grad(*_rows2(g, s, out))
+    return out
+
+
+def _softmax_grad_compiled(g, s, out, axis):
+    g2, s2, out2 = _rows2(g, s, out)
+    kernels.softmax_grad(g2, s2, out2, out is g)
+    return out
+
+
+_GRAD_ROWS = dict(outputs=(2,), inplace=(0,))   # softmax_grad_rows(g, s, out, axis): out may be g
+register("softmax_grad_rows", Version(
+    "pool", _softmax_grad_pool, backend="pool", dtypes=FLOAT32, min_size=pool.MIN_SOFTMAX,
+    in_blocks=False, ulp=4, **_GRAD_ROWS,
+    accepts=lambda g, s, out, axis: _last_axis(s, axis) and g.shape == s.shape
+    and pool.rows_fit(s.shape[-1])))
+register("softmax_grad_rows", Version(
+    "compiled", _softmax_grad_compiled, backend="kernels", ulp=4, **_GRAD_ROWS,
+    accepts=lambda g, s, out, axis: _last_axis(s, axis) and g.shape == s.shape))
+
+
+register(Softmax, Version(
+    "rows", lambda ctx, g: softmax_grad_rows(g, ctx.out, np.empty_like(ctx.out), ctx.dim),
+    ulp=4, accepts=lambda ctx, g: ctx.out.ndim > 0 and g.dtype == ctx.out.dtype
+    and g.shape == ctx.out.shape))
+
+
+# ------------------------------------------------------------------------------------------
+# layer_norm
+# ------------------------------------------------------------------------------------------
+
+register("layer_norm_rows", Version(
+    "compiled", kernels.layer_norm, backend="kernels", arrays=(0, 1, 2), ulp=8))
+
+
+def _layer_norm_backward_compiled(ctx, g):
+    """dx, dw, db in one compiled pass a row, the row's statistics recomputed from x."""
+    n = math.prod(ctx.wshape)
+    w = ctx.wb[0].reshape(n) if ctx.affine[0] else None
+    dx, gw, gb = kernels.layer_norm_backward(
+        np.ascontiguousarray(g.reshape(-1, n)), np.ascontiguousarray(ctx.x.reshape(-1, n)),
+        None if w is None else np.ascontiguousarray(w), ctx.eps)
+    need = ctx.needs_input_grad
+    gw = gw.reshape(ctx.wshape) if ctx.affine[0] and need[1] else None
+    gb = gb.reshape(ctx.wshape) if ctx.affine[1] and need[-1] else None
+    return (dx.reshape(ctx.shape),) + (gw,) * ctx.affine[0] + (gb,) * ctx.affine[1]
+
+
+register(LayerNorm, Version(
+    "compiled", _layer_norm_backward_compiled, backend="kernels", ulp=16,
+    accepts=lambda ctx, g: g.dtype == ctx.x.dtype and all(a.dtype == g.dtype for a in ctx.wb)))
+
+
+# ------------------------------------------------------------------------------------------
+# products
+# ------------------------------------------------------------------------------------------
+
+# OpenBLAS multiplies a few rows by a transposed weight (x @ W.T, W (out, in) C-ordered) up to
+# 4x slower than W @ x.T, the same product with the operands swapped: 8 rows against a
+# (384, 128) weight, 32.5 us against 16.6 us (one or two threads alike). From 128 rows on
+# the plain order is as fast or faster.
+_FEW_ROWS = 64
+
+
+def _few_rows(a, b, out):
+    a2 = a.reshape(-1, a.shape[-1])
+    y = np.ascontiguousarray((b.T @ a2.T).T)               # (rows, m)
+    return y.reshape(a.shape[:-1] + (b.shape[1],))
+
+
+def _few_rows_fit(a, b, out):
+    return (out is None and b.ndim == 2 and a.ndim >= 2 and b.flags.f_contiguous
+            and not b.flags.c_contiguous and 2 < a.size // a.shape[-1] <= _FEW_ROWS
+            and a.shape[-1] == b.shape[0])
+
+
+_PRODUCT = dict(arrays=(0, 1, 2), contiguous=(), outputs=(2,))   # matmul(a, b, out)
+register("matmul", Version("pool", pool.matmul, backend="pool", **_PRODUCT,
+                           accepts=pool.matmul_fits, ulp=0))
+register("matmul", Version("few_rows", _few_rows, accepts=_few_rows_fit, ulp=16, **_PRODUCT))
+
+
+def _linear_backward_pool(ctx, g):
+    """dX = g W and dW = g^T X side by side, one per core; db = the column sums of g."""
+    g2 = g.reshape(-1, g.shape[-1])                      # (rows, out)
+    x = ctx.x
+    gx, gw = pool.pair(g2, ctx.w, g2.T, x.reshape(-1, x.shape[-1]))   # (rows, in), (out, in)
+    gx = gx.reshape(x.shape)                             # (..., in)
+    need = ctx.needs_input_grad
+    if len(need) == 3:
+        return gx, gw, (g2.sum(0) if need[2] else None)
+    return gx, gw
+
+
+def _linear_pair_fits(ctx, g):
+    need = ctx.needs_input_grad
+    if not (need[0] and need[1]) or not g.dtype == ctx.x.dtype == ctx.w.dtype:
+        return False
+    g2 = g.reshape(-1, g.shape[-1])
+    return pool.pair_fits(g2, ctx.w, g2.T, ctx.x.reshape(-1, ctx.x.shape[-1]))
+
+
+register(Linear, Version("pool", _linear_backward_pool, backend="pool",
+                         accepts=_linear_pair_fits, ulp=16))
+
+
+def _matmul_backward_pool(ctx, g):
+    """(..., n, k) @ W (k, m), W shared by the batch: dA = g W^T and dW = A^T g as two 2-D
+    products side by side."""
+    a, b = ctx.a, ctx.b
+    a2 = a.reshape(-1, a.shape[-1])                      # (rows, k)
+    g2 = g.reshape(-1, g.shape[-1])                      # (rows, m)
+    ga, gb = pool.pair(g2, b.T, a2.T, g2)                # (rows, k), (k, m)
+    return ga.reshape(a.shape), gb                       # (..., n, k)
+
+
+def _matmul_pair_fits(ctx, g):
+    need = ctx.needs_input_grad
+    if ctx.nd[1] != 2 or ctx.nd[0] < 2 or not (need[0] and need[1]):
+        return False
+    a, b = ctx.a, ctx.b
+    if not g.dtype == a.dtype == b.dtype:
+        return False
+    a2, g2 = a.reshape(-1, a.shape[-1]), g.reshape(-1, g.shape[-1])
+    return g2.shape[0] == a2.shape[0] and pool.pair_fits(g2, b.T, a2.T, g2)
+
+
+register(MatMul, Version("pool", _matmul_backward_pool, backend="pool",
+                         accepts=_matmul_pair_fits, ulp=16))
+
+
+# ------------------------------------------------------------------------------------------
+# indexing, the embedding's scatter
+# ------------------------------------------------------------------------------------------
+
+register(Getitem, Version("slice", lambda ctx, g: Slice(ctx.index, g), dtypes=None,
+                          accepts=lambda ctx, g: not is_advanced(ctx.index)))
+
+
+def _scatter_sorted(g2, ids, rows):
+    """The rows of g2 grouped by id (a stable sort) and summed group by group (np.add.reduceat:
+    one pass), 3-4x faster than np.add.at on a GPT step's 768 x 128 gradient; the same sums,
+    rounded as numpy's reduction rounds them (within a few ulp of the largest partial sum)."""
+    out = np.zeros((rows, g2.shape[1]), dtype=g2.dtype)
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])
+    out[sorted_ids[starts]] = np.add.reduceat(g2[order], starts, axis=0)
+    return out
+
+
+register("scatter_rows", Version("sorted", _scatter_sorted, arrays=(0,), contiguous=(),
+                                 ulp=4))
+
+
+walk.install()
