@@ -5,6 +5,8 @@ its result can be differentiated again.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .fastpath import dispatched
@@ -19,7 +21,7 @@ def matmul(a, b, out):
     loop over the batch, and with a transposed 2-D operand (x @ W.T) fall back to a loop
     ~50x slower than BLAS."""
     if b.ndim == 2 and a.ndim > 2 and out is None:
-        y = a.reshape(-1, a.shape[-1]) @ b
+        y = a.reshape(math.prod(a.shape[:-1]), a.shape[-1]) @ b
         return y.reshape(a.shape[:-1] + (b.shape[1],))
     return np.matmul(a, b, out=out)
 
@@ -79,7 +81,8 @@ class MatMul(Function):
                 # a shared 2-D weight: fold the batch into one GEMM instead of a batched GEMM
                 # followed by a sum over the batch
                 k = a2.shape[-1]
-                gb = xp.swapaxes(a2.reshape(-1, k), 0, 1) @ g.reshape(-1, g.shape[-1])
+                rows = math.prod(a2.shape[:-1])
+                gb = xp.swapaxes(a2.reshape(rows, k), 0, 1) @ g.reshape(rows, g.shape[-1])
             else:
                 gb = _matmul(xp, xp.swapaxes(a2, -1, -2), g)
             if b_nd == 1:
@@ -103,8 +106,9 @@ class Linear(Function):
     def backward(self, g):
         xp, x, w = of(g), self.x, self.w
         gx = _matmul(xp, g, w) if self.needs_input_grad[0] else None
-        g2 = g.reshape(-1, g.shape[-1])
-        gw = g2.T @ x.reshape(-1, x.shape[-1]) if self.needs_input_grad[1] else None
+        rows = math.prod(g.shape[:-1])
+        g2 = g.reshape(rows, g.shape[-1])
+        gw = g2.T @ x.reshape(rows, x.shape[-1]) if self.needs_input_grad[1] else None
         if len(self.needs_input_grad) == 3:
             return gx, gw, (g2.sum(0) if self.needs_input_grad[2] else None)
         return gx, gw
@@ -136,7 +140,7 @@ def _scatter_rows(g, ids, shape, padding_idx):
     """A (V, C) table of zeros with each row g[i] (g is (..., C)) added into row ids[i]
     (repeated ids sum), the rows with id padding_idx left out."""
     ids = ids.ravel()
-    g2 = g.reshape(-1, shape[1])
+    g2 = g.reshape(math.prod(g.shape[:-1]), shape[1])
     if padding_idx is not None:
         g2 = g2 * (ids != padding_idx)[:, None]
     return scatter_rows(g2, ids, shape[0])

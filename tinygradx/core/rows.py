@@ -84,6 +84,8 @@ def normalize(xp, x, dims, eps):
     statistics overflow are divided by their largest |x|, s, first (the same xhat; rstd then
     carries 1/s): s is a constant, and since xhat does not depend on it, the derivative taken
     with s held constant is the exact one."""
+    if value(x).size == 0:                     # nothing to normalise: empty in, empty out
+        return x * 0, x * 0
     xc = x - xp.mean(x, dims, True)
     with np.errstate(over="ignore"):           # an overflow is found and handled below
         var = xp.mean(xc * xc, dims, True)
@@ -136,10 +138,13 @@ class LayerNorm(Function):
         w = wb[0].reshape(n) if affine[0] else None
         b = wb[-1].reshape(n) if affine[1] else None
         self.affine, self.eps = affine, eps
-        return layer_norm_rows(x.reshape(-1, n), w, b, eps).reshape(x.shape)
+        rows = math.prod(x.shape[:x.ndim - n_axes])
+        return layer_norm_rows(x.reshape(rows, n), w, b, eps).reshape(x.shape)
 
     def backward(self, g):
         xp, x = of(g), self.x
+        if value(x).size == 0:              # an empty input: empty gradients (no statistics)
+            return (g * 0,) + tuple(xp.zeros_like(p) for p in self.wb)
         w = self.wb[0] if self.affine[0] else None
         if x.dtype == np.float16:           # in float32; the walk rounds each gradient once
             x, g = xp.astype(x, F32), xp.astype(g, F32)

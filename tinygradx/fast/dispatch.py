@@ -216,8 +216,8 @@ def fast_backward(cls, name="fast", **declaration):
 
 
 def _backward_ok(v, ctx, g):
-    """A derivative's version takes (ctx, g) when g has one of its dtypes, its accepts(ctx, g)
-    holds and its backend runs."""
+    """A derivative's version takes (ctx, g) when g has one of its dtypes, g and every input
+    have at least one element, its accepts(ctx, g) holds and its backend runs."""
     if v.off:
         return False
     if v.dtypes is not None and (type(g) is not np.ndarray or g.dtype not in v.dtypes
@@ -225,6 +225,9 @@ def _backward_ok(v, ctx, g):
         return False
     if not v.in_blocks and parallel.in_block():
         return False
+    for p in ctx.parents:                 # an empty input: its gradient is the formula's
+        if p._data.size == 0:
+            return False
     if v.accepts is not None and not v.accepts(ctx, g):
         return False
     return backend_ready(v.backend)

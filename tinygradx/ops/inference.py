@@ -50,7 +50,8 @@ def layer_norm(x, weight, bias, eps=1e-5):
         if p is not None and p.shape != (n,):
             raise OpError(f"inference.layer_norm: {name} has shape {p.shape}, expected ({n},) "
                           f"for an input of shape {x.shape}")
-    return layer_norm_rows(x.reshape(-1, n), weight, bias, eps).reshape(x.shape)
+    rows2 = x.reshape(math.prod(x.shape[:-1]), n)
+    return layer_norm_rows(rows2, weight, bias, eps).reshape(x.shape)
 
 
 def gelu(x, approximate="none"):

@@ -40,10 +40,14 @@ def _last_axis(x, axis):
     return x.ndim > 0 and axis in (-1, x.ndim - 1)
 
 
+def _matrix(a):
+    """a (..., n) as a (rows, n) view (rows counted, not -1: n may be 0)."""
+    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
+
+
 def _rows2(*arrays):
     """(rows, n) views of C-ordered arrays over their last axis."""
-    n = arrays[0].shape[-1]
-    return [a.reshape(-1, n) for a in arrays]
+    return [_matrix(a) for a in arrays]
 
 
 # ------------------------------------------------------------------------------------------
@@ -112,7 +116,8 @@ def _layer_norm_backward_compiled(ctx, g):
     n = math.prod(ctx.wshape)
     w = ctx.wb[0].reshape(n) if ctx.affine[0] else None
     dx, gw, gb = kernels.layer_norm_backward(
-        np.ascontiguousarray(g.reshape(-1, n)), np.ascontiguousarray(ctx.x.reshape(-1, n)),
+        np.ascontiguousarray(g.reshape(g.size // n, n)),
+        np.ascontiguousarray(ctx.x.reshape(ctx.x.size // n, n)),
         None if w is None else np.ascontiguousarray(w), ctx.eps)
     need = ctx.needs_input_grad
     gw = gw.reshape(ctx.wshape) if ctx.affine[0] and need[1] else None
@@ -137,7 +142,7 @@ _FEW_ROWS = 64
 
 
 def _few_rows(a, b, out):
-    a2 = a.reshape(-1, a.shape[-1])
+    a2 = _matrix(a)
     y = np.ascontiguousarray((b.T @ a2.T).T)               # (rows, m)
     return y.reshape(a.shape[:-1] + (b.shape[1],))
 
@@ -156,9 +161,9 @@ register("matmul", Version("few_rows", _few_rows, accepts=_few_rows_fit, ulp=16,
 
 def _linear_backward_pool(ctx, g):
     """dX = g W and dW = g^T X side by side, one per core; db = the column sums of g."""
-    g2 = g.reshape(-1, g.shape[-1])                      # (rows, out)
+    g2 = _matrix(g)                                      # (rows, out)
     x = ctx.x
-    gx, gw = pool.pair(g2, ctx.w, g2.T, x.reshape(-1, x.shape[-1]))   # (rows, in), (out, in)
+    gx, gw = pool.pair(g2, ctx.w, g2.T, _matrix(x))      # (rows, in), (out, in)
     gx = gx.reshape(x.shape)                             # (..., in)
     need = ctx.needs_input_grad
     if len(need) == 3:
@@ -170,8 +175,8 @@ def _linear_pair_fits(ctx, g):
     need = ctx.needs_input_grad
     if not (need[0] and need[1]) or not g.dtype == ctx.x.dtype == ctx.w.dtype:
         return False
-    g2 = g.reshape(-1, g.shape[-1])
-    return pool.pair_fits(g2, ctx.w, g2.T, ctx.x.reshape(-1, ctx.x.shape[-1]))
+    g2 = _matrix(g)
+    return pool.pair_fits(g2, ctx.w, g2.T, _matrix(ctx.x))
 
 
 register(Linear, Version("pool", _linear_backward_pool, backend="pool",
@@ -182,8 +187,8 @@ def _matmul_backward_pool(ctx, g):
     """(..., n, k) @ W (k, m), W shared by the batch: dA = g W^T and dW = A^T g as two 2-D
     products side by side."""
     a, b = ctx.a, ctx.b
-    a2 = a.reshape(-1, a.shape[-1])                      # (rows, k)
-    g2 = g.reshape(-1, g.shape[-1])                      # (rows, m)
+    a2 = _matrix(a)                      # (rows, k)
+    g2 = _matrix(g)                      # (rows, m)
     ga, gb = pool.pair(g2, b.T, a2.T, g2)                # (rows, k), (k, m)
     return ga.reshape(a.shape), gb                       # (..., n, k)
 
@@ -195,7 +200,7 @@ def _matmul_pair_fits(ctx, g):
     a, b = ctx.a, ctx.b
     if not g.dtype == a.dtype == b.dtype:
         return False
-    a2, g2 = a.reshape(-1, a.shape[-1]), g.reshape(-1, g.shape[-1])
+    a2, g2 = _matrix(a), _matrix(g)
     return g2.shape[0] == a2.shape[0] and pool.pair_fits(g2, b.T, a2.T, g2)
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+import math
+
 import numpy as np
 
 from ..ops import movement, index as ops_index, scans
@@ -334,7 +336,7 @@ def _multinomial(w, k, replacement):
                       f"{w.shape} and dtype {w.dtype}")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
         raise OpError(f"multinomial: num_samples must be a positive int, got {k!r}")
-    rows = w.reshape(-1, w.shape[-1]).astype(np.float64)
+    rows = w.reshape(math.prod(w.shape[:-1]), w.shape[-1]).astype(np.float64)
     n = rows.shape[1]
     if not np.all(np.isfinite(rows)) or np.any(rows < 0):
         raise OpError("multinomial: the weights contain inf, nan or a negative value")
