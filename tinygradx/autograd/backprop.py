@@ -22,6 +22,7 @@ import numpy as np
 
 from ..core import walk
 from ..core.node import STATE, Frame, OpError, unbroadcast
+from ..core.fastpath import walk_carrier
 from ..core.walk import initial_grad, run_backward
 from ..core.tensor_base import TensorBase
 from .hooks import run_post_hooks
@@ -101,9 +102,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
 
 
 def _store_grad(t, g, owned):
-    """The array walk's leaf store, then the leaf's post-accumulate-grad hooks (only a
+    """The array walk's leaf store (the speed layer's, once installed: it may hand an owned
+    gradient to .grad without a copy), then the leaf's post-accumulate-grad hooks (only a
     backward() accumulates: grad() runs none, as PyTorch)."""
-    walk.ArrayWalk.store(t, g, owned)
+    walk_carrier(walk.ArrayWalk).store(t, g, owned)
     if t._hooks:
         run_post_hooks(t)
 
