@@ -4,6 +4,7 @@
     python bench/bench_ab.py fused --config gpt-cpu --pairs 15       # fused vs op-by-op attention
     python bench/bench_ab.py pool --config encdec --pairs 60         # the C pool on vs off
     python bench/bench_ab.py dropout --config encdec --pairs 40      # dropout masks: bits vs floats
+    python bench/bench_ab.py backends --config gpt-cpu --pairs 20    # each compiled backend's share
 
 `threads` runs one GPT model with `tinygradx.parallel.set_threads(1)` and `(2)` in alternate
 calls; `fused` builds two identical GPTs and turns `CausalSelfAttention.fused` off in one;
@@ -12,7 +13,11 @@ alternate calls, against each other (no floor: the pool serves numpy's GEMMs too
 file's OPENBLAS_THREAD_TIMEOUT=4, OpenBLAS's own threads sleep as soon as they are handed
 back); `dropout` runs one model (a config with dropout: encdec) with dropout's masks drawn as
 now (`ops.fused.dropout_scale`: 32 raw bits per element) and as before (a float32 uniform
-per element) in alternate calls. The arms (and the floor) alternate within each round
+per element) in alternate calls; `backends` runs one model with every faster version of the
+dispatcher on, then with numba's loops off (every version of backend "kernels"), with the C
+pool's off (backend "pool"), and with both off (numpy and row blocks only), in alternate
+calls (`dispatch.switched_off`), so each compiled backend's share of the step is measured in
+the same minutes. The arms (and the floor) alternate within each round
 (bench/harness.py), so the ratios compare like with like. Timings are printed, never asserted.
 """
 from __future__ import annotations
@@ -59,6 +64,8 @@ def arms(what, spec, params, batch):
         return {"pool off": off, "pool on": on}
     if what == "dropout":
         return _dropout_arms(bf._tinygradx_adapter(spec, params, batch))
+    if what == "backends":
+        return _backend_arms(bf._tinygradx_adapter(spec, params, batch))
     if spec["kind"] != "gpt":
         raise SystemExit(f"{what}: a GPT config only")
     if what == "threads":
@@ -79,6 +86,21 @@ def arms(what, spec, params, batch):
         if isinstance(m, CausalSelfAttention):
             m.fused = False
     return {"fused attention": fused, "op by op": explicit}
+
+
+def _backend_arms(step):
+    """The same step with each compiled backend's versions switched off (fast/dispatch.py)."""
+    from tinygradx.fast import dispatch
+
+    def without(*backends):
+        off = [v for vs in dispatch.VERSIONS.values() for v in vs if v.backend in backends]
+
+        def run():
+            with dispatch.switched_off(*off):
+                return step()
+        return run
+    return {"both": without(), "no numba loops": without("kernels"),
+            "no C pool": without("pool"), "neither": without("kernels", "pool")}
 
 
 def _dropout_arms(step):
@@ -103,14 +125,15 @@ def _dropout_arms(step):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("what", choices=["threads", "fused", "pool", "dropout"])
+    ap.add_argument("what", choices=["threads", "fused", "pool", "dropout", "backends"])
     ap.add_argument("--config", default="gpt-cpu", choices=list(bf.CONFIGS))
     ap.add_argument("--pairs", type=int, default=10)
     args = ap.parse_args(argv)
     spec = bf.CONFIGS[args.config]
     params, batch = bf.init_params(spec), bf.make_batch(spec)
     fns = arms(args.what, spec, params, batch)
-    base = {"pool": "pool off", "dropout": "float32 uniforms"}.get(args.what, "numpy")
+    base = {"pool": "pool off", "dropout": "float32 uniforms",
+            "backends": "both"}.get(args.what, "numpy")
     if base == "numpy":
         fns = {"numpy": bf._numpy_adapter(spec, params, batch), **fns}
     print(machine_facts())
