@@ -4,10 +4,12 @@ numpy runs LayerNorm as about ten calls (mean, subtract, variance, square root, 
 each a pass over memory with ~1 us of call cost of its own. On a Transformer's activations
 that is ten passes; on the one row of a generated token it is ~12 us of mostly call cost for
 128 numbers. With numba installed (`pip install tinygradx[fast]`), the few ops below run as
-one compiled loop per row instead. Nothing else changes: each kernel has the numpy code in
-fused.py, rowwise.py and optim.py as its fallback and reference, and tests/fast/test_kernels.py
-holds the two equal to float32 rounding. Sums run in float64 here (numpy sums float32
-pairwise in float32), so the kernels round no worse than the numpy path.
+one compiled loop per row instead. Nothing else changes: each kernel is a version of a
+reference written in numpy (core/rows.py, ops/fused.py, ops/rowwise.py, optim/adam.py),
+registered beside it with the declaration of what it takes (fast/dispatch.py), and
+tests/fast/test_differential.py holds each to its reference within its declared bound. Sums
+run in float64 here (numpy sums float32 pairwise in float32), so the kernels round no worse
+than the reference.
 
     TINYGRADX_KERNELS=0        numpy only, even with numba installed (CI runs both ways)
     TINYGRADX_CACHE_DIR=path   where the compiled module is kept (default ~/.cache/tinygradx)
@@ -18,14 +20,14 @@ module for this machine's CPU, float32 and float64 each, and caches it; this pro
 imports that module and never numba itself, whose LLVM would add ~100 MB of resident memory.
 The fast-math flags allow reordering sums (so loops vectorise) but not assuming finite
 values: NaN and inf propagate as in numpy. The compiled functions trust their arguments'
-layout, so `_call` passes only C-contiguous arrays of the kernel's dtype.
+layout: the dispatcher calls the functions below only for arrays their declarations take
+(C-ordered, of one dtype, outputs writable and apart from the inputs), and `_call` refuses a
+non-C-ordered argument before a loop runs, so a declaration that let one through fails loudly.
 
-The first build says so in one line on the "tinygradx" logger (`process.notice`: stderr unless
-logging is configured), since the step that triggers it waits ~20 s; a build that fails turns
-the kernels off for the process, keeps the reason in `BUILD_ERROR` and says so once.
-Every entry point below returns its result when it did the work (True for those that write
-into arrays given) and None when it did not (the kernels off, a dtype or layout it does not
-take): the caller then runs its numpy path.
+The first build says so in one line on the "tinygradx" logger (`process.announce`: stderr
+unless logging is configured; what it builds, with which C compiler), since the step that
+triggers it waits ~20 s; a build that fails turns the kernels off for the process, keeps the
+reason in `BUILD_ERROR` and says so once.
 """
 from __future__ import annotations
 

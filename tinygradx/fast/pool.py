@@ -5,7 +5,9 @@ Where a GPT step's time goes beyond its large GEMMs is in products too small for
 thread: attention multiplies 48 (64, 32) matrices at a time, six stacks per layer, each on
 one core while the other waits. PyTorch runs them on both. Python threads cannot help: a
 hand-off costs 20-50 us against 50-200 us of work (parallel.py). So pool.c keeps a few C
-threads that take a task in about a microsecond:
+threads that take a task in about a microsecond. Each call below is a version of a function
+of the core or ops/, registered there with its declaration (fast/dispatch.py) and called only
+for what the declaration takes:
 
 - `matmul(a, b)`: a stack of small products, its batch cut in blocks, one block per thread
   (each product still one cblas_?gemm call of numpy's OpenBLAS, so each is computed as by
@@ -18,24 +20,24 @@ threads that take a task in about a microsecond:
 - `attention(q, k, v, mask, scale, out, draw=None)` and `attention_backward(...)`: float32
   attention head by head, a block of heads per thread, each head's products (numpy's cblas_sgemm
   calls) and its softmax in one go while its scores sit in the core's cache, instead of
-  whole-stack passes over every head's scores (pool.c says how; ops/attention.py calls it).
+  whole-stack passes over every head's scores (pool.c says how; ops/attention.py's versions).
 - `gelu_tanh(x, t, y)` and `gelu_tanh_grad(x, t, g, d)`: the tanh GELU in float32 in one pass
-  (with pool.c's own tanh) cut between the threads (ops/fused.py calls it).
+  (with pool.c's own tanh) cut between the threads (ops/fused.py's versions).
 - `softmax(x2, out2)` and `softmax_grad(g2, s2, out2)`: the last-axis softmax in float32, rows
-  cut between the threads, with attention's row loops (ops/rowwise.py calls it).
+  cut between the threads, with attention's row loops (ops/versions.py).
 
 A second pool beside OpenBLAS's own threads would fight them for the cores (a GPT step 3x
 slower, measured), so this one also runs OpenBLAS's parallel jobs: OpenBLAS >= 0.3.28 takes
 a program's threading through `openblas_set_threads_callback_function`, and numpy's wheels
 ship such an OpenBLAS. That is a change to the whole process (numpy's threaded GEMMs anywhere
-in it run on these threads, with the same numbers), so it is taken at the first backward
-pass that multiplies matrices, said once (`process.notice`), and can be refused:
-TINYGRADX_POOL=0 in the environment, or `set_enabled(False)` (which gives OpenBLAS its own
-threads back). The Trainer, the `tinygradx` command and bench/ call `process.own_process()`,
-which keeps it quiet. Without OpenBLAS with that callback (numpy on MKL or Accelerate, an
-older OpenBLAS), on one thread (TINYGRADX_THREADS=1, OPENBLAS_NUM_THREADS=1), off Linux,
-or without the compiled kernels (kernels.py builds pool.c next to them), nothing changes:
-every function here returns None and the caller runs numpy. `status()` says which.
+in it run on these threads, with the same numbers), so it is taken the first time the
+dispatcher chooses one of the versions below (whatever op asks first: the paths never depend
+on what ran before), listed by `process.report()`, and can be refused: TINYGRADX_POOL=0 in the
+environment, or `set_enabled(False)` (which gives OpenBLAS its own threads back). Without
+OpenBLAS with that callback (numpy on MKL or Accelerate, an older OpenBLAS), on one thread
+(TINYGRADX_THREADS=1, OPENBLAS_NUM_THREADS=1), off Linux, or without the compiled kernels
+(kernels.py builds pool.c next to them), nothing changes: the pool's versions decline and the
+references run. `status()` says which.
 """
 from __future__ import annotations
 
