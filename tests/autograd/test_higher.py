@@ -149,3 +149,33 @@ def test_an_inplace_change_after_use_is_refused_under_create_graph():
     y.add_(1)
     (g,) = tgx.grad(s + w.sum(), x, create_graph=True)
     np.testing.assert_allclose(g.numpy(), np.full(3, 4.0))
+
+
+def test_create_graph_walks_leave_no_reference_cycle():
+    """Invariant 4 under create_graph too (a recursive closure in graph_view made one per node
+    until it became a plain function: 44 objects per walk of this graph), with a custom
+    Function saving its output and a module with backward hooks in the graph."""
+    import gc
+
+    class Exp(tgx.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors
+            return g * y
+
+    lin = tgx.nn.Linear(2, 2).double()
+    lin.register_full_backward_hook(lambda m, gi, go: None)
+    x = tgx.tensor([[0.5, 1.0]], dtype=tgx.float64, requires_grad=True)
+    for _ in range(2):                    # the first also loads what the process loads once
+        gc.collect()
+        (g,) = tgx.grad((lin(Exp.apply(x)) * x).tanh().sum(), x, create_graph=True)
+        (h,) = tgx.grad(g.sum(), x)
+        del g, h
+        found = gc.collect()
+    assert found == 0

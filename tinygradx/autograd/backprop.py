@@ -322,18 +322,22 @@ def graph_view(ctx, out):
     for i, old in getattr(ctx, "old_inputs", {}).items():
         carry[id(old)] = Restore.apply(ctx.parents[i], value=old)
 
-    def swap(v):
-        if isinstance(v, np.ndarray):
-            return carry.get(id(v), v)
-        if isinstance(v, (tuple, list)) and any(isinstance(a, np.ndarray) for a in v):
-            return type(v)(swap(a) for a in v)
-        return v
-
     kept = ctx.__dict__
     if type(ctx).__dict__.get("_unpacks") is not None:     # saved_tensors_hooks packed them
         kept = unpacked(ctx, out)
-    view.__dict__.update({k: swap(v) for k, v in kept.items()})
+    view.__dict__.update({k: _swap(v, carry) for k, v in kept.items()})
     return view
+
+
+def _swap(v, carry):
+    """v with every array that `carry` maps replaced by its Tensor (inside tuples and lists
+    too). A plain function: a closure calling itself would be a reference cycle holding the
+    node's view until Python's cyclic collector ran."""
+    if isinstance(v, np.ndarray):
+        return carry.get(id(v), v)
+    if isinstance(v, (tuple, list)) and any(isinstance(a, np.ndarray) for a in v):
+        return type(v)(_swap(a, carry) for a in v)
+    return v
 
 
 def _node_backward_graph(ctx, g, grads, t, on_edge=None):

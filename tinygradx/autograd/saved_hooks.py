@@ -7,14 +7,15 @@ tensor's gradient path.
     loss.backward()                    # ... and comes back through unpack when mul's backward runs
 
 Inside the block every node recorded in this thread hands each array it keeps for backward to
-`pack` (as a Tensor: the input Tensor itself when it keeps an input, the output Tensor when it
-keeps its output, a new Tensor for anything else) and keeps only what pack returns. When the node
-runs backward, `unpack` gets that back and must return a Tensor, whose values the derivative
-reads. As in PyTorch, only the innermost block's hooks act, nodes recorded under no_grad keep
-nothing, a custom Function's `ctx.save_for_backward` goes through the same two hooks (unpack on
-every read of `ctx.saved_tensors`), and no version check is made on a packed value (what unpack
-returns is what backward reads). Under create_graph=True the unpacked value of an input or output
-keeps that tensor's gradient path (`Restore`), so second derivatives see through the hooks.
+`pack` (as a Tensor: the input Tensor itself when it keeps an input, a Tensor on the output's
+memory when it keeps its output, a new Tensor for anything else) and keeps only what pack
+returns. When the node runs backward, `unpack` gets that back and must return a Tensor, whose
+values the derivative reads. As in PyTorch, only the innermost block's hooks act, nodes
+recorded under no_grad keep nothing, a custom Function's `ctx.save_for_backward` goes through
+the same two hooks (unpack on every read of `ctx.saved_tensors`), and no version check is made
+on a packed value (what unpack returns is what backward reads). Under create_graph=True the
+unpacked value of an input or output keeps that tensor's gradient path (`Restore`), so second
+derivatives see through the hooks.
 
 How, without a line in the core: packing is an op observer (the core calls every observer with the
 node, its inputs and its output right after the node is made); the packed node's class becomes a
@@ -147,41 +148,50 @@ def _pack_node(ctx, inputs, out, seconds):
         return
     if type(ctx).__dict__.get("_unpacks") is not None or not ctx.__dict__:
         return                          # packed already, or keeps nothing
-    by_id = {id(out._data): ("output", out)}
+    # the output goes to pack as a Tensor of its own (requiring grad, as PyTorch shows it):
+    # handing out `out` itself would let an identity pack keep the node's output on the node,
+    # a reference cycle (invariant 4)
+    shown = out._op_class._from_op(out._data, None)
+    shown.requires_grad, shown._version = True, out._version
+    by_id = {id(out._data): ("output", shown)}
     for i in reversed(range(len(inputs))):                 # x * x: the first of equal inputs
         by_id[id(inputs[i]._data)] = (i, inputs[i])
     done = {}
-
-    def pack(v):
-        if isinstance(v, np.ndarray):
-            if id(v) not in done:
-                role, t = by_id.get(id(v), (None, None))
-                if t is None:
-                    t = out._op_class._from_op(v, None)
-                done[id(v)] = _packed(hooks[0](t), role)
-            return done[id(v)]
-        if isinstance(v, (tuple, list)) and any(isinstance(a, np.ndarray) for a in v):
-            return type(v)(pack(a) for a in v)
-        return v
-
-    before = dict(ctx.__dict__)
-    packed = {k: pack(v) for k, v in before.items()}
+    packed = {k: _pack_value(v, by_id, done, hooks, out) for k, v in ctx.__dict__.items()}
     if not done:
         return
     ctx.__dict__.update(packed)
     ctx.__class__ = _packed_class(type(ctx))
 
 
+def _pack_value(v, by_id, done, hooks, out):
+    """One kept value with its arrays packed (each array once; `done` by id). A plain
+    function, not a closure calling itself: such a closure is a reference cycle that would keep
+    the whole graph alive until Python's cyclic collector runs."""
+    if isinstance(v, np.ndarray):
+        if id(v) not in done:
+            role, t = by_id.get(id(v), (None, None))
+            if t is None:
+                t = out._op_class._from_op(v, None)
+            done[id(v)] = _packed(hooks[0](t), role)
+        return done[id(v)]
+    if isinstance(v, (tuple, list)) and any(isinstance(a, np.ndarray) for a in v):
+        return type(v)(_pack_value(a, by_id, done, hooks, out) for a in v)
+    return v
+
+
 _CLASSES = {}
 
 
 def _packed_class(cls):
-    """The subclass a packed node of `cls` becomes: the same name, backward unpacks first."""
+    """The subclass a packed node of `cls` becomes: the same op name (errors, graphs, traces;
+    its backward line is its base's), a private class name (it is no op of its own), and a
+    backward that unpacks first."""
     sub = _CLASSES.get(cls)
     if sub is None:
-        sub = type(cls.__name__, (cls,), {"__slots__": (), "op_name": cls.name(),
-                                          "_unpacks": cls, "backward": _unpacked_backward,
-                                          "__module__": cls.__module__})
+        sub = type(f"_Packed{cls.__name__}", (cls,), {
+            "__slots__": (), "op_name": cls.name(), "_unpacks": cls,
+            "backward": _unpacked_backward, "__module__": cls.__module__})
         _CLASSES[cls] = sub
     return sub
 
@@ -203,25 +213,24 @@ def unpacked(ctx, out):
     """ctx's kept values with every packed one unpacked: arrays, or under create_graph
     (`out` the node's output Tensor) Tensors carrying the gradient path of the input or output
     they stood for."""
-    name = ctx.name()
     seen = {}
+    return {k: _unpack_value(v, ctx, out, seen) for k, v in ctx.__dict__.items()}
 
-    def get(v):
-        if isinstance(v, _Packed):
-            if id(v) not in seen:
-                got = v.unpack(name)
-                if out is not None and v.role is not None:
-                    base = out if v.role == "output" else ctx.parents[v.role]
-                    got = got if got is base else Restore.apply(base, value=got._data)
-                    seen[id(v)] = got
-                else:
-                    seen[id(v)] = got._data
-            return seen[id(v)]
-        if isinstance(v, (tuple, list)) and any(isinstance(a, _Packed) for a in v):
-            return type(v)(get(a) for a in v)
-        return v
 
-    return {k: get(v) for k, v in ctx.__dict__.items()}
+def _unpack_value(v, ctx, out, seen):
+    """One kept value with its packed arrays unpacked (each once; `seen` by id)."""
+    if isinstance(v, _Packed):
+        if id(v) not in seen:
+            got = v.unpack(ctx.name())
+            if out is not None and v.role is not None:
+                base = out if v.role == "output" else ctx.parents[v.role]
+                seen[id(v)] = got if got is base else Restore.apply(base, value=got._data)
+            else:
+                seen[id(v)] = got._data
+        return seen[id(v)]
+    if isinstance(v, (tuple, list)) and any(isinstance(a, _Packed) for a in v):
+        return type(v)(_unpack_value(a, ctx, out, seen) for a in v)
+    return v
 
 
 def pack_saved(tensors, roles):
