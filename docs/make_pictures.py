@@ -91,6 +91,7 @@ def graphs(out, quick=False):
                                   lang=lang), os.path.join(d, f"walkthrough_{name}_ln.svg"))
         a = tgx.tensor([1.0, 2.0], requires_grad=True)                  # autograd.md
         b = tgx.tensor([3.0, 4.0], requires_grad=True)
+        a.name, b.name = "a", "b"
         y = (a * b + a).sum()
         y.backward(retain_graph=True)
         viz.render(viz.to_dot(y, show_saved=True, lang=lang),

@@ -137,6 +137,9 @@ def run_page(page, drawn=None):
     rng_state = tgx.get_rng_state()
     with tempfile.TemporaryDirectory() as tmp, np.printoptions():
         os.chdir(tmp)
+        # a snippet may write a committed picture (docs/img/...): here it writes the temp copy,
+        # which test_snippets then holds against the committed one
+        os.makedirs(os.path.join("docs", "img", "zh"))
         try:
             for b in blocks(lines):
                 if b.lang != "python" or b.skip:

@@ -45,9 +45,12 @@ def run_demo(steps=None, out_dir="runs/demo", task="dates", log=print):
         cfg["max_steps"] = steps
     trainer = Trainer(TrainConfig(**cfg), log=log, overwrite=True)   # the demo owns its dir
     model = trainer.model
+    from .inspect_models import model_facts
+    facts = model_facts(model)                  # what the model is, read from the model
+    ln, layers = {"post": "Post-LN", "pre": "Pre-LN"}[facts["norm"]], facts["layers"]
     log(f"tinygradx demo: the encoder-decoder Transformer of 'Attention Is All You Need' "
-        f"({model.num_parameters():,} parameters, Post-LN, {trainer.cfg.n_layer}+"
-        f"{trainer.cfg.n_layer} layers, d_model {trainer.cfg.d_model}) learns the '{task}' "
+        f"({model.num_parameters():,} parameters, {ln}, {layers}+{layers} layers, d_model "
+        f"{trainer.cfg.d_model}) learns the '{task}' "
         f"task: {len(trainer.task.train):,} training pairs, {len(trainer.task.test):,} "
         f"held out.")
     start = time.perf_counter()
