@@ -230,7 +230,8 @@ def cmd_plot(args):
     from tinygradx.models.apps import pictures
     if not os.path.isfile(os.path.join(args.run_dir, "metrics.jsonl")):
         raise UsageError(f"{args.run_dir} has no metrics.jsonl (is it a run directory?)")
-    written = pictures.training_health(args.run_dir, out_dir=args.out or args.run_dir)
+    written = pictures.training_health(args.run_dir, out_dir=args.out or args.run_dir,
+                                       lang=args.lang)
     for path in written:
         print(f"wrote {path}")
     return 0
@@ -490,6 +491,8 @@ def _add_drawing_commands(sub):
     data.add_argument("run_dir", help="a run directory holding metrics.jsonl")
     output.add_argument("--out", default=None,
                         help="where to write health.png / health.csv (default: RUN_DIR)")
+    output.add_argument("--lang", choices=["en", "zh"], default="en",
+                        help="the picture's label language (default en)")
     pl.set_defaults(fn=cmd_plot)
 
 
