@@ -19,7 +19,7 @@ from ..core import elementwise as ew
 from ..core import linalg, movement as mv, reduce, rows
 from ..ops import Abs, Clamp, Erf, Maximum, Minimum, Pow, Rsqrt, Sigmoid
 from ..ops import attention as att, einsum, fused, ieee, index, math_ops as mo, movement as omv
-from ..ops import special, trig
+from ..ops import scans, special, trig
 
 __all__ = ["VJPS", "vjp_text"]
 
@@ -141,6 +141,8 @@ VJPS = {
     mo.Elu: ("dx = g ⊙ scale where x > 0, g ⊙ scale·α·eˣ elsewhere",
              "dx = g ⊙ scale（x > 0 处），其余为 g ⊙ scale·α·eˣ"),
     mo.Hardtanh: ("dx = g where min < x < max, else 0", "dx = g（min < x < max 处），其余为 0"),
+    mo.Hardswish: ("d hardswish(x) = 0 below −3, g ⊙ (x/3 + 1/2) between, g above 3",
+                   "d hardswish(x) = 0（x < −3），g ⊙ (x/3 + 1/2)（中间），g（x > 3）"),
     mo.Log1p: ("d log(1 + x) = g / (1 + x)", "d log(1 + x) = g / (1 + x)"),
     mo.Expm1: ("d(eˣ − 1) = g ⊙ eˣ", "d(eˣ − 1) = g ⊙ eˣ"),
     # trigonometric and hyperbolic
@@ -185,6 +187,8 @@ VJPS = {
     index.Scan: ("h = scan(b, a): db = the same recurrence run backward over g, "
                  "da = db ⊙ h of the step before",
                  "h = scan(b, a)：db = 对 g 反向运行同一递推，da = db ⊙ 上一步的 h"),
+    scans.LogCumSumExp: ("yᵢ = log Σ_{j ≤ i} exp(xⱼ): dxⱼ = Σ_{i ≥ j} gᵢ ⊙ exp(xⱼ − yᵢ)",
+                         "yᵢ = log Σ_{j ≤ i} exp(xⱼ)：dxⱼ = Σ_{i ≥ j} gᵢ ⊙ exp(xⱼ − yᵢ)"),
     index.CumSum: ("dxᵢ = Σ_{j ≥ i} gⱼ", "dxᵢ = Σ_{j ≥ i} gⱼ"),
     index.CumProd: ("dxᵢ = Σ_{j ≥ i} gⱼ ⊙ Π_{k ≤ j, k ≠ i} xₖ",
                     "dxᵢ = Σ_{j ≥ i} gⱼ ⊙ Π_{k ≤ j, k ≠ i} xₖ"),
