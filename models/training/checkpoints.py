@@ -12,6 +12,7 @@ import os
 
 import numpy as np
 
+import tinygradx as tgx
 from tinygradx import io
 
 from tinygradx.models.training.config import (RESUMABLE, ConfigError, TrainConfig, is_int,
@@ -24,7 +25,11 @@ class CheckpointSaveError(OSError):
 
 
 def flatten(obj, prefix, arrays):
-    """Move every numpy array of a nested dict/list into `arrays`; return the JSON skeleton."""
+    """Move every numpy array (and Tensor: an optimizer's state) of a nested dict/list into
+    `arrays`; return the JSON skeleton."""
+    if isinstance(obj, tgx.Tensor):
+        arrays[prefix] = obj.detach().numpy().copy()
+        return {"__tensor__": prefix}
     if isinstance(obj, np.ndarray):
         arrays[prefix] = obj
         return {"__array__": prefix}
@@ -42,6 +47,8 @@ def unflatten(obj, arrays):
     if isinstance(obj, dict):
         if set(obj) == {"__array__"}:
             return arrays[obj["__array__"]]
+        if set(obj) == {"__tensor__"}:
+            return tgx.Tensor(arrays[obj["__tensor__"]])
         return {k: unflatten(v, arrays) for k, v in obj.items()}
     if isinstance(obj, list):
         return [unflatten(v, arrays) for v in obj]

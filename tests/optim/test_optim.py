@@ -207,7 +207,7 @@ def test_an_empty_group_is_allowed_beside_a_full_one():
     opt = AdamW([{"params": [p]}, {"params": [], "weight_decay": 0.0}], lr=0.1)
     set_grad(p, [1.0])
     opt.step()
-    assert opt.state_dict()["param_groups"][1]["param_shapes"] == []
+    assert opt.state_dict()["param_groups"][1]["params"] == []
 
 
 def test_params_without_grad_are_skipped():
@@ -251,10 +251,14 @@ def save_state_dict(sd, path):
             return {k: walk(v, f"{key}/{k}") for k, v in x.items()}
         if isinstance(x, list):
             return [walk(v, f"{key}/{i}") for i, v in enumerate(x)]
+        if isinstance(x, tuple):
+            return [walk(v, f"{key}/{i}") for i, v in enumerate(x)]
+        if isinstance(x, tgx.Tensor):
+            x = x.detach().numpy()
         if isinstance(x, np.ndarray):
             arrays[key] = x
             return {"__array__": key}
-        assert isinstance(x, (bool, int, float, str)), (key, type(x))
+        assert x is None or isinstance(x, (bool, int, float, str)), (key, type(x))
         return x
 
     meta = walk(sd, "sd")
@@ -307,18 +311,56 @@ def test_state_dict_round_trip_through_npz_and_json(tmp_path, make):
     np.testing.assert_array_equal(b2.detach().numpy(), b.detach().numpy())
 
 
-def test_state_dict_is_a_copy_and_names_params_by_position():
-    p = param([1.0, 2.0])
-    opt = Adam([p], lr=0.1)
+def test_state_dict_is_pytorchs_structure_and_holds_the_live_state():
+    """PyTorch's layout: parameters numbered across the groups, the state's own Tensors (a
+    later step changes what an earlier state_dict() holds, as in PyTorch)."""
+    p, q = param([1.0, 2.0]), param([3.0])
+    opt = Adam([{"params": [p]}, {"params": [q], "lr": 0.5}], lr=0.1)
     set_grad(p, [1.0, 1.0])
     opt.step()
     sd = opt.state_dict()
-    assert set(sd["state"]) == {"0.0"} and sd["optimizer"] == "Adam"
-    assert sd["param_groups"][0]["betas"] == [0.9, 0.999]
-    assert sd["param_groups"][0]["param_shapes"] == [[2]]
-    before = sd["state"]["0.0"]["exp_avg"].copy()
+    assert set(sd) == {"state", "param_groups"} and set(sd["state"]) == {0}
+    assert [g["params"] for g in sd["param_groups"]] == [[0], [1]]
+    assert sd["param_groups"][0]["betas"] == (0.9, 0.999) and sd["param_groups"][1]["lr"] == 0.5
+    st = sd["state"][0]
+    assert st["step"].dtype == np.float32 and st["step"].item() == 1.0
+    assert st["exp_avg"] is opt.state[p]["exp_avg"]
+    before = st["exp_avg"].numpy().copy()
     opt.step()
-    np.testing.assert_array_equal(sd["state"]["0.0"]["exp_avg"], before)
+    assert not np.array_equal(sd["state"][0]["exp_avg"].numpy(), before)
+
+
+def test_an_old_tinygradx_state_dict_still_loads():
+    """The layout tinygradx wrote before PyTorch's structure ('param_shapes', "g.i" names, an
+    int step, arrays): a checkpoint of an earlier run resumes, with the same next steps."""
+    a, b = param(P0), param([0.5, -0.5])
+    opt = Adam([{"params": [a]}, {"params": [b], "weight_decay": 0.1}], lr=0.05)
+    for _ in range(2):
+        opt.zero_grad()
+        engine_step(a)
+        set_grad(b, [1.0, -2.0])
+        opt.step()
+    legacy = {"optimizer": "Adam", "param_groups": [], "state": {}}
+    for gi, g in enumerate(opt.param_groups):
+        legacy["param_groups"].append(
+            {**{k: list(v) if isinstance(v, tuple) else v for k, v in g.items()
+                if k != "params"}, "param_shapes": [list(p.shape) for p in g["params"]]})
+        for i, p in enumerate(g["params"]):
+            st = opt.state[p]
+            legacy["state"][f"{gi}.{i}"] = {"step": int(st["step"].item()),
+                                           "exp_avg": st["exp_avg"].numpy().copy(),
+                                           "exp_avg_sq": st["exp_avg_sq"].numpy().copy()}
+    a2, b2 = param(a.detach().numpy().copy()), param(b.detach().numpy().copy())
+    opt2 = Adam([{"params": [a2]}, {"params": [b2]}], lr=0.05)
+    opt2.load_state_dict(legacy)
+    assert opt2.param_groups[1]["weight_decay"] == 0.1
+    for o, x, y in ((opt, a, b), (opt2, a2, b2)):
+        o.zero_grad()
+        engine_step(x)
+        set_grad(y, [1.0, -2.0])
+        o.step()
+    np.testing.assert_array_equal(a2.detach().numpy(), a.detach().numpy())
+    np.testing.assert_array_equal(b2.detach().numpy(), b.detach().numpy())
 
 
 def test_load_state_dict_mismatches_are_clear_and_change_nothing():
@@ -334,18 +376,19 @@ def test_load_state_dict_mismatches_are_clear_and_change_nothing():
     with pytest.raises(ValueError, match="1 parameter groups, this optimizer has 2"):
         Adam([{"params": [param([1.0, 2.0])]}, {"params": [param([1.0])]}]).load_state_dict(sd)
     fresh = Adam([param([1.0, 2.0]), param([3.0, 4.0])], lr=0.5)
-    with pytest.raises(ValueError, match=r"parameter 1 of group 0 has shape \(1,\) in the "
-                                         r"state dict but \(2,\) here"):
+    with pytest.raises(ValueError, match=r"'exp_avg' of parameter 1 has shape \(1,\), the "
+                                         r"parameter has \(2,\)"):
         fresh.load_state_dict(sd)
     assert fresh.state == {} and fresh.param_groups[0]["lr"] == 0.5
-    with pytest.raises(ValueError, match="saved from a Adam, not a SGD"):
-        SGD([param([1.0, 2.0]), param([3.0])], lr=0.1).load_state_dict(sd)
-    bad = opt.state_dict()
-    bad["state"]["0.0"]["exp_avg"] = np.zeros(3)
-    with pytest.raises(ValueError, match="'exp_avg' of parameter '0.0' has shape"):
+    with pytest.raises(ValueError, match="holds .*'exp_avg'.* which SGD keeps not"):
+        SGD([param([1.0, 2.0]), param([3.0])], lr=0.1, momentum=0.9).load_state_dict(sd)
+    bad = {"state": {0: dict(sd["state"][0], exp_avg=np.zeros(3)), 1: sd["state"][1]},
+           "param_groups": sd["param_groups"]}
+    with pytest.raises(ValueError, match="'exp_avg' of parameter 0 has shape"):
         Adam([param([1.0, 2.0]), param([3.0])]).load_state_dict(bad)
-    bad = opt.state_dict()
-    del bad["state"]["0.1"]["exp_avg_sq"]
+    bad = {"state": {0: sd["state"][0], 1: {k: v for k, v in sd["state"][1].items()
+                                            if k != "exp_avg_sq"}},
+           "param_groups": sd["param_groups"]}
     with pytest.raises(ValueError, match="lacks"):
         Adam([param([1.0, 2.0]), param([3.0])]).load_state_dict(bad)
 
@@ -430,17 +473,14 @@ def test_lr_scheduler_sets_every_group_and_round_trips():
     (lambda p: Adam([p], lr=-1), ValueError, r"Adam: invalid learning rate lr=-1"),
     (lambda p: Adam([p], betas=(1.0, 0.999)), ValueError, r"Adam: invalid beta1=1\.0"),
     (lambda p: AdamW([p], betas=(0.9, -0.1)), ValueError, r"AdamW: invalid beta2=-0\.1"),
-    (lambda p: AdamW([p], eps=0.0), ValueError, r"AdamW: invalid eps=0\.0"),
+    (lambda p: AdamW([p], eps=-1e-8), ValueError, r"AdamW: invalid eps=-1e-08"),
     (lambda p: AdamW([p], weight_decay=-1e-2), ValueError, r"AdamW: invalid weight_decay"),
     (lambda p: SGD([p], lr=0.1, momentum=-0.5), ValueError, r"SGD: invalid momentum=-0\.5"),
     (lambda p: SGD([p], lr=0.1, nesterov=True), ValueError, r"nesterov=True needs momentum"),
     (lambda p: SGD([], lr=0.1), ValueError, r"SGD: got an empty parameter list"),
     (lambda p: SGD(p, lr=0.1), TypeError, r"single Tensor"),
-    (lambda p: Adam([p, p]), ValueError, r"appears more than once"),
     (lambda p: Adam([{"params": [p]}, {"params": [p], "weight_decay": 0}]), ValueError,
-     r"parameter 0 of group 1 .* appears more than once"),
-    (lambda p: Adam([{"params": []}]), ValueError, r"Adam: got an empty parameter list"),
-    (lambda p: Adam([tgx.Tensor([1, 2])]), TypeError, r"dtype int64; only floating-point"),
+     r"a parameter of group 1 is already in an earlier group"),
     (lambda p: Adam([np.zeros(3)]), TypeError, r"is a ndarray, not a Tensor"),
     (lambda p: Adam([p * 2]), ValueError, r"not a leaf"),
 ])

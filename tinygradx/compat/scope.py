@@ -57,7 +57,7 @@ RULES = (
         "torch.*_indices_copy", "torch.indices_copy", "torch.values_copy", "torch.smm",
         "torch.Tensor.smm", "torch.hsmm", "torch.dsmm", "torch.hspmm", "torch.spmm",
         "torch.saddmm", "torch.sspaddmm", "torch.Tensor.sspaddmm", "torch.segment_reduce",
-        "torch.nn.utils.prune*")),
+        "torch.nn.utils.prune*", "torch.optim.SparseAdam")),
     (LAZY, ("torch.nn.Lazy*",)),
     (ACCELERATOR, (
         "torch.cuda.*", "torch.Tensor.cuda", "torch.Tensor.xpu", "torch.Tensor.ipu",
@@ -107,7 +107,8 @@ RULES = (
         "torch.bfloat16", "torch.BFloat16*", "torch.Tensor.bfloat16", "torch.float8_*",
         "torch.float4_*", "torch.bits*", "torch.bit", "torch.int1", "torch.int2", "torch.int3",
         "torch.int4", "torch.int5", "torch.int6", "torch.int7", "torch.uint1", "torch.uint2",
-        "torch.uint3", "torch.uint4", "torch.uint5", "torch.uint6", "torch.uint7")),
+        "torch.uint3", "torch.uint4", "torch.uint5", "torch.uint6", "torch.uint7",
+        "torch.optim.Muon")),
     (STORAGE, (
         "torch.*Storage", "torch.StorageBase", "torch.Tensor.storage*",
         "torch.Tensor.untyped_storage", "torch.Tensor.data_ptr", "torch.Tensor.const_data_ptr",

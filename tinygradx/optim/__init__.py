@@ -4,9 +4,13 @@ Every update works on the numpy arrays behind the parameters (``p._data``, ``p.g
 place, so no graph is recorded and references to ``p._data`` (a module's weight, a tied embedding)
 stay valid. The package holds one module per concept, all re-exported here:
 
-    optimizer.py     `Optimizer`: parameter groups, their checks, step/zero_grad, state dicts
-    sgd.py           `SGD` (momentum, Nesterov, L2 decay), its update rule in the docstring
-    adam.py          `Adam` and `AdamW` (decoupled weight decay), their update rules
+    optimizer.py     `Optimizer`: parameter groups, their checks, step/zero_grad, PyTorch's
+                     state dict (and the layout of older tinygradx checkpoints), hooks
+    sgd.py           `SGD` (momentum, Nesterov, L2 decay, maximize), `ASGD` (averaged SGD)
+    adam.py          `Adam` and `AdamW` (decoupled weight decay, amsgrad, maximize)
+    adaptive.py      `RMSprop`, `Adagrad`, `Adadelta`, `Adamax`, `Rprop`
+    adam_variants.py `NAdam`, `RAdam`, `Adafactor`
+    lbfgs.py         `LBFGS` (two-loop recursion, strong Wolfe line search)
     clip_grad.py     gradient clipping (`clip_grad_norm_`, `clip_grad_value_`)
     lr_scheduler.py  the learning-rate schedules: PyTorch's schedulers (LambdaLR, StepLR,
                      CosineAnnealingLR, OneCycleLR, ...) as `optim.lr_scheduler`, and tinygradx's
@@ -19,13 +23,18 @@ from __future__ import annotations
 
 from . import lr_scheduler
 from .adam import Adam, AdamW
+from .adam_variants import Adafactor, NAdam, RAdam
+from .adaptive import Adadelta, Adagrad, Adamax, RMSprop, Rprop
 from .clip_grad import clip_grad_norm_, clip_grad_value_
+from .lbfgs import LBFGS
 from .lr_scheduler import constant, noam, warmup_cosine
 from .optimizer import Optimizer, as_scalar
-from .sgd import SGD
+from .sgd import ASGD, SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "clip_grad_norm_", "clip_grad_value_", "noam",
-           "warmup_cosine", "constant", "LRScheduler", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
+           "NAdam", "RAdam", "Rprop", "ASGD", "LBFGS", "Adafactor", "clip_grad_norm_",
+           "clip_grad_value_", "noam", "warmup_cosine", "constant", "LRScheduler",
+           "lr_scheduler"]
 
 
 # --------------------------------------------------------------------------------------------
