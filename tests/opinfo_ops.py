@@ -513,3 +513,319 @@ add(OpInfo("F.threshold_", lambda x: F.threshold_(x * 1, 0.5, 2.0),
     OpInfo("F.leaky_relu[inplace]", lambda x: F.leaky_relu(x * 1, 0.2, inplace=True),
            torch_op=lambda x: TF.leaky_relu(x * 1, 0.2, inplace=True),
            samples=unary(avoid=(0,)), api=("F.leaky_relu",)))
+
+
+# --- the scatter family (ops/scatter_reduce.py, tensor/scatter_methods.py) -------------------
+def np_scatter_reduce(x, src, dim, index, reduce, include_self=True):
+    """One src element at a time, from the definition."""
+    x = np.asarray(x)
+    dim = dim % x.ndim
+    groups = {}
+    for pos in np.ndindex(*index.shape):
+        target = pos[:dim] + (int(index[pos]),) + pos[dim + 1:]
+        groups.setdefault(target, []).append(src[pos])
+    out = x.copy()
+    for target, vals in groups.items():
+        vals = ([x[target]] if include_self else []) + vals
+        if reduce == "sum":
+            out[target] = np.sum(vals)
+        elif reduce == "prod":
+            out[target] = np.prod(vals)
+        elif reduce == "amax":
+            out[target] = np.max(vals)
+        elif reduce == "amin":
+            out[target] = np.min(vals)
+        elif x.dtype.kind == "f":
+            out[target] = np.sum(vals) / len(vals)
+        else:
+            out[target] = np.floor_divide(np.sum(vals), len(vals))
+    return out
+
+
+def _scatter_reduce_sample(reduces, src_bigger=True):
+    def build(draw, dt):
+        s = shape(draw, 1, 3, empty=False)
+        dim = draw(st.integers(-len(s), len(s) - 1))
+        d = dim % len(s)
+        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        ishape = tuple(draw(st.integers(0 if i == d else 1, n + 1 if i == d else n))
+                       for i, n in enumerate(s))
+        index = rng.integers(0, s[d], size=ishape).astype(np.int64)
+        sshape = tuple(n + (src_bigger and draw(st.integers(0, 4)) == 0) for n in ishape)
+        reduce = draw(st.sampled_from(reduces))
+        low, high = (0.5, 1.5) if reduce == "prod" else (-2.0, 2.0)
+        x = array(draw, s, dt, low=low, high=high)
+        src = array(draw, sshape, dt, low=low, high=high, layout=False)
+        return Sample((x, src), {"dim": dim, "index": index, "reduce": reduce,
+                                 "include_self": draw(st.booleans())})
+    return family(build)
+
+
+_SR = ("sum", "prod", "mean", "amax", "amin")
+
+
+def _zeros_sample():
+    """prod with zeros: one zero in a group, two, and x itself zero. Where a group holds two
+    zeros, the first derivative of each is 0 by the formula (torch's too), so its second
+    derivative is 0 there where the true one is the product of the rest: gradgradcheck leaves
+    these samples out."""
+    x = np.array([2.0, 0.0, 3.0, 5.0])
+    src = np.array([0.0, 4.0, 0.0, 0.0, 7.0, 1.5])
+    index = np.array([0, 0, 2, 2, 1, 3])
+    return [S(x, src, dim=0, index=index, reduce="prod", include_self=inc,
+              desc=f"prod_zeros_{inc}", only=("numpy", "torch", "gradcheck"))
+            for inc in (True, False)]
+
+
+def _ties_sample():
+    x = np.array([1.0, 4.0, 2.0])
+    src = np.array([1.0, 1.0, 4.0, 0.5])
+    index = np.array([0, 0, 1, 2])
+    return [S(x, src, dim=0, index=index, reduce=r, include_self=True, desc=f"{r}_ties",
+              only=("numpy", "torch")) for r in ("amax", "amin", "mean")]
+
+
+add(
+    OpInfo("Tensor.scatter_reduce", lambda x, src, dim, index, reduce, include_self:
+           x.scatter_reduce(dim, index, src, reduce, include_self=include_self),
+           ref=np_scatter_reduce, samples=_scatter_reduce_sample(_SR, False), dtypes=NUMERIC,
+           fixed=(*_zeros_sample(), *_ties_sample())),
+    # src larger than index (only index's box is read): torch's values agree, but its
+    # backward refuses the shape ("invalid gradient ... got [1] but expected [2]"): our
+    # gradient (zeros beyond the box) is held to numpy and finite differences
+    OpInfo("Tensor.scatter_reduce[src_bigger]", lambda x, src, dim, index, reduce,
+           include_self: x.scatter_reduce(dim, index, src, reduce, include_self=include_self),
+           torch_op=None, torch_reason="torch's backward refuses a src larger than index",
+           ref=np_scatter_reduce, samples=_scatter_reduce_sample(_SR),
+           api=("Tensor.scatter_reduce",)),
+    OpInfo("tgx.scatter_reduce", lambda x, src, dim, index, reduce, include_self:
+           tgx.scatter_reduce(x, dim, index, src, reduce, include_self=include_self),
+           torch_op=lambda x, src, dim, index, reduce, include_self: torch.scatter_reduce(
+               x, dim, index, src, reduce, include_self=include_self),
+           ref=np_scatter_reduce, samples=_scatter_reduce_sample(_SR, False)),
+    OpInfo("Tensor.scatter_reduce_", lambda x, src, dim, index, reduce, include_self:
+           x.clone().scatter_reduce_(dim, index, src, reduce, include_self=include_self),
+           ref=np_scatter_reduce, samples=_scatter_reduce_sample(("sum", "prod", "amax"),
+                                                                 False)),
+    OpInfo("Tensor.scatter[reduce]", lambda x, src, dim, index, reduce, include_self:
+           x.scatter(dim, index, src, reduce={"sum": "add", "prod": "multiply"}[reduce]),
+           ref=lambda x, src, dim, index, reduce, include_self: np_scatter_reduce(
+               x, src, dim, index, reduce), samples=_scatter_reduce_sample(("sum", "prod")),
+           dtypes=NUMERIC, grad=False, grad_reason=_NODERIV, api=("Tensor.scatter",)),
+    OpInfo("Tensor.scatter_[reduce]", lambda x, src, dim, index, reduce, include_self:
+           x.clone().scatter_(dim, index, src, reduce={"sum": "add", "prod": "multiply"}[reduce]),
+           ref=lambda x, src, dim, index, reduce, include_self: np_scatter_reduce(
+               x, src, dim, index, reduce), samples=_scatter_reduce_sample(("sum", "prod")),
+           dtypes=NUMERIC, grad=False, grad_reason=_NODERIV, api=("Tensor.scatter_",)),
+)
+
+
+def _index_op_sample(kind):
+    """self, source and a 1-d index along dim for index_add / index_copy / index_reduce."""
+    def build(draw, dt):
+        s = shape(draw, 0, 3, empty=False)
+        nd = max(len(s), 1)
+        dim = draw(st.integers(-nd, nd - 1))
+        d = dim % nd
+        full = s or (1,)
+        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        k = draw(st.integers(0, full[d] + 2)) if s else 1
+        index = (rng.permutation(full[d])[:min(k, full[d])] if kind == "copy" else
+                 rng.integers(0, full[d], size=k)).astype(np.int64)
+        sshape = full[:d] + (len(index),) + full[d + 1:] if s else ()
+        low, high = (0.5, 1.5) if kind == "reduce" else (-2.0, 2.0)
+        kw = {"dim": dim, "index": index}
+        if kind == "reduce":
+            kw.update(reduce=draw(st.sampled_from(("prod", "mean", "amax", "amin"))),
+                      include_self=draw(st.booleans()))
+        return Sample((array(draw, s, dt, low=low, high=high),
+                       array(draw, sshape, dt, low=low, high=high, layout=False)), kw)
+    return family(build)
+
+
+def np_index_op(kind):
+    def ref(x, source, dim, index, reduce="sum", include_self=True, alpha=1):
+        x1 = x.reshape(x.shape or (1,))
+        d = dim % x1.ndim
+        shape = [1] * x1.ndim
+        shape[d] = -1
+        full = np.broadcast_to(index.reshape(shape), source.reshape(source.shape or (1,)).shape)
+        src = source.reshape(full.shape) * alpha
+        if kind == "copy":
+            out = x1.copy()
+            out[_grid(full, d)] = src
+        else:
+            out = np_scatter_reduce(x1, src, d, full, reduce, include_self)
+        return out.reshape(x.shape)
+    return ref
+
+
+def _grid(index, dim):
+    grid = list(np.indices(index.shape, sparse=True))
+    grid[dim] = index
+    return tuple(grid)
+
+
+for _m, _kind in (("index_add", "add"), ("index_copy", "copy"), ("index_reduce", "reduce")):
+    _call = (lambda m: lambda x, s, **kw: getattr(x, m)(kw.pop("dim"), kw.pop("index"), s,
+                                                         *([kw.pop("reduce")] if "reduce" in kw
+                                                           else []), **kw))(_m)
+    _fn = (lambda m: lambda x, s, **kw: getattr(tgx, m)(x, kw.pop("dim"), kw.pop("index"), s,
+                                                         *([kw.pop("reduce")] if "reduce" in kw
+                                                           else []), **kw))(_m)
+    _tfn = (lambda m: lambda x, s, **kw: getattr(torch, m)(x, kw.pop("dim"), kw.pop("index"), s,
+                                                            *([kw.pop("reduce")] if "reduce" in
+                                                              kw else []), **kw))(_m)
+    _ref = np_index_op("sum" if _kind == "add" else _kind)
+    _ref = (lambda r, k: (lambda x, s, **kw: r(x, s, **({"reduce": "sum"} if k == "add" else {}),
+                                                **kw)))(np_index_op("reduce" if _kind != "copy"
+                                                                    else "copy"), _kind)
+    add(OpInfo(f"Tensor.{_m}", _call, ref=_ref, samples=_index_op_sample(_kind)),
+        OpInfo(f"tgx.{_m}", _fn, torch_op=_tfn, ref=_ref, samples=_index_op_sample(_kind)),
+        OpInfo(f"Tensor.{_m}_", (lambda m: lambda x, s, **kw: getattr(x.clone(), m + "_")(
+            kw.pop("dim"), kw.pop("index"), s, *([kw.pop("reduce")] if "reduce" in kw else []),
+            **kw))(_m), ref=_ref, samples=_index_op_sample(_kind)))
+
+
+def _masked_scatter_sample(draw, dt):
+    s = shape(draw, 0, 3)
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    k = draw(st.integers(0, len(s)))
+    mask = np.asarray(rng.random(s[len(s) - k:]) < 0.5)     # broadcasts to s
+    n = int(np.broadcast_to(mask, s).sum())
+    return Sample((array(draw, s, dt), array(draw, (n + draw(st.integers(0, 2)),), dt)),
+                  {"mask": mask})
+
+
+def np_masked_scatter(x, source, mask):
+    out = x.copy()
+    m = np.broadcast_to(mask, x.shape)
+    out[m] = source[:m.sum()]
+    return out
+
+
+def _flat_sample(accumulate_ok):
+    def build(draw, dt):
+        s = shape(draw, 0, 3, empty=False)
+        n = int(np.prod(s))
+        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        ishape = shape(draw, 0, 2)
+        acc = accumulate_ok and draw(st.booleans())
+        index = (rng.integers(-n, n, size=ishape) if acc else
+                 rng.permutation(np.arange(-n, 0) if draw(st.booleans()) else np.arange(n))[
+                     :int(np.prod(ishape))].reshape(-1)).astype(np.int64)
+        kw = {"index": index}
+        if accumulate_ok:
+            kw["accumulate"] = acc
+        return Sample((array(draw, s, dt), array(draw, index.shape, dt)), kw)
+    return family(build)
+
+
+def np_put(x, source, index, accumulate=False):
+    out = x.copy().reshape(-1)
+    if accumulate:
+        np.add.at(out, index.reshape(-1), source.reshape(-1))
+    else:
+        out[index.reshape(-1)] = source.reshape(-1)
+    return out.reshape(x.shape)
+
+
+def _take_along_sample(draw, dt):
+    s = shape(draw, 1, 3, empty=False)
+    dim = draw(st.integers(-len(s), len(s) - 1))
+    d = dim % len(s)
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    ishape = tuple(draw(st.integers(0, 3)) if i == d else draw(st.sampled_from((1, n)))
+                   for i, n in enumerate(s))
+    return Sample((array(draw, s, dt),), {"indices": rng.integers(0, s[d], size=ishape)
+                                          .astype(np.int64), "dim": dim})
+
+
+def np_take_along(x, indices, dim):
+    lead = np.broadcast_shapes(*[tuple(1 if i == dim % x.ndim else n for i, n in enumerate(a))
+                                 for a in (x.shape, indices.shape)])
+    xs = np.broadcast_to(x, tuple(n if i != dim % x.ndim else x.shape[i]
+                                  for i, n in enumerate(lead)))
+    ix = np.broadcast_to(indices, tuple(n if i != dim % x.ndim else indices.shape[i]
+                                        for i, n in enumerate(lead)))
+    return np.take_along_axis(xs, ix, dim)
+
+
+def _index_put_sample(draw, dt):
+    s = shape(draw, 1, 3, empty=False)
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    k = draw(st.integers(1, len(s)))
+    n = draw(st.integers(0, 4))
+    acc = draw(st.booleans())
+    if acc:
+        idx = tuple(rng.integers(0, s[i], size=n) for i in range(k))
+    else:                                       # distinct positions: a defined result
+        flat = rng.permutation(int(np.prod(s[:k])))[:min(n, int(np.prod(s[:k])))]
+        idx = np.unravel_index(flat, s[:k])
+    vshape = (len(idx[0]),) + s[k:]
+    return Sample((array(draw, s, dt), array(draw, vshape[draw(st.integers(0, 1)):] if
+                                                draw(st.booleans()) else vshape, dt)),
+                  {"indices": tuple(np.asarray(i, np.int64) for i in idx), "accumulate": acc})
+
+
+def np_index_put(x, values, indices, accumulate):
+    out = x.copy()
+    if accumulate:
+        np.add.at(out, tuple(indices), np.broadcast_to(values, out[tuple(indices)].shape))
+    else:
+        out[tuple(indices)] = values
+    return out
+
+
+def _tup(kw):
+    """index_put's indices as tensors on either side (the table turns only top-level arrays
+    into tensors)."""
+    return kw
+
+
+add(
+    OpInfo("Tensor.masked_scatter", lambda x, s, mask: x.masked_scatter(mask, s),
+           ref=np_masked_scatter, samples=family(_masked_scatter_sample), dtypes=NUMERIC),
+    OpInfo("tgx.masked_scatter", lambda x, s, mask: tgx.masked_scatter(x, mask, s),
+           torch_op=lambda x, s, mask: torch.masked_scatter(x, mask, s),
+           ref=np_masked_scatter, samples=family(_masked_scatter_sample)),
+    OpInfo("Tensor.masked_scatter_", lambda x, s, mask: x.clone().masked_scatter_(mask, s),
+           ref=np_masked_scatter, samples=family(_masked_scatter_sample)),
+    OpInfo("Tensor.take", lambda x, s, index: x.take(index), ref=lambda x, s, index:
+           x.reshape(-1)[index], samples=_flat_sample(False), dtypes=NUMERIC),
+    OpInfo("tgx.take", lambda x, s, index: tgx.take(x, index),
+           torch_op=lambda x, s, index: torch.take(x, index), ref=lambda x, s, index:
+           x.reshape(-1)[index], samples=_flat_sample(False)),
+    OpInfo("Tensor.put", lambda x, s, index, accumulate: x.put(index, s, accumulate),
+           ref=np_put, samples=_flat_sample(True), dtypes=NUMERIC),
+    OpInfo("tgx.put", lambda x, s, index, accumulate: tgx.put(x, index, s, accumulate),
+           torch_op=lambda x, s, index, accumulate: torch.put(x, index, s, accumulate),
+           ref=np_put, samples=_flat_sample(True)),
+    OpInfo("Tensor.put_", lambda x, s, index, accumulate: x.clone().put_(index, s, accumulate),
+           ref=np_put, samples=_flat_sample(True)),
+    OpInfo("Tensor.take_along_dim", lambda x, indices, dim: x.take_along_dim(indices, dim),
+           ref=np_take_along, samples=family(_take_along_sample), dtypes=NUMERIC),
+    OpInfo("tgx.take_along_dim", lambda x, indices, dim: tgx.take_along_dim(x, indices, dim),
+           torch_op=lambda x, indices, dim: torch.take_along_dim(x, indices, dim),
+           ref=np_take_along, samples=family(_take_along_sample)),
+    OpInfo("Tensor.take_along_dim[flat]", lambda x, s, index: x.take_along_dim(index % max(
+        x.numel(), 1)), ref=lambda x, s, index: x.reshape(-1)[index.reshape(-1)],
+           samples=_flat_sample(False), api=("Tensor.take_along_dim",)),
+    OpInfo("Tensor.index_put", lambda x, v, indices, accumulate: x.index_put(
+        tuple(tgx.tensor(i) for i in indices) if isinstance(x, tgx.Tensor) else
+        tuple(torch.tensor(i) for i in indices), v, accumulate),
+           ref=np_index_put, samples=family(_index_put_sample)),
+    OpInfo("tgx.index_put", lambda x, v, indices, accumulate: tgx.index_put(
+        x, tuple(tgx.tensor(i) for i in indices), v, accumulate),
+           torch_op=lambda x, v, indices, accumulate: torch.index_put(
+               x, tuple(torch.tensor(i) for i in indices), v, accumulate),
+           ref=np_index_put, samples=family(_index_put_sample)),
+    OpInfo("Tensor.index_put_", lambda x, v, indices, accumulate: x.clone().index_put_(
+        tuple(tgx.tensor(i) for i in indices) if isinstance(x, tgx.Tensor) else
+        tuple(torch.tensor(i) for i in indices), v, accumulate),
+           ref=np_index_put, samples=family(_index_put_sample)),
+    OpInfo("tgx.index_fill", lambda x, dim, index: tgx.index_fill(x, dim, index, -1.5),
+           torch_op=lambda x, dim, index: torch.index_fill(x, dim, index, -1.5),
+           samples=family(lambda d, dt: Sample((array(d, (3, 4), dt),), {
+               "dim": d(st.sampled_from((0, 1, -1))), "index": np.array([0, 2])}))),
+)

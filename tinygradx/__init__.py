@@ -76,6 +76,9 @@ from .tensor.more_math import (absolute, acos, acosh, angle, arccos, arccosh,  #
                                mvlgamma, nan_to_num, nextafter, polygamma, positive, rad2deg,
                                sgn, signbit, sinc, sinh, tan, xlogy)
 from .tensor.index_methods import cummax, cummin, logcumsumexp  # noqa: E402
+from .tensor.scatter_methods import (index_add, index_copy, index_fill,  # noqa: E402
+                                     index_put, index_reduce, masked_scatter, put,
+                                     scatter_reduce, take, take_along_dim)
 from .tensor.functions import (addbmm, addcdiv, addcmul, addmv, addr, baddbmm, ger,  # noqa: E402
                                inner, is_complex, is_inference, is_nonzero, tile, vdot)
 from . import functional, nn, optim  # noqa: E402
@@ -145,6 +148,9 @@ __all__ = [
     "max_pool1d_with_indices", "max_pool2d", "max_pool3d", "pixel_shuffle", "pixel_unshuffle",
     # the running extremes and the log-sum-exp scan (ops/scans.py)
     "cummax", "cummin", "logcumsumexp",
+    # the scatter family (tensor/scatter_methods.py, ops/scatter_reduce.py)
+    "index_add", "index_copy", "index_fill", "index_put", "index_reduce", "masked_scatter", "put",
+    "scatter_reduce", "take", "take_along_dim",
 ]
 
 # torch's dtype names: tgx.long, tgx.float, ... (as torch.long, torch.float). Set last, since

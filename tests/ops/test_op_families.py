@@ -108,3 +108,58 @@ def test_activation_refusals_like_torch():
     same(lambda m: m.nn.functional.hardsigmoid(m.tensor([1, 2])))
     same(lambda m: m.nn.functional.softsign(m.tensor([1, 2])))
     same(lambda m: m.nn.functional.elu(m.ones(2, requires_grad=True), inplace=True))
+
+
+SCATTER_CALLS = {
+    "gather_negative": lambda m: m.arange(4.0).gather(0, m.tensor([-1])),
+    "scatter_negative": lambda m: m.arange(4.0).scatter(0, m.tensor([-1]), m.tensor([9.0])),
+    "scatter_add_negative": lambda m: m.arange(4.0).scatter_add(0, m.tensor([-1]),
+                                                                 m.tensor([9.0])),
+    "index_add_negative": lambda m: m.arange(4.0).index_add(0, m.tensor([-1]), m.tensor([9.0])),
+    "index_copy_negative": lambda m: m.arange(4.0).index_copy(0, m.tensor([-1]),
+                                                               m.tensor([9.0])),
+    "take_negative": lambda m: m.arange(4.0).take(m.tensor([-1, 0])),
+    "take_out_of_range": lambda m: m.arange(4.0).take(m.tensor([4])),
+    "put_negative": lambda m: m.arange(4.0).put(m.tensor([-1]), m.tensor([9.0])),
+    "index_fill_negative": lambda m: m.arange(4.0).index_fill(0, m.tensor([-1]), 9.0),
+    "scatter_reduce_dtype": lambda m: m.arange(4.0).scatter_reduce(
+        0, m.tensor([1]), m.tensor([2]), "sum"),
+    "scatter_reduce_bad_reduce": lambda m: m.arange(4.0).scatter_reduce(
+        0, m.tensor([1]), m.tensor([2.0]), "max"),
+    "scatter_multiply": lambda m: m.arange(4).scatter(0, m.tensor([1, 1]), m.tensor([2, 3]),
+                                                      reduce="multiply"),
+    "scatter_add_value": lambda m: m.arange(4).scatter(0, m.tensor([1, 1]), 5, reduce="add"),
+    "scatter_bad_reduce": lambda m: m.arange(4).scatter(0, m.tensor([1]), m.tensor([2]),
+                                                        reduce="mean"),
+    "index_reduce_sum": lambda m: m.ones(3).index_reduce(0, m.tensor([0]), m.tensor([2.0]),
+                                                         "sum"),
+    "index_reduce_int_mean": lambda m: m.tensor([5, 7]).index_reduce(
+        0, m.tensor([0, 0]), m.tensor([-2, 0]), "mean"),
+    "index_add_alpha": lambda m: m.ones(2, 3).index_add(1, m.tensor([2, 0, 2]),
+                                                        m.ones(2, 3) * 2, alpha=0.5),
+    "index_add_shape": lambda m: m.ones(2, 3).index_add(1, m.tensor([2, 0]), m.ones(3, 2)),
+    "masked_scatter_short": lambda m: m.zeros(4).masked_scatter(m.tensor([True] * 4),
+                                                                m.ones(3)),
+    "masked_scatter_int_mask": lambda m: m.zeros(4).masked_scatter(m.tensor([1, 0, 1, 0]),
+                                                                   m.ones(3)),
+    "take_along_dim_broadcast": lambda m: m.arange(6.0).reshape(2, 3).take_along_dim(
+        m.tensor([[0], [2]]), 1),
+    "index_put_accumulate": lambda m: m.zeros(3).index_put((m.tensor([0, 0, 2]),),
+                                                           m.tensor(1.5), accumulate=True),
+    "scatter_reduce_backward": lambda m: _backward(m, lambda x: x.scatter_reduce(
+        0, m.tensor([0, 0, 1]), x * 2, "prod")),
+    "scatter_with_reduce_backward": lambda m: _backward(m, lambda x: x.scatter(
+        0, m.tensor([0, 0, 1]), x * 2, reduce="add")),
+}
+
+
+def _backward(m, fn):
+    x = m.tensor([0.5, 2.0, 3.0], requires_grad=True)
+    fn(x).sum().backward()
+    return x.grad
+
+
+@requires_torch
+@pytest.mark.parametrize("name", list(SCATTER_CALLS))
+def test_scatter_family_like_torch(name):
+    same(SCATTER_CALLS[name])

@@ -267,7 +267,7 @@ class DiagonalAdjoint(Function):
         return of(u).run(Diagonal, u, offset=offset, dim1=dim1, dim2=dim2)
 
 
-def _grid(index, dim):
+def index_grid(index, dim):
     """numpy index tuple that picks, at each position of index, the element index[pos] along
     dim (torch's gather addressing: the other dims run over index's own shape)."""
     grid = list(np.indices(index.shape, sparse=True))
@@ -275,7 +275,7 @@ def _grid(index, dim):
     return tuple(grid)
 
 
-def _box_index(shape, dim):
+def box_index(shape, dim):
     """The index that addresses the box `shape` itself (index[p] = p[dim]): scattering
     through it writes src's leading box of that shape in place."""
     k = shape[dim]
@@ -283,7 +283,7 @@ def _box_index(shape, dim):
     return np.broadcast_to(line, shape).copy()
 
 
-def _check_index(name, x_shape, index, dim, src_shape=None):
+def check_index(name, x_shape, index, dim, src_shape=None):
     if index.dtype != np.int64:
         raise OpError(f"{name}: index must be int64, got {index.dtype}")
     if index.ndim != len(x_shape) and not (index.ndim <= 1 and len(x_shape) <= 1):
@@ -296,15 +296,17 @@ def _check_index(name, x_shape, index, dim, src_shape=None):
             raise OpError(f"{name}: index {index.shape} is larger than src {tuple(src_shape)} "
                           f"in dim {d}")
     size = x_shape[dim] if x_shape else 1
-    if index.size and (index.min() < -size or index.max() >= size):
-        raise OpError(f"{name}: index out of range for dim {dim} of size {size}")
+    if index.size and (index.min() < 0 or index.max() >= size):
+        bad = int(index.min() if index.min() < 0 else index.max())
+        raise OpError(f"{name}: index {bad} is out of bounds for dim {dim} with size {size} "
+                      f"(0..{size - 1}; negative indices are refused, as in torch)")
 
 
 class Gather(Function):
     """y[p] = x[p with p[dim] = index[p]]; dx = zeros with g added at those positions"""
     def forward(self, x, dim, index):
-        _check_index("gather", x.shape, index, dim)
-        self.shape, self.grid, self.dim = x.shape, _grid(index, dim), dim
+        check_index("gather", x.shape, index, dim)
+        self.shape, self.grid, self.dim = x.shape, index_grid(index, dim), dim
         return x[self.grid]
 
     def backward(self, g):
@@ -317,9 +319,9 @@ class Scatter(Function):
     """y = x with x[p with p[dim] = index[p]] = src[p] (add: +=), for p over index's shape;
     dx = g (zero where overwritten), dsrc = g at those positions (zero where index has none)"""
     def forward(self, x, src, dim, index, add=False):
-        _check_index("scatter_add" if add else "scatter", x.shape, index, dim, src.shape)
+        check_index("scatter_add" if add else "scatter", x.shape, index, dim, src.shape)
         self.add, self.src_shape, self.dim = add, src.shape, dim
-        self.grid = _grid(index, dim)
+        self.grid = index_grid(index, dim)
         self.sub = tuple(slice(0, n) for n in index.shape)
         out = x.astype(np.result_type(x, src), copy=True)
         vals = src[self.sub] if src.ndim else np.broadcast_to(src, index.shape)
@@ -344,6 +346,6 @@ class Scatter(Function):
                 dsrc = picked
             else:        # src larger than index: picked in its leading box, zeros elsewhere
                 dsrc = xp.run(Scatter, np.zeros(self.src_shape, g.dtype), picked,
-                              dim=self.dim, index=_box_index(index.shape, self.dim))
+                              dim=self.dim, index=box_index(index.shape, self.dim))
         return dx, dsrc
 

@@ -138,9 +138,13 @@ class IndexMethods:
         d = check_dim("gather", dim, self.ndim)
         return ops_index.Gather.apply(self, dim=d, index=_index_array("gather", index))
 
-    def scatter(self, dim, index, src=None, value=None):
-        """Out of place: a copy of self with src (a tensor or a number) written at index."""
-        return self._scatter("scatter", dim, index, value if src is None else src, False)
+    def scatter(self, dim, index, src=None, value=None, *, reduce=None):
+        """Out of place: a copy of self with src (a tensor or a number) written at index;
+        reduce="add" or "multiply" combines instead (no derivative then, as torch)."""
+        src = value if src is None else src
+        if reduce is not None:
+            return self._scatter_with_reduce(dim, index, src, reduce)
+        return self._scatter("scatter", dim, index, src, False)
 
     def scatter_add(self, dim, index, src):
         return self._scatter("scatter_add", dim, index, src, True)
@@ -294,9 +298,9 @@ def gather(input, dim, index):
     return input.gather(dim, index)
 
 
-def scatter(input, dim, index, src):
+def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     """tgx.scatter(input, dim, index, src) = input.scatter(dim, index, src) (out of place)"""
-    return input.scatter(dim, index, src)
+    return input.scatter(dim, index, src, value, reduce=reduce)
 
 
 def scatter_add(input, dim, index, src):

@@ -189,12 +189,12 @@ class InplaceMethods:
     def scatter_(self, dim, index, src=None, value=None, reduce=None):
         """In place: self[index[p] along dim] = src[p] (a tensor) or value (a number); a
         number given as src is read as value, as torch's scatter_(dim, index, 0.9)."""
-        if reduce is not None:
-            raise NotImplementedError("scatter_: reduce= is not supported (PyTorch deprecates "
-                                      "it); use scatter_add_ or scatter_reduce")
         src = value if src is None else src
         if src is None:
             raise TypeError("scatter_: give src (a tensor) or value (a number)")
+        if reduce is not None:        # "add" or "multiply": torch's values, no derivative
+            return self._inplace("scatter_", lambda t, s: t._scatter_with_reduce(
+                dim, index, s, reduce), src)
         return self._inplace("scatter_", lambda t, s: t.scatter(dim, index, s), src)
 
     def scatter_add_(self, dim, index, src):
