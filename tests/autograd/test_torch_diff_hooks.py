@@ -78,7 +78,7 @@ def test_a_refused_return_names_the_hook_the_shape_and_what_it_returned():
     tg = lookalike()
     for what, fragments in [("g.sum(0)", ("'size_hook'", "changed the size", "(2, 3)", "(3,)")),
                             ("(4, 2, 3)", ("(2, 3)", "(4, 2, 3)")),
-                            ("0", ("'size_hook'", "returned a int", "None or a Tensor")),
+                            ("0", ("'size_hook'", "returned an int", "None or a Tensor")),
                             ("'abc'", ("returned a str",)),
                             ("float32", ("changed the type", "float64", "float32"))]:
         x = leaf(tg)
@@ -435,3 +435,27 @@ def _scaled(m):
     x.register_hook(lambda g: g * 3)
     (x * 2).sum().backward()
     return x.grad
+
+
+def test_an_optimizer_step_inside_the_post_accumulate_hook():
+    """PyTorch's "optimizer step in backward" recipe: one optimizer per parameter, stepped by
+    its post-accumulate-grad hook, so each gradient is freed as soon as it is used."""
+    def call(m):
+        lin = m.nn.Linear(3, 2).double()
+        with m.no_grad():
+            lin.weight.copy_(m.tensor([[0.3, -0.2, 0.5], [0.1, 0.4, -0.6]]))
+            lin.bias.copy_(m.tensor([0.05, -0.1]))
+        optims = {p: m.optim.SGD([p], lr=0.1, momentum=0.9) for p in lin.parameters()}
+
+        def step(p):
+            optims[p].step()
+            optims[p].zero_grad()
+
+        for p in lin.parameters():
+            p.register_post_accumulate_grad_hook(step)
+        x = m.tensor([[1.0, -1.0, 0.5], [0.2, 0.3, -0.4]], dtype=m.float64)
+        for _ in range(3):
+            (lin(x).tanh() ** 2).sum().backward()
+        return lin.weight, lin.bias, lin.weight.grad
+
+    same(call, atol=1e-12, rtol=1e-12)

@@ -68,6 +68,12 @@ def _hook_name(fn):
     return getattr(fn, "__name__", type(fn).__name__)
 
 
+def _a(value):
+    """'a str', 'an int': the type of a value with its article."""
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiouAEIOU' else 'a'} {name}"
+
+
 def _check_callable(where, hook):
     if not callable(hook):
         raise TypeError(f"{where}: the hook must be callable, got {type(hook).__name__}")
@@ -92,7 +98,7 @@ class TensorHook:
             return None
         name = _hook_name(self.fn)
         if not isinstance(result, TensorBase):
-            raise TypeError(f"hook {name!r} returned a {type(result).__name__}: a tensor hook "
+            raise TypeError(f"hook {name!r} returned {_a(result)}: a tensor hook "
                             f"must return None or a Tensor (the new gradient, of shape "
                             f"{tuple(grad.shape)})")
         if result.shape != grad.shape:
@@ -336,7 +342,7 @@ class BackwardHook:
         or a Tensor of the shape and dtype of what it replaces."""
         if not isinstance(result, (tuple, list)):
             raise TypeError(f"{self.name}: a backward {what} hook must return None or a tuple "
-                            f"of gradients, got a {type(result).__name__}")
+                            f"of gradients, got {_a(result)}")
         if len(result) != len(expected):
             raise RuntimeError(f"{self.name}: a backward {what} hook returned {len(result)} "
                                f"gradients, expected {len(expected)}")
@@ -345,8 +351,8 @@ class BackwardHook:
             if g is None or meta is None:
                 continue
             if not isinstance(g, TensorBase):
-                raise TypeError(f"{self.name}: a backward {what} hook returned a "
-                                f"{type(g).__name__} at position {i}; expected a Tensor or None")
+                raise TypeError(f"{self.name}: a backward {what} hook returned {_a(g)} at "
+                                f"position {i}; expected a Tensor or None")
             if tuple(g.shape) != tuple(meta[0]):
                 raise RuntimeError(f"{self.name}: a backward {what} hook has changed the size "
                                    f"of gradient {i}: shape {tuple(meta[0])}, the hook "
