@@ -551,3 +551,6 @@ for _cls in ("RNN", "GRU", "LSTM"):
                torch_op=_packed_rnn_op(_cls, True) if torch else None,
                torch_reason="torch is not installed",
                samples=family(_packed_rnn_family(_cls)), api=()))
+
+# the rest of torch's activations and the remaining nn modules (tests/opinfo_nn_more.py)
+import opinfo_nn_more  # noqa: E402, F401

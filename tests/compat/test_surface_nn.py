@@ -69,9 +69,11 @@ LOSS2 = A((4, 5), (4, 5))
 CASES = [
     # activations
     Case("ReLU"), Case("ReLU6"), Case("LeakyReLU", (0.1,)), Case("ELU", (0.5,)), Case("SELU"),
-    Case("CELU", (0.7,)), Case("GELU"), Case("GELU", kwargs={"approximate": "tanh"}),
+    # torch's float64 backward of CELU (alpha != 1) and Hardsigmoid uses float32 constants
+    # (1/alpha, 1/6): ~5e-9 off the exact derivative, which tinygradx gives (test_activations)
+    Case("CELU", (0.7,), tol=100), Case("GELU"), Case("GELU", kwargs={"approximate": "tanh"}),
     Case("SiLU"), Case("Mish"), Case("Sigmoid"), Case("Tanh"), Case("Hardtanh", (-0.5, 0.7)),
-    Case("Hardsigmoid"), Case("Hardswish"), Case("Hardshrink", (0.3,)),
+    Case("Hardsigmoid", tol=100), Case("Hardswish"), Case("Hardshrink", (0.3,)),
     Case("Softshrink", (0.3,)), Case("Tanhshrink"), Case("Softsign"),
     Case("Softplus", kwargs={"beta": 2.0, "threshold": 5.0}), Case("LogSigmoid"),
     Case("Threshold", (0.1, 20.0)), Case("PReLU", (3,), inputs=A((2, 3, 4))),

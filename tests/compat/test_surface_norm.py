@@ -184,3 +184,15 @@ def test_every_initialiser_of_torch_is_in_the_table():
               inspect.isfunction(getattr(torch.nn.init, n)) and
               getattr(torch.nn.init, n).__module__ == "torch.nn.init"]
     assert sorted(public) == sorted(INIT)
+
+
+@pytest.mark.parametrize("name", [pytest.param("Container", id="torch.nn.Container")])
+def test_deprecated_container(name):
+    """torch's deprecated Container: the modules given as keywords, with torch's warning."""
+    def build(m):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            c = getattr(m.nn, name)(fc=m.nn.Linear(2, 3), act=m.nn.ReLU())
+        return [[n for n, _ in c.named_children()], [str(x.message) for x in w],
+                list(c.state_dict()), [tuple(p.shape) for p in c.parameters()]]
+    same(build)

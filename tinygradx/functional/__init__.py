@@ -23,9 +23,15 @@ from ..tensor import Tensor
 # activations
 # ------------------------------------------------------------------------------------------
 
-def relu(x):
-    """max(x, 0) element-wise; the gradient passes where x > 0."""
-    return ops.Relu.apply(x)
+def relu(x, inplace=False):
+    """max(x, 0) element-wise; the gradient passes where x > 0. inplace=True writes the result
+    into x (as torch's relu_)."""
+    return x.copy_(ops.Relu.apply(x.clone())) if inplace else ops.Relu.apply(x)
+
+
+def relu_(x):
+    """relu(x, inplace=True): max(x, 0) written into x."""
+    return relu(x, inplace=True)
 
 
 def gelu(x, approximate="none"):
@@ -500,6 +506,11 @@ from .activations import (celu, celu_, elu_, glu, hardshrink, hardsigmoid,  # no
                           hardswish, hardtanh_, leaky_relu_, prelu, rrelu, rrelu_, selu_,
                           softmin, softshrink, softsign, tanhshrink, threshold, threshold_)
 
-__all__ += ["celu", "celu_", "elu_", "glu", "hardshrink", "hardsigmoid", "hardswish",
+__all__ += ["relu_", "celu", "celu_", "elu_", "glu", "hardshrink", "hardsigmoid", "hardswish",
             "hardtanh_", "leaky_relu_", "prelu", "rrelu", "rrelu_", "selu_", "softmin",
             "softshrink", "softsign", "tanhshrink", "threshold", "threshold_"]
+
+# embedding bags and the bilinear form live in bags.py
+from .bags import bilinear, embedding_bag  # noqa: E402
+
+__all__ += ["embedding_bag", "bilinear"]

@@ -135,6 +135,9 @@ class SiLU(Module):
     def forward(self, x):
         return F.silu(x, self.inplace)
 
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
 
 class Softplus(Module):
     """log(1 + exp(beta x)) / beta; x itself where beta x > threshold."""
@@ -159,7 +162,7 @@ class LeakyReLU(Module):
         return F.leaky_relu(x, self.negative_slope, self.inplace)
 
     def extra_repr(self):
-        return f"negative_slope={self.negative_slope}"
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
 
 
 class ELU(Module):
@@ -172,7 +175,7 @@ class ELU(Module):
         return F.elu(x, self.alpha, self.inplace)
 
     def extra_repr(self):
-        return f"alpha={self.alpha}"
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
 
 
 class SELU(Module):
@@ -184,6 +187,9 @@ class SELU(Module):
     def forward(self, x):
         return F.selu(x, self.inplace)
 
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
 
 class Mish(Module):
     """x * tanh(softplus(x))."""
@@ -193,6 +199,9 @@ class Mish(Module):
 
     def forward(self, x):
         return F.mish(x, self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
 
 
 class LogSigmoid(Module):
@@ -215,7 +224,8 @@ class Hardtanh(Module):
         return F.hardtanh(x, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self):
-        return f"min_val={self.min_val}, max_val={self.max_val}"
+        return f"min_val={self.min_val}, max_val={self.max_val}" + (
+            ", inplace=True" if self.inplace else "")
 
 
 class ReLU6(Module):
@@ -226,6 +236,9 @@ class ReLU6(Module):
 
     def forward(self, x):
         return F.relu6(x, self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
 
 
 class RMSNorm(Module):
@@ -354,3 +367,13 @@ from .dropout import *  # noqa: E402, F403
 from .normalization import *  # noqa: E402, F403
 
 __all__ += normalization.__all__ + dropout.__all__
+
+from . import activation_layers  # noqa: E402  (the rest of torch's activations)
+from .activation_layers import *  # noqa: E402, F403
+
+__all__ += activation_layers.__all__
+
+from . import more_layers  # noqa: E402  (Bilinear, EmbeddingBag, CosineSimilarity, Container)
+from .more_layers import *  # noqa: E402, F403
+
+__all__ += more_layers.__all__

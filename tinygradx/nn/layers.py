@@ -139,8 +139,16 @@ class Dropout(Module):
 
 
 class ReLU(Module):
+    """max(x, 0); inplace=True writes the result into the input, as torch's."""
+
+    def __init__(self, inplace=False):
+        self.inplace = inplace
+
     def forward(self, x):
-        return F.relu(x)
+        return F.relu(x, self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
 
 
 class GELU(Module):

@@ -332,7 +332,7 @@ class Module(ModuleHooks):
         for name, child in self.named_children():
             sub = repr(child).replace("\n", "\n  ")
             lines.append(f"  ({name}): {sub}")
-        n = self.num_parameters()
+        n = Module.num_parameters(self)       # PReLU has its own num_parameters (an int)
         if len(lines) == 1:
             return lines[0]
         lines[0] = lines[0][:-1] + f")  # {n:,} parameters"

@@ -27,7 +27,7 @@ from ..tensor import Tensor
 from .layers import uniform_table
 from .utils.rnn import PackedSequence
 
-__all__ = ["RNN", "GRU", "LSTM", "RNNCell", "GRUCell", "LSTMCell"]
+__all__ = ["RNN", "GRU", "LSTM", "RNNCell", "GRUCell", "LSTMCell", "RNNBase", "RNNCellBase"]
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "GRU": 3, "LSTM": 4}
 
@@ -69,6 +69,9 @@ class RNNBase(Module):
                  batch_first=False, dropout=0.0, bidirectional=False, proj_size=0,
                  device=None, dtype=None):
         cls = type(self).__name__
+        if mode not in _GATES:
+            raise ValueError(f"{cls}: unrecognized RNN mode {mode!r} (expected one of "
+                             f"{', '.join(_GATES)})")
         self.mode = mode
         self.input_size = _positive(cls, "input_size", input_size)
         self.hidden_size = _positive(cls, "hidden_size", hidden_size)
@@ -291,15 +294,17 @@ class LSTM(RNNBase):
                          dropout, bidirectional, proj_size, device=device, dtype=dtype)
 
 
-class _Cell(Module):
-    mode = "RNN_TANH"
+class RNNCellBase(Module):
+    """torch's base of the one-step cells: weight_ih (num_chunks * hidden, input), weight_hh
+    (num_chunks * hidden, hidden) and, with bias, bias_ih and bias_hh, all
+    U(-1/sqrt(hidden), 1/sqrt(hidden)). RNNCell, GRUCell and LSTMCell derive from it."""
 
-    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+    def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
         cls = type(self).__name__
         self.input_size = _positive(cls, "input_size", input_size)
         self.hidden_size = _positive(cls, "hidden_size", hidden_size)
         self.bias = bias
-        G, H = _GATES[self.mode], self.hidden_size
+        G, H = _positive(cls, "num_chunks", num_chunks), self.hidden_size
         bound = 1 / math.sqrt(H)
         self.weight_ih = _uniform((G * H, self.input_size), bound)
         self.weight_hh = _uniform((G * H, H), bound)
@@ -307,6 +312,17 @@ class _Cell(Module):
         self.bias_hh = _uniform((G * H,), bound) if bias else None
         if device is not None or dtype is not None:       # torch's factory arguments
             self.to(device=device, dtype=dtype)
+
+    def extra_repr(self):
+        return f"{self.input_size}, {self.hidden_size}" + ("" if self.bias else ", bias=False")
+
+
+class _Cell(RNNCellBase):
+    mode = "RNN_TANH"
+
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, _GATES[self.mode], device=device,
+                         dtype=dtype)
 
     def forward(self, input, hx=None):
         cls = type(self).__name__
@@ -331,9 +347,6 @@ class _Cell(Module):
         if unbatched:
             h, c = h.squeeze(0), (c.squeeze(0) if lstm else None)
         return (h, c) if lstm else h
-
-    def extra_repr(self):
-        return f"{self.input_size}, {self.hidden_size}" + ("" if self.bias else ", bias=False")
 
 
 class RNNCell(_Cell):
