@@ -36,10 +36,13 @@ def _cloned(fn):
 
 
 # torch's other activations and their in-place forms are tests/opinfo_ops.py's entries; F.relu_
-# (relu's in-place form, with nn.ReLU(inplace=True)) and rrelu in evaluation are here
+# (relu's in-place form, with nn.ReLU(inplace=True)) and rrelu, rrelu_ in evaluation are here
 add(
     OpInfo("F.relu_", _cloned(F.relu_), torch_op=_cloned(TF.relu_) if torch else None,
            torch_reason="torch is not installed", ref=lambda x: np.maximum(x, 0),
+           samples=unary(avoid=(0.0,))),
+    OpInfo("F.rrelu_[eval]", lambda x: F.rrelu_(x * 1), torch_op=lambda x: TF.rrelu_(x * 1),
+           ref=lambda x: np.where(x >= 0, x, x * (1 / 8 + 1 / 3) / 2),
            samples=unary(avoid=(0.0,))),
     OpInfo("F.rrelu[eval]", lambda x, **kw: F.rrelu(x, **kw),
            torch_op=lambda x, **kw: TF.rrelu(x, **kw),

@@ -17,6 +17,8 @@ under torch): write it as that product (docs/api.md).
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import ops
@@ -133,11 +135,13 @@ def softsign(input):
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
-    """softmax(-x) along dim (dtype= casts the input first, as torch)."""
-    if dim is None:
-        raise TypeError("softmin: give dim (torch's implicit dim choice is deprecated there and "
-                        "not offered here)")
+    """softmax(-x) along dim (dtype= casts the input first, as torch); dim=None takes torch's
+    legacy implicit dim (0 for 0-, 1- and 3-d inputs, else 1) with torch's warning."""
     x = input if dtype is None else input.to(dtype)
+    if dim is None:             # torch's legacy implicit dim, with its warning (as nn.Softmax)
+        warnings.warn("softmin: the implicit dim choice is deprecated (as in torch); pass dim",
+                      stacklevel=_stacklevel)
+        dim = 0 if x.ndim in (0, 1, 3) else 1
     return (-x).softmax(dim)
 
 
@@ -178,6 +182,8 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """Leaky ReLU with a random slope: in training each negative x gets its own slope drawn
     from U(lower, upper) (tinygradx's generator), in eval the mean slope (lower + upper) / 2."""
     lo, hi = _number("rrelu", "lower", lower), _number("rrelu", "upper", upper)
+    if lo > hi:
+        raise ValueError(f"rrelu: lower ({lower}) must not exceed upper ({upper})")
     if not training:
         return leaky_relu(input, (lo + hi) / 2, inplace)
 
