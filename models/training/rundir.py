@@ -291,10 +291,10 @@ def read_metrics(path, notes=None):
     if torn:
         try:
             rows.append(_row(path, len(lines) + 1, torn))
-        except MetricsLogError as err:
+        except MetricsLogError:
             if notes is not None:
                 notes.append(f"{path} line {len(lines) + 1}: a row cut short (the run was "
-                             f"killed while writing it), left out ({str(err).split(': ', 2)[-1]})")
+                             f"killed while writing it), left out")
     return rows
 
 
