@@ -53,7 +53,7 @@ def code_names(models):
         for path, _ in list(m.named_parameters()) + list(m.named_buffers()):
             names.update(path.split("."))
     # the ops' own argument names, as the VJP lines write them
-    names.update("correction dim index scale slope src value values grad".split())
+    names.update("correction dim index scale slope src value values grad reduce amax amin".split())
     return names
 
 

@@ -19,7 +19,7 @@ from ..core import elementwise as ew
 from ..core import linalg, movement as mv, reduce, rows
 from ..ops import Abs, Clamp, Erf, Maximum, Minimum, Pow, Rsqrt, Sigmoid
 from ..ops import attention as att, einsum, fused, ieee, index, math_ops as mo, movement as omv
-from ..ops import scans, special, trig
+from ..ops import scans, scatter_reduce as sr, special, trig
 
 __all__ = ["VJPS", "vjp_text"]
 
@@ -205,6 +205,13 @@ VJPS = {
                    "y = 沿 dim 按 index 取 x：dx = 全零张量在 index 处加上 g"),
     index.Scatter: ("dx = g, 0 where overwritten; dsrc = g at index",
                     "dx = g，被覆盖处为 0；dsrc = g 在 index 处的值"),
+    sr.ScatterReduce: ("y = x with src reduced in at index: g goes to the entries each output "
+                       "reduced (sum: all; mean: ÷ count; prod: the product of the others; "
+                       "amax/amin: the extremes, shared on ties)",
+                       "y = 在 index 处把 src 归约进 x：g 流向每个输出归约的那些元素（sum：全部；"
+                       "mean：除以个数；prod：其余元素之积；amax/amin：极值处，相等时平分）"),
+    sr.ScatterReduceNoGrad: ("no gradient: a backward through scatter with reduce= is an error",
+                             "没有梯度：对带 reduce= 的 scatter 反向传播会报错"),
     einsum.Einsum: ("input k: einsum of g with the other inputs onto k's subscripts",
                     "第 k 个输入：g 与其余输入做 einsum，得到 k 的下标"),
     einsum.OnDiagonal: ("dvalues = the diagonal of g", "dvalues = g 的对角线"),
