@@ -40,6 +40,7 @@ __all__ = [
     "META_KEY",
     "atomic_write",
     "save_checkpoint",
+    "write_checkpoint",
     "load_checkpoint",
     "save_safetensors",
     "load_safetensors",
@@ -153,6 +154,12 @@ def save_checkpoint(
     An interrupted save leaves any previous file at ``path`` intact.
     """
     what = f"save_checkpoint({os.fspath(path)!r})"
+    checked = _checked_entries(what, arrays, meta)
+    atomic_write(path, lambda f: _write_entries(f, checked, compress))
+
+
+def _checked_entries(what: str, arrays: Any, meta: Any) -> dict[str, np.ndarray]:
+    """The arrays and the metadata entry to write, checked before anything is written."""
     if not isinstance(arrays, Mapping):
         raise TypeError(f"{what}: arrays must be a dict of name -> array, got {type(arrays)}")
     if META_KEY in arrays:
@@ -166,20 +173,35 @@ def save_checkpoint(
     try:
         # allow_nan=False: NaN/Infinity are not JSON and other readers would reject the file.
         text = json.dumps(payload, allow_nan=False, ensure_ascii=False)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, RecursionError) as e:
         raise TypeError(f"{what}: meta is not JSON-serialisable: {e}") from None
     checked[META_KEY] = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    return checked
+
+
+def _write_entries(f: BinaryIO, checked: dict[str, np.ndarray], compress: bool) -> None:
     compression = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+    # Written entry by entry (what np.savez does internally) rather than through np.savez,
+    # whose own keyword arguments ("file", "allow_pickle") would collide with array names.
+    with zipfile.ZipFile(f, mode="w", compression=compression, allowZip64=True) as zf:
+        for name, arr in checked.items():
+            with zf.open(name + ".npy", mode="w", force_zip64=True) as entry:
+                np.lib.format.write_array(entry, arr, allow_pickle=False)
 
-    def write(f: BinaryIO) -> None:
-        # Written entry by entry (what np.savez does internally) rather than through np.savez,
-        # whose own keyword arguments ("file", "allow_pickle") would collide with array names.
-        with zipfile.ZipFile(f, mode="w", compression=compression, allowZip64=True) as zf:
-            for name, arr in checked.items():
-                with zf.open(name + ".npy", mode="w", force_zip64=True) as entry:
-                    np.lib.format.write_array(entry, arr, allow_pickle=False)
 
-    atomic_write(path, write)
+def write_checkpoint(
+    f: BinaryIO,
+    arrays: Mapping[str, np.ndarray],
+    meta: Mapping[str, Any] | None = None,
+    *,
+    compress: bool = False,
+) -> None:
+    """`save_checkpoint` into an open binary file object (an io.BytesIO, a socket's file), as
+    torch.save writes into one; the same checks, no temporary file (atomicity is the
+    caller's, who owns the object)."""
+    what = f"write_checkpoint({type(f).__name__})"
+    checked = _checked_entries(what, arrays, meta)
+    _write_entries(f, checked, compress)
 
 
 def _describe_magic(head: bytes) -> str:
@@ -187,35 +209,59 @@ def _describe_magic(head: bytes) -> str:
         return "the file is empty"
     if head.startswith(_NPY_MAGIC):
         return "it is a single .npy array, not an .npz checkpoint archive"
+    if head.startswith(b"\x80"):
+        return "it is a pickle (PyTorch's old torch.save format, or another program's), not a " \
+               "checkpoint archive: tgx.load reads PyTorch's"
     return "it is not an .npz (zip) archive"
 
 
-def load_checkpoint(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+def _describe_zip(names: list[str]) -> str:
+    """What a zip archive without tinygradx's metadata entry is."""
+    if any(n.endswith("/data.pkl") and n.count("/") == 1 for n in names):
+        return ("is a PyTorch checkpoint (torch.save's zip archive), not a tinygradx "
+                "checkpoint: tgx.load (the look-alike's torch.load) reads it")
+    if names and all(n.endswith(".npy") for n in names):
+        return (f"is an .npz archive of arrays but not a tinygradx checkpoint (no {META_KEY!r} "
+                f"entry)")
+    return "is a zip archive but not an .npz of arrays (not a tinygradx checkpoint)"
+
+
+def load_checkpoint(
+    path: str | os.PathLike | BinaryIO,
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Load a checkpoint written by `save_checkpoint`; returns ``(arrays, meta)``.
 
-    Uses ``np.load(..., allow_pickle=False)``. A missing, truncated, corrupt or foreign file raises
+    ``path`` is a path or an open binary file object. Uses ``np.load(...,
+    allow_pickle=False)``. A missing, truncated, corrupt or foreign file raises
     `CheckpointError` naming the path and the problem.
     """
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise CheckpointError(f"checkpoint {path!r} does not exist")
-    if os.path.isdir(path):
-        raise CheckpointError(f"checkpoint {path!r} is a directory, not a file")
-    try:
-        with open(path, "rb") as f:
-            head = f.read(len(_NPY_MAGIC))
-    except OSError as e:
-        raise CheckpointError(f"cannot read checkpoint {path!r}: {e}") from None
+    if hasattr(path, "read"):
+        source, name = path, "the checkpoint file object"
+        try:
+            head = source.read(len(_NPY_MAGIC))
+            source.seek(0)
+        except (OSError, AttributeError) as e:
+            raise CheckpointError(f"cannot read {name}: {e}") from None
+    else:
+        source = os.fspath(path)
+        name = f"checkpoint {source!r}"
+        if not os.path.exists(source):
+            raise CheckpointError(f"{name} does not exist")
+        if os.path.isdir(source):
+            raise CheckpointError(f"{name} is a directory, not a file")
+        try:
+            with open(source, "rb") as f:
+                head = f.read(len(_NPY_MAGIC))
+        except OSError as e:
+            raise CheckpointError(f"cannot read {name}: {e}") from None
+    label = name.removeprefix("checkpoint ")
     if not head.startswith(_ZIP_MAGIC):
-        raise CheckpointError(f"{path!r} is not a tinygradx checkpoint: {_describe_magic(head)}")
+        raise CheckpointError(f"{label} is not a tinygradx checkpoint: {_describe_magic(head)}")
     try:
-        with np.load(path, allow_pickle=False) as npz:
+        with np.load(source, allow_pickle=False) as npz:
             names = list(npz.files)
             if META_KEY not in names:
-                raise CheckpointError(
-                    f"{path!r} is an .npz archive but not a tinygradx checkpoint "
-                    f"(no {META_KEY!r} entry)"
-                )
+                raise CheckpointError(f"{label} {_describe_zip(npz.zip.namelist())}")
             # Reading every entry here (NpzFile is lazy) surfaces truncation/CRC errors now,
             # inside this try, instead of later at some unrelated line of the caller.
             arrays = {name: npz[name] for name in names}
@@ -224,15 +270,15 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dic
     except ValueError as e:
         if "allow_pickle" not in str(e):
             raise CheckpointError(
-                f"checkpoint {path!r} is truncated or corrupt (ValueError: {e})"
+                f"{name} is truncated or corrupt (ValueError: {e})"
             ) from None
         raise CheckpointError(
-            f"checkpoint {path!r} holds pickled Python objects, which are refused "
+            f"{name} holds pickled Python objects, which are refused "
             "(loading them could run arbitrary code)"
         ) from None
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, KeyError) as e:
         raise CheckpointError(
-            f"checkpoint {path!r} is truncated or corrupt ({type(e).__name__}: {e})"
+            f"{name} is truncated or corrupt ({type(e).__name__}: {e})"
         ) from None
     raw = arrays.pop(META_KEY)
     try:
@@ -248,7 +294,10 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dic
         if not isinstance(meta, dict):
             raise ValueError("meta is not a JSON object")
     except (ValueError, KeyError) as e:
-        raise CheckpointError(f"{path!r} has unreadable checkpoint metadata: {e}") from None
+        raise CheckpointError(f"{label} has unreadable checkpoint metadata: {e}") from None
+    except RecursionError:
+        raise CheckpointError(f"{label} has checkpoint metadata nested too deeply to read "
+                              f"(damaged, or not written by tinygradx)") from None
     return arrays, meta
 
 

@@ -10,8 +10,11 @@ Two layouts of the same GPT-2 weights:
   not stored: it is `transformer.wte.weight`.
 * **nanoGPT** (`nanogpt_state` / `from_nanogpt`): the `state_dict()` of nanoGPT's `GPT`, with
   (out, in) `nn.Linear` weights and the tied head listed under both names (torch's state dict
-  does that), as a plain dict of numpy arrays or a safetensors file of them. nanoGPT's MLP uses
-  the exact (erf) GELU.
+  does that), as a plain dict of numpy arrays, a safetensors file of them, or the `ckpt.pt`
+  nanoGPT's train.py writes with torch.save (`{"model": state_dict, "optimizer": ...,
+  "model_args": ..., "iter_num": ..., "best_val_loss": ..., "config": ...}`, or a bare
+  `torch.save(model.state_dict())`), read by `tgx.load`'s restricted reader (tinygradx/ptfile:
+  tensors and containers only, no code run). nanoGPT's MLP uses the exact (erf) GELU.
 
 Reading is all or nothing: the config and every tensor are checked before a model is built, and
 every problem -- a config field we cannot express, a missing or unexpected tensor, a wrong
@@ -319,12 +322,39 @@ def save_nanogpt(model, path):
     return path
 
 
+def _torch_checkpoint(path):
+    """Whether `path` starts as torch.save's files do (a zip archive, or the old format's
+    pickle), not as a safetensors file (an 8-byte header length)."""
+    with open(path, "rb") as f:
+        head = f.read(3)
+    return head.startswith(b"PK") or head == b"\x80\x02\x8a"
+
+
+def _from_torch_file(path, model_args, what):
+    """(state, model_args) of a torch.save file: nanoGPT's checkpoint dict, or a state dict."""
+    ckpt = tgx.load(path, map_location="cpu")
+    if isinstance(ckpt, Mapping) and isinstance(ckpt.get("model"), Mapping):
+        args = ckpt.get("model_args")
+        if model_args is None and isinstance(args, Mapping):
+            model_args = dict(args)
+        ckpt = ckpt["model"]
+    if not isinstance(ckpt, Mapping):
+        _fail(what, [f"the file holds a {type(ckpt).__name__}, not a state dict or nanoGPT's "
+                     f"checkpoint dict"])
+    return ckpt, model_args
+
+
 def from_nanogpt(state, model_args=None, dtype=np.float32):
-    """A GPT from nanoGPT weights: `state` is a dict of numpy arrays (a `ckpt.pt`'s "model"
-    after `.numpy()`) or the path of a safetensors file; `model_args` is nanoGPT's dict (the
-    ckpt's "model_args"), read from the file's metadata when omitted. The `_orig_mod.` prefix
-    of a torch.compile'd model and the `attn.bias` mask buffers are dropped."""
+    """A GPT from nanoGPT weights: `state` is a dict of arrays or tensors, the path of a
+    safetensors file, or the path of a torch.save file (nanoGPT's `ckpt.pt`, or a state dict
+    saved alone); `model_args` is nanoGPT's dict, read from the ckpt's "model_args" or the
+    safetensors metadata when omitted. The `_orig_mod.` prefix of a torch.compile'd model
+    and the `attn.bias` mask buffers are dropped."""
     what = "from_nanogpt"
+    if isinstance(state, (str, os.PathLike)) and os.path.isfile(state) and \
+            _torch_checkpoint(state):
+        what = f"from_nanogpt({os.fspath(state)!r})"
+        state, model_args = _from_torch_file(state, model_args, what)
     if isinstance(state, (str, os.PathLike)):
         what = f"from_nanogpt({os.fspath(state)!r})"
         if model_args is None:
@@ -365,7 +395,8 @@ def from_nanogpt(state, model_args=None, dtype=np.float32):
         name = key[len("_orig_mod."):] if key.startswith("_orig_mod.") else key
         if _BUFFERS.search(name):
             continue
-        value = np.asarray(getattr(value, "data", value))
+        value = value.detach().numpy() if isinstance(value, tgx.Tensor) else \
+            np.asarray(getattr(value, "data", value))
         if name == "lm_head.weight":
             head = value
             continue
