@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 import tinygradx as tgx
 import tinygradx.functional as F
-from opinfo import (ALL, F64, _f64, _mm_samples, BOOL, I64, NUMERIC, OpInfo, S, Sample, _int_float,
-                    TF, add, array, broadcast_shapes, binary, family, shape, torch, unary)
+from opinfo import (ALL, F32, F64, _f64, _mm_samples, BOOL, I64, NUMERIC, OpInfo, S, Sample,
+                    _int_float, TF, add, array, broadcast_shapes, binary, family, shape, torch,
+                    unary)
 
 _NOGRAD = "not differentiable (bool or integer result)"
 _NODERIV = ("torch has no derivative for it (its backward raises; ours too: "
@@ -828,4 +829,221 @@ add(
            torch_op=lambda x, dim, index: torch.index_fill(x, dim, index, -1.5),
            samples=family(lambda d, dt: Sample((array(d, (3, 4), dt),), {
                "dim": d(st.sampled_from((0, 1, -1))), "index": np.array([0, 2])}))),
+)
+
+
+# --- order statistics, counting (tensor/stats_methods.py) -----------------------------------
+def _opt_dim_kw(draw, s):
+    return {"dim": draw(st.integers(-max(len(s), 1), max(len(s), 1) - 1)),
+            "keepdim": draw(st.booleans())}
+
+
+def _ties(low=-3, high=3):
+    """int-valued floats (many ties, where torch's choice of index shows)."""
+    def build(draw, dt):
+        s = shape(draw, 0, 3, empty=False)
+        x = np.round(array(draw, s, F64, low=low, high=high, layout=False)).astype(dt)
+        kw = _opt_dim_kw(draw, s)
+        return Sample((x,), kw)
+    return family(build)
+
+
+def np_lower_median(x, dim, keepdim):
+    xs = np.sort(x.reshape(x.shape or (1,)), axis=dim)
+    n = xs.shape[dim]
+    v = np.take(xs, (n - 1) // 2, axis=dim)
+    v = np.where(np.isnan(x.reshape(x.shape or (1,))).any(dim), np.nan, v) if x.dtype.kind == "f" \
+        else v
+    return (np.expand_dims(v, dim) if keepdim and x.ndim else v.reshape(v.shape if x.ndim else
+                                                                        ())),
+
+
+_TIED = ("among equal values torch's kernel picks the index (unspecified): values only here; "
+          "indices and gradients are held to torch on untied samples")
+
+
+def _untied_dim(draw, dt):
+    s = shape(draw, 0, 3, empty=False)
+    return Sample((array(draw, s, dt),), _opt_dim_kw(draw, s))
+
+
+for _m in ("median", "nanmedian"):
+    add(OpInfo(f"Tensor.{_m}[dim]", lambda x, dim, keepdim, m=_m: getattr(x, m)(dim, keepdim),
+               samples=family(_untied_dim), api=(f"Tensor.{_m}",),
+               fixed=(S([[3.0, 1.0, 2.0, np.nan], [4.0, 5.0, 1.0, 0.5]], dim=1, keepdim=False,
+                        desc="nan", only=("torch",)),)),
+        OpInfo(f"Tensor.{_m}[ties]", lambda x, dim, keepdim, m=_m: getattr(x, m)(
+            dim, keepdim).values, samples=_ties(), dtypes=NUMERIC, grad=False,
+               grad_reason=_TIED, api=(f"Tensor.{_m}",)),
+        OpInfo(f"tgx.{_m}", lambda x, m=_m: getattr(tgx, m)(x),
+               torch_op=lambda x, m=_m: getattr(torch, m)(x), samples=unary()))
+add(
+    OpInfo("Tensor.median", lambda x: x.median(), ref=lambda x: np_lower_median(
+        x.reshape(-1), 0, False)[0], samples=unary(empty=False), dtypes=NUMERIC),
+    OpInfo("Tensor.kthvalue", lambda x, dim, keepdim: x.kthvalue(1 + (x.shape[dim] > 1) if x.ndim
+                                                                 else 1, dim, keepdim),
+           samples=family(_untied_dim)),
+    OpInfo("Tensor.kthvalue[ties]", lambda x, dim, keepdim: x.kthvalue(
+        1 + (x.shape[dim] > 1) if x.ndim else 1, dim, keepdim).values, samples=_ties(),
+           dtypes=NUMERIC, grad=False, grad_reason=_TIED, api=("Tensor.kthvalue",)),
+    OpInfo("tgx.kthvalue", lambda x, dim, keepdim: tgx.kthvalue(x, 1, dim, keepdim),
+           torch_op=lambda x, dim, keepdim: torch.kthvalue(x, 1, dim, keepdim),
+           samples=family(_untied_dim)),
+    OpInfo("Tensor.mode", lambda x, dim, keepdim: x.mode(dim, keepdim), samples=family(
+        _untied_dim), fixed=(S([1.0, 2.0, 2.0, 3.0, 3.0], dim=0, keepdim=False,
+                               desc="two_modes", only=("torch",)),)),
+    OpInfo("Tensor.mode[ties]", lambda x, dim, keepdim: x.mode(dim, keepdim).values,
+           samples=_ties(), dtypes=NUMERIC, grad=False, grad_reason=_TIED,
+           api=("Tensor.mode",)),
+    OpInfo("tgx.mode", lambda x, dim, keepdim: tgx.mode(x, dim, keepdim),
+           torch_op=lambda x, dim, keepdim: torch.mode(x, dim, keepdim),
+           samples=family(_untied_dim)),
+    OpInfo("Tensor.msort", lambda x: x.msort(), ref=lambda x: np.sort(x, 0) if x.ndim else x,
+           samples=unary(), dtypes=NUMERIC),
+    OpInfo("tgx.msort", lambda x: tgx.msort(x), torch_op=lambda x: torch.msort(x),
+           samples=unary()),
+)
+
+
+def _quantile_sample(nan):
+    def build(draw, dt):
+        s = shape(draw, 0, 3, empty=False)
+        x = array(draw, s, dt)
+        if nan and x.size and draw(st.booleans()):
+            x = x.copy()
+            x.reshape(-1)[draw(st.integers(0, x.size - 1))] = np.nan
+        dim = draw(st.sampled_from((None,) + tuple(range(-max(len(s), 1), max(len(s), 1)))))
+        q = draw(st.sampled_from((0.0, 0.3, 0.5, 1.0, "vector")))
+        kw = {"dim": dim, "keepdim": draw(st.booleans()),
+              "interpolation": draw(st.sampled_from(("linear", "lower", "higher", "nearest",
+                                                     "midpoint")))}
+        kw["q"] = np.array([0.1, 0.5, 0.75], dt) if q == "vector" else q
+        return Sample((x,), kw)
+    return family(build)
+
+
+for _m, _nan in (("quantile", False), ("nanquantile", True)):
+    add(OpInfo(f"Tensor.{_m}", lambda x, q, dim, keepdim, interpolation, m=_m: getattr(x, m)(
+        q, dim, keepdim, interpolation=interpolation), samples=_quantile_sample(_nan),
+               gradcheck=not _nan),
+        OpInfo(f"tgx.{_m}", lambda x, q, dim, keepdim, interpolation, m=_m: getattr(tgx, m)(
+            x, q, dim, keepdim, interpolation=interpolation),
+               torch_op=lambda x, q, dim, keepdim, interpolation, m=_m: getattr(torch, m)(
+                   x, q, dim, keepdim, interpolation=interpolation),
+               samples=_quantile_sample(_nan), gradcheck=not _nan))
+
+
+def _nan_sample(draw, dt):
+    """One NaN in a tensor whose every dim has 2+ entries (so no slice is all NaN, where
+    torch's nanmean gradient is NaN and ours 0)."""
+    s = shape(draw, 1, 3, min_side=2)
+    x = array(draw, s, dt).copy()
+    if x.size and dt.kind == "f":
+        x.reshape(-1)[draw(st.integers(0, x.size - 1))] = np.nan
+    kw = {}
+    if draw(st.booleans()) and s:
+        kw = {"dim": draw(st.integers(-len(s), len(s) - 1)), "keepdim": draw(st.booleans())}
+    return Sample((x,), kw)
+
+
+add(
+    OpInfo("Tensor.nansum", lambda x, **kw: x.nansum(**kw), ref=lambda x, **kw: np.nansum(
+        x, axis=kw.get("dim"), keepdims=kw.get("keepdim", False)), samples=family(_nan_sample),
+           dtypes=(F64, F32, I64), gradcheck=False),
+    OpInfo("tgx.nansum", lambda x, **kw: tgx.nansum(x, **kw), torch_op=lambda x, **kw:
+           torch.nansum(x, **kw), samples=family(_nan_sample), gradcheck=False),
+    OpInfo("Tensor.nanmean", lambda x, **kw: x.nanmean(**kw), samples=family(_nan_sample),
+           gradcheck=False),
+    OpInfo("tgx.nanmean", lambda x, **kw: tgx.nanmean(x, **kw), torch_op=lambda x, **kw:
+           torch.nanmean(x, **kw), samples=family(_nan_sample), gradcheck=False),
+    OpInfo("Tensor.aminmax", lambda x, **kw: x.aminmax(**kw), samples=unary(
+        empty=False, kw=lambda d, s: {"dim": d(st.integers(-len(s), len(s) - 1)), "keepdim":
+                                      d(st.booleans())} if s else {}), dtypes=NUMERIC),
+    OpInfo("tgx.aminmax", lambda x: tgx.aminmax(x), torch_op=lambda x: torch.aminmax(x),
+           samples=unary(empty=False)),
+    OpInfo("tgx.std_mean", lambda x, **kw: tgx.std_mean(x, **kw), torch_op=lambda x, **kw:
+           torch.std_mean(x, **kw), samples=unary(min_dims=1, min_side=2, empty=False,
+                                                   kw=lambda d, s: {"dim": d(st.integers(
+                                                       -len(s), len(s) - 1)),
+                                                                    "correction": d(
+                                                                        st.sampled_from((0, 1)))
+                                                                    })),
+    OpInfo("tgx.var_mean", lambda x, **kw: tgx.var_mean(x, **kw), torch_op=lambda x, **kw:
+           torch.var_mean(x, **kw), samples=unary(min_dims=1, min_side=2, empty=False,
+                                                   kw=lambda d, s: {"dim": d(st.integers(
+                                                       -len(s), len(s) - 1))})),
+    OpInfo("Tensor.cov", lambda x, **kw: x.cov(**kw), ref=lambda x, correction=1: np.cov(
+        x, ddof=correction), samples=unary(min_dims=1, max_dims=2, min_side=3, empty=False,
+                                          kw=lambda d, s: {"correction": d(st.sampled_from(
+                                              (0, 1)))})),
+    OpInfo("tgx.cov", lambda x: tgx.cov(x), torch_op=lambda x: torch.cov(x),
+           samples=unary(min_dims=2, max_dims=2, min_side=3, empty=False)),
+    OpInfo("Tensor.corrcoef", lambda x: x.corrcoef(), ref=np.corrcoef,
+           samples=unary(min_dims=2, max_dims=2, min_side=3, empty=False)),
+    OpInfo("tgx.corrcoef", lambda x: tgx.corrcoef(x), torch_op=lambda x: torch.corrcoef(x),
+           samples=unary(min_dims=2, max_dims=2, min_side=3, empty=False)),
+)
+_COUNT = "an integer result: counts and positions have no gradient"
+
+
+def _count_sample(draw, dt):
+    n = draw(st.integers(0, 8))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    return Sample((rng.integers(0, 5, size=n).astype(np.int64),),
+                  {"minlength": draw(st.integers(0, 7))})
+
+
+add(
+    OpInfo("Tensor.bincount", lambda x, minlength: x.bincount(minlength=minlength),
+           ref=lambda x, minlength: np.bincount(x, minlength=minlength),
+           samples=family(_count_sample), dtypes=(I64,), grad=False, grad_reason=_COUNT),
+    OpInfo("tgx.bincount", lambda x, minlength: tgx.bincount(x, minlength=minlength),
+           torch_op=lambda x, minlength: torch.bincount(x, minlength=minlength),
+           samples=family(_count_sample), dtypes=(I64,), grad=False, grad_reason=_COUNT),
+    OpInfo("Tensor.histc", lambda x: x.histc(bins=4, min=-1, max=1.5), samples=unary(),
+           grad=False, grad_reason=_COUNT),
+    OpInfo("tgx.histc", lambda x: tgx.histc(x, bins=5), torch_op=lambda x: torch.histc(
+        x, bins=5), samples=unary(empty=False), grad=False, grad_reason=_COUNT),
+    OpInfo("Tensor.histogram", lambda x: x.histogram(4, range=(-2.0, 2.0)), samples=unary(
+        min_dims=1, max_dims=1), dtypes=(F64, F32), grad=False, grad_reason=_COUNT),
+    OpInfo("tgx.histogram", lambda x: tgx.histogram(x, 3), torch_op=lambda x: torch.histogram(
+        x, 3), samples=unary(min_dims=1, max_dims=1, empty=False), grad=False,
+           grad_reason=_COUNT),
+    OpInfo("Tensor.unique", lambda x, dim, keepdim: x.unique(return_inverse=True,
+                                                             return_counts=True),
+           samples=_ties(), dtypes=(I64, F64, BOOL), grad=False, grad_reason=_COUNT),
+    OpInfo("tgx.unique", lambda x, dim, keepdim: tgx.unique(x), torch_op=lambda x, dim, keepdim:
+           torch.unique(x), samples=_ties(), dtypes=(I64,), grad=False, grad_reason=_COUNT),
+    OpInfo("Tensor.unique[dim]", lambda x, dim, keepdim: x.unique(dim=dim) if x.ndim else
+           x.unique(), samples=_ties(0, 1), dtypes=(I64,), grad=False, grad_reason=_COUNT,
+           api=("Tensor.unique",)),
+    OpInfo("Tensor.unique_consecutive", lambda x, dim, keepdim: x.unique_consecutive(
+        return_inverse=True, return_counts=True), samples=_ties(0, 1), dtypes=(I64, F64),
+           grad=False, grad_reason=_COUNT),
+    OpInfo("tgx.unique_consecutive", lambda x, dim, keepdim: tgx.unique_consecutive(x),
+           torch_op=lambda x, dim, keepdim: torch.unique_consecutive(x), samples=_ties(0, 1),
+           dtypes=(I64,), grad=False, grad_reason=_COUNT),
+    OpInfo("tgx.isin", lambda x: tgx.isin(x, x.flatten()[:1] if x.ndim else x),
+           torch_op=lambda x: torch.isin(x, x.flatten()[:1] if x.ndim else x),
+           samples=unary(), dtypes=(I64,), grad=False, grad_reason=_COUNT),
+)
+
+
+def _sorted_sample(draw, dt):
+    n = draw(st.integers(0, 6))
+    seq = np.sort(array(draw, (n,), dt, layout=False))
+    if draw(st.booleans()) and n:
+        seq = np.round(seq)
+    vals = array(draw, shape(draw, 0, 2), dt)
+    return Sample((seq, vals), {"right": draw(st.booleans())})
+
+
+add(
+    OpInfo("tgx.searchsorted", lambda s, v, right: tgx.searchsorted(s, v, right=right),
+           torch_op=lambda s, v, right: torch.searchsorted(s, v, right=right),
+           ref=lambda s, v, right: np.searchsorted(s, v, side="right" if right else "left"),
+           samples=family(_sorted_sample), grad=False, grad_reason=_COUNT),
+    OpInfo("tgx.bucketize", lambda s, v, right: tgx.bucketize(v, s, right=right),
+           torch_op=lambda s, v, right: torch.bucketize(v, s, right=right),
+           samples=family(_sorted_sample), grad=False, grad_reason=_COUNT),
 )

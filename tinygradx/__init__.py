@@ -76,6 +76,10 @@ from .tensor.more_math import (absolute, acos, acosh, angle, arccos, arccosh,  #
                                mvlgamma, nan_to_num, nextafter, polygamma, positive, rad2deg,
                                sgn, signbit, sinc, sinh, tan, xlogy)
 from .tensor.index_methods import cummax, cummin, logcumsumexp  # noqa: E402
+from .tensor.stats_methods import (aminmax, bincount, bucketize, corrcoef, cov,  # noqa: E402
+                                   histc, histogram, isin, kthvalue, median, mode, msort,
+                                   nanmean, nanmedian, nanquantile, nansum, quantile,
+                                   searchsorted, std_mean, unique, unique_consecutive, var_mean)
 from .tensor.scatter_methods import (index_add, index_copy, index_fill,  # noqa: E402
                                      index_put, index_reduce, masked_scatter, put,
                                      scatter_reduce, take, take_along_dim)
@@ -151,6 +155,10 @@ __all__ = [
     # the scatter family (tensor/scatter_methods.py, ops/scatter_reduce.py)
     "index_add", "index_copy", "index_fill", "index_put", "index_reduce", "masked_scatter", "put",
     "scatter_reduce", "take", "take_along_dim",
+    # order statistics, counting and histograms (tensor/stats_methods.py)
+    "aminmax", "bincount", "bucketize", "corrcoef", "cov", "histc", "histogram", "isin",
+    "kthvalue", "median", "mode", "msort", "nanmean", "nanmedian", "nanquantile", "nansum",
+    "quantile", "searchsorted", "std_mean", "unique", "unique_consecutive", "var_mean",
 ]
 
 # torch's dtype names: tgx.long, tgx.float, ... (as torch.long, torch.float). Set last, since
