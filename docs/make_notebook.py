@@ -77,7 +77,7 @@ takes well under a minute. Everything is seeded (the model's weights, the data, 
 a fresh run prints the same lines as the ones below; the run's own progress lines, which carry
 its speed, are not shown.
 
-The model is small and trained briefly, and it is not perfect: about one string in thirteen comes
+The model is small and trained briefly, and it is not perfect: about one string in fifteen comes
 out wrong, and two of the five printed below. Both are 10 symbols long, the longest the task
 makes, and both lose their last symbol. That is where the copy task is hardest: the decoder must
 keep its place in the source to the end, and most mistakes (the last line counts them by length)
@@ -91,7 +91,7 @@ defaults (2+2 layers, d_model 64, 800 steps), gets all 1,000 held-out strings ri
            "然后让它解码 200 个从未见过的留出字符串。在笔记本电脑的 CPU 上用时不到一分钟。"
            "所有随机性（模型的初始权重、数据、批次）都设了种子，所以重新运行会打印出与下面相同的"
            "各行；训练过程自己的进度行带着运行速度，不在这里显示。\n\n"
-           "这个模型很小、训练时间很短，所以并不完美：大约每十三个字符串就有一个出错，下面打印的"
+           "这个模型很小、训练时间很短，所以并不完美：大约每十五个字符串就有一个出错，下面打印的"
            "五个里错了两个。这两个都长 10 个符号，是该任务生成的最长字符串，而且都丢掉了最后一个"
            "符号。这正是 copy 任务最难的地方：解码器必须一直记住自己在源序列中的位置，直到结尾；"
            "大多数错误（最后一行按长度统计）都落在最长的字符串上，并且出现在结尾附近：少了一个、"
