@@ -243,8 +243,8 @@ def test_embedding_padding_idx():
 # ------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("make,fragments", [
-    (lambda: nn.Linear(0, 3), ("Linear", "in_features", "positive")),
-    (lambda: nn.Linear(3, -1), ("Linear", "out_features", "positive")),
+    (lambda: nn.Linear(-1, 3), ("Linear", "in_features", ">= 0")),
+    (lambda: nn.Linear(3, -1), ("Linear", "out_features", ">= 0")),
     (lambda: nn.Linear(2.5, 3), ("Linear", "in_features", "int")),
     (lambda: nn.Embedding(0, 3), ("Embedding", "num_embeddings")),
     (lambda: nn.Embedding(5, 3, padding_idx=5), ("Embedding", "padding_idx", "-5..4")),

@@ -222,3 +222,37 @@ def test_cosine_similarity_module_as_torch():
         y.sum().backward()
         return [y, a.grad, b.grad]
     same(call, atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.nn.AdaptiveLogSoftmaxWithLoss(6, 10, []),
+    lambda m: m.nn.AdaptiveLogSoftmaxWithLoss(6, 10, [4, 2]),
+    lambda m: m.nn.AdaptiveLogSoftmaxWithLoss(6, 10, [4, 10]),
+    lambda m: m.nn.AdaptiveLogSoftmaxWithLoss(6, 10, [4, 4]),
+    lambda m: m.nn.AdaptiveLogSoftmaxWithLoss(6, 10, [4])(m.ones(3, 6), m.tensor([1, 10, 2])),
+    lambda m: m.nn.AdaptiveLogSoftmaxWithLoss(6, 10, [4])(m.ones(3, 6), m.tensor([1, 2])),
+    lambda m: m.nn.AdaptiveLogSoftmaxWithLoss(6, 10, [4])(m.ones(6), m.tensor([1])),
+    lambda m: m.nn.AdaptiveLogSoftmaxWithLoss(6, 10, [4])(m.ones(2, 6), m.tensor([[1], [2]])),
+], ids=lambda c: "")
+def test_adaptive_softmax_refusals_as_torch(call):
+    same(call)
+
+
+def test_adaptive_softmax_as_torch():
+    x = np.random.default_rng(0).standard_normal((7, 8))
+    t = np.array([0, 2, 5, 9, 12, 19, 3])
+
+    def call(m):
+        m.manual_seed(0)
+        asm = m.nn.AdaptiveLogSoftmaxWithLoss(8, 20, [3, 10, 15], div_value=2.0,
+                                              head_bias=True).double()
+        with m.no_grad():                            # the same weights on both sides
+            for i, p in enumerate(asm.parameters()):
+                p.copy_(m.tensor(np.sin(np.arange(p.numel()) + i).reshape(tuple(p.shape))))
+        xt = m.tensor(x, requires_grad=True)
+        res = asm(xt, m.tensor(t))
+        (res.output.sum() + res.loss).backward()
+        return [res.output, res.loss, xt.grad, asm.log_prob(m.tensor(x)),
+                asm.predict(m.tensor(x)), list(asm.state_dict()), type(res).__name__,
+                asm(m.tensor(x[0]), m.tensor(t[0])).output]
+    same(call, atol=1e-12, rtol=1e-12)

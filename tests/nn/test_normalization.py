@@ -198,3 +198,35 @@ def test_the_graph_draws_batch_norm_from_its_ops():
     x = tgx.randn(4, 3, requires_grad=True)
     (g,) = tgx.grad(nn.GroupNorm(1, 3)(x).pow(3).sum(), x, create_graph=True)
     assert g.requires_grad                               # second derivatives come free
+
+
+@pytest.mark.parametrize("size", [2, 3, 4, 7])
+@pytest.mark.parametrize("channels", [1, 3, 6])
+def test_cross_map_lrn2d_numbers_and_gradients_are_torchs(size, channels):
+    """torch's legacy CrossMapLRN2d: its own numbers (not LocalResponseNorm's) and its own
+    gradient, which is not the derivative of its output (torch's gradcheck fails on it)."""
+    x = np.random.default_rng(size + channels).standard_normal((2, channels, 3, 2))
+    g = np.random.default_rng(1).standard_normal(x.shape)
+
+    def call(m):
+        xt = m.tensor(x, requires_grad=True)
+        y = m.nn.CrossMapLRN2d(size, 0.3, 0.8, 1.5)(xt)
+        y.backward(m.tensor(g))
+        return [y, xt.grad]
+    same(call, atol=1e-12, rtol=1e-12)
+
+
+def test_cross_map_lrn2d_refusals_as_torch():
+    def twice(m):
+        xt = m.tensor(np.ones((1, 4, 2, 2)), requires_grad=True)
+        (gx,) = m.autograd.grad(m.nn.CrossMapLRN2d(3)(xt).sum(), xt, create_graph=True)
+        gx.sum().backward()
+    for call in (lambda m: m.nn.CrossMapLRN2d(3)(m.ones(3, 4, 4)),
+                 lambda m: (lambda x: m.nn.CrossMapLRN2d(1)(x).sum().backward())(
+                     m.ones(1, 2, 2, 2, requires_grad=True)),
+                 twice):
+        same(call)
+    same(lambda m: repr(m.nn.CrossMapLRN2d(3, 1e-4)))
+    x = torch.randn(1, 5, 2, 2, dtype=torch.float64, requires_grad=True)
+    assert not torch.autograd.gradcheck(torch.nn.CrossMapLRN2d(3, 0.5), (x,),
+                                        raise_exception=False)

@@ -373,7 +373,8 @@ from .activation_layers import *  # noqa: E402, F403
 
 __all__ += activation_layers.__all__
 
-from . import more_layers  # noqa: E402  (Bilinear, EmbeddingBag, CosineSimilarity, Container)
+from . import adaptive, more_layers  # noqa: E402  (Bilinear, EmbeddingBag, ...; adaptive softmax)
+from .adaptive import *  # noqa: E402, F403
 from .more_layers import *  # noqa: E402, F403
 
-__all__ += more_layers.__all__
+__all__ += more_layers.__all__ + adaptive.__all__

@@ -46,8 +46,8 @@ class Linear(Module):
     """
 
     def __init__(self, in_features, out_features, bias=True):
-        in_features = int_arg("Linear", "in_features", in_features)
-        out_features = int_arg("Linear", "out_features", out_features)
+        in_features = int_arg("Linear", "in_features", in_features, low=0)    # 0: as torch,
+        out_features = int_arg("Linear", "out_features", out_features, low=0)  # an empty map
         self.in_features, self.out_features = in_features, out_features
         bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
         self.weight = Parameter(uniform_table((out_features, in_features), bound))

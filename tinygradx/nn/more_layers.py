@@ -1,6 +1,6 @@
 """More of torch.nn's modules (re-exported by tinygradx.nn): Bilinear, EmbeddingBag,
-CosineSimilarity and the deprecated Container, with torch's arguments, parameter names,
-initialisation and reprs. Each calls its F function."""
+CosineSimilarity, PairwiseDistance and the deprecated Container, with torch's arguments,
+parameter names, initialisation and reprs. Each calls its F function."""
 from __future__ import annotations
 
 import math
@@ -14,7 +14,7 @@ from ..tensor import Tensor
 from .layers import int_arg, uniform_table
 from .module import Module, Parameter
 
-__all__ = ["Bilinear", "EmbeddingBag", "CosineSimilarity", "Container"]
+__all__ = ["Bilinear", "EmbeddingBag", "CosineSimilarity", "PairwiseDistance", "Container"]
 
 
 class Bilinear(Module):
@@ -115,6 +115,17 @@ class CosineSimilarity(Module):
 
     def forward(self, x1, x2):
         return F.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class PairwiseDistance(Module):
+    """F.pairwise_distance(x1, x2, p, eps, keepdim): the p-norm of x1 - x2 + eps along the last
+    dim, as a module."""
+
+    def __init__(self, p=2.0, eps=1e-6, keepdim=False):
+        self.norm, self.eps, self.keepdim = p, eps, keepdim
+
+    def forward(self, x1, x2):
+        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
 
 
 class Container(Module):

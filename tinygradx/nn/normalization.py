@@ -19,13 +19,14 @@ import warnings
 import numpy as np
 
 from .. import functional as F
-from ..autograd import no_grad
+from ..autograd import Function, no_grad
+from ..autograd.function_ctx import once_differentiable
 from ..tensor import Tensor
 from .layers import int_arg
 from .module import Module, Parameter
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
-           "InstanceNorm3d", "GroupNorm", "LocalResponseNorm"]
+           "InstanceNorm3d", "GroupNorm", "LocalResponseNorm", "CrossMapLRN2d"]
 
 
 def _positive_number(cls, name, v, allow_none=False):
@@ -217,6 +218,80 @@ class LocalResponseNorm(Module):
 
     def forward(self, input):
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+# -- CrossMapLRN2d: torch's legacy (Lua Torch) cross-channel LRN, numbers and gradients as its --
+
+class _CrossMapLRN(Function):
+    """torch's CrossMapLRN2d as one custom node, because its numbers are not LocalResponseNorm's
+    and its gradient is not the derivative of its own output (torch.autograd.gradcheck fails
+    on torch's module): a model trained with it in torch trains with exactly these.
+
+    forward: scale_c = k + alpha / size * S_c with S_0 the sum of x^2 over the first
+    pre = (size - 1) // 2 + 1 channels and S_c = S_{c-1} + x^2_{c + pre - 1} (while that channel
+    exists) - x^2_{c - pre} (only for c > pre: channel 0 is never taken out again), and
+    y = x * scale^-beta. backward: dx_c = scale_c^-beta g_c - (2 alpha beta / size) x_c
+    * sum of (g y / scale) over channels c - (size - 1) // 2 .. c + size // 2 (zero padded).
+    Once differentiable, as torch's (a second derivative is refused)."""
+
+    @staticmethod
+    def forward(ctx, x, size, alpha, beta, k):
+        a = x.detach().numpy()
+        sq = a * a
+        C, pre = a.shape[1], int((size - 1) / 2 + 1)
+        s = np.empty_like(a)
+        s[:, 0] = sq[:, :min(pre, C)].sum(1)
+        for c in range(1, C):
+            s[:, c] = s[:, c - 1]
+            if c < C - pre + 1:
+                s[:, c] += sq[:, c + pre - 1]
+            if c > pre:
+                s[:, c] -= sq[:, c - pre]
+        scale = s * (alpha / size) + k
+        y = a * scale ** -beta
+        ctx.save_for_backward(x)
+        ctx.arrays, ctx.consts = (a, y, scale), (size, alpha, beta)
+        return Tensor(y.astype(a.dtype, copy=False))
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        a, y, scale = ctx.arrays
+        size, alpha, beta = ctx.consts
+        if size == 1:           # torch's backward reads past its buffer there and raises
+            raise RuntimeError("CrossMapLRN2d: torch's backward has no answer for size=1 (it "
+                               "fails there); use nn.LocalResponseNorm(1), whose gradient is "
+                               "its derivative")
+        gy = g.detach().numpy()
+        C, lead = a.shape[1], int(size - (size - 1) / 2)
+        ratio = np.zeros((a.shape[0], C + size - 1) + a.shape[2:], a.dtype)
+        ratio[:, lead:lead + C] = gy * y / scale
+        csum = np.concatenate([np.zeros_like(ratio[:, :1]), np.cumsum(ratio, 1)], 1)
+        window = csum[:, size:size + C] - csum[:, :C]               # channels c .. c + size - 1
+        dx = scale ** -beta * gy - (2 * alpha * beta / size) * a * window
+        return Tensor(dx.astype(a.dtype, copy=False)), None, None, None, None
+
+
+class CrossMapLRN2d(Module):
+    """torch.nn.CrossMapLRN2d: the legacy cross-channel local response normalization of a 4-d
+    input (N, C, H, W), with torch's numbers and gradients (see _CrossMapLRN: they differ from
+    LocalResponseNorm's, and torch's gradient is not the derivative of its output, so this is
+    one custom node rather than a composition of ops; prefer nn.LocalResponseNorm)."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+        self.size = int_arg("CrossMapLRN2d", "size", size)
+        self.alpha, self.beta, self.k = alpha, beta, k
+
+    def forward(self, input):
+        if not isinstance(input, Tensor) or input.ndim != 4:
+            raise ValueError(f"CrossMapLRN2d: expected a 4-d input (N, C, H, W), got "
+                             f"{getattr(input, 'shape', type(input).__name__)}")
+        if input.dtype.kind != "f":
+            raise TypeError(f"CrossMapLRN2d: needs a floating-point input, got {input.dtype}")
+        return _CrossMapLRN.apply(input, self.size, self.alpha, self.beta, self.k)
 
     def extra_repr(self):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
