@@ -91,4 +91,4 @@ class LRScheduler(lr_scheduler.LRScheduler):
             raise ValueError(f"LRScheduler.load_state_dict: missing 'last_step'; got keys "
                              f"{sorted(state_dict)}")
         self.last_epoch = int(as_scalar(state_dict["last_step"])) - 1
-        self.step()
+        self._update_lr()       # the rate at the saved step (a resume, not a step of training)
