@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 import tinygradx as tgx
 import tinygradx.functional as F
 from opinfo import (ALL, F32, F64, _f64, _mm_samples, BOOL, I64, NUMERIC, OpInfo, S, Sample,
-                    _int_float, TF, add, array, broadcast_shapes, binary, family, shape, torch,
-                    unary)
+                    _int_float, TF, add, array, broadcast_shapes, binary, family, none, shape,
+                    torch, unary)
 
 _NOGRAD = "not differentiable (bool or integer result)"
 _NODERIV = ("torch has no derivative for it (its backward raises; ours too: "
@@ -1047,3 +1047,245 @@ add(
            torch_op=lambda s, v, right: torch.bucketize(v, s, right=right),
            samples=family(_sorted_sample), grad=False, grad_reason=_COUNT),
 )
+
+
+# --- diagonals, blocks, grids, splits (tensor/matrix_methods.py, tensor/array_functions.py) --
+def _two_d(min_side=1):
+    return unary(min_dims=2, max_dims=2, min_side=min_side)
+
+
+def _np_diag_embed(x, offset=0, dim1=-2, dim2=-1):
+    n = x.ndim + 1
+    L = (x.shape[-1] if x.ndim else 1) + abs(offset)
+    out = np.zeros(x.shape[:-1] + (L, L), x.dtype)
+    idx = np.arange(x.shape[-1] if x.ndim else 1)
+    r, c = (idx, idx + offset) if offset >= 0 else (idx - offset, idx)
+    out[..., r, c] = x.reshape(x.shape or (1,))
+    return np.moveaxis(out, (-2, -1), (dim1 % n, dim2 % n))
+
+
+def _split_kw(draw, s):
+    d = draw(st.integers(-len(s), len(s) - 1))
+    spec = draw(st.sampled_from((1, 2, 3, "list")))
+    return {"dim": d, "spec": [1, 3] if spec == "list" else spec}
+
+
+def _np_tensor_split(x, dim, spec):
+    return tuple(np.array_split(x, spec, axis=dim))
+
+
+def _two_vectors(draw, dt):
+    return Sample((array(draw, (draw(st.integers(0, 3)),), dt),
+                   array(draw, (draw(st.integers(0, 3)),), dt)))
+
+
+def _cross_sample(draw, dt):
+    sa, sb = broadcast_shapes(draw, 2, empty=False)
+    n = max(len(sa), len(sb))                   # torch: one number of dims for both
+    sa, sb = (1,) * (n - len(sa)) + sa, (1,) * (n - len(sb)) + sb
+    return Sample((array(draw, sa + (3,), dt), array(draw, sb + (3,), dt)), {"dim": -1})
+
+
+def _cdist_sample(draw, dt):
+    b = draw(st.sampled_from(((), (2,))))
+    p, r, m = (draw(st.integers(1, 3)) for _ in range(3))
+    return Sample((array(draw, b + (p, m), dt), array(draw, b + (r, m), dt) + 3.0),
+                  {"p": draw(st.sampled_from((1.0, 2.0, 3.0, float("inf"), 0.5)))})
+
+
+def _tensordot_sample(draw, dt):
+    k = draw(st.integers(0, 2))
+    shared = tuple(draw(st.integers(1, 3)) for _ in range(k))
+    a = tuple(draw(st.integers(1, 3)) for _ in range(draw(st.integers(0, 2)))) + shared
+    b = shared + tuple(draw(st.integers(1, 3)) for _ in range(draw(st.integers(0, 2))))
+    return Sample((array(draw, a, dt), array(draw, b, dt)), {"dims": k})
+
+
+def _vecs(n):
+    def build(draw, dt):
+        return Sample(tuple(array(draw, (draw(st.integers(1, 3)),), dt) for _ in range(n)))
+    return family(build)
+
+
+def _blocks(draw, dt):
+    shapes = [draw(st.sampled_from(((), (2,), (1, 3), (2, 2), (0, 2)))) for _ in range(3)]
+    return Sample(tuple(array(draw, s, dt) for s in shapes))
+
+
+def _np_block_diag(*xs):
+    mats = [np.atleast_2d(x) for x in xs]
+    out = np.zeros((sum(m.shape[0] for m in mats), sum(m.shape[1] for m in mats)),
+                   np.result_type(*xs))
+    r = c = 0
+    for m in mats:
+        out[r:r + m.shape[0], c:c + m.shape[1]] = m
+        r, c = r + m.shape[0], c + m.shape[1]
+    return out
+
+
+add(
+    OpInfo("Tensor.diag", _method("diag", 1), ref=lambda x: np.diag(x, 1), samples=unary(
+        min_dims=1, max_dims=2), dtypes=NUMERIC),
+    OpInfo("tgx.diag", lambda x: tgx.diag(x, -1), torch_op=lambda x: torch.diag(x, -1),
+           ref=lambda x: np.diag(x, -1), samples=unary(min_dims=1, max_dims=2)),
+    OpInfo("Tensor.diag_embed", _method("diag_embed", 1, 0, -1), ref=lambda x: _np_diag_embed(
+        x, 1, 0, -1), samples=unary(min_dims=1, max_dims=2)),
+    OpInfo("tgx.diag_embed", lambda x: tgx.diag_embed(x), torch_op=lambda x: torch.diag_embed(x),
+           ref=_np_diag_embed, samples=unary(min_dims=1, max_dims=3)),
+    OpInfo("Tensor.diagflat", _method("diagflat", -1), ref=lambda x: np.diagflat(x, -1),
+           samples=unary(), dtypes=NUMERIC),
+    OpInfo("tgx.diagflat", lambda x: tgx.diagflat(x), torch_op=lambda x: torch.diagflat(x),
+           ref=np.diagflat, samples=unary()),
+    OpInfo("Tensor.trace", _method("trace"), ref=np.trace, samples=_two_d(), dtypes=NUMERIC),
+    OpInfo("Tensor.kron", _method("kron"), ref=np.kron, samples=binary(), dtypes=NUMERIC),
+    OpInfo("tgx.kron", tgx.kron, torch_op=_torch_fn("kron"), ref=np.kron, samples=binary()),
+    OpInfo("Tensor.cross", lambda a, b, dim: a.cross(b, dim=dim), ref=lambda a, b, dim:
+           np.cross(a, b), samples=family(_cross_sample)),
+    OpInfo("tgx.cross", lambda a, b, dim: tgx.cross(a, b, dim=dim), torch_op=lambda a, b, dim:
+           torch.cross(a, b, dim=dim), samples=family(_cross_sample)),
+    OpInfo("Tensor.dist", lambda a, b, p: a.dist(b, p), samples=family(lambda d, dt: Sample(
+        (array(d, (3,), dt), array(d, (3,), dt) + 3.0), {"p": d(st.sampled_from(
+            (1, 2, 3, float("inf"))))}))),
+    OpInfo("tgx.dist", lambda a, b: tgx.dist(a, b), torch_op=lambda a, b: torch.dist(a, b),
+           samples=binary(low_b=3, high_b=5)),
+    OpInfo("Tensor.renorm", lambda x: x.renorm(2, 0, 1.0), samples=unary(
+        min_dims=2, max_dims=3, empty=False)),
+    OpInfo("tgx.renorm", lambda x: tgx.renorm(x, 1, -1, 0.8), torch_op=lambda x: torch.renorm(
+        x, 1, -1, 0.8), samples=unary(min_dims=2, max_dims=3, empty=False, avoid=(0,))),
+    OpInfo("Tensor.renorm_", lambda x: (x * 1).renorm_(3, 1, 1.5), samples=unary(
+        min_dims=2, max_dims=3, empty=False)),
+    OpInfo("Tensor.rot90", lambda x, k: x.rot90(k, (0, -1)), ref=lambda x, k: np.rot90(
+        x, k, (0, -1)), samples=unary(min_dims=2, kw=lambda d, s: {"k": d(st.integers(-2, 5))}),
+           dtypes=ALL),
+    OpInfo("tgx.rot90", lambda x: tgx.rot90(x), torch_op=lambda x: torch.rot90(x),
+           ref=np.rot90, samples=unary(min_dims=2)),
+    OpInfo("Tensor.fliplr", _method("fliplr"), ref=np.fliplr, samples=unary(min_dims=2)),
+    OpInfo("tgx.fliplr", tgx.fliplr, torch_op=_torch_fn("fliplr"), ref=np.fliplr,
+           samples=unary(min_dims=2)),
+    OpInfo("Tensor.flipud", _method("flipud"), ref=np.flipud, samples=unary(min_dims=1)),
+    OpInfo("tgx.flipud", tgx.flipud, torch_op=_torch_fn("flipud"), ref=np.flipud,
+           samples=unary(min_dims=1)),
+    OpInfo("Tensor.diff", lambda x, n, dim: x.diff(n, dim), ref=lambda x, n, dim: np.diff(
+        x, n, dim), samples=unary(min_dims=1, kw=lambda d, s: {"n": d(st.integers(0, 2)),
+                                                               "dim": d(st.integers(
+                                                                   -len(s), len(s) - 1))}),
+           dtypes=ALL),
+    OpInfo("tgx.diff", lambda x, p: tgx.diff(x, prepend=p, append=p), torch_op=lambda x, p:
+           torch.diff(x, prepend=p, append=p), ref=lambda x, p: np.diff(x, prepend=p, append=p),
+           samples=family(lambda d, dt: Sample((array(d, (d(st.integers(0, 4)),), dt),
+                                                array(d, (2,), dt))))),
+    OpInfo("Tensor.tensor_split", lambda x, dim, spec: x.tensor_split(spec, dim),
+           ref=_np_tensor_split, samples=unary(min_dims=1, kw=_split_kw)),
+    OpInfo("tgx.tensor_split", lambda x, dim, spec: tgx.tensor_split(x, spec, dim),
+           torch_op=lambda x, dim, spec: torch.tensor_split(x, spec, dim),
+           ref=_np_tensor_split, samples=unary(min_dims=1, kw=_split_kw)),
+    OpInfo("Tensor.hsplit", lambda x: x.hsplit([1]), ref=lambda x: tuple(np.hsplit(x, [1])),
+           samples=unary(min_dims=1)),
+    OpInfo("tgx.hsplit", lambda x: tgx.hsplit(x, 1), torch_op=lambda x: torch.hsplit(x, 1),
+           samples=unary(min_dims=1)),
+    OpInfo("Tensor.vsplit", lambda x: x.vsplit([1, 2]), ref=lambda x: tuple(np.vsplit(
+        x, [1, 2])), samples=unary(min_dims=2)),
+    OpInfo("tgx.vsplit", lambda x: tgx.vsplit(x, 1), torch_op=lambda x: torch.vsplit(x, 1),
+           samples=unary(min_dims=2)),
+    OpInfo("Tensor.dsplit", lambda x: x.dsplit([1]), ref=lambda x: tuple(np.dsplit(x, [1])),
+           samples=unary(min_dims=3)),
+    OpInfo("tgx.dsplit", lambda x: tgx.dsplit(x, 1), torch_op=lambda x: torch.dsplit(x, 1),
+           samples=unary(min_dims=3)),
+    OpInfo("Tensor.fill_diagonal_", lambda x: (x * 1).fill_diagonal_(2.5), samples=_two_d()),
+    OpInfo("Tensor.fill_diagonal_[wrap]", lambda x: (x * 1).fill_diagonal_(-1.0, wrap=True),
+           samples=family(lambda d, dt: Sample((array(d, (7, 2), dt),))),
+           api=("Tensor.fill_diagonal_",)),
+    OpInfo("Tensor.sum_to_size", lambda x: x.sum_to_size((1,) * max(x.ndim - 1, 0) + (
+        x.shape[-1],) if x.ndim else ()), samples=unary(), dtypes=NUMERIC),
+    OpInfo("Tensor.gcd", _method("gcd"), ref=np.gcd, samples=binary(low=-9, high=9),
+           dtypes=(I64,), grad=False, grad_reason=_NOGRAD),
+    OpInfo("tgx.gcd", tgx.gcd, torch_op=_torch_fn("gcd"), ref=np.gcd, samples=binary(
+        low=-9, high=9), dtypes=(I64,), grad=False, grad_reason=_NOGRAD),
+    OpInfo("Tensor.lcm", _method("lcm"), ref=np.lcm, samples=binary(low=-9, high=9),
+           dtypes=(I64,), grad=False, grad_reason=_NOGRAD),
+    OpInfo("tgx.lcm", tgx.lcm, torch_op=_torch_fn("lcm"), ref=np.lcm, samples=binary(
+        low=-9, high=9), dtypes=(I64,), grad=False, grad_reason=_NOGRAD),
+    OpInfo("Tensor.gcd_", lambda a, b: a.clone().gcd_(b), samples=family(lambda d, dt: Sample(
+        (array(d, (2, 3), dt, -9, 9), array(d, (3,), dt, -9, 9)))), dtypes=(I64,), grad=False,
+           grad_reason=_NOGRAD),
+    OpInfo("Tensor.lcm_", lambda a, b: a.clone().lcm_(b), samples=family(lambda d, dt: Sample(
+        (array(d, (2, 3), dt, -9, 9), array(d, (3,), dt, -9, 9)))), dtypes=(I64,), grad=False,
+           grad_reason=_NOGRAD),
+    # the functions of several tensors
+    OpInfo("tgx.block_diag", tgx.block_diag, torch_op=_torch_fn("block_diag"),
+           ref=_np_block_diag, samples=family(_blocks)),
+    OpInfo("tgx.cartesian_prod", tgx.cartesian_prod, torch_op=_torch_fn("cartesian_prod"),
+           samples=_vecs(3)),
+    OpInfo("tgx.combinations", lambda x, r, w: tgx.combinations(x, r, w),
+           torch_op=lambda x, r, w: torch.combinations(x, r, w), samples=unary(
+               min_dims=1, max_dims=1, kw=lambda d, s: {"r": d(st.integers(0, 3)),
+                                                        "w": d(st.booleans())})),
+    OpInfo("tgx.meshgrid", lambda a, b, indexing: tgx.meshgrid(a, b, indexing=indexing),
+           torch_op=lambda a, b, indexing: torch.meshgrid(a, b, indexing=indexing),
+           samples=family(lambda d, dt: Sample(_two_vectors(d, dt).inputs, {
+               "indexing": d(st.sampled_from(("ij", "xy")))}))),
+    OpInfo("tgx.broadcast_tensors", tgx.broadcast_tensors, torch_op=_torch_fn(
+        "broadcast_tensors"), samples=binary(), dtypes=ALL),
+    OpInfo("tgx.atleast_1d", tgx.atleast_1d, torch_op=_torch_fn("atleast_1d"), samples=unary()),
+    OpInfo("tgx.atleast_2d", tgx.atleast_2d, torch_op=_torch_fn("atleast_2d"), samples=unary()),
+    OpInfo("tgx.atleast_3d", tgx.atleast_3d, torch_op=_torch_fn("atleast_3d"), samples=unary()),
+    OpInfo("tgx.hstack", lambda a, b: tgx.hstack([a, b]), torch_op=lambda a, b: torch.hstack(
+        [a, b]), samples=family(lambda d, dt: Sample((array(d, (2, 1), dt),
+                                                      array(d, (2, 3), dt))))),
+    OpInfo("tgx.vstack", lambda a, b: tgx.vstack([a, b]), torch_op=lambda a, b: torch.vstack(
+        [a, b]), samples=family(lambda d, dt: Sample((array(d, (3,), dt),
+                                                      array(d, (2, 3), dt)))),
+           api=("tgx.vstack", "tgx.row_stack")),
+    OpInfo("tgx.dstack", lambda a, b: tgx.dstack([a, b]), torch_op=lambda a, b: torch.dstack(
+        [a, b]), samples=family(lambda d, dt: Sample((array(d, (2, 3), dt),
+                                                      array(d, (2, 3, 2), dt))))),
+    OpInfo("tgx.column_stack", lambda a, b: tgx.column_stack([a, b]),
+           torch_op=lambda a, b: torch.column_stack([a, b]), samples=family(
+               lambda d, dt: Sample((array(d, (2,), dt), array(d, (2, 3), dt))))),
+    OpInfo("tgx.concat", lambda a, b: tgx.concat([a, b], 1), torch_op=lambda a, b: torch.concat(
+        [a, b], 1), samples=family(lambda d, dt: Sample((array(d, (2, 1), dt),
+                                                         array(d, (2, 2), dt))))),
+    OpInfo("tgx.tril_indices", lambda r, c, o: tgx.tril_indices(r, c, o),
+           torch_op=lambda r, c, o: torch.tril_indices(r, c, o), samples=none(
+               st.fixed_dictionaries({"r": st.integers(0, 4), "c": st.integers(0, 4),
+                                      "o": st.integers(-2, 2)})), grad=False,
+           grad_reason=_NOGRAD),
+    OpInfo("tgx.triu_indices", lambda r, c, o: tgx.triu_indices(r, c, o),
+           torch_op=lambda r, c, o: torch.triu_indices(r, c, o), samples=none(
+               st.fixed_dictionaries({"r": st.integers(0, 4), "c": st.integers(0, 4),
+                                      "o": st.integers(-2, 2)})), grad=False,
+           grad_reason=_NOGRAD),
+    # torch's own backward of vander fails for some inputs (an in-place error inside it):
+    # torch's values here, the gradient against finite differences in the next entry
+    OpInfo("tgx.vander", lambda x, n, inc: tgx.vander(x, n, inc), torch_op=lambda x, n, inc:
+           torch.vander(x, n, inc), samples=unary(min_dims=1, max_dims=1, kw=lambda d, s: {
+               "n": d(st.sampled_from((None, 0, 2, 4))), "inc": d(st.booleans())}),
+           dtypes=NUMERIC, grad=False, grad_reason="torch's backward of vander fails"),
+    OpInfo("tgx.vander[grad]", lambda x, n, inc: tgx.vander(x, n, inc), torch_op=None,
+           torch_reason="torch's backward of vander fails for some inputs",
+           samples=unary(min_dims=1, max_dims=1, kw=lambda d, s: {
+               "n": d(st.sampled_from((None, 0, 2, 4))), "inc": d(st.booleans())}),
+           api=("tgx.vander",)),
+    OpInfo("tgx.trapezoid", lambda y, x: tgx.trapezoid(y, x), torch_op=lambda y, x:
+           torch.trapezoid(y, x), samples=family(lambda d, dt: Sample(
+               (array(d, (2, 4), dt), np.sort(array(d, (4,), dt)))))),
+    OpInfo("tgx.trapz", lambda y: tgx.trapz(y, dx=0.5), torch_op=lambda y: torch.trapz(
+        y, dx=0.5), samples=unary(min_dims=1, empty=False)),
+    OpInfo("tgx.cumulative_trapezoid", lambda y: tgx.cumulative_trapezoid(y, dim=0),
+           torch_op=lambda y: torch.cumulative_trapezoid(y, dim=0), samples=unary(min_dims=1)),
+    OpInfo("tgx.tensordot", lambda a, b, dims: tgx.tensordot(a, b, dims),
+           torch_op=lambda a, b, dims: torch.tensordot(a, b, dims),
+           ref=lambda a, b, dims: np.tensordot(a, b, dims), samples=family(_tensordot_sample)),
+    OpInfo("tgx.chain_matmul", lambda a, b: tgx.chain_matmul(a, b.t(), a),
+           torch_op=lambda a, b: torch.chain_matmul(a, b.t(), a), samples=family(
+               lambda d, dt: Sample((array(d, (2, 2), dt), array(d, (2, 2), dt))))),
+    OpInfo("tgx.cdist", lambda a, b, p: tgx.cdist(a, b, p), torch_op=lambda a, b, p:
+           torch.cdist(a, b, p), samples=family(_cdist_sample)),
+    OpInfo("tgx.pdist", lambda x: tgx.pdist(x), torch_op=lambda x: torch.pdist(x),
+           samples=family(lambda d, dt: Sample((np.arange(6.0).reshape(3, 2).astype(dt) ** 2 +
+                                                array(d, (3, 2), dt, 0, 0.5),)))),
+    OpInfo("tgx.unravel_index", lambda i: tgx.unravel_index(i, (3, 4)),
+           torch_op=lambda i: torch.unravel_index(i, (3, 4)), samples=unary(low=0, high=11),
+           dtypes=(I64,), grad=False, grad_reason=_NOGRAD),
+)
+NOT_OPS |= {"tgx.broadcast_shapes"}

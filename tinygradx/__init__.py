@@ -80,6 +80,15 @@ from .tensor.stats_methods import (aminmax, bincount, bucketize, corrcoef, cov, 
                                    histc, histogram, isin, kthvalue, median, mode, msort,
                                    nanmean, nanmedian, nanquantile, nansum, quantile,
                                    searchsorted, std_mean, unique, unique_consecutive, var_mean)
+from .tensor.array_functions import (atleast_1d, atleast_2d, atleast_3d, block_diag,  # noqa: E402
+                                     broadcast_shapes, broadcast_tensors, cartesian_prod,
+                                     cdist, chain_matmul, column_stack, combinations, concat,
+                                     cross, cumulative_trapezoid, diag, diag_embed, diagflat,
+                                     diff, dist, dsplit, dstack, fliplr, flipud, gcd, gcd_,
+                                     hsplit, hstack, kron, lcm, lcm_, meshgrid, pdist, renorm,
+                                     rot90, row_stack, tensor_split, tensordot,
+                                     trapezoid, trapz, tril_indices, triu_indices,
+                                     unravel_index, vander, vsplit, vstack)
 from .tensor.scatter_methods import (index_add, index_copy, index_fill,  # noqa: E402
                                      index_put, index_reduce, masked_scatter, put,
                                      scatter_reduce, take, take_along_dim)
@@ -159,6 +168,14 @@ __all__ = [
     "aminmax", "bincount", "bucketize", "corrcoef", "cov", "histc", "histogram", "isin",
     "kthvalue", "median", "mode", "msort", "nanmean", "nanmedian", "nanquantile", "nansum",
     "quantile", "searchsorted", "std_mean", "unique", "unique_consecutive", "var_mean",
+    # diagonals, blocks, grids, stacking, integrals, distances (tensor/array_functions.py)
+    "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes",
+    "broadcast_tensors", "cartesian_prod", "cdist", "chain_matmul", "column_stack",
+    "combinations", "concat", "cross", "cumulative_trapezoid", "diag", "diag_embed", "diagflat",
+    "diff", "dist", "dsplit", "dstack", "fliplr", "flipud", "gcd", "gcd_", "hsplit", "hstack",
+    "kron", "lcm", "lcm_", "meshgrid", "pdist", "renorm", "rot90", "row_stack", "tensor_split",
+    "tensordot", "trapezoid", "trapz", "tril_indices", "triu_indices", "unravel_index",
+    "vander", "vsplit", "vstack",
 ]
 
 # torch's dtype names: tgx.long, tgx.float, ... (as torch.long, torch.float). Set last, since

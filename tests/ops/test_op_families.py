@@ -163,3 +163,37 @@ def _backward(m, fn):
 @pytest.mark.parametrize("name", list(SCATTER_CALLS))
 def test_scatter_family_like_torch(name):
     same(SCATTER_CALLS[name])
+
+
+MATRIX_CALLS = {
+    "dist_p0": lambda m: m.tensor([1.0, 2.0, 3.0]).dist(m.tensor([1.0, 0.0, 5.0]), 0),
+    "cross_default_dim": lambda m: m.cross(m.ones(3, 3), m.arange(9.0).reshape(3, 3)),
+    "cross_ndim": lambda m: m.cross(m.ones(2, 3), m.ones(3)),
+    "diag_3d": lambda m: m.ones(2, 2, 2).diag(),
+    "trace_1d": lambda m: m.ones(3).trace(),
+    "fill_diagonal_3d_unequal": lambda m: m.ones(2, 3, 3).fill_diagonal_(1.0),
+    "fill_diagonal_wrap": lambda m: m.ones(7, 3).fill_diagonal_(5.0, wrap=True),
+    "hsplit_uneven": lambda m: m.ones(2, 3).hsplit(2),
+    "tensor_split_tensor": lambda m: m.arange(7).tensor_split(m.tensor([1, 5])),
+    "rot90_same_dims": lambda m: m.ones(2, 2).rot90(1, (0, 0)),
+    "gcd_float": lambda m: m.ones(2).gcd(m.ones(2)),
+    "sum_to_size_bad": lambda m: m.ones(2, 3).sum_to_size(2),
+    "combinations_r0": lambda m: m.combinations(m.tensor([1.0, 2.0]), 0),
+    "meshgrid_xy": lambda m: m.meshgrid(m.tensor([1, 2, 3]), m.tensor([4, 5]), indexing="xy"),
+    "broadcast_shapes": lambda m: m.broadcast_shapes((2, 1), (3,), 1),
+    "broadcast_shapes_bad": lambda m: m.broadcast_shapes((2,), (3,)),
+    "atleast_3d_list": lambda m: m.atleast_3d([m.ones(2), m.ones(2, 2)]),
+    "block_diag_3d": lambda m: m.block_diag(m.ones(2, 2, 2)),
+    "unravel_out_of_range": lambda m: m.unravel_index(m.tensor([12]), (3, 4)),
+    "tril_indices_offset": lambda m: m.tril_indices(3, 4, -1),
+    "vander_bool": lambda m: m.vander(m.tensor([True, False])),
+    "kron_int_float": lambda m: m.kron(m.tensor([1, 2]), m.tensor([0.5, 1.5])),
+    "cdist_p0": lambda m: m.cdist(m.ones(2, 3), m.zeros(1, 3), 0.0),
+    "pdist_p1": lambda m: m.pdist(m.tensor([[0.0, 0.0], [3.0, 4.0], [6.0, 8.0]]), 1),
+}
+
+
+@requires_torch
+@pytest.mark.parametrize("name", list(MATRIX_CALLS))
+def test_matrix_family_like_torch(name):
+    same(MATRIX_CALLS[name])

@@ -28,14 +28,16 @@ from .more_math import MoreMathMethods
 from .aliases import AliasMethods
 from .scatter_methods import ScatterMethods
 from .stats_methods import StatsMethods
+from .matrix_methods import MatrixMethods
 from .convert import ConvertMethods
 from .index_methods import IndexMethods
 from .inplace import InplaceMethods
 from .shape_methods import ShapeMethods
 
 
-class Tensor(ShapeMethods, IndexMethods, ScatterMethods, StatsMethods, MathMethods,
-             MoreMathMethods, AliasMethods, ConvertMethods, InplaceMethods, core.Tensor):
+class Tensor(ShapeMethods, IndexMethods, ScatterMethods, StatsMethods, MatrixMethods,
+             MathMethods, MoreMathMethods, AliasMethods, ConvertMethods, InplaceMethods,
+             core.Tensor):
     """An n-d array that can record the graph of ops applied to it.
 
     >>> x = Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)

@@ -32,8 +32,16 @@ def _variant(op):
     """torch's x.op_(...): x.op(...) computed out of place and written into x's memory
     (Tensor._inplace: x's dtype and shape are kept, the version counter goes up, a leaf that
     requires grad refuses it outside no_grad)."""
+    def compute(t, *a, **kwargs):
+        # a composite op may save the old value in a node before its last one, which the write
+        # would then change: with a graph, it reads a copy (the last node's own saves are
+        # copied by _inplace anyway)
+        if t.requires_grad and autograd.STATE.grad_enabled:
+            t = t.clone()
+        return getattr(t, op)(*a, **kwargs)
+
     def method(self, *args, **kwargs):
-        return self._inplace(f"{op}_", lambda t, *a: getattr(t, op)(*a, **kwargs), *args)
+        return self._inplace(f"{op}_", lambda t, *a: compute(t, *a, **kwargs), *args)
     method.__name__ = method.__qualname__ = f"{op}_"
     method.__doc__ = f"x.{op}_(...): x.{op}(...) written into x, in place."
     return method
