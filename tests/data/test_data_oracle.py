@@ -291,7 +291,7 @@ def make_loader(m, kind, items, args):
         "random": lambda: data.RandomSampler(ds),
         "random_repl": lambda: data.RandomSampler(ds, replacement=True, num_samples=5),
         "subset_random": lambda: data.SubsetRandomSampler(list(range(0, n, 2))),
-        "weighted": lambda: data.WeightedRandomSampler([1.0] * max(n, 1), 4),
+        "weighted": lambda: data.WeightedRandomSampler([1.0] * n, 4),
     }[sampler]
     kw["sampler"] = kw["sampler"]() if kw["sampler"] else None
     kw["batch_sampler"] = {

@@ -303,3 +303,31 @@ def test_the_reader_alone_gives_arrays(tmp_path):
     out = ptfile.read(path)
     assert isinstance(out, np.ndarray) and out.tolist() == [3.0, 4.0]
     assert ptfile.read(os.fspath(path)).flags.writeable
+
+
+@requires_torch
+def test_training_resumes_from_a_checkpoint_torch_wrote(tmp_path):
+    """The model's and AdamW's state dicts from torch, loaded into tinygradx's twins: the next
+    step lands where torch's does."""
+    torch.manual_seed(0)
+    theirs = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.LayerNorm(4))
+    their_opt = torch.optim.AdamW(theirs.parameters(), lr=1e-2, betas=(0.9, 0.99),
+                                  weight_decay=0.1)
+    theirs(torch.randn(2, 3)).sum().backward()
+    their_opt.step()
+    torch.save({"model": theirs.state_dict(), "optimizer": their_opt.state_dict()},
+               tmp_path / "ckpt.pt")
+    ckpt = tgx.load(tmp_path / "ckpt.pt", map_location="cpu")
+    ours = nn.Sequential(nn.Linear(3, 4), nn.LayerNorm(4))
+    ours.load_state_dict(ckpt["model"])
+    opt = tgx.optim.AdamW(ours.parameters(), lr=1e-2, betas=(0.9, 0.99), weight_decay=0.1)
+    opt.load_state_dict(ckpt["optimizer"])
+    x = np.random.default_rng(1).standard_normal((2, 3)).astype(np.float32)
+    ours(tgx.tensor(x)).sum().backward()
+    opt.step()
+    their_opt.zero_grad()
+    theirs(torch.tensor(x)).sum().backward()
+    their_opt.step()
+    for p, q in zip(ours.parameters(), theirs.parameters(), strict=True):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
