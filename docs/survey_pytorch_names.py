@@ -10,7 +10,8 @@ outside this repository: only the counts are committed):
 
 Each Python file (or notebook's code cells) is parsed, never run. The names count as follows:
 
-- a dotted name that starts from a torch import, resolved through the file's imports:
+- a dotted name that starts from a torch import, resolved through the file's imports (and
+  counted only when torch has it, so a local variable that shadows an import is left out):
   `import torch.nn as nn; nn.Linear` and `from torch.nn import Linear; Linear` are both
   torch.nn.Linear; `torch.nn.init.normal_(w)` counts once, as torch.nn.init.normal_;
 - a method call or attribute of anything that is not a module, `x.view(...)`, `loss.backward()`,
@@ -89,7 +90,9 @@ class Counter(ast.NodeVisitor):
     def visit_Attribute(self, node):
         chain = self._chain(node)
         if chain is not None and chain[0] in self.aliases:
-            self.add(".".join([self.aliases[chain[0]], *chain[1:]]))
+            full = ".".join([self.aliases[chain[0]], *chain[1:]])
+            if _exists(full):               # not a local variable that shadows the import
+                self.add(full)
             return                          # the whole chain counted once
         if node.attr in self.tensor_names and not (
                 chain is not None and len(chain) == 2 and chain[0] in self.modules):
@@ -102,6 +105,24 @@ class Counter(ast.NodeVisitor):
             full = self.aliases[node.id]
             if not _is_module_path(full):
                 self.add(full)
+
+
+def _exists(full):
+    """Whether `full` names something torch has (torch.utils.data.DataLoader yes; d2l's
+    `data.shape`, where a variable named data shadows `from torch.utils import data`, no)."""
+    import importlib
+    parts = full.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for p in parts[cut:]:
+            if not hasattr(obj, p):
+                return False
+            obj = getattr(obj, p)
+        return True
+    return False
 
 
 def _is_module_path(full):
