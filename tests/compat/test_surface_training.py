@@ -255,11 +255,7 @@ def _custom_optimizer(ns):
     return _np(p), [g["lr"] for g in opt.param_groups], opt.state[p]["n"]
 
 
-@pytest.mark.parametrize("name", [pytest.param(
-    n, id=f"torch.optim.{n}", marks=pytest.mark.xfail(strict=True, reason=(
-        "optim (branch numerics): Optimizer.state is a plain dict, where torch's is a "
-        "defaultdict(dict) that custom optimizers index as self.state[p]")))
-    for n in ["Optimizer"] if _has("torch.optim", n)])
+@pytest.mark.parametrize("name", _params("torch.optim", ["Optimizer"]))
 def test_optimizer_base_class(name):
     """An optimizer written as torch's docs show (param_groups, per-parameter state)."""
     mine, theirs = _custom_optimizer(LOOK), _custom_optimizer(torch)
@@ -267,8 +263,6 @@ def test_optimizer_base_class(name):
     assert mine[1:] == theirs[1:]
 
 
-@pytest.mark.xfail(strict=True, reason="optim (branch numerics): Adam(amsgrad=True) is refused "
-                                       "with Python's TypeError")
 def test_optimizer_options_torch_has():
     """Options of torch's optimizers that learner code passes."""
     for name, kwargs in [("Adam", {"lr": 0.05, "amsgrad": True})]:
