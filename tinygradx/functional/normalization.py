@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from ..autograd import OpError, current_scope, no_grad
+from ..autograd import OpError, current_scope
 from ..tensor import Tensor
 from ..tensor.creation import cat, zeros
 
@@ -90,11 +90,13 @@ def _affine(y, weight, bias):
 
 
 def _update(running, stat, momentum):
-    """running = (1 - momentum) * running + momentum * stat, in place, outside the graph."""
-    with no_grad():
-        new = running.detach() * (1.0 - momentum) + stat.detach().reshape(running.shape) \
-            .to(running.dtype) * momentum
-        running.copy_(new)
+    """running = (1 - momentum) * running + momentum * stat (an array), in place, outside the
+    graph: on the buffer's array, as an optimizer writes a parameter (no op is recorded, so a
+    trace or a graph of the forward shows the normalization only; no node holds the buffer's
+    memory)."""
+    buf = running.detach().numpy()
+    buf *= 1.0 - momentum
+    buf += momentum * stat.reshape(buf.shape)
 
 
 def _running_pair(name, running_mean, running_var, C, dtype):
@@ -135,8 +137,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     dims = (0,) + tuple(range(2, x.ndim))
     x_hat, mean, var = _standardize(x, dims, eps)
     if running_mean is not None:
-        _update(running_mean, mean, momentum)
-        _update(running_var, var * (n / (n - 1)), momentum)      # unbiased, as torch
+        _update(running_mean, mean.detach().numpy(), momentum)
+        _update(running_var, var.detach().numpy() * (n / (n - 1)), momentum)   # unbiased
     return _affine(x_hat, weight, bias)
 
 
@@ -169,9 +171,10 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         return _affine(x * 1.0, weight, bias)
     x_hat, mean, var = _standardize(x, tuple(range(2, x.ndim)), eps)    # (N, C, 1, ...)
     if running_mean is not None:                # the batch's mean of per-instance statistics
-        _update(running_mean, mean.reshape(x.shape[0], C).mean(0), momentum)
-        _update(running_var, (var * (spatial / (spatial - 1))).reshape(x.shape[0], C).mean(0),
-                momentum)
+        N = x.shape[0]
+        _update(running_mean, mean.detach().numpy().reshape(N, C).mean(0), momentum)
+        _update(running_var, (var.detach().numpy() * (spatial / (spatial - 1)))
+                .reshape(N, C).mean(0), momentum)
     return _affine(x_hat, weight, bias)
 
 

@@ -104,8 +104,7 @@ class _BatchNorm(_NormBase):
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
-            with no_grad():
-                self.num_batches_tracked.add_(1)
+            self.num_batches_tracked.detach().numpy()[...] += 1   # a count, outside the graph
             if self.momentum is None:              # the cumulative mean of every batch seen
                 factor = 1.0 / float(self.num_batches_tracked.item())
         # the batch's statistics while training, and in evaluation when none are kept
