@@ -175,6 +175,9 @@ def check_kernel(name, args, *, others_off=True):
         others = [o for o in dispatch.VERSIONS[name] if o is not v] if others_off else []
         with dispatch.switched_off(*others):
             mine = _copy(args)
+            assert v.takes(mine) == (dispatch.why_not(v, mine) is None), (
+                f"{name}:{v.name}: its compiled check and why_not disagree: "
+                f"{dispatch.why_not(v, mine)}")
             chosen = dispatch.choose(name, mine)
             if chosen is not v:
                 DECLINED[name, v.name] += 1

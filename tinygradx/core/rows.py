@@ -9,6 +9,8 @@ Two numerical rules, the same on every path (tinygradx/fast's faster versions ar
 these functions):
 - float16 is computed in float32 and rounded once at the end, as PyTorch does on a CPU: a
   float16 row of [300, 0, -300] has a variance (60,000) near float16's largest number.
+  layer_norm also computes float32 rows in float64 (a row of nearly equal values keeps its
+  digits: x - mean is tiny against x), as its compiled loop sums in float64.
 - layer_norm's statistics cannot overflow: a row whose squares (or sum) leave the dtype's
   range, such as a float32 row holding 1e30, is divided by its largest |x| first, which
   changes nothing else (the normalised row is the same), so it normalises like any other.
@@ -108,10 +110,14 @@ def _overflow_scale(x, var, dims):
 
 @dispatched
 def layer_norm_rows(x2, w, b, eps):
-    """LayerNorm of each row of x2 (rows, n), times w and plus b ((n,) or None)."""
-    if x2.dtype == np.float16:
-        up = None if w is None else w.astype(F32), None if b is None else b.astype(F32)
-        return layer_norm_rows(x2.astype(F32), *up, eps).astype(np.float16)
+    """LayerNorm of each row of x2 (rows, n), times w and plus b ((n,) or None). float16 rows
+    are computed in float32 and float32 rows in float64, each rounded once at the end: a row
+    of nearly equal values (x - mean tiny against x) keeps its digits, and the compiled loop,
+    which sums in float64, gives the same answer to a few ulp."""
+    if x2.dtype in (np.float16, F32):
+        wide = F32 if x2.dtype == np.float16 else np.float64
+        up = None if w is None else w.astype(wide), None if b is None else b.astype(wide)
+        return layer_norm_rows.reference(x2.astype(wide), *up, eps).astype(x2.dtype)
     y = normalize(ARRAYS, x2, 1, eps)[0]
     if w is not None:
         y *= w

@@ -62,7 +62,7 @@ class Version:
     """
 
     __slots__ = ("name", "fn", "backend", "dtypes", "arrays", "contiguous", "outputs",
-                 "inplace", "min_size", "in_blocks", "accepts", "ulp", "kernel", "off")
+                 "inplace", "min_size", "in_blocks", "accepts", "ulp", "kernel", "off", "takes")
 
     def __init__(self, name, fn, *, backend=None, dtypes=FLOATS, arrays=None, contiguous=None,
                  outputs=(), inplace=(), min_size=1, in_blocks=True, accepts=None, ulp=0):
@@ -72,7 +72,8 @@ class Version:
         self.outputs, self.inplace = tuple(outputs), tuple(inplace)
         self.min_size, self.in_blocks = min_size, in_blocks
         self.accepts, self.ulp = accepts, ulp
-        self.kernel, self.off = None, False      # off: switched off by `only` (tests, bench)
+        self.kernel, self.off = None, False      # off: switched off (tests, benchmarks)
+        self.takes = None        # the declaration compiled to one check (register: _compile)
 
     def __repr__(self):
         return f"<version {self.kernel}:{self.name}>"
@@ -88,26 +89,100 @@ def register(kernel, version):
     if any(v.name == version.name for v in versions):
         raise ValueError(f"{kernel}: a version named {version.name!r} is registered already")
     version.kernel = getattr(kernel, "__name__", kernel)
+    if isinstance(kernel, str):
+        version.takes = _Takes(version)
     versions.append(version)
     return version.fn
+
+
+class _Takes:
+    """A version's declaration compiled to one check per number of arguments (a call may
+    leave a reference's trailing defaults out): takes(args) -> bool."""
+
+    __slots__ = ("v", "by_arity")
+
+    def __init__(self, v):
+        self.v, self.by_arity = v, {}
+
+    def __call__(self, args):
+        check = self.by_arity.get(len(args))
+        if check is None:
+            check = self.by_arity[len(args)] = _compile(self.v, len(args))
+        return check(args)
+
+
+def _compile(v, nargs):
+    """v's declaration as one function takes(args) -> bool, the same answer as
+    `why_not(v, args) is None` (tests/fast/test_differential.py checks that on every call it
+    draws) with each check written out for this declaration: the dispatcher asks it on every
+    call, and a token of generation makes ~25 such calls, so the generic loop of why_not (its
+    reasons are for `explain`) would cost more than some of the versions save."""
+    lines = ["def takes(args):", "    if v.off: return False", "    d = f = None"]
+    checked = range(nargs) if v.arrays is None else v.arrays
+    for i in checked:
+        lines.append(f"    a = args[{i}]")
+        if v.arrays is None:
+            lines.append("    if type(a) is ndarray:")
+        else:
+            lines.append("    if a is not None:")
+            lines.append("        if type(a) is not ndarray: return False")
+        lines.append("        if d is None: d, f = a.dtype, a")
+        lines.append("        elif a.dtype != d: return False")
+        lines.append("        if a.size == 0: return False")
+        if v.contiguous is None or i in v.contiguous:
+            lines.append("        if not a.flags.c_contiguous: return False")
+    lines.append("    if d is None: return False")
+    if v.dtypes is not None:
+        lines.append("    if d not in dtypes: return False")
+    if v.min_size > 1:
+        lines.append(f"    if f.size < {int(v.min_size)}: return False")
+    for i in v.outputs:
+        lines.append(f"    o = args[{i}]")
+        lines.append("    if o is not None:")
+        lines.append("        if not o.flags.writeable: return False")
+        if v.contiguous is None or i in v.contiguous:
+            lines.append("        if not o.flags.c_contiguous: return False")
+        for j in range(nargs):
+            if j == i:
+                continue
+            same = f"args[{j}] is o" if j in v.inplace else "False"
+            lines.append(f"        if type(args[{j}]) is ndarray and not ({same}) "
+                         f"and may_share_memory(args[{j}], o): return False")
+    if not v.in_blocks:
+        lines.append("    if in_block(): return False")
+    if v.accepts is not None:
+        lines.append("    if not accepts(*args): return False")
+    lines.append("    return ready()" if v.backend is not None else "    return True")
+    scope = dict(v=v, ndarray=np.ndarray, dtypes=v.dtypes, may_share_memory=np.may_share_memory,
+                 in_block=parallel.in_block, accepts=v.accepts,
+                 ready=_READY.get(v.backend, lambda: backend_ready(v.backend)))
+    exec("\n".join(lines), scope)
+    return scope["takes"]
 
 
 # ------------------------------------------------------------------------------------------
 # the backends: available or not, settled once per process from the settings
 # ------------------------------------------------------------------------------------------
 
+def _pool_ready():
+    return kernels.ENABLED and pool.start()
+
+
+def _threads_ready():
+    return parallel.THREADS > 1
+
+
+_READY = {"kernels": kernels.ready, "pool": _pool_ready, "threads": _threads_ready}
+
+
 def backend_ready(backend):
     """Whether a backend can run now: decided from the settings (and, the first time, by
     building the kernels or starting the pool), never by which op asked first."""
     if backend is None:
         return True
-    if backend == "kernels":
-        return kernels.ready()
-    if backend == "pool":
-        return kernels.ENABLED and pool.start()
-    if backend == "threads":
-        return parallel.THREADS > 1
-    raise ValueError(f"unknown backend {backend!r}")
+    if backend not in _READY:
+        raise ValueError(f"unknown backend {backend!r}")
+    return _READY[backend]()
 
 
 # ------------------------------------------------------------------------------------------
@@ -170,7 +245,7 @@ def why_not(v, args):
 def choose(kernel, args):
     """The version of `kernel` that runs for args, or None (the reference)."""
     for v in VERSIONS.get(kernel, ()):
-        if why_not(v, args) is None:
+        if v.takes(args):
             return v
     return None
 
@@ -181,7 +256,7 @@ def run(name, reference, args):
     versions = VERSIONS.get(name)
     if versions:
         for v in versions:
-            if why_not(v, args) is None:
+            if v.takes(args):
                 return v.fn(*args)
     return reference(*args)
 

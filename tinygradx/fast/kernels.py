@@ -97,7 +97,10 @@ def _cpu():
 
 def ready():
     """Whether the compiled kernels are on and built (building them now, once, if needed;
-    the build also compiles fast/pool.py's pool.c beside them)."""
+    the build also compiles fast/pool.py's pool.c beside them). Once loaded, no lock: the
+    dispatcher asks this on every call of a compiled version."""
+    if _module is not None:
+        return ENABLED
     return ENABLED and _load() is not None
 
 

@@ -57,7 +57,7 @@ def gelu_forward(x, approximate):
     cdf = np.asarray(_erf(x * (1 / math.sqrt(2))))
     cdf += 1
     cdf *= 0.5                                   # Phi(x)
-    return x * cdf, cdf
+    return np.asarray(x * cdf), cdf              # asarray: a 0-d product is a numpy scalar
 
 
 def _gelu_pool(x, approximate):

@@ -108,7 +108,7 @@ register(Softmax, Version(
 # ------------------------------------------------------------------------------------------
 
 register("layer_norm_rows", Version(
-    "compiled", kernels.layer_norm, backend="kernels", arrays=(0, 1, 2), ulp=8))
+    "compiled", kernels.layer_norm, backend="kernels", arrays=(0, 1, 2), ulp=4))
 
 
 def _layer_norm_backward_compiled(ctx, g):
