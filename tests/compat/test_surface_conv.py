@@ -10,6 +10,8 @@ import tinygradx as tgx
 from oracle import Raised, both, requires_torch, torch
 
 pytestmark = requires_torch
+if torch is None:   # the cases below are made by torch itself
+    pytest.skip("torch (the test oracle) not installed", allow_module_level=True)
 
 R = np.random.default_rng(0)
 X4 = R.standard_normal((1, 3, 5, 5))          # (N, C, H, W)
