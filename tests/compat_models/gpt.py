@@ -147,3 +147,19 @@ class GPT(nn.Module):
             idx_next = torch.multinomial(probs, num_samples=1)
             idx = torch.cat((idx, idx_next), dim=1)
         return idx
+
+
+if __name__ == "__main__":
+    # a few steps on the sequences 0 1 2 ... 9 0 1 ...: the model learns to count on
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=10, context=8, n_layer=2, n_head=2, d_model=24))
+    opt = model.configure_optimizer(lr=1e-2, weight_decay=0.0)
+    seq = (torch.arange(3)[:, None] + torch.arange(9)) % 10          # (3, 9)
+    x, y = seq[:, :-1].contiguous(), seq[:, 1:].contiguous()           # each next token
+    for step in range(30):
+        logits, loss = model(x, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    print(f"loss {loss.item():.3f}")
+    print(model.generate(torch.tensor([[3]]), max_new_tokens=7, top_k=1).tolist())

@@ -191,3 +191,15 @@ def greedy_decode(model, src, max_len, bos):
         _, next_token = torch.max(log_probs[:, -1], dim=1)
         ys = torch.cat([ys, next_token.unsqueeze(1)], dim=1)
     return ys
+
+
+if __name__ == "__main__":
+    # an untrained model on a toy batch: its log-probabilities, the smoothed loss, a decoding
+    torch.manual_seed(0)
+    model = Transformer(src_vocab=12, tgt_vocab=12, n_layers=2, d_model=32, d_ff=64, n_heads=4)
+    src = torch.tensor([[1, 5, 6, 7, 2], [1, 9, 3, 2, PAD]])
+    tgt_in, tgt_out = src[:, :-1], src[:, 1:]
+    log_probs = model(src, tgt_in)                                     # (B, T, tgt_vocab)
+    loss = LabelSmoothingLoss(12)(log_probs.reshape(-1, 12), tgt_out.reshape(-1))
+    print(f"log-probabilities {tuple(log_probs.shape)}, loss {loss.item():.3f}")
+    print(greedy_decode(model.eval(), src, max_len=6, bos=1).tolist())

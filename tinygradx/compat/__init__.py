@@ -33,7 +33,8 @@ import types
 from .facade import Facade, Refuser, not_available
 from .lookalike import MODULES, torch
 
-__all__ = ["torch", "installed", "install", "load_module", "run_script", "not_available"]
+__all__ = ["torch", "installed", "install", "pytorch", "load_module", "run_script",
+           "not_available"]
 
 # `import tinygradx.compat.torch` finds the look-alike (it is an object, not a file)
 sys.modules.setdefault(__name__ + ".torch", torch)
@@ -147,6 +148,15 @@ def installed():
     function is called, and gets whatever `torch` is then.
     """
     return _TorchIs(True)
+
+
+def pytorch():
+    """Inside `with pytorch() as torch:`, `import torch` gives PyTorch itself (it must be
+    installed; the block's value is None if it is not imported yet), even where the look-alike
+    is installed; the look-alike and the modules that took names from it are set aside for the
+    block, and the modules first imported inside it that took names from PyTorch leave
+    sys.modules after it. `load_module(path, pytorch=True)` loads a file in such a block."""
+    return _TorchIs(False)
 
 
 def install():
