@@ -18,9 +18,12 @@ link still points at the line it quotes, every public name is indexed in docs/ap
    and every bare ``` block whose lines start with `$ `, is run by test_shell_blocks in a temporary
    directory with this Python's bin/ first on PATH (so `tinygradx` and `python` are the venv's),
    with a timeout, and must succeed; in a `$ ` block, every output line shown must appear in what
-   the commands print (spaces collapsed). A block that should not run (it trains for minutes,
-   installs packages, rewrites the test suite's files) carries `<!-- not run: the reason -->` on
-   the line right before its fence.
+   the commands print (spaces collapsed; `...` in a shown line matches any text). A `$ `
+   command with a here-document (`$ cat > m.py <<'EOF'`) takes the lines up to its terminator.
+   A block that should not run (it trains for minutes, installs packages, rewrites the test
+   suite's files) carries `<!-- not run: the reason -->` on the line right before its fence; one
+   that compares with PyTorch carries `<!-- needs torch -->` there, and runs where torch is
+   installed (the oracle extra).
 4. API index. Every public name of tinygradx, tinygradx.functional.__all__ and every class of
    tinygradx.nn / tinygradx.optim appears in docs/api.md in backticks, and has a docstring.
 
@@ -31,6 +34,7 @@ Refresh the text blocks after an intended change (then read the diff before comm
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import inspect
 import io
 import os
@@ -57,6 +61,7 @@ OWN_PAGES = {"docs/walkthrough.md", "docs/zh/walkthrough.md", "docs/autograd.md"
 PENDING_PAGES = set()  # pages linked before they were written (none now)
 SKIP_MARK = re.compile(r"^<!-- skip-test: (\S.*?) -->$")   # before a python block: why not run
 NOT_RUN = re.compile(r"^<!-- not run: (\S.*?) -->$")    # before a shell block: why it is not run
+NEEDS_TORCH = "<!-- needs torch -->"                     # before a shell block: run with torch
 SHELL_LANGS = {"bash", "sh", "console", "shell"}
 SHELL_TIMEOUT = 60                                         # seconds per block
 LINE_SLACK = 0                     # a quote must sit exactly on the line its link names
@@ -434,7 +439,8 @@ def test_zh_page_has_every_section_of_the_english_page(page):
 # ------------------------------------------------------------------------------------------
 
 def shell_blocks(page):
-    """(block, commands, shown output lines, reason not run or None) for every shell block."""
+    """(block, commands, shown output lines, reason not run or None, needs torch) for every
+    shell block."""
     lines = read(page)
     out = []
     for b in blocks(lines):
@@ -442,14 +448,44 @@ def shell_blocks(page):
         prompt = any(s.startswith("$ ") for s in body)
         if b.lang not in SHELL_LANGS and not (b.lang == "" and prompt):
             continue
-        m = NOT_RUN.match(lines[b.start - 1].strip()) if b.start > 0 else None
+        before = lines[b.start - 1].strip() if b.start > 0 else ""
+        m = NOT_RUN.match(before)
         if prompt or b.lang == "console":
-            cmds = [s[2:] for s in body if s.startswith("$ ")]
-            shown = [s for s in body if s.strip() and not s.startswith("$ ")]
+            cmds, shown = prompt_commands(body)
         else:
             cmds, shown = [b.code], []
-        out.append((b, cmds, shown, m.group(1) if m else None))
+        out.append((b, cmds, shown, m.group(1) if m else None, before == NEEDS_TORCH))
     return out
+
+
+def prompt_commands(body):
+    """(commands, shown output lines) of a block of `$ ` lines; a command with a here-document
+    (`<<'EOF'`) takes the lines up to its terminator."""
+    cmds, shown, rest = [], [], iter(body)
+    for s in rest:
+        if not s.startswith("$ "):
+            if s.strip():
+                shown.append(s)
+            continue
+        cmd = s[2:]
+        here = re.search(r"<<-?\s*(['\"]?)(\w+)\1", cmd)
+        if here:
+            for t in rest:
+                cmd += "\n" + t
+                if t.strip() == here.group(2):
+                    break
+        cmds.append(cmd)
+    return cmds, shown
+
+
+def shown_in(line, printed):
+    """Whether a shown output line is among the printed ones (spaces collapsed; `...` matches
+    any text)."""
+    line = squash(line)
+    if "..." not in line:
+        return line in printed
+    pattern = re.compile(".*".join(re.escape(p) for p in line.split("...")) + r"\Z")
+    return any(pattern.match(p) for p in printed)
 
 
 def shell_pages():
@@ -466,9 +502,9 @@ def test_shell_blocks(page):
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", MPLBACKEND="Agg",
                PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
     ran = 0
-    for b, cmds, shown, reason in shell_blocks(page):
+    for b, cmds, shown, reason, torch in shell_blocks(page):
         where = f"{page}, the shell block at line {b.start + 1}"
-        if reason is not None:
+        if reason is not None or (torch and importlib.util.find_spec("torch") is None):
             continue
         printed = []
         with tempfile.TemporaryDirectory() as tmp:
@@ -482,7 +518,7 @@ def test_shell_blocks(page):
                 assert r.returncode == 0, (f"{where}: `{cmd}` failed ({r.returncode}):\n"
                                            f"{r.stdout[-2000:]}{r.stderr[-2000:]}")
                 printed += [squash(s) for s in r.stdout.split("\n")]
-        missing = [s for s in shown if squash(s) not in printed]
+        missing = [s for s in shown if not shown_in(s, printed)]
         assert not missing, f"{where}: these lines are not in the output:\n" + "\n".join(missing)
         ran += 1
     assert ran or page != "docs/graphs.md", f"{page}: no shell block ran"
