@@ -156,7 +156,7 @@ if __name__ == "__main__":
     opt = model.configure_optimizer(lr=1e-2, weight_decay=0.0)
     seq = (torch.arange(3)[:, None] + torch.arange(9)) % 10          # (3, 9)
     x, y = seq[:, :-1].contiguous(), seq[:, 1:].contiguous()           # each next token
-    for step in range(30):
+    for _ in range(30):
         logits, loss = model(x, y)
         opt.zero_grad()
         loss.backward()
