@@ -273,6 +273,24 @@ def test_random_draws_and_dropout_in_a_forward(tmp_path, capsys):
     assert status == 0 and err == "", out + err
 
 
+@needs_torch
+def test_a_compiled_model(tmp_path, capsys):
+    """A script that compiles its model (nanoGPT's train.py does, unless --compile=False): the
+    check runs the model itself on both sides and agrees."""
+    script = write(tmp_path, "compiled.py", '''
+        import torch
+        import torch.nn as nn
+
+        if __name__ == "__main__":
+            torch.manual_seed(0)
+            model = torch.compile(nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 2)))
+            model(torch.randn(3, 4)).sum().backward()
+        ''')
+    status, out, err = run(capsys, script)
+    assert status == 0 and err == "", out + err
+    assert out.startswith("--check compiled.py: PyTorch and tinygradx agree on "), out
+
+
 # -- one line when the check cannot run ----------------------------------------------------------
 
 def one_line(err):
