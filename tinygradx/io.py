@@ -37,6 +37,7 @@ import numpy as np
 __all__ = [
     "CheckpointError",
     "SafetensorsError",
+    "ZIP_ERRORS",
     "META_KEY",
     "atomic_write",
     "save_checkpoint",
@@ -56,6 +57,14 @@ _NPY_MAGIC = b"\x93NUMPY"
 
 class CheckpointError(ValueError):
     """A checkpoint or tensor file is missing, truncated, corrupt, or not of the expected kind."""
+
+
+# What Python's zipfile raises on a damaged archive, besides BadZipFile: a name that is not
+# UTF-8, a compression method or zip version it does not know, an "encrypted" flag bit, a
+# length that runs past the file, a header offset too large to seek to (ValueError) (found by
+# flipping and cutting bytes of real checkpoints)
+ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, KeyError, UnicodeDecodeError,
+              NotImplementedError, RuntimeError, OverflowError, ValueError, struct.error)
 
 
 class SafetensorsError(CheckpointError):
@@ -276,9 +285,9 @@ def load_checkpoint(
             f"{name} holds pickled Python objects, which are refused "
             "(loading them could run arbitrary code)"
         ) from None
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, KeyError) as e:
+    except ZIP_ERRORS as e:
         raise CheckpointError(
-            f"{name} is truncated or corrupt ({type(e).__name__}: {e})"
+            f"{name} is truncated or corrupt ({type(e).__name__}: {' '.join(str(e).split())})"
         ) from None
     raw = arrays.pop(META_KEY)
     try:

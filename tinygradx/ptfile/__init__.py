@@ -41,6 +41,7 @@ import zlib
 
 import numpy as np
 
+from ..io import ZIP_ERRORS
 from . import opcodes
 from .machine import ALLOWED, Fail, Reader, RefusedGlobal, Storage, TorchFileError
 
@@ -114,7 +115,11 @@ class _Zip:
                 info.file_size > _MAX_EXPANSION * max(info.compress_size, 1):
             raise Fail(f"its record {info.filename!r} claims to expand {info.compress_size} "
                        f"bytes to {info.file_size}")
-        return self.z.read(info)
+        try:
+            return self.z.read(info)
+        except ZIP_ERRORS as e:
+            raise Fail(f"its record {info.filename!r} cannot be read: the archive is truncated "
+                       f"or damaged ({type(e).__name__}: {' '.join(str(e).split())})") from None
 
     def storage(self, dtype, key, location, numel):
         if key in self.storages:
@@ -238,7 +243,8 @@ def read(source, *, tensor=None, parameter=None, device=None, restore=None, enco
         raise RefusedGlobal(f"{name}: {e}") from None
     except (Fail, TorchFileError) as e:           # the machine's, or a hook's refusal
         raise TorchFileError(f"{name}: {e}") from None
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, struct.error) as e:
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, struct.error,
+            UnicodeDecodeError) as e:
         raise TorchFileError(f"{name} is truncated or damaged ({type(e).__name__}: "
                              f"{' '.join(str(e).split())})") from None
     except (MemoryError, RecursionError) as e:
@@ -251,7 +257,12 @@ def _read(f, args, restore):
     f.seek(0)
     kind = kind_of(head)
     if kind == "zip":
-        with zipfile.ZipFile(f) as z:
+        try:
+            z = zipfile.ZipFile(f)
+        except ZIP_ERRORS as e:
+            raise Fail(f"it is a damaged or truncated zip archive ({type(e).__name__}: "
+                       f"{' '.join(str(e).split())})") from None
+        with z:
             return _Zip(z, restore).load(args)
     if kind == "legacy":
         return _Legacy(f.read(), restore).load(args)

@@ -239,9 +239,10 @@ def _kind(source, head):
     try:
         with zipfile.ZipFile(source) as z:
             names = z.namelist()
-    except (zipfile.BadZipFile, OSError, EOFError) as e:
+    except io.ZIP_ERRORS as e:
+        said = " ".join(str(e).split())                   # one line, whatever zipfile wrote
         raise io.CheckpointError(f"load: {_name(source)} is a damaged or truncated zip "
-                                 f"archive ({type(e).__name__}: {e})") from None
+                                 f"archive ({type(e).__name__}: {said})") from None
     finally:
         if not isinstance(source, str):
             source.seek(0)
