@@ -16,6 +16,7 @@ import numpy as np
 
 from ..autograd import OpError
 from ..core.dims import check_dim, normalize_dims
+from ..core.node import Function
 from ..core.tensor_base import TensorBase
 from ..ops import movement
 
@@ -47,8 +48,12 @@ class StatsMethods:
         if x.ndim == 0:
             x, d = x.reshape(1), 0
         if x.shape[d] == 0:
-            if dim is None and name in ("median", "nanmedian") and self.dtype.kind == "f":
-                return self.sum() * float("nan"), None         # torch: NaN, no index
+            if dim is None and name in ("median", "nanmedian"):
+                if self.dtype.kind == "f":
+                    return self.sum() * float("nan"), None     # torch: NaN, no index
+                # torch answers with a placeholder (the dtype's minimum), not a median
+                raise IndexError(f"{name}(): an empty {self.dtype} tensor has no {name} (torch "
+                                 f"returns the dtype's minimum as a placeholder; no value here)")
             raise IndexError(f"{name}(): expected reduction dim {dim} to have non-zero size")
         data = np.moveaxis(x._data, d, -1)
         order = _nan_last_order(data, -1)
@@ -140,8 +145,8 @@ class StatsMethods:
             raise ValueError(f"{name}: q must be a number or a 1-d tensor of values in [0, 1]")
         x = self.reshape(-1) if dim is None else (self.reshape(1) if self.ndim == 0 else self)
         d = x.ndim - 1 if dim is None else check_dim(name, dim, max(self.ndim, 1))
-        if x.shape[d] == 0:
-            raise IndexError(f"{name}: input tensor must be non-empty")
+        if x._data.size == 0:               # any empty input, as torch (not only an empty dim)
+            raise RuntimeError(f"{name}(): input tensor must be non-empty (shape {self.shape})")
         xs = x.sort(d).values                       # NaN last; a gather: gradients flow
         n = x.shape[d]
         nan = np.isnan(x._data)
@@ -182,8 +187,12 @@ class StatsMethods:
     # -- reductions that skip NaN, both extremes ----------------------------------------------
     def aminmax(self, *, dim=None, keepdim=False):
         """(min, max) over dim (all elements by default)."""
-        if self.numel() == 0:
-            raise RuntimeError("aminmax: cannot compute on an empty tensor (as torch)")
+        # a reduction over no elements (a dim of size 0, or dim None of an empty tensor) has
+        # no value; over the other dims of an empty tensor the results are empty, as torch
+        if self.numel() == 0 and (dim is None or self.ndim == 0
+                                  or self.shape[check_dim("aminmax", dim, self.ndim)] == 0):
+            raise RuntimeError(f"aminmax(): cannot reduce over no elements (shape {self.shape}, "
+                               f"dim {dim}): the min and max of nothing have no value")
         return MinMax(self.amin(dim=dim, keepdim=keepdim), self.amax(dim=dim, keepdim=keepdim))
 
     def nansum(self, dim=None, keepdim=False, *, dtype=None):
@@ -280,10 +289,15 @@ class StatsMethods:
         with dim, the distinct slices along it."""
         d = self._data
         if dim is not None:
+            if self.ndim == 0:
+                raise IndexError(f"unique: dim {dim} given for a 0-d tensor, which has no dims")
             dim = check_dim("unique", dim, self.ndim)
+            if any(n == 0 for i, n in enumerate(d.shape) if i != dim % max(d.ndim, 1)):
+                raise RuntimeError(f"unique: dim {dim} of {d.shape}: another dim has size 0, so "
+                                   f"there are no slices to compare (as torch refuses)")
         vals, inverse, counts = np.unique(d if dim is not None or d.ndim <= 1 else d.reshape(-1),
                                           return_inverse=True, return_counts=True, axis=dim)
-        out = [_int_result(self, vals)]
+        out = [_without_derivative(self, _UniqueValues, vals)]
         if return_inverse:
             out.append(_int_result(self, inverse.reshape(d.shape if dim is None else -1)
                                    .astype(np.int64)))
@@ -301,7 +315,7 @@ class StatsMethods:
         flat = d.reshape(-1)
         new = np.ones(flat.shape, bool)
         new[1:] = flat[1:] != flat[:-1]
-        out = [_int_result(self, flat[new])]
+        out = [_without_derivative(self, _UniqueConsecutiveValues, flat[new])]
         if return_inverse:
             out.append(_int_result(self, (np.cumsum(new) - 1).reshape(d.shape).astype(np.int64)))
         if return_counts:
@@ -309,6 +323,33 @@ class StatsMethods:
             out.append(_int_result(self, np.diff(np.append(starts, flat.size)).astype(np.int64)))
         return out[0] if len(out) == 1 else tuple(out)
 
+
+
+class _NoDerivative(Function):
+    """Values picked out of x by an op with no derivative, as a node: torch records them on a
+    tensor that requires grad, so code that only reads them runs, and a backward through them
+    is refused by the op's name (a subclass per op, so graphs and traces name it)."""
+
+    def forward(self, x, values=None):
+        return values
+
+    def backward(self, g):
+        raise OpError(f"the derivative of {self.op_name} is not implemented (as in PyTorch); "
+                      f"detach its input first (x.detach().{self.op_name}())")
+
+
+class _UniqueValues(_NoDerivative):
+    op_name = "unique"
+
+
+class _UniqueConsecutiveValues(_NoDerivative):
+    op_name = "unique_consecutive"
+
+
+def _without_derivative(x, node, values):
+    if x.requires_grad and values.dtype.kind == "f":
+        return node.apply(x, values=values)
+    return _int_result(x, values)
 
 
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
