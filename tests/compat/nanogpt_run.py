@@ -7,8 +7,8 @@ train.bin, val.bin and meta.pkl made by its prepare.py):
     python nanogpt_run.py init OUT_TORCH OUT_LOOK --n_layer=4 --n_head=4 --n_embd=128 \\
         --block_size=64
         # one GPT of model.py under PyTorch (torch.manual_seed(1337), its own init) and a fresh
-        # AdamW, written as a resumable checkpoint twice: OUT_TORCH/ckpt.pt by torch.save,
-        # OUT_LOOK/ckpt.pt by the look-alike's torch.save (the same numbers)
+        # AdamW, written by torch.save as a resumable checkpoint, the same file in both
+        # directories: both runs resume from it
     python nanogpt_run.py record DRAWS.npy train.py ARGS...
         # train.py under PyTorch; every torch.randint draw (the batches' offsets) is kept
     python nanogpt_run.py replay DRAWS.npy train.py ARGS...
@@ -16,7 +16,7 @@ train.bin, val.bin and meta.pkl made by its prepare.py):
 
 train.py draws its batches with torch.randint, and the two libraries' generators draw other
 numbers; replaying PyTorch's draws feeds both runs the same batches, so with --init_from=resume
-from the two checkpoints the runs differ only in their arithmetic. Both scripts run unchanged
+from the one checkpoint the runs differ only in their arithmetic. Both scripts run unchanged
 (runpy, as `python train.py` and `python -m tinygradx.compat train.py` run them).
 """
 from __future__ import annotations
@@ -36,7 +36,10 @@ def _arg(args, key, default):
 
 
 def init(out_torch, out_look, args):
-    """Write the two starting checkpoints (see the module docstring)."""
+    """Write the starting checkpoint (see the module docstring): torch.save's file, the same
+    bytes in both directories (the look-alike's torch.load reads PyTorch's format)."""
+    import shutil
+
     import torch
 
     import tinygradx.compat as compat
@@ -48,20 +51,13 @@ def init(out_torch, out_look, args):
     torch.manual_seed(1337)
     model = theirs.GPT(theirs.GPTConfig(**model_args))
     optimizer = model.configure_optimizers(*opt_args)
-    start = dict(model_args=model_args, iter_num=0, best_val_loss=1e9,
-                 config={"dataset": "shakespeare_char"})
-    os.makedirs(out_torch, exist_ok=True)
-    torch.save(dict(start, model=model.state_dict(), optimizer=optimizer.state_dict()),
-               os.path.join(out_torch, "ckpt.pt"))
-    weights = {k: v.detach().numpy() for k, v in model.state_dict().items()}
-    mine = compat.load_module("model.py")
-    look = mine.torch
-    copy = mine.GPT(mine.GPTConfig(**model_args))
-    copy.load_state_dict(weights, strict=False)        # the tied lm_head is listed once here
-    os.makedirs(out_look, exist_ok=True)
-    look.save(dict(start, model=copy.state_dict(),
-                   optimizer=copy.configure_optimizers(*opt_args).state_dict()),
-              os.path.join(out_look, "ckpt.pt"))
+    for d in (out_torch, out_look):
+        os.makedirs(d, exist_ok=True)
+    path = os.path.join(out_torch, "ckpt.pt")
+    torch.save(dict(model=model.state_dict(), optimizer=optimizer.state_dict(),
+                    model_args=model_args, iter_num=0, best_val_loss=1e9,
+                    config={"dataset": "shakespeare_char"}), path)
+    shutil.copyfile(path, os.path.join(out_look, "ckpt.pt"))
 
 
 def record(draws_path, script, argv):

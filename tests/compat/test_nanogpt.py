@@ -116,8 +116,8 @@ def test_sample_through_the_lookalike(workdir):
 
 
 def test_the_losses_equal_pytorchs_from_the_same_weights_and_batches(workdir):
-    """Both runs resume from one initial model (two checkpoints of the same numbers, one per
-    library's torch.save); PyTorch's torch.randint draws are replayed in the look-alike's run
+    """Both runs resume from one checkpoint that PyTorch's torch.save wrote (the look-alike's
+    torch.load reads it); PyTorch's torch.randint draws are replayed in the look-alike's run
     (tests/compat/nanogpt_run.py), so the batches are the same and only the arithmetic
     differs: the losses printed (4 decimals) are equal and the weights after 20 steps agree to
     float32's rounding."""

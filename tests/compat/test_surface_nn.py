@@ -401,3 +401,57 @@ def test_container(name):
     theirs.eval()
     mine.eval()
     assert _structure(LOOK, mine) == _structure(torch, theirs)
+
+
+def _tied(ns):
+    class Tied(ns.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = ns.nn.Embedding(7, 4)
+            self.head = ns.nn.Linear(4, 7, bias=False)
+            self.head.weight = self.emb.weight             # weight tying, as GPTs do
+    return Tied()
+
+
+def test_a_tied_models_torch_state_dict_loads_strictly():
+    """PyTorch lists a tied weight under each name (tinygradx under the first): its state dict
+    loads strictly all the same, under either name, into the one shared parameter."""
+    torch.manual_seed(0)
+    theirs, mine = _tied(torch), _tied(LOOK)
+    state = {k: arr.detach().numpy() for k, arr in theirs.state_dict().items()}
+    assert sorted(state) == ["emb.weight", "head.weight"]
+    result = mine.load_state_dict(state)
+    assert list(result.missing_keys) == [] and list(result.unexpected_keys) == []
+    np.testing.assert_array_equal(_np(mine.head.weight), state["head.weight"])
+    assert mine.head.weight is mine.emb.weight
+    only_alias = {"head.weight": state["emb.weight"] * 2}
+    mine.load_state_dict(only_alias)
+    np.testing.assert_array_equal(_np(mine.emb.weight), state["emb.weight"] * 2)
+    with pytest.raises(KeyError, match="unexpected key 'tail.weight'"):
+        mine.load_state_dict(dict(state, **{"tail.weight": state["emb.weight"]}))
+
+
+def _shared(ns):
+    class Shared(ns.nn.Module):
+        def __init__(self):
+            super().__init__()
+            norm = ns.nn.BatchNorm1d(3)                   # buffers too
+            self.a = norm
+            self.b = ns.nn.Sequential(ns.nn.Linear(3, 3), norm)    # the same module again
+    return Shared()
+
+
+def test_a_shared_modules_torch_state_dict_loads_strictly():
+    """A module held by two parents: PyTorch lists its parameters and buffers under both paths,
+    and its state dict loads strictly here, each entry into the one tensor."""
+    torch.manual_seed(0)
+    theirs, mine = _shared(torch), _shared(LOOK)
+    theirs.b(torch.randn(5, 3))                            # running statistics, not the defaults
+    state = {k: arr.detach().numpy() for k, arr in theirs.state_dict().items()}
+    assert "a.running_mean" in state and "b.1.running_mean" in state
+    result = mine.load_state_dict(state)
+    assert list(result.missing_keys) == [] and list(result.unexpected_keys) == []
+    assert mine.b[1] is mine.a
+    for name in ("weight", "bias", "running_mean", "running_var", "num_batches_tracked"):
+        np.testing.assert_array_equal(_np(getattr(mine.a, name)), state[f"b.1.{name}"])
+    np.testing.assert_array_equal(_np(mine.b[0].weight), state["b.0.weight"])

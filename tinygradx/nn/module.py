@@ -282,6 +282,27 @@ class Module(ModuleHooks):
                 out[name] = b.detach()
         return out
 
+    def _other_names(self, own):
+        """{other name: name in `own`} of every parameter or persistent buffer reachable under
+        more than one path. PyTorch's state dict lists each path (a tied weight, a module
+        shared by two parents: all its entries); ours lists the first only."""
+        first = {id(obj): name for name, obj in own.items()}
+        aliases = {}
+
+        def walk(prefix, m, above):
+            state = set(getattr(m, "_buffer_names", ())) - set(
+                getattr(m, "_nonpersistent_names", ()))
+            for name, obj in m._members():
+                full = prefix + name
+                if isinstance(obj, Module):
+                    if id(obj) not in above:        # a module inside itself is no new path
+                        walk(full + ".", obj, above | {id(obj)})
+                elif ((isinstance(obj, Parameter) or name in state) and id(obj) in first
+                      and first[id(obj)] != full):
+                    aliases[full] = first[id(obj)]
+        walk("", self, {id(self)})
+        return aliases
+
     def load_state_dict(self, state_dict, strict=True):
         """Copy arrays into the parameters in place, all or nothing; one error lists every problem.
 
@@ -297,12 +318,19 @@ class Module(ModuleHooks):
                             f"names to arrays, got {type(state_dict).__name__}")
         own = OrderedDict(self.named_parameters())
         own.update(self._named_buffers("", True, persistent_only=True))
-        missing = [k for k in own if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in own]
+        # a tied weight's or shared module's other names (PyTorch's state dict lists them
+        # all, ours the first): PyTorch's state dict of such a model loads strictly, and an
+        # entry under any of the names loads into the one tensor
+        aliases = self._other_names(own)
+        given = {aliases.get(k, k) for k in state_dict}
+        missing = [k for k in own if k not in given]
+        unexpected = [k for k in state_dict if k not in own and k not in aliases]
         problems, staged = [], []
-        for k, target in own.items():
-            if k not in state_dict:
+        for k in state_dict:
+            name = aliases.get(k, k)
+            if name not in own:
                 continue
+            target = own[name]
             problem, value = _check_loaded(k, state_dict[k], target._data)
             if problem:
                 problems.append(problem)
