@@ -13,10 +13,11 @@ show (`pictures.positional_encoding`, `viz.to_dot`, `tinygradx graph`, the exper
 picture is compared by what it shows, never by its pixels (models/apps/figures.py): an SVG graph
 by its texts and its counts of nodes, edges and frames; a PNG by the fingerprint `save_figure`
 writes into it (titles, axis labels, legend entries, the tick labels that name things, how many
-lines, images and bars each panel has, and a hash of the plotted numbers). `--check` draws each
-job quickly into a temporary folder: the pictures of a trained run (the reverse model, the demo's
-health plot, the two LN experiments) from a run of a few steps, compared by their structure,
-names and labels only; all the others in full, compared by their numbers too.
+lines, images and bars each panel has, and the statistics of the plotted numbers, equal
+within 1e-4 of their scale). `--check` draws each job quickly into a temporary folder: the
+pictures of a trained run (the reverse model, the demo's health plot, the two LN
+experiments) from a run of a few steps, compared by their structure, names and labels
+only; all the others in full, compared by their numbers too.
 tests/test_pictures_drift.py runs the check in the test suite.
 """
 from __future__ import annotations
