@@ -67,8 +67,11 @@ def plot_score_scale_grads(grads, path, d_k=512, lang="en"):
     if Figure is None:
         return None
     both = np.concatenate([grads["unscaled"], grads["scaled"]])
-    lo = max(float(both[both > 0].min()), 1e-300)
-    bins = np.logspace(np.log10(lo), np.log10(float(both.max())), 60)
+    # edges on whole decades, 2 bins each: the bins do not move with the last bits of the
+    # smallest and largest norm (which depend on the path that computed softmax's derivative)
+    lo = math.floor(np.log10(max(float(both[both > 0].min()), 1e-300)))
+    hi = math.ceil(np.log10(float(both.max())))
+    bins = np.logspace(lo, hi, 2 * (hi - lo) + 1)
     fig = Figure(figsize=(8, 4.2))
     ax = fig.subplots()
     for name, label, color in (("unscaled", "softmax(QK^T)", "tab:red"),
