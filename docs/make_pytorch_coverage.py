@@ -60,6 +60,9 @@ ELSEWHERE = {
                                                  "keeps_it",
     "torch.get_float32_matmul_precision": _CPU + "test_float32_matmul_precision_is_kept_as_torch_"
                                                  "keeps_it",
+    # a random sample: its distribution is compared with torch's (the generators differ)
+    "torch.nn.functional.gumbel_softmax": "tests/nn/test_dropout.py::test_gumbel_softmax_"
+                                          "samples_the_categorical_as_torchs[1.0-False]",
     # the autograd harness (tests/autograd/test_torch_diff_hooks.py)
     "torch.Tensor.register_hook": _HOOKS + "test_hook_machine",
     "torch.Tensor.register_post_accumulate_grad_hook": _HOOKS + "test_post_accumulate_grad_hooks",

@@ -175,3 +175,46 @@ add(
            if torch else None, torch_reason="torch is not installed",
            samples=family(_bag_family), kink=_ties),
 )
+
+
+# -- the Gumbel-softmax sample (seeded: gradcheck calls it again) and F.pdist ------------------
+
+def _seeded_gumbel(x, **kw):
+    tgx.manual_seed(0)
+    return F.gumbel_softmax(x, **kw)
+
+
+def _pdist_family(draw, dt):
+    # rows apart in every coordinate (squares of a range, then noise below their gaps), so no
+    # difference sits on |.|'s kink; at least 2 rows, as torch's pdist backward crashes the
+    # process on fewer (its forward gives an empty result there, as ours: tests/ops/
+    # test_op_families.py)
+    n, m = draw(st.integers(2, 4)), draw(st.integers(1, 3))
+    x = np.arange(n * m).reshape(n, m).astype(dt) ** 2 + array(draw, (n, m), dt, 0, 0.5)
+    return Sample((x,), {"p": draw(st.sampled_from((1.0, 2.0, 3.0)))})
+
+
+def np_pdist(x, p):
+    i, j = np.triu_indices(x.shape[0], 1)
+    return (np.abs(x[i] - x[j]) ** p).sum(-1) ** (1 / p)
+
+
+add(
+    OpInfo("F.gumbel_softmax", _seeded_gumbel, torch_op=None,
+           torch_reason="random Gumbel noise: torch's generator differs (tests/nn/"
+           "test_dropout.py compares the sampled frequencies with torch's)",
+           samples=unary(min_dims=1, kw=lambda d, s: {"tau": d(st.sampled_from((1.0, 0.5))),
+                                                      "hard": False})),
+    # hard=True: a one-hot in value, the soft sample's gradient (straight through), which is on
+    # purpose not the derivative of the one-hot (0), so gradcheck cannot hold it; tests/nn/
+    # test_dropout.py holds it equal to the soft sample's gradient from the same noise
+    OpInfo("F.gumbel_softmax[hard]", lambda x, **kw: _seeded_gumbel(x, hard=True, **kw),
+           torch_op=None, torch_reason="random Gumbel noise: torch's generator differs (tests/"
+           "nn/test_dropout.py compares the sampled frequencies with torch's)",
+           samples=unary(min_dims=1, empty=False,
+                         kw=lambda d, s: {"tau": d(st.sampled_from((1.0, 0.5)))}),
+           gradcheck=False, grad_reason="the straight-through gradient is the soft sample's, "
+           "not the one-hot's derivative"),
+    OpInfo("F.pdist", lambda x, p: F.pdist(x, p), torch_op=lambda x, p: TF.pdist(x, p),
+           ref=np_pdist, samples=family(_pdist_family)),
+)

@@ -191,3 +191,61 @@ def test_modules_train_and_eval():
     m.eval()
     assert m(x) is x
     assert isinstance(nn.FeatureAlphaDropout(), nn.Module)
+
+
+@pytest.mark.parametrize("tau, hard", [(1.0, False), (0.5, True), (2.0, True)])
+def test_gumbel_softmax_samples_the_categorical_as_torchs(tau, hard):
+    """Hard samples are one-hot with the frequencies softmax(logits) gives (torch's too); soft
+    ones sum to 1; both have torch's mean; the hard sample's gradient is the soft one's
+    (straight through)."""
+    probs = np.array([0.1, 0.25, 0.65])
+    logits = np.log(probs)
+    tgx.manual_seed(0)
+    ours = np.stack([F.gumbel_softmax(tgx.tensor(logits), tau, hard).numpy()
+                     for _ in range(3000)])
+    torch.manual_seed(0)
+    theirs = np.stack([torch.nn.functional.gumbel_softmax(torch.tensor(logits), tau, hard)
+                       .numpy() for _ in range(3000)])
+    for y in (ours, theirs):
+        np.testing.assert_allclose(y.sum(1), 1.0, rtol=1e-6)
+        if hard:
+            assert set(np.unique(y)) <= {0.0, 1.0}
+            for share, p in zip(y.mean(0), probs, strict=True):
+                assert _within_binomial(share, p, len(y)), (share, p)
+    # soft or hard, the two libraries' samples have the same mean (within 5 standard errors)
+    spread = 5 * np.sqrt((ours.var(0) + theirs.var(0)) / len(ours)) + 1e-12
+    assert np.all(np.abs(ours.mean(0) - theirs.mean(0)) <= spread), (ours.mean(0),
+                                                                     theirs.mean(0))
+    x = tgx.tensor(logits, requires_grad=True)
+    tgx.manual_seed(4)
+    F.gumbel_softmax(x, tau, hard=True)[2].backward()
+    hard_grad = x.grad.numpy().copy()
+    x.grad = None
+    tgx.manual_seed(4)
+    F.gumbel_softmax(x, tau, hard=False)[2].backward()
+    np.testing.assert_allclose(hard_grad, x.grad.numpy(), rtol=1e-6)
+
+
+def test_gumbel_softmax_arguments_as_torch():
+    def call(m):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            y = m.nn.functional.gumbel_softmax(m.zeros(2, 3), eps=1e-3, dim=0)
+        return [tuple(y.shape), len(w), bool((y.sum(0) - 1).abs().max() < 1e-6)]
+    same(call)
+    same(lambda m: m.nn.functional.gumbel_softmax(m.zeros(2, 3), dim=2))
+
+
+@pytest.mark.parametrize("case", [
+    lambda m: m.nn.functional.gumbel_softmax(m.tensor(0.5), hard=True),        # one category
+    lambda m: m.nn.functional.gumbel_softmax(m.zeros(3, 0), hard=True),        # none to pick
+    lambda m: m.nn.functional.gumbel_softmax(m.zeros(3, 0)).shape,
+    lambda m: m.nn.functional.gumbel_softmax(m.zeros(0, 3), hard=True).shape,
+    lambda m: m.nn.functional.gumbel_softmax(m.zeros(2, 3, dtype=m.float64), hard=True).sum(-1),
+    lambda m: m.nn.functional.gumbel_softmax(m.zeros(2, 3, dtype=m.int64)),
+    lambda m: m.nn.functional.gumbel_softmax([0.0, 1.0]),
+    lambda m: m.nn.functional.gumbel_softmax(m.zeros(2, 3), dim=None),
+], ids=["0d_hard", "empty_dim_hard", "empty_dim", "empty_rows_hard", "float64", "int64",
+        "list", "dim_none"])
+def test_gumbel_softmax_edges_as_torch(case):
+    same(case)

@@ -190,6 +190,14 @@ MATRIX_CALLS = {
     "kron_int_float": lambda m: m.kron(m.tensor([1, 2]), m.tensor([0.5, 1.5])),
     "cdist_p0": lambda m: m.cdist(m.ones(2, 3), m.zeros(1, 3), 0.0),
     "pdist_p1": lambda m: m.pdist(m.tensor([[0.0, 0.0], [3.0, 4.0], [6.0, 8.0]]), 1),
+    "pdist_one_row": lambda m: m.pdist(m.ones(1, 3)),
+    "pdist_no_rows": lambda m: m.pdist(m.ones(0, 3)),
+    "pdist_p_negative": lambda m: m.pdist(m.ones(3, 2), -1.0),
+    "pdist_int": lambda m: m.pdist(m.ones(3, 2, dtype=m.int64)),
+    "pdist_1d": lambda m: m.pdist(m.ones(3)),
+    "pdist_functional": lambda m: m.nn.functional.pdist(m.tensor([[0.0, 1.0], [2.0, 5.0]]), 3),
+    "cdist_p_negative": lambda m: m.cdist(m.ones(2, 3), m.zeros(1, 3), -2.0),
+    "cdist_int": lambda m: m.cdist(m.ones(2, 3, dtype=m.int64), m.ones(1, 3, dtype=m.int64)),
 }
 
 

@@ -514,3 +514,9 @@ __all__ += ["relu_", "celu", "celu_", "elu_", "glu", "hardshrink", "hardsigmoid"
 from .bags import bilinear, embedding_bag  # noqa: E402
 
 __all__ += ["embedding_bag", "bilinear"]
+
+# the Gumbel-softmax sample (sampling.py) and torch's F.pdist, which is tgx.pdist
+from ..tensor.array_functions import pdist  # noqa: E402
+from .sampling import gumbel_softmax  # noqa: E402
+
+__all__ += ["gumbel_softmax", "pdist"]

@@ -304,15 +304,25 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     if x1.ndim < 2 or x2.ndim < 2 or x1.shape[-1] != x2.shape[-1]:
         raise OpError(f"cdist: expects (..., P, M) and (..., R, M), got {tuple(x1.shape)} "
                       f"and {tuple(x2.shape)}")
-    if p < 0:
-        raise OpError(f"cdist: p must be non-negative, got {p}")
+    _check_distance_args("cdist", p, x1, x2)
     return _minkowski(x1.unsqueeze(-2) - x2.unsqueeze(-3), p)
+
+
+def _check_distance_args(name, p, *tensors):
+    # torch refuses both before computing: a negative p is no norm, and integer rows no distance
+    if p < 0:
+        raise OpError(f"{name}: p must be non-negative, got {p}")
+    for t in tensors:
+        if t.dtype.kind != "f":
+            raise TypeError(f"{name}: only floating-point inputs are supported (as torch), got "
+                            f"{t.dtype}")
 
 
 def pdist(input, p=2):
     """The p-norm distances between the rows of a (N, M) matrix, i < j, as one vector."""
     if input.ndim != 2:
         raise OpError(f"pdist: expects a 2-d input, got {input.ndim} dims")
+    _check_distance_args("pdist", p, input)
     i, j = np.triu_indices(input.shape[0], 1)
     return _minkowski(input[i] - input[j], p)
 
