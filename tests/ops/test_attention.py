@@ -311,11 +311,15 @@ def test_attention_mask_with_more_dims_than_the_scores():
 
 
 def test_attention_mixed_dtypes_give_the_wider_one():
+    """tinygradx's own F.attention promotes; scaled_dot_product_attention refuses, as torch's."""
     rng = np.random.default_rng(2)
     q = Tensor(rng.standard_normal((2, 3, 4)).astype(np.float32), requires_grad=True)
     k, v = (Tensor(rng.standard_normal((2, 5, 4)), requires_grad=True) for _ in range(2))
     z = F.attention(q, k, v)
-    assert z.dtype == F.scaled_dot_product_attention(q, k, v).dtype == np.float64
+    assert z.dtype == np.float64
+    with pytest.raises(Exception, match=r"scaled_dot_product_attention: query, key and value "
+                                        r"must have one dtype, got float32, float64, float64"):
+        F.scaled_dot_product_attention(q, k, v)
     z.sum().backward()
     assert q.grad.dtype == np.float32 and k.grad.dtype == np.float64
 

@@ -372,11 +372,9 @@ F_ERRORS = [
     (lambda: F.pad(tgx.zeros(1, 2, 3), (3, 0), mode="reflect"), tgx.OpError,
      r"pad: reflect amounts must be smaller than the dim"),
     (lambda: F.pad(tgx.zeros(1, 2, 3), (4, 0), mode="circular"), tgx.OpError,
-     r"pad: circular amounts must be at most the size"),
+     r"pad: circular \(4, 0\) for dim 2 of size 3: each amount must be at most the size"),
     (lambda: F.pad(tgx.zeros(1, 2, 3), (1, 1), mode="reflect", value=1.0), ValueError,
      r"pad: mode 'reflect' takes no value"),
-    (lambda: F.pad(tgx.zeros(1, 2, 3), (-1, 1), mode="replicate"), tgx.OpError,
-     r"pad: negative amounts \(cropping\) are supported in constant mode only"),
     (lambda: F.pad(tgx.zeros(6), (1, 1), mode="replicate"), tgx.OpError,
      r"pad: mode 'replicate' pads the last 1, 2 or 3 dims"),
     (lambda: F.pad(tgx.zeros(1, 2, 3), (1, 1, 1, 1, 1, 1), mode="circular"), tgx.OpError,
@@ -479,3 +477,13 @@ def test_a_pytorch_program_of_these_names_gives_torch_numbers(tmp_path):
     assert mine[1:5] == theirs[1:5] == (False, False, 2.0 ** -52, 12)
     for g, h in zip(mine[5:], theirs[5:], strict=True):
         np.testing.assert_allclose(g, h, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
+@pytest.mark.parametrize("amounts", [(-1, 2), (2, -1), (-1, -1, 1, 0), (-2, 1, -1, 1)])
+def test_negative_pad_amounts_crop_as_torchs(mode, amounts):
+    """A negative amount crops in every mode, as torch's pad does (values and shape)."""
+    torch = pytest.importorskip("torch")
+    x = np.arange(30, dtype=np.float64).reshape((1, 2, 3)[:1 + len(amounts) // 2] + (-1,))
+    want = torch.nn.functional.pad(torch.tensor(x), amounts, mode=mode).numpy()
+    np.testing.assert_array_equal(F.pad(tgx.tensor(x), amounts, mode=mode).numpy(), want)

@@ -259,6 +259,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if key.shape[-2] != value.shape[-2]:
         raise OpError(f"scaled_dot_product_attention{_where()}: key {key.shape} and value "
                       f"{value.shape} must have the same number of positions m")
+    dtypes = [getattr(t, "dtype", None) for t in (query, key, value)]
+    if len(set(dtypes)) > 1:                         # torch refuses too (no promotion here)
+        raise OpError(f"scaled_dot_product_attention{_where()}: query, key and value must "
+                      f"have one dtype, got {', '.join(str(d) for d in dtypes)}")
     d_k, (key, value) = query.shape[-1], _own_constants(query, key, value)   # see below
     scale = 1.0 / math.sqrt(d_k) if scale is None else scale
     scores = (query * scale) @ key.transpose(-2, -1)                 # (..., n, m)

@@ -178,7 +178,12 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
               for c, L in zip(raw, sizes, strict=True)]
     if mode == "nearest":                                         # halves round to even
         cells = [np.rint(c.detach().numpy()).astype(np.int64) for c in coords]
-        return read(cells).reshape(N, C, *out)
+        values = read(cells).reshape(N, C, *out)
+        if not grid.requires_grad:
+            return values
+        # the values move with the grid only at rounding edges: its gradient is zero, as
+        # torch's, yet the output records the grid (a `where` that never picks it)
+        return where(np.zeros(values.shape, bool), grid[..., 0].unsqueeze(1), values)
     lows = [np.floor(c.detach().numpy()) for c in coords]
     fracs = [c - Tensor(lo) for c, lo in zip(coords, lows, strict=True)]   # weights' gradient
     total = None

@@ -113,36 +113,44 @@ class Erfc(Function):
         return g * (of(g).exp(-(self.x * self.x)) * (-2 / math.sqrt(math.pi)))
 
 
+def _erfinv(x):
+    """erfinv on an array (float dtypes; the caller casts integers): y with erf(y) = x."""
+    v = _f64(x)
+    with np.errstate(all="ignore"):
+        # a start within 1e-3 (Winitzki's formula), then Newton's method on erf
+        a = 0.147
+        ln = np.log1p(-v * v)
+        t = 2 / (np.pi * a) + ln / 2
+        y = np.sign(v) * np.sqrt(np.sqrt(t * t - ln / a) - t)
+        inside = np.abs(v) < 1
+        for _ in range(3):
+            step = (_erf(y) - v) / (2 / math.sqrt(math.pi) * np.exp(-y * y))
+            y = np.where(inside, y - step, y)
+        # near +-1, erf(y) - v loses the digits that 1 - |v| keeps: finish on erfc there
+        tail = inside & (np.abs(v) > 0.5)
+        if tail.any():
+            z, t = np.abs(y[tail]), 1 - np.abs(v[tail])       # 1 - |v| is exact here
+            for _ in range(2):
+                z = z + (_erfc(z).astype(np.float64) - t) / (
+                    2 / math.sqrt(math.pi) * np.exp(-z * z))
+            y[tail] = np.copysign(z, v[tail])
+        y = np.where(np.abs(v) == 1, np.copysign(np.inf, v), y)
+        y = np.where((np.abs(v) > 1) | np.isnan(v), np.nan, y)
+    return _back(y, x)
+
+
 class Erfinv(Function):
-    """y with erf(y) = x (+-inf at +-1, NaN outside): d = g * sqrt(pi)/2 exp(y^2)"""
+    """y with erf(y) = x (+-inf at +-1, NaN outside): d = g * sqrt(pi)/2 exp(y^2).
+
+    Keeps x and computes y again in backward, as torch does: an in-place change of the output
+    after the call is allowed (under create_graph y is x.erfinv(), so it has derivatives)."""
     def forward(self, x):
-        x = as_float(x)
-        v = _f64(x)
-        with np.errstate(all="ignore"):
-            # a start within 1e-3 (Winitzki's formula), then Newton's method on erf
-            a = 0.147
-            ln = np.log1p(-v * v)
-            t = 2 / (np.pi * a) + ln / 2
-            y = np.sign(v) * np.sqrt(np.sqrt(t * t - ln / a) - t)
-            inside = np.abs(v) < 1
-            for _ in range(3):
-                step = (_erf(y) - v) / (2 / math.sqrt(math.pi) * np.exp(-y * y))
-                y = np.where(inside, y - step, y)
-            # near +-1, erf(y) - v loses the digits that 1 - |v| keeps: finish on erfc there
-            tail = inside & (np.abs(v) > 0.5)
-            if tail.any():
-                z, t = np.abs(y[tail]), 1 - np.abs(v[tail])       # 1 - |v| is exact here
-                for _ in range(2):
-                    z = z + (_erfc(z).astype(np.float64) - t) / (
-                        2 / math.sqrt(math.pi) * np.exp(-z * z))
-                y[tail] = np.copysign(z, v[tail])
-            y = np.where(np.abs(v) == 1, np.copysign(np.inf, v), y)
-            y = np.where((np.abs(v) > 1) | np.isnan(v), np.nan, y)
-        self.out = _back(y, x)
-        return self.out
+        self.x = as_float(x)
+        return _erfinv(self.x)
 
     def backward(self, g):
-        return g * (of(g).exp(self.out * self.out) * (math.sqrt(math.pi) / 2))
+        y = _erfinv(self.x) if isinstance(self.x, np.ndarray) else self.x.erfinv()
+        return g * (of(g).exp(y * y) * (math.sqrt(math.pi) / 2))
 
 
 class Lgamma(Function):

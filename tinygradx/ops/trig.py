@@ -147,7 +147,8 @@ class Hypot(Function):
     """sqrt(a^2 + b^2) without overflow: d = (g*a/out, g*b/out) (NaN at the origin, as
     torch). The caller promotes a and b to one float dtype."""
     def forward(self, a, b):
-        self.a, self.b = a, b
+        na, nb = self.needs_input_grad          # keep only what backward reads, as torch
+        self.a, self.b = (a if na else None), (b if nb else None)
         self.out = np.hypot(a, b)
         return self.out
 

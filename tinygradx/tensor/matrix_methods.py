@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import OpError
+from ..autograd import STATE, OpError
 from ..core.dims import check_dim
 from ..core.tensor_base import TensorBase
 from ..ops import index as ops_index, movement
@@ -32,6 +32,15 @@ def _slices(x, dim, bounds):
     return tuple(x[lead + (slice(a, max(a, b)),)] for a, b in zip(edges[:-1], edges[1:],
                                                                   strict=True))
 
+
+
+def _owned(t, other):
+    """t, copied when it needs no gradient, `other` does and a graph is recorded: the product
+    keeps t for backward, and torch's composite keeps its own (an in-place change of t after
+    the call is allowed there, so it is here; a copy only in that case)."""
+    if t.requires_grad or not other.requires_grad or not STATE.grad_enabled:
+        return t
+    return type(t)(t._data.copy())
 
 class MatrixMethods:
     """Diagonals, blocks, differences and splits; mixed into Tensor."""
@@ -101,6 +110,7 @@ class MatrixMethods:
         b = other.reshape((1,) * (n - other.ndim) + tuple(other.shape))
         pa = tuple(v for s in a.shape for v in (s, 1))          # (a0, 1, a1, 1, ...)
         pb = tuple(v for s in b.shape for v in (1, s))          # (1, b0, 1, b1, ...)
+        a, b = _owned(a, b), _owned(b, a)
         out = a.reshape(pa) * b.reshape(pb)
         return out.reshape(tuple(x * y for x, y in zip(a.shape, b.shape, strict=True)))
 
@@ -211,7 +221,7 @@ class MatrixMethods:
         for _ in range(n):
             a, b = x[lead + (slice(1, None),)], x[lead + (slice(0, -1),)]
             x = (a != b) if x.dtype.kind == "b" else a - b
-        return x
+        return self.clone() if x is self else x                  # n=0: a copy, as torch
 
     # -- splits -----------------------------------------------------------------------------
     def tensor_split(self, indices_or_sections, dim=0):
@@ -263,6 +273,8 @@ class MatrixMethods:
         except ValueError:
             raise OpError(f"sum_to_size: size {size} is not expandable to the tensor's shape "
                           f"{tuple(self.shape)}") from None
+        if self.ndim == 0:
+            return self.sum()                          # a new tensor even here, as torch's
         lead = self.ndim - len(size)
         x = self.sum(tuple(range(lead))) if lead else self
         ones = tuple(i for i, s in enumerate(size) if s == 1 and x.shape[i] != 1)
