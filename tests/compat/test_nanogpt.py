@@ -8,8 +8,8 @@ text, either in the checkout as data/shakespeare_char/input.txt or given by TINY
 (prepare.py would download it). Nothing is written into the checkout: its files are copied
 into a temporary directory and run there. Skipped, with the reason, without them.
 
-The runs are short (20 iterations, evaluation every 10); bench/RESULTS.md has the README's
-2,000 iterations and the step times.
+The runs are short (20 iterations, evaluation every 10); bench/RESULTS.md has the step times
+of the same train.py through the look-alike and on PyTorch (bench/bench_nanogpt.py).
 """
 import os
 import re
