@@ -397,7 +397,9 @@ add(
            dtypes=NUMERIC),
     OpInfo("Tensor.clamp", lambda x, lo, hi: x.clamp(lo, hi), ref=lambda x, lo, hi: np.clip(
         x, lo, hi), samples=unary(avoid=(-0.5, 0.7), kw=lambda d, s: {"lo": -0.5, "hi": 0.7}),
-           fixed=(S(_ints - 2, lo=-1, hi=1, desc="int64"),)),
+           fixed=(S(_ints - 2, lo=-1, hi=1, desc="int64"),
+                  S(_ints, lo=0.5, hi=2.5, desc="int64_float_bounds"),
+                  S(_ints.astype(np.uint32), lo=0.5, hi=2.5, desc="uint32_float_bounds"))),
     OpInfo("Tensor.clamp[min]", lambda x, lo: x.clamp(min=lo),
            ref=lambda x, lo: np.maximum(x, lo), samples=unary(avoid=(0.3,), kw=lambda d, s: {
                "lo": 0.3})),
@@ -514,7 +516,10 @@ _EMPTY_AMAX = S(np.zeros((0, 3)), dim=1, desc="empty_kept_dim")
 add(
     OpInfo("Tensor.sum", lambda x, dim=None, keepdim=False: x.sum(dim, keepdim),
            ref=_np_red(np.sum), samples=unary(kw=_red_kw()), dtypes=ALL,
-           fixed=(S(_ints.astype(np.int32), dim=1, desc="int32"),)),
+           fixed=(S(_ints.astype(np.int32), dim=1, desc="int32"),
+                  S(_ints.astype(np.uint8), dim=1, desc="uint8"),
+                  S(_ints.astype(np.uint32), dim=1, desc="uint32"),
+                  S(_ints.astype(np.uint64), desc="uint64"))),
     OpInfo("Tensor.mean", lambda x, dim=None, keepdim=False: x.mean(dim, keepdim),
            ref=_np_red(np.mean), samples=unary(kw=_red_kw(), empty=False),
            fixed=(S(np.zeros((0, 3)), dim=0, desc="empty_dim"),)),
@@ -781,13 +786,15 @@ def _matmul_family(draw, dt):
 add(
     OpInfo("tgx.cat", lambda *xs, dim: tgx.cat(xs, dim), torch_op=lambda *xs, dim: torch.cat(
         xs, dim), ref=lambda *xs, dim: np.concatenate(xs, dim), samples=_cat_family(False),
-           dtypes=NUMERIC),
+           dtypes=NUMERIC, fixed=(S(_ints.astype(np.uint32), _ints.astype(np.uint32), dim=1,
+                                    desc="uint32"),)),
     OpInfo("tgx.concatenate", lambda *xs, dim: tgx.concatenate(xs, dim),
            torch_op=lambda *xs, dim: torch.cat(xs, dim),
            ref=lambda *xs, dim: np.concatenate(xs, dim), samples=_cat_family(False)),
     OpInfo("tgx.stack", lambda *xs, dim: tgx.stack(xs, dim), torch_op=lambda *xs, dim:
            torch.stack(xs, dim), ref=lambda *xs, dim: np.stack(xs, dim),
-           samples=_cat_family(True), dtypes=NUMERIC),
+           samples=_cat_family(True), dtypes=NUMERIC,
+           fixed=(S(_ints.astype(np.uint16), _ints.astype(np.uint16), dim=0, desc="uint16"),)),
     OpInfo("tgx.where", lambda a, b, cond: tgx.where(cond, a, b),
            torch_op=lambda a, b, cond: torch.where(cond, a, b),
            ref=lambda a, b, cond: np.where(cond, a, b), samples=family(_where_family),
@@ -1243,7 +1250,8 @@ _ZEROS = np.array([[1.5, 0.0, 2.0, 0.0], [0.0, 3.0, 2.0, 1.0], [1.0, 0.5, 0.0, 2
 add(
     OpInfo("Tensor.cumsum", lambda x, dim: x.cumsum(dim),
            ref=lambda x, dim: np.cumsum(x, axis=dim) if x.ndim else x,
-           samples=unary(kw=_dim_kw), dtypes=NUMERIC),
+           samples=unary(kw=_dim_kw), dtypes=NUMERIC,
+           fixed=(S(_ints.astype(np.uint32), dim=1, desc="uint32"),)),
     OpInfo("Tensor.cumprod", lambda x, dim: x.cumprod(dim),
            ref=lambda x, dim: np.cumprod(x, axis=dim) if x.ndim else x,
            samples=unary(kw=_dim_kw, low=-1.5, high=1.5), dtypes=NUMERIC,
@@ -1307,11 +1315,13 @@ add(
            ref=lambda x, dim, descending: (_np_sort(x, dim, descending),
                                            np.argsort(-x if descending else x, axis=dim)
                                            if x.ndim else np.int64(0)),
-           samples=unary(kw=_sort_kw)),
+           samples=unary(kw=_sort_kw),
+           fixed=(S(_ints[::-1].astype(np.uint64), dim=0, descending=False, desc="uint64"),)),
     OpInfo("Tensor.argsort", lambda x, **kw: x.argsort(**kw),
            ref=lambda x, dim, descending: np.argsort(-x if descending else x, axis=dim)
            if x.ndim else np.int64(0),
-           samples=unary(kw=_sort_kw), grad=False, grad_reason="int result"),
+           samples=unary(kw=_sort_kw), grad=False, grad_reason="int result",
+           fixed=(S(_ints[::-1].astype(np.uint32), dim=0, descending=False, desc="uint32"),)),
     OpInfo("Tensor.topk", lambda x, **kw: x.topk(**kw),
            ref=lambda x, dim, k, largest: tuple(
                np.take(a, range(k), axis=dim) if x.ndim else a for a in

@@ -24,7 +24,7 @@ from .autograd import (Function, OpError, detect_anomaly, enable_grad,  # noqa: 
 from .autograd.rng import default_rng, get_rng_state, manual_seed, set_rng_state  # noqa: E402
 from .autograd.backprop import grad  # noqa: E402
 from .ops.dtypes import (bool_, float16, float32, float64, int8, int16, int32,  # noqa: E402
-                         int64, uint8)
+                         int64, uint8, uint16, uint32, uint64)
 from .tensor.devices import device  # noqa: E402
 from .tensor import Tensor  # noqa: E402
 from .autograd import custom_function  # noqa: E402,F401  (Function.apply of PyTorch's style)
@@ -115,6 +115,7 @@ __all__ = [
     "Function", "OpError", "default_rng", "detect_anomaly", "enable_grad", "get_rng_state", "grad",
     "is_grad_enabled", "manual_seed", "no_grad", "set_rng_state", "unbroadcast",
     "Tensor", "bool_", "float16", "float32", "float64", "int32", "int64", "uint8", "device",
+    "uint16", "uint32", "uint64",
     "arange", "as_tensor", "cat", "concatenate", "einsum", "empty", "empty_like", "eye",
     "from_numpy", "full", "full_like", "matmul", "maximum", "minimum",
     "ones", "ones_like", "rand", "rand_like", "randint", "randn", "randn_like", "stack",

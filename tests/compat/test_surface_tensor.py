@@ -391,7 +391,8 @@ FUNCTION_CALLS = {
     "is_nonzero": lambda ns: (ns.is_nonzero(ns.tensor([2.0])), ns.is_nonzero(ns.tensor(0.0))),
 }
 for _dtype in ("float32", "float", "float64", "double", "float16", "half", "int64", "long",
-               "int32", "int", "int16", "short", "int8", "uint8", "bool"):
+               "int32", "int", "int16", "short", "int8", "uint8", "bool", "uint16", "uint32",
+               "uint64"):
     FUNCTION_CALLS[_dtype] = (lambda name: lambda ns: str(
         ns.zeros(2, dtype=getattr(ns, name)).dtype).replace("torch.", ""))(_dtype)
 

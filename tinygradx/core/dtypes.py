@@ -10,6 +10,19 @@ from .tensor_base import TensorBase
 _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2}
 _DEFAULT_FLOAT = np.dtype(np.float32)   # torch's default dtype: what a Python float becomes
 _INT64, _BOOL = np.dtype(np.int64), np.dtype(np.bool_)
+# torch's "barely supported" unsigned types: they promote only with floats (and themselves),
+# and most ops have no kernel for them (`refuse_unsigned`)
+WIDE_UNSIGNED = frozenset((np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64)))
+
+
+def int_scalar(x, dtype):
+    """The Python int x as a 0-d array of integer `dtype`, wrapped modulo 2**bits as torch wraps
+    a scalar operand (int32 tensor * 2**40 -> 0, uint32 * -1 -> 4294967295); numpy would raise.
+    Beyond 64 bits torch refuses it, and so does this."""
+    if not -2**63 <= x < 2**64:
+        raise OverflowError(f"the Python int {x} is too big to convert to a tensor's number "
+                            f"(at most 64 bits, as in torch)")
+    return np.asarray(x % 2**(8 * dtype.itemsize), np.dtype(f"u{dtype.itemsize}")).view(dtype)
 
 
 def promote_types(a, b):
@@ -18,6 +31,9 @@ def promote_types(a, b):
     int16, float16 + float32 -> float32) is torch's."""
     if a == b:
         return a
+    if (a in WIDE_UNSIGNED or b in WIDE_UNSIGNED) and "f" not in (a.kind, b.kind):
+        raise TypeError(f"promotion for uint16, uint32, uint64 types is not supported (as in "
+                        f"torch), attempted to promote {a} and {b}; convert with .long()")
     ca, cb = _CATEGORY.get(a.kind, 3), _CATEGORY.get(b.kind, 3)
     if ca != cb:
         return a if ca > cb else b
@@ -67,3 +83,39 @@ def result_type(*operands):
             raise TypeError(f"expected a Tensor, array or number, got {type(x).__name__}")
         scalars = d if scalars is None else promote_types(scalars, d)
     return _combine(dims, _combine(zero, scalars))
+
+
+# The graph ops (Function names) torch 2.13 has a kernel for on uint16/32/64: moving, indexing
+# and joining them, mul, the products and scans (which widen to int64), the roundings (which
+# keep them) and the float functions (which compute in float32). Function.apply refuses every
+# other op on these dtypes before it computes; a public op that computes without a Function
+# calls `refuse_unsigned` itself. tests/ops/test_unsigned.py holds both lists to torch.
+UNSIGNED_OPS = frozenset((
+    "sum", "reshape", "permute", "expand", "getitem", "setitem", "cat", "stack",
+    "contiguous", "fill", "copy", "where", "roll", "repeat", "repeatinterleave", "diagonal",
+    "diagonal_adjoint", "nan_to_num", "logsumexp", "flip",
+    "mul", "prod", "cumsum", "cumprod", "floor", "ceil", "round", "trunc",
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos",
+    "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "tanh", "sigmoid",
+    "erf", "erfc", "erfinv", "lgamma", "polygamma", "sinc", "logit",
+))
+
+
+def refuse_unsigned(op, *operands):
+    """Raise torch's refusal when an operand (a tensor, an array or a dtype asked for) is uint16,
+    uint32 or uint64: `op` has no kernel for them. One line naming the op and the dtype, raised
+    before anything runs."""
+    for x in operands:
+        dtype = getattr(x, "_data", x).dtype if isinstance(x, (TensorBase, np.ndarray)) else x
+        if dtype in WIDE_UNSIGNED:
+            raise NotImplementedError(
+                f"{op}: not implemented for {dtype} tensors (as in torch, which runs few ops on "
+                f"uint16, uint32 and uint64); convert first, e.g. x.long() or x.float()")
+
+
+def check_unsigned_op(op, arrays):
+    """Function.apply's check, before forward: an op (a Function class) not in UNSIGNED_OPS
+    refuses uint16/32/64 inputs."""
+    for a in arrays:
+        if a.dtype in WIDE_UNSIGNED and op.name() not in UNSIGNED_OPS:
+            refuse_unsigned(op.name(), a)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dtypes import result_type
+from .dtypes import int_scalar, result_type
 from .node import STATE, Function, OpError
 from .tensor_base import TensorBase, result_class
 from .xp import of, value
@@ -46,14 +46,19 @@ def promote(operands, true_divide=False, op="promote"):
     # arrays and lists go through the Tensor boundary (its dtype check) before they count
     operands = [x if isinstance(x, (TensorBase, bool, int, float)) else Tensor._const(x, None)
                 for x in operands]
-    dt = result_type(*operands)
+    try:
+        dt = result_type(*operands)
+    except TypeError as e:              # uint32 with int64, a string: name the op
+        raise TypeError(f"{op}: {e}") from None
     if true_divide and dt.kind != "f":
         dt = np.dtype(np.float32)
     out = []
     for x in operands:
         if not isinstance(x, TensorBase):
-            out.append(Tensor._from_op(np.asarray(x._data if isinstance(x, TensorBase) else x,
-                                                  dtype=dt), None))
+            if isinstance(x, int) and not isinstance(x, bool) and dt.kind in "iu":
+                out.append(Tensor._from_op(int_scalar(x, dt), None))   # wraps, as torch
+            else:
+                out.append(Tensor._from_op(np.asarray(x, dtype=dt), None))
             continue
         d = x._data.dtype
         if d == dt or (d.kind == dt.kind == "f" and np.can_cast(d, dt)):

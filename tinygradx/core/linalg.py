@@ -118,8 +118,9 @@ class Embedding(Function):
     """out = W[ids]; dW = scatter-add of g into the rows named by ids (repeated ids sum)."""
     fresh_grads = True
     def forward(self, w, ids, padding_idx=None):
-        if ids.dtype.kind not in "iu":
-            raise OpError(f"indices must be an integer tensor, got dtype {ids.dtype}")
+        if ids.dtype not in (np.int64, np.int32):       # torch's two index dtypes
+            raise OpError(f"indices must be an integer tensor of int64 or int32 (as torch), got "
+                          f"dtype {ids.dtype}")
         try:
             if ids.size and ids.min() < 0:       # take() would read -1 as the last row
                 raise IndexError

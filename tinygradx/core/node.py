@@ -14,6 +14,7 @@ import traceback
 
 import numpy as np
 
+from .dtypes import check_unsigned_op
 from .tensor_base import TensorBase
 from .xp import of
 # numpy.exceptions is new in numpy 1.25; before it AxisError lived at the top level (gone in 2.0)
@@ -241,6 +242,7 @@ class Function:
         ctx.needs_input_grad = needs
         ctx.frame = here.frame
         arrays = [t._data for t in tensors]
+        check_unsigned_op(cls, arrays)     # most ops refuse uint16/32/64, as torch's do
         watched = STATE.instrumented       # anomaly detection or an observer (trace, profile)
         if watched:
             start = _watch_start(ctx)

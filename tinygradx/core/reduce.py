@@ -23,7 +23,10 @@ class Sum(Function):
     """d(sum x) = g broadcast over the reduced axes."""
     def forward(self, x, dim=None, keepdim=False):
         self.shape, self.axes, self.keepdim = x.shape, normalize_dims(dim, x.ndim), keepdim
-        return np.sum(x, axis=self.axes, keepdims=keepdim)
+        # bools and integers sum in int64, as torch's (numpy sums the unsigned ones in uint64;
+        # torch's uint64 sum wraps into int64 as this cast does)
+        wide = np.int64 if x.dtype.kind in "biu" else None
+        return np.sum(x, axis=self.axes, keepdims=keepdim, dtype=wide)
 
     def backward(self, g):
         xp = of(g)

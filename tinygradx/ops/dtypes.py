@@ -7,21 +7,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.dtypes import promote_types, result_type  # noqa: F401  (the core's rule)
+from ..core.dtypes import (WIDE_UNSIGNED, promote_types, refuse_unsigned,  # noqa: F401
+                           result_type)                                    # (the core's rule)
 from ..core.tensor_base import TensorBase
 
 float32, float64, float16 = np.float32, np.float64, np.float16
 int64, int32, int16, int8, uint8, bool_ = np.int64, np.int32, np.int16, np.int8, np.uint8, np.bool_
+uint16, uint32, uint64 = np.uint16, np.uint32, np.uint64
 
 _DTYPES = {"float32": float32, "float": float32, "float64": float64, "double": float64,
            "float16": float16, "half": float16, "int64": int64, "long": int64, "int32": int32,
            "int": int32, "int16": int16, "short": int16, "int8": int8, "uint8": uint8,
-           "bool": bool_}
+           "bool": bool_, "uint16": uint16, "uint32": uint32, "uint64": uint64}
 
-# The dtypes a Tensor may hold (PyTorch's, less the unsigned types wider than 8 bits, which
-# PyTorch barely supports and whose arithmetic wraps). Anything else is refused at the boundary
-# (Tensor(), dtype= arguments, .to()), so it cannot fail later as a puzzling shape error.
-SUPPORTED_DTYPES = (float32, float64, float16, int64, int32, int16, int8, uint8, bool_)
+# The dtypes a Tensor may hold: PyTorch's real ones numpy has. uint16, uint32 and uint64 are
+# what torch 2.13 calls "barely supported": they are made, converted, moved, indexed and
+# compared for equality, and a few ops compute on them (core/dtypes.py's `UNSIGNED_OPS`); they
+# promote only with floats; every other op refuses them by name, as torch does
+# (`refuse_unsigned`, before it computes).
+# Anything else (complex, bfloat16, longdouble, strings) is refused at the boundary (Tensor(),
+# dtype= arguments, .to()), so it cannot fail later as a puzzling shape error.
+SUPPORTED_DTYPES = (float32, float64, float16, int64, int32, int16, int8, uint8, bool_, uint16,
+                    uint32, uint64)
 _SUPPORTED = frozenset(SUPPORTED_DTYPES)
 _SUPPORTED_NAMES = ", ".join(np.dtype(d).name for d in SUPPORTED_DTYPES)
 
@@ -36,11 +43,26 @@ def _unsupported(dtype, where="Tensor"):
     return TypeError(f"{where + ': ' if where else ''}dtype {dtype} is not supported; use one of "
                      f"{_SUPPORTED_NAMES}{hint}")
 
+# torch dtypes numpy has not: refused by name, with the reason
+_NOT_IN_NUMPY = {
+    "bfloat16": "numpy has no bfloat16 (tinygradx tensors are numpy arrays); use float32 "
+                "(x.float()) or float16 (x.half())",
+    "complex64": "tinygradx has no complex dtypes (its tensors are real)",
+    "complex128": "tinygradx has no complex dtypes (its tensors are real)",
+    "cfloat": "tinygradx has no complex dtypes (its tensors are real)",
+    "cdouble": "tinygradx has no complex dtypes (its tensors are real)",
+    "chalf": "tinygradx has no complex dtypes (its tensors are real)",
+    "complex32": "tinygradx has no complex dtypes (its tensors are real)",
+}
+
+
 def as_dtype(dtype):
     """A numpy dtype from a dtype, a name ("float32", "long", ...) or None (stays None)."""
     if dtype is None:
         return None
     if isinstance(dtype, str):
+        if dtype in _NOT_IN_NUMPY:
+            raise TypeError(f"dtype {dtype} is not supported: {_NOT_IN_NUMPY[dtype]}")
         if dtype not in _DTYPES:
             raise TypeError(f"unknown dtype {dtype!r}; use one of {sorted(_DTYPES)}")
         return np.dtype(_DTYPES[dtype])
@@ -78,6 +100,11 @@ def check_int_range(where, value, dtype):
     if isinstance(value, (float, np.floating)) and not np.isfinite(value):
         return                      # NaN/inf into an integer dtype: numpy's cast, as before
     info = np.iinfo(dtype)
+    if dtype == np.uint64 and isinstance(value, (int, np.integer)) and value < 0:  # torch wraps
+        # -1 into uint16 and uint32, but refuses it for uint64
+        raise IntegerOverflowError(f"{where}: value {value} cannot be converted to uint64: it "
+                                   f"is negative (as torch: can't convert negative int to "
+                                   f"unsigned)")
     low = -int(info.max) if dtype.kind == "u" else int(info.min)
     if not low <= value <= int(info.max):
         raise IntegerOverflowError(
@@ -98,6 +125,10 @@ def _big_ints(data, arr, dtype):
     floats = any(isinstance(v, float) for v in leaves)
     if (dtype is None and not floats) or (dtype is not None and dtype.kind in "iu"):
         check_int_range("tensor", big[0], np.int64 if dtype is None else dtype)
+    if dtype == np.uint64 and not floats:      # 2**63 <= v < 2**64: exact, not via float64
+        for v in leaves:
+            check_int_range("tensor", v, dtype)
+        return np.array(leaves[::-1], dtype=np.uint64).reshape(arr.shape)
     out = np.array([float(v) for v in leaves[::-1]], dtype=np.float64)
     return out.reshape(arr.shape)
 

@@ -22,7 +22,8 @@ from ..ops import fused, movement
 from ..fast import process
 from ..autograd import OpError
 from ..core.dims import Shape, check_dim, normalize_dims
-from ..ops.dtypes import as_dtype, result_type, to_array
+from ..ops.dtypes import (WIDE_UNSIGNED, as_dtype, refuse_unsigned, result_type,
+                          to_array)
 from .math_methods import MathMethods
 from .more_math import MoreMathMethods
 from .aliases import AliasMethods
@@ -354,7 +355,10 @@ class Tensor(ShapeMethods, IndexMethods, ScatterMethods, StatsMethods, MatrixMet
     # -- arithmetic (+ - * / @ and neg: the core's Tensor) ------------------------------------
     def __pow__(self, other):
         if isinstance(other, numbers.Real) and not isinstance(other, Tensor):
-            return ops.PowScalar.apply(self, p=other)
+            x = self
+            if x._data.dtype in WIDE_UNSIGNED and isinstance(other, float):
+                x = x.float()      # uint32 ** 0.5 is float32 (torch has no uint power)
+            return ops.PowScalar.apply(x, p=other)
         return ops.Pow.apply(self, other)
 
     def __rpow__(self, other):  # other ** self
@@ -375,6 +379,10 @@ class Tensor(ShapeMethods, IndexMethods, ScatterMethods, StatsMethods, MatrixMet
     # comparisons make boolean tensors (no gradient flows through them); both sides are
     # compared in the dtype dtypes.result_type gives (float32 vs 0-d float64: in float32)
     def _cmp(self, other, fn):
+        if fn is not np.equal and fn is not np.not_equal and (
+                self._data.dtype in WIDE_UNSIGNED or getattr(other, "dtype", None) in
+                WIDE_UNSIGNED):
+            refuse_unsigned(fn.__name__, self, other)      # torch: == and != only
         a, b = self._data, other._data if isinstance(other, Tensor) else other
         if not (isinstance(b, np.ndarray) and b.dtype == a.dtype):
             dt = result_type(self, other)
@@ -416,6 +424,7 @@ class Tensor(ShapeMethods, IndexMethods, ScatterMethods, StatsMethods, MatrixMet
         return self._cmp(o, np.not_equal)
 
     def __invert__(self):
+        refuse_unsigned("bitwise_not (~)", self)
         return Tensor._from_op(~self._data, None)
 
     def __and__(self, o):
@@ -476,7 +485,10 @@ class Tensor(ShapeMethods, IndexMethods, ScatterMethods, StatsMethods, MatrixMet
         if min is None and max is None:
             raise ValueError("clamp: give at least one of min and max")
         min, max = (_constant("clamp", b, "x.maximum(t) / x.minimum(t)") for b in (min, max))
-        return ops.Clamp.apply(self, min=min, max=max)
+        # an integer tensor with a float bound clamps in the promoted float dtype (torch:
+        # int64.clamp(0.5) is float32)
+        x = self.to(result_type(self, *(b for b in (min, max) if b is not None)))
+        return ops.Clamp.apply(x, min=min, max=max)
 
     clip = clamp
 

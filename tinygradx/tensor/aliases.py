@@ -17,6 +17,7 @@ from .. import ops
 from ..autograd import OpError
 from ..core.tensor_base import TensorBase
 from ..ops.dtypes import int8, int16, uint8
+from ..ops.dtypes import refuse_unsigned
 
 
 def _tensors(name, *xs):
@@ -173,18 +174,22 @@ class AliasMethods:
 
     def logical_and(self, other):
         """self and other are non-zero (bool)."""
+        refuse_unsigned("logical_and", self, other)
         return self._op_class._from_op(np.logical_and(self._data, _data(other)), None)
 
     def logical_or(self, other):
         """self or other is non-zero (bool)."""
+        refuse_unsigned("logical_or", self, other)
         return self._op_class._from_op(np.logical_or(self._data, _data(other)), None)
 
     def logical_xor(self, other):
         """exactly one of self and other is non-zero (bool)."""
+        refuse_unsigned("logical_xor", self, other)
         return self._op_class._from_op(np.logical_xor(self._data, _data(other)), None)
 
     def logical_not(self):
         """self == 0 (bool)."""
+        refuse_unsigned("logical_not", self)
         return self._op_class._from_op(np.logical_not(self._data), None)
 
     def bitwise_and(self, other):
@@ -344,11 +349,6 @@ class AliasMethods:
     def argwhere(self):
         """The indices of the non-zero elements, one row each: (n, ndim) int64."""
         return self.nonzero()
-
-    def count_nonzero(self, dim=None):
-        """How many elements are non-zero (along dim: an int or a tuple), int64."""
-        nz = self != 0
-        return nz.sum(dim=dim) if dim is not None else nz.sum()
 
     def tile(self, *dims):
         """self repeated dims times along each dim (ones prepended to either side's dims, as

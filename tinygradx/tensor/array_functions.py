@@ -18,7 +18,7 @@ from ..autograd import OpError
 from ..core.dims import Size, check_dim
 from ..core.tensor_base import TensorBase
 from ..ops import movement
-from ..ops.dtypes import as_dtype, result_type
+from ..ops.dtypes import as_dtype, refuse_unsigned, result_type
 from . import Tensor
 from .matrix_methods import MatrixMethods
 
@@ -157,6 +157,7 @@ def combinations(input, r=2, with_replacement=False):
     itertools.combinations, or combinations_with_replacement)."""
     if input.ndim != 1:
         raise OpError(f"combinations: expects a 1-d tensor, got {input.ndim} dims")
+    refuse_unsigned("combinations", input)
     if r == 0:                                   # torch: an empty 1-d constant
         return input._op_class._from_op(np.zeros(0, input.dtype), None)
     pick = itertools.combinations_with_replacement if with_replacement else \
@@ -213,6 +214,7 @@ def vander(x, N=None, increasing=False):
     increasing); int and bool inputs give int64."""
     if x.ndim != 1:
         raise OpError(f"vander: x must be a 1-d tensor, got {x.ndim} dims")
+    refuse_unsigned("vander", x)
     n = x.shape[0] if N is None else N
     if n < 0:
         raise OpError(f"vander: N must be non-negative, got {N}")

@@ -4,6 +4,7 @@ minimum, einsum). All of them are re-exported by the package: `tgx.zeros(2, 3)`,
 """
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 
@@ -15,7 +16,8 @@ from .. import ops
 from ..autograd import STATE, OpError
 from ..core.dims import check_dim
 from .devices import check_device
-from ..ops.dtypes import as_dtype, bool_, check_int_range, float32, int64, to_array
+from ..ops.dtypes import (as_dtype, bool_, check_int_range, float32, int64, promote_types,
+                          refuse_unsigned, to_array)
 from . import Tensor
 
 
@@ -233,6 +235,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_g
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
     """Evenly spaced values in [start, end); int64 for integer arguments, else float32."""
     check_device("arange", device)
+    refuse_unsigned("arange", as_dtype(dtype))
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -250,6 +253,7 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     """An n x m identity matrix (m defaults to n)."""
     check_device("eye", device)
     _check_size("eye", (n,) if m is None else (n, m))
+    refuse_unsigned("eye", _float_dtype(dtype))
     return Tensor(np.eye(n, m, dtype=_float_dtype(dtype)), requires_grad=requires_grad)
 
 
@@ -311,7 +315,7 @@ def cat(tensors, dim=0):
     nd = np.ndim(tensors[0]._data if isinstance(tensors[0], Tensor) else tensors[0])
     if nd == 0:
         raise OpError("cat: 0-d tensors cannot be concatenated; use stack")
-    return movement.Cat.apply(*tensors, dim=check_dim("cat", dim, nd))
+    return movement.Cat.apply(*_one_dtype("cat", tensors), dim=check_dim("cat", dim, nd))
 
 
 concatenate = cat
@@ -321,7 +325,22 @@ def stack(tensors, dim=0):
     """Join equal-shaped tensors along a new dim. Backward takes g apart along it."""
     tensors = _many("stack", tensors)
     nd = np.ndim(tensors[0]._data if isinstance(tensors[0], Tensor) else tensors[0])
-    return movement.Stack.apply(*tensors, dim=check_dim("stack", dim, nd, extra=1))
+    return movement.Stack.apply(*_one_dtype("stack", tensors),
+                                dim=check_dim("stack", dim, nd, extra=1))
+
+
+def _one_dtype(name, tensors):
+    """The tensors to join, in the dtype torch.promote_types gives them all (float32 with
+    int64 -> float32, where numpy's concatenate would make float64; uint32 with int64 is
+    refused, as in torch)."""
+    dtypes = [t._data.dtype for t in tensors if isinstance(t, Tensor)]
+    if len(set(dtypes)) < 2:
+        return tensors
+    try:
+        dt = functools.reduce(promote_types, dtypes)
+    except TypeError as e:
+        raise TypeError(f"{name}: {e}") from None
+    return [t.to(dt) if isinstance(t, Tensor) and t._data.dtype != dt else t for t in tensors]
 
 
 def where(condition, input=None, other=None):
@@ -442,6 +461,7 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
     check_device("linspace", device)
     start, end, steps = _steps("linspace", start, end, steps)
     dtype = _float_dtype(dtype)
+    refuse_unsigned("linspace", dtype)
     if dtype.kind == "b":
         raise TypeError("linspace: dtype bool is not supported (as in torch): give a numeric "
                         "dtype and compare, e.g. linspace(...) > 0")

@@ -11,7 +11,8 @@ import builtins
 import numpy as np
 
 from .devices import check_device
-from ..ops.dtypes import as_dtype, bool_, float32, float64, int32, int64, uint8
+from ..ops.dtypes import (as_dtype, bool_, float32, float64, int32, int64, refuse_unsigned,
+                          uint8)
 from . import Tensor
 
 
@@ -125,6 +126,7 @@ def argmin(input, dim=None, keepdim=False):
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):
     """The sum (over dim: an int or a tuple); dtype= casts the input first, as torch."""
+    refuse_unsigned("sum", as_dtype(dtype))      # torch has no uint16/32/64 sum to ask for
     return _cast(_tensor("sum", input), dtype).sum(dim, keepdim)
 
 
@@ -363,21 +365,25 @@ def _truth(x):
 
 def logical_and(input, other):
     """input and other are non-zero, element-wise (bool)."""
+    refuse_unsigned("logical_and", input, other)
     return Tensor(np.logical_and(_truth(_tensor("logical_and", input)), _truth(other)))
 
 
 def logical_or(input, other):
     """input or other is non-zero, element-wise (bool)."""
+    refuse_unsigned("logical_or", input, other)
     return Tensor(np.logical_or(_truth(_tensor("logical_or", input)), _truth(other)))
 
 
 def logical_xor(input, other):
     """Exactly one of input and other is non-zero, element-wise (bool)."""
+    refuse_unsigned("logical_xor", input, other)
     return Tensor(np.logical_xor(_truth(_tensor("logical_xor", input)), _truth(other)))
 
 
 def logical_not(input):
     """input == 0, element-wise (bool)."""
+    refuse_unsigned("logical_not", input)
     return Tensor(np.logical_not(_truth(_tensor("logical_not", input))))
 
 
@@ -577,7 +583,7 @@ def ravel(input):
 def count_nonzero(input, dim=None):
     """How many elements are non-zero (along dim: an int or a tuple), int64."""
     x = _tensor("count_nonzero", input)
-    return (x != 0).sum(dim=dim) if dim is not None else (x != 0).sum()
+    return x.count_nonzero(dim)
 
 
 def is_floating_point(input):

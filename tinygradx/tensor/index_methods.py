@@ -15,6 +15,7 @@ import numpy as np
 from ..ops import movement, index as ops_index, scans
 from ..autograd import OpError
 from ..core.tensor_base import TensorBase
+from ..ops.dtypes import WIDE_UNSIGNED, refuse_unsigned
 from ..core.dims import check_dim, normalize_dims
 from ..autograd import rng as _rng
 
@@ -32,8 +33,8 @@ def _sizes(args):
 
 def _index_array(name, index):
     data = index._data if isinstance(index, TensorBase) else np.asarray(index)
-    if data.dtype.kind not in "iu":
-        raise OpError(f"{name}: index must be an integer tensor, got {data.dtype}")
+    if data.dtype not in (np.int64, np.int32):      # torch's two index dtypes
+        raise OpError(f"{name}: index must be an int64 or int32 tensor, got {data.dtype}")
     return data.astype(np.int64, copy=False)
 
 
@@ -59,6 +60,7 @@ class IndexMethods:
         return self._running("cummin", dim, False)
 
     def _running(self, name, dim, largest):
+        refuse_unsigned(name, self)
         d = check_dim(name, dim, self.ndim)
         x = self.reshape(1) if self.ndim == 0 else self
         idx = scans.running_extreme_indices(x._data, d, largest)
@@ -83,7 +85,14 @@ class IndexMethods:
 
     # -- reordering and repetition --------------------------------------------------------
     def flip(self, *dims):
-        return ops_index.Flip.apply(self, dims=normalize_dims(_sizes(dims), self.ndim) or ())
+        dims = normalize_dims(_sizes(dims), self.ndim) or ()
+        if self._data.dtype in WIDE_UNSIGNED:
+            # torch's flip of these dtypes copies whole rows: it has no kernel to reverse the
+            # innermost dim (the last one longer than 1), so that flip is refused, as there
+            inner = [d for d in range(self.ndim) if self.shape[d] > 1][-1:]
+            if set(inner) & set(dims):
+                refuse_unsigned(f"flip of the innermost dim {inner[0]}", self)
+        return ops_index.Flip.apply(self, dims=dims)
 
     def roll(self, shifts, dims=None):
         if dims is None:
@@ -111,6 +120,7 @@ class IndexMethods:
         x = self if dim is not None else self.reshape(-1)
         dim = 0 if dim is None else check_dim("repeat_interleave", dim, self.ndim)
         if isinstance(repeats, TensorBase):
+            refuse_unsigned("repeat_interleave", repeats)
             repeats = repeats._data
         repeats = np.asarray(repeats)
         if repeats.ndim == 1 and len(repeats) == 1:
@@ -163,6 +173,7 @@ class IndexMethods:
         """The entries at `index` (a 1-d int tensor) along dim, in that order (repeats
         allowed; their gradients add up), as torch.index_select."""
         d = check_dim("index_select", dim, self.ndim)
+        refuse_unsigned("index_select", self)
         idx = _index_array("index_select", index)
         if idx.ndim > 1:
             raise OpError(f"index_select: index must be 1-d (or 0-d), got shape {idx.shape}")
@@ -179,6 +190,7 @@ class IndexMethods:
 
     def masked_select(self, mask):
         """The elements where mask (broadcast with self) is True, as a 1-d tensor."""
+        refuse_unsigned("masked_select", self)
         m = mask._data if isinstance(mask, TensorBase) else np.asarray(mask)
         if m.dtype != np.bool_:
             raise OpError(f"masked_select: mask must be bool, got {m.dtype}")
@@ -192,6 +204,9 @@ class IndexMethods:
         idx = self.argsort(dim, descending)
         if self.ndim == 0:
             return SortResult(self.clone(), idx)
+        if self._data.dtype in WIDE_UNSIGNED:   # torch sorts them, but has no gather for them
+            values = np.take_along_axis(self._data, idx._data, check_dim("sort", dim, self.ndim))
+            return SortResult(self._op_class._from_op(values, None), idx)
         return SortResult(self.gather(dim, idx), idx)
 
     def argsort(self, dim=-1, descending=False, stable=False):
@@ -210,6 +225,7 @@ class IndexMethods:
     def topk(self, k, dim=-1, largest=True, sorted=True):
         """(values, indices) of the k largest (smallest) along dim; gradients reach the
         picked positions."""
+        refuse_unsigned("topk", self)
         d = check_dim("topk", dim, self.ndim)
         n = self.shape[d] if self.ndim else 1
         if not 0 <= k <= n:
@@ -225,6 +241,7 @@ class IndexMethods:
         """The indices of the non-zero elements, in row-major order: an int64 (n, ndim)
         tensor, or with as_tuple=True one int64 (n,) tensor per dim (a 0-d input counts
         as 1-d there, as in PyTorch)."""
+        refuse_unsigned("nonzero", self)
         if as_tuple:
             data = self._data.reshape(1) if self.ndim == 0 else self._data
             return tuple(self._op_class._from_op(i.astype(np.int64), None)

@@ -20,6 +20,7 @@ from ..core.tensor_base import TensorBase
 from ..ops import movement
 from ..core.dims import check_dim
 from ..autograd import rng as _rng
+from ..ops.dtypes import refuse_unsigned
 
 
 def _floating(name, t):
@@ -220,10 +221,11 @@ class InplaceMethods:
             dim, index, v, "index_fill_"), value)
 
     def _index_fill(self, dim, index, value, name):
+        refuse_unsigned(name, self)
         d = check_dim(name, dim, max(self.ndim, 1))
         idx = index._data if isinstance(index, TensorBase) else np.asarray(index)
-        if idx.dtype.kind not in "iu" or idx.ndim > 1:
-            raise TypeError(f"{name}: index must be a 0-d or 1-d integer tensor, got dtype "
+        if idx.dtype not in (np.int64, np.int32) or idx.ndim > 1:
+            raise TypeError(f"{name}: index must be a 0-d or 1-d int64 or int32 tensor, got dtype "
                             f"{idx.dtype} and shape {idx.shape}")
         if isinstance(value, TensorBase) and value.ndim != 0:
             raise ValueError(f"{name}: value must be a number or a 0-d tensor, got shape "
@@ -287,6 +289,7 @@ class InplaceMethods:
     def bernoulli_(self, p=0.5):
         """Fill with 0/1 samples that are 1 with probability p (a number or a tensor that
         broadcasts to self), in place; any numeric dtype."""
+        refuse_unsigned("bernoulli_", self)
         pa = p._data if isinstance(p, TensorBase) else np.asarray(p, dtype=np.float64)
         if pa.size and not (np.all(pa >= 0) and np.all(pa <= 1)):
             raise ValueError("bernoulli_: p must be in [0, 1]")

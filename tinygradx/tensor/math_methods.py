@@ -17,6 +17,7 @@ from .. import ops
 from ..ops import math_ops as ops_math
 from ..autograd import OpError
 from ..core.tensor_base import TensorBase
+from ..ops.dtypes import refuse_unsigned
 
 
 def _floating(name, *xs):
@@ -48,6 +49,7 @@ def _division(op, symbol, a, b):
 def _shift(fn, symbol, a, b):
     """<< and >> on integer tensors (torch refuses float and bool operands)."""
     x, y = _operands(symbol, a, b)
+    refuse_unsigned(symbol, x)
     if x.dtype.kind not in "iu":
         raise _operand_error(symbol, a, b, "needs integer tensors")
     try:

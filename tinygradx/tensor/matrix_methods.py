@@ -16,7 +16,7 @@ from ..autograd import STATE, OpError
 from ..core.dims import check_dim
 from ..core.tensor_base import TensorBase
 from ..ops import index as ops_index, movement
-from ..ops.dtypes import result_type
+from ..ops.dtypes import refuse_unsigned, result_type
 
 
 def _tensor(name, x):
@@ -78,6 +78,7 @@ class MatrixMethods:
         """The sum of the diagonal of a matrix."""
         if self.ndim != 2:
             raise OpError(f"trace: expected a matrix, got a {self.ndim}-d tensor")
+        refuse_unsigned("trace", self)
         return self.diagonal().sum()
 
     def fill_diagonal_(self, fill_value, wrap=False):
@@ -117,6 +118,7 @@ class MatrixMethods:
     def cross(self, other, dim=None):
         """The cross product of 3-vectors along dim (default: the first dim of size 3, as
         torch.cross), broadcasting."""
+        refuse_unsigned("cross", self)
         other = _tensor("cross", other)
         if self.ndim != other.ndim:
             raise OpError(f"cross: inputs must have the same number of dims (as torch), got "
@@ -138,6 +140,7 @@ class MatrixMethods:
 
     def dist(self, other, p=2):
         """The p-norm of self - other (p = 0: how many elements differ)."""
+        refuse_unsigned("dist", self)
         diff = self - _tensor("dist", other)
         if p == 0:              # a count: a zero gradient, still a function of the inputs
             count = (diff != 0).sum().to(diff.dtype)
@@ -165,6 +168,7 @@ class MatrixMethods:
 
     def _integer_op(self, name, fn, other):
         other = _tensor(name, other)
+        refuse_unsigned(name, self, other)
         dt = result_type(self, other)
         if dt.kind not in "iu":
             raise TypeError(f"{name}: not implemented for {dt} tensors (integer tensors only, "
@@ -212,6 +216,7 @@ class MatrixMethods:
     def diff(self, n=1, dim=-1, prepend=None, append=None):
         """The n-th forward difference along dim (x[i+1] - x[i]; for bool, x[i+1] != x[i]),
         prepend and append joined on first."""
+        refuse_unsigned("diff", self)
         d = check_dim("diff", dim, self.ndim)
         if self.ndim == 0:
             raise OpError("diff: expects a tensor with at least 1 dim")
@@ -229,6 +234,9 @@ class MatrixMethods:
         given indices."""
         d = check_dim("tensor_split", dim, self.ndim)
         spec = indices_or_sections
+        if isinstance(spec, TensorBase) and spec._data.dtype != np.int64:
+            raise TypeError(f"tensor_split: a tensor of indices or sections must be int64 (as "
+                            f"torch), got {spec._data.dtype}")
         if isinstance(spec, TensorBase):
             spec = spec._data.tolist()
         n = self.shape[d]

@@ -18,13 +18,14 @@ from ..core.movement import IndexPut
 from ..core.tensor_base import TensorBase
 from ..ops import index as ops_index, movement
 from ..ops.scatter_reduce import REDUCTIONS, ScatterReduce, ScatterReduceNoGrad
+from ..ops.dtypes import refuse_unsigned
 
 
 def _ints(name, index, ndim=None):
     """An integer index as an int64 array (torch takes int64 and, for some ops, int32)."""
     data = index._data if isinstance(index, TensorBase) else np.asarray(index)
-    if data.dtype.kind not in "iu":
-        raise TypeError(f"{name}: index must be an integer tensor, got {data.dtype}")
+    if data.dtype not in (np.int64, np.int32):
+        raise TypeError(f"{name}: index must be an int64 or int32 tensor, got {data.dtype}")
     if ndim is not None and data.ndim > ndim:
         raise OpError(f"{name}: index must be {ndim}-d or 0-d, got shape {data.shape}")
     return data.astype(np.int64, copy=False)
@@ -180,6 +181,7 @@ class ScatterMethods:
 
     def take(self, index):
         """self's elements at index into the flattened self, in index's shape."""
+        refuse_unsigned("take", self)
         return self.reshape(-1)[_flat_index("take", self, index)]
 
     def take_along_dim(self, indices, dim=None):
@@ -215,6 +217,7 @@ class ScatterMethods:
     def index_put(self, indices, values, accumulate=False):
         """self with values at self[indices] (a tuple of index tensors); accumulate adds,
         repeated positions included."""
+        refuse_unsigned("index_put", self)
         if not isinstance(indices, (tuple, list)):
             raise TypeError(f"index_put: indices must be a tuple of tensors, got "
                             f"{type(indices).__name__}")

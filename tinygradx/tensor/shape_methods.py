@@ -20,6 +20,7 @@ from ..ops import movement
 from ..autograd import OpError
 from ..core.tensor_base import TensorBase
 from ..core.dims import check_dim, normalize_dims
+from ..ops.dtypes import refuse_unsigned
 
 MaxResult = namedtuple("MaxResult", ["values", "indices"])
 
@@ -31,9 +32,11 @@ class ShapeMethods:
 
     # -- reductions (sum, mean: the core's Tensor) -----------------------------------------
     def amax(self, dim=None, keepdim=False):
+        refuse_unsigned("amax", self)
         return ops_reduce.Max.apply(self, dim=dim, keepdim=keepdim)
 
     def amin(self, dim=None, keepdim=False):
+        refuse_unsigned("amin", self)
         return ops_reduce.Max.apply(self, dim=dim, keepdim=keepdim, minimum=True)
 
     def max(self, dim=None, keepdim=False):
@@ -42,6 +45,7 @@ class ShapeMethods:
         As in PyTorch, max() and amax() share the gradient among tied maxima, while the
         values of max(dim) are picked at the returned indices and get all of it.
         """
+        refuse_unsigned("max", self)
         if dim is None:
             return self.amax()
         _nonempty("max", self, dim)
@@ -51,6 +55,7 @@ class ShapeMethods:
         return MaxResult(self._pick(idx, dim, keepdim), idx if keepdim else idx.squeeze(dim))
 
     def min(self, dim=None, keepdim=False):
+        refuse_unsigned("min", self)
         if dim is None:
             return self.amin()
         _nonempty("min", self, dim)
@@ -69,12 +74,14 @@ class ShapeMethods:
 
     def argmax(self, dim=None, keepdim=False):
         _nonempty("argmax", self, dim)
+        refuse_unsigned("argmax", self)
         if self.ndim == 0:
             return _zero_index(self)
         return self._op_class._from_op(np.argmax(self._data, axis=dim, keepdims=keepdim), None)
 
     def argmin(self, dim=None, keepdim=False):
         _nonempty("argmin", self, dim)
+        refuse_unsigned("argmin", self)
         if self.ndim == 0:
             return _zero_index(self)
         return self._op_class._from_op(np.argmin(self._data, axis=dim, keepdims=keepdim), None)
@@ -96,6 +103,7 @@ class ShapeMethods:
 
     def count_nonzero(self, dim=None):
         """How many elements are non-zero (along dim: an int or a tuple), int64."""
+        refuse_unsigned("count_nonzero", self)
         return (self != 0).sum(dim=dim) if dim is not None else (self != 0).sum()
 
     def logsumexp(self, dim, keepdim=False):
@@ -215,9 +223,11 @@ class ShapeMethods:
         return ops.MaskedFill.apply(self, mask=m, value=value)
 
     def triu(self, diagonal=0):
+        refuse_unsigned("triu", self)
         return movement.Tri.apply(self, diagonal=diagonal, upper=True)
 
     def tril(self, diagonal=0):
+        refuse_unsigned("tril", self)
         return movement.Tri.apply(self, diagonal=diagonal, upper=False)
 
     # -- more of torch's movement and norms (views through getitem and permute) -----------
@@ -416,6 +426,9 @@ def _split_ints(index):
     return tuple(first), tuple(rest)
 
 
+_INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.uint8))
+
+
 def _normalise_index(index, shape):
     """Tensors become arrays (a 0-d int tensor an int, as in torch); float indices are
     refused with a clear message."""
@@ -424,6 +437,9 @@ def _normalise_index(index, shape):
     for i in items:
         if isinstance(i, TensorBase):
             i = i._data
+            if i.ndim and i.dtype.kind in "iu" and i.dtype not in _INDEX_DTYPES:
+                raise IndexError(f"getitem: tensors used as indices must be int64, int32, uint8 "
+                                 f"or bool (as in torch), got {i.dtype}")
             if i.ndim == 0 and i.dtype.kind in "iu":
                 i = int(i)
         if isinstance(i, list):

@@ -19,6 +19,7 @@ from ..core.dims import check_dim, normalize_dims
 from ..core.node import Function
 from ..core.tensor_base import TensorBase
 from ..ops import movement
+from ..ops.dtypes import refuse_unsigned
 
 ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
 MinMax = namedtuple("MinMax", ["min", "max"])
@@ -43,6 +44,7 @@ class StatsMethods:
     def _pick_sorted(self, name, dim, keepdim, choose):
         """(values, indices) where choose(sorted_order, data) gives, along the last axis, the
         position in sorted order to take; dim=None reduces the flattened tensor."""
+        refuse_unsigned(name, self)
         x = self.reshape(-1) if dim is None else self
         d = -1 if dim is None else check_dim(name, dim, self.ndim)
         if x.ndim == 0:
@@ -187,6 +189,7 @@ class StatsMethods:
     # -- reductions that skip NaN, both extremes ----------------------------------------------
     def aminmax(self, *, dim=None, keepdim=False):
         """(min, max) over dim (all elements by default)."""
+        refuse_unsigned("aminmax", self)
         # a reduction over no elements (a dim of size 0, or dim None of an empty tensor) has
         # no value; over the other dims of an empty tensor the results are empty, as torch
         if self.numel() == 0 and (dim is None or self.ndim == 0
@@ -244,6 +247,7 @@ class StatsMethods:
     def bincount(self, weights=None, minlength=0):
         """How often each value 0..max occurs in a 1-d non-negative integer tensor (with
         weights: their sums, float)."""
+        refuse_unsigned("bincount", self)
         d = self._data
         if d.ndim != 1 or d.dtype.kind not in "iub":
             raise OpError(f"bincount: expects a 1-d integer tensor, got shape {d.shape} and "
@@ -356,6 +360,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
                  sorter=None):
     """The indices where input's values would go into sorted_sequence (its last dim sorted) to
     keep it sorted (left: the first such place; right=True or side="right": the last)."""
+    refuse_unsigned("searchsorted", sorted_sequence, input)
     if side is not None:
         right = side == "right"
     seq = sorted_sequence._data
@@ -380,6 +385,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
 
 def bucketize(input, boundaries, *, out_int32=False, right=False):
     """The index of the bucket of boundaries (1-d, sorted) each value falls into."""
+    refuse_unsigned("bucketize", input, boundaries)
     if boundaries.ndim != 1:
         raise OpError(f"bucketize: boundaries must be 1-d, got shape {tuple(boundaries.shape)}")
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
@@ -424,6 +430,7 @@ unique, unique_consecutive = _method_form("unique"), _method_form("unique_consec
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
     """True where an element of elements is among test_elements (either may be a number, not
     both); bool."""
+    refuse_unsigned("isin", elements, test_elements)
     like = elements if isinstance(elements, TensorBase) else test_elements
     if not isinstance(like, TensorBase):
         raise TypeError("isin: expected a Tensor among elements and test_elements")
