@@ -32,6 +32,9 @@ ATEN = ("an ATen kernel under a public name (functionalization's *_copy ops, the
         "calls it is the API")
 INTERNAL = "PyTorch's own machinery (dispatch, overrides, tracing state), not an API for models"
 REMOVED = "removed from PyTorch: the name remains only to raise an error there"
+FIRST_CLASS_DIMS = ("first-class dimensions (functorch.dim: Tensor.index binds positions to Dim "
+                    "objects), an experimental indexing system; learner code's `.index(...)` is "
+                    "a list's or a string's")
 
 RULES = (
     (DISTRIBUTED, (
@@ -151,6 +154,7 @@ RULES = (
         "torch.Tensor.is_maia", "torch.Tensor.is_vulkan", "torch.Tensor.is_xla",
         "torch.Tensor.is_ipu", "torch.Tensor.is_mtia", "torch.Tensor.is_meta",
         "torch.clear_autocast_cache")),
+    (FIRST_CLASS_DIMS, ("torch.Tensor.index",)),
     (REMOVED, (
         "torch.eig", "torch.Tensor.eig", "torch.symeig", "torch.Tensor.symeig", "torch.lstsq",
         "torch.Tensor.lstsq", "torch.solve", "torch.Tensor.solve", "torch.matrix_rank",
