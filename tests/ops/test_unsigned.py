@@ -169,6 +169,26 @@ def test_python_ints_wrap_into_every_integer_dtype_as_torch():
         tgx.tensor([1], dtype=tgx.int64) * 2**64
 
 
+_BIG = 2**40 + 3
+INT_VALUES = {     # a Python int beyond the dtype: arithmetic wraps, these ops refuse it
+    "where": lambda m, x: m.where(x > 1, x, _BIG), "where_neg": lambda m, x: m.where(x > 1, x, -1),
+    "clamp": lambda m, x: x.clamp(max=_BIG), "clamp_neg": lambda m, x: x.clamp(max=-1),
+    "clamp_min_neg": lambda m, x: x.clamp(min=-1), "fill_": lambda m, x: x.clone().fill_(_BIG),
+    "fill_neg": lambda m, x: x.clone().fill_(-1),
+    "masked_fill": lambda m, x: x.masked_fill(x > 1, _BIG),
+    "masked_fill_neg": lambda m, x: x.masked_fill(x > 1, -1),
+    "masked_fill_256": lambda m, x: x.masked_fill(x > 1, 256), "mul": lambda m, x: x * _BIG,
+    "add": lambda m, x: x + _BIG, "clamp_float": lambda m, x: x.clamp(0.5, 1.5),
+}
+
+
+@requires_torch
+@pytest.mark.parametrize("dt", ("int32", "uint8", "int64", "int16"))
+@pytest.mark.parametrize("name", list(INT_VALUES))
+def test_python_int_values_like_torch(name, dt):
+    same(lambda m: INT_VALUES[name](m, m.tensor([1, 2], dtype=getattr(m, dt))))
+
+
 def test_sums_of_unsigned_and_joins_promote_as_torch():
     """uint8 sums in int64 (numpy: uint64); cat/stack promote by torch's rule (float32 with
     int64 is float32; numpy's concatenate made float64)."""

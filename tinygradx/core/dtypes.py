@@ -15,10 +15,17 @@ _INT64, _BOOL = np.dtype(np.int64), np.dtype(np.bool_)
 WIDE_UNSIGNED = frozenset((np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64)))
 
 
-def int_scalar(x, dtype):
+def int_scalar(x, dtype, refuse=None):
     """The Python int x as a 0-d array of integer `dtype`, wrapped modulo 2**bits as torch wraps
-    a scalar operand (int32 tensor * 2**40 -> 0, uint32 * -1 -> 4294967295); numpy would raise.
-    Beyond 64 bits torch refuses it, and so does this."""
+    an arithmetic op's scalar operand (int32 tensor * 2**40 -> 0, uint32 * -1 -> 4294967295);
+    numpy would raise. Beyond 64 bits torch refuses it, and so does this; with refuse=op (where,
+    masked_fill, fill_, clamp) a value out of the dtype's range is refused, as those of torch
+    refuse it (an unsigned dtype still takes -max..-1, which wrap: uint8 -1 -> 255)."""
+    info = np.iinfo(dtype)
+    low = -int(info.max) if dtype.kind == "u" else int(info.min)
+    if refuse and not low <= x <= int(info.max):
+        raise OverflowError(f"{refuse}: value {x} cannot be converted to {dtype} without "
+                            f"overflow (as in torch)")
     if not -2**63 <= x < 2**64:
         raise OverflowError(f"the Python int {x} is too big to convert to a tensor's number "
                             f"(at most 64 bits, as in torch)")

@@ -29,9 +29,10 @@ def explain_broadcast(arrays):
     return f"shapes {' and '.join(map(str, shapes))}"
 
 
-def promote(operands, true_divide=False, op="promote"):
+def promote(operands, true_divide=False, op="promote", wrap=True):
     """The operands of an element-wise op in the dtype `dtypes.result_type` gives (torch's
-    rule); with true_divide an integer or bool result becomes float32 (int / int).
+    rule); with true_divide an integer or bool result becomes float32 (int / int). A Python int
+    out of an integer result's range wraps (`wrap`, arithmetic) or is refused (where), as torch.
 
     An operand already of that dtype, or a float of a lower precision (numpy widens it on
     the fly, and the walk casts its gradient back), is left alone; any other tensor is cast:
@@ -56,7 +57,7 @@ def promote(operands, true_divide=False, op="promote"):
     for x in operands:
         if not isinstance(x, TensorBase):
             if isinstance(x, int) and not isinstance(x, bool) and dt.kind in "iu":
-                out.append(Tensor._from_op(int_scalar(x, dt), None))   # wraps, as torch
+                out.append(Tensor._from_op(int_scalar(x, dt, None if wrap else op), None))
             else:
                 out.append(Tensor._from_op(np.asarray(x, dtype=dt), None))
             continue
@@ -86,12 +87,14 @@ def _one_dtype(a, b, true_divide):
 class Binary(Function):
     """An element-wise op of two operands: they are promoted to one dtype first (`promote`)."""
     true_divide = False
+    wrap = True                 # a Python int beyond an integer dtype wraps (False: refused)
 
     @classmethod
     def apply(cls, a, b, **kwargs):
         if _one_dtype(a, b, cls.true_divide):
             return Function.apply.__func__(cls, a, b, **kwargs)
-        return Function.apply.__func__(cls, *promote((a, b), cls.true_divide, cls.name()),
+        return Function.apply.__func__(cls, *promote((a, b), cls.true_divide, cls.name(),
+                                                     cls.wrap),
                                        **kwargs)
 
     @classmethod
@@ -284,6 +287,7 @@ class Cast(Function):
 
 class Where(Binary):
     """where(c, a, b): a gets g where c, b gets g elsewhere; c gets none."""
+    wrap = False                # torch refuses a number its dtype cannot hold, not wraps it
     def forward(self, a, b, cond):
         self.cond = cond
         return np.where(cond, a, b)

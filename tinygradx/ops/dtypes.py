@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.dtypes import (WIDE_UNSIGNED, promote_types, refuse_unsigned,  # noqa: F401
-                           result_type)                                    # (the core's rule)
+from ..core.dtypes import (WIDE_UNSIGNED, int_scalar, promote_types,  # noqa: F401
+                           refuse_unsigned, result_type)                 # (the core's rule)
 from ..core.tensor_base import TensorBase
 
 float32, float64, float16 = np.float32, np.float64, np.float16

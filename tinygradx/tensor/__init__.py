@@ -22,7 +22,7 @@ from ..ops import fused, movement
 from ..fast import process
 from ..autograd import OpError
 from ..core.dims import Shape, check_dim, normalize_dims
-from ..ops.dtypes import (WIDE_UNSIGNED, as_dtype, refuse_unsigned, result_type,
+from ..ops.dtypes import (WIDE_UNSIGNED, as_dtype, int_scalar, refuse_unsigned, result_type,
                           to_array)
 from .math_methods import MathMethods
 from .more_math import MoreMathMethods
@@ -307,6 +307,8 @@ class Tensor(ShapeMethods, IndexMethods, ScatterMethods, StatsMethods, MatrixMet
 
     def fill_(self, value):
         """Every element becomes value (a number or a one-element tensor), in place."""
+        if isinstance(value, int) and not isinstance(value, bool) and self._data.dtype.kind in "iu":
+            value = int_scalar(value, self._data.dtype, "fill_")   # out of range: refused
         return self._inplace("fill_", lambda t, v: movement.Fill.apply(t, v), value)
 
     def zero_(self):
@@ -488,6 +490,9 @@ class Tensor(ShapeMethods, IndexMethods, ScatterMethods, StatsMethods, MatrixMet
         # an integer tensor with a float bound clamps in the promoted float dtype (torch:
         # int64.clamp(0.5) is float32)
         x = self.to(result_type(self, *(b for b in (min, max) if b is not None)))
+        if x._data.dtype.kind in "iu":        # an int bound in x's dtype, refused out of range
+            min, max = (int_scalar(b, x._data.dtype, "clamp") if isinstance(b, int)
+                        and not isinstance(b, bool) else b for b in (min, max))
         return ops.Clamp.apply(x, min=min, max=max)
 
     clip = clamp

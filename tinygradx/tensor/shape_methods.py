@@ -20,7 +20,7 @@ from ..ops import movement
 from ..autograd import OpError
 from ..core.tensor_base import TensorBase
 from ..core.dims import check_dim, normalize_dims
-from ..ops.dtypes import refuse_unsigned
+from ..ops.dtypes import int_scalar, refuse_unsigned
 
 MaxResult = namedtuple("MaxResult", ["values", "indices"])
 
@@ -218,6 +218,7 @@ class ShapeMethods:
             if np.broadcast_shapes(m.shape, self.shape) != self.shape:
                 return ops.MaskedFill.apply(self, mask=m, value=0)     # raises the message
             return ops.Where.apply(value.to(self.dtype), self, cond=m)
+        value = _int_value("masked_fill", value, self)
         if isinstance(value, TensorBase):
             value = value._data
         return ops.MaskedFill.apply(self, mask=m, value=value)
@@ -424,6 +425,14 @@ def _split_ints(index):
             first.append(slice(None))
             rest.append(i)
     return tuple(first), tuple(rest)
+
+
+def _int_value(name, value, x):
+    """A Python int value for integer tensor x, in x's dtype: out of its range refused in one
+    line, as torch (numpy would raise its own OverflowError); anything else as it is."""
+    if isinstance(value, int) and not isinstance(value, bool) and x._data.dtype.kind in "iu":
+        return int_scalar(value, x._data.dtype, name)
+    return value
 
 
 _INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.uint8))
