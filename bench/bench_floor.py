@@ -341,11 +341,22 @@ ADAPTERS = {"numpy": _numpy_adapter, "torch": _torch_adapter, "tinygradx": _tiny
             "plain": _plain_adapter,
             "plain-nomalloc": lambda *a: _plain_adapter(*a, env={"TINYGRADX_MALLOC_TUNE": "0"}),
             "plain-nopool": lambda *a: _plain_adapter(*a, env={"TINYGRADX_POOL": "0"}),
+            # the same plain script on another checkout of tinygradx (a before/after in one
+            # run: BENCH_PLAIN_REV=DIR, a folder holding that revision's tinygradx/)
+            "plain-rev": lambda *a: _plain_adapter(*a, env=_rev_env()),
             "compat": lambda *a: _loop_adapter(*a, compat=True),
             "torch-script": lambda *a: _loop_adapter(*a, compat=False)}
-CHILD_ARMS = {"plain", "plain-nomalloc", "plain-nopool", "compat", "torch-script"}
+CHILD_ARMS = {"plain", "plain-nomalloc", "plain-nopool", "plain-rev", "compat", "torch-script"}
+
+
+def _rev_env():
+    where = os.environ.get("BENCH_PLAIN_REV")
+    if not where or not os.path.isdir(os.path.join(where, "tinygradx")):
+        raise NotImplementedError("plain-rev needs BENCH_PLAIN_REV=DIR, a folder holding another "
+                                  "revision's tinygradx/ (git worktree add DIR REV)")
+    return {"PYTHONPATH": where}
 # ratios reported besides "vs torch": an arm against the arm it must be read against
-PAIRED = {"compat": "torch-script"}
+PAIRED = {"compat": "torch-script", "plain": "plain-rev"}
 
 
 def register_adapter(name, factory):

@@ -676,7 +676,7 @@ def _tensor(x):
 
 
 OPS = ["softmax", "layer_norm", "gelu", "gelu_tanh", "cross_entropy", "attention", "packed",
-       "linear", "matmul", "getitem"]
+       "linear", "matmul", "getitem", "masked_fill"]
 
 
 @st.composite
@@ -730,6 +730,10 @@ def _build(op, dtype, big, rng, special):
         x = _tensor(v(2, rows // 2 or 1, n_in, s="none"))
         w = _tensor(v(n_out, n_in, s="none"))
         return (F.linear(x, w) if op == "linear" else x @ w.T), x
+    if op == "masked_fill":                      # a causal mask broadcast over the scores
+        T = 0 if empty else 64 if big else 5
+        x = _tensor(values(rng, (2, 3, T, T), dtype, "none" if empty else special))
+        return x.masked_fill(np.triu(np.ones((T, T), bool), 1), -np.inf), x
     x = _tensor(v(6, 9))
     return x[:, 2:5], x
 
@@ -739,7 +743,7 @@ def _build(op, dtype, big, rng, special):
 @given(data=st.data())
 def test_derivatives(op, data):
     call = data.draw(derivative_calls(op))
-    if op in ("gelu_tanh", "attention", "packed", "linear", "matmul", "softmax"):
+    if op in ("gelu_tanh", "attention", "packed", "linear", "matmul", "softmax", "masked_fill"):
         _check_op(op, np.float32, True, np.random.default_rng(0), "none")   # the pool's sizes
     _check_op(op, np.float32, False, np.random.default_rng(1), "none")
     _check_op(*call)

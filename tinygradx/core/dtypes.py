@@ -11,7 +11,7 @@ _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2}
 _DEFAULT_FLOAT = np.dtype(np.float32)   # torch's default dtype: what a Python float becomes
 _INT64, _BOOL = np.dtype(np.int64), np.dtype(np.bool_)
 # torch's "barely supported" unsigned types: they promote only with floats (and themselves),
-# and most ops have no kernel for them (`refuse_unsigned`)
+# and most ops have no kernel for them (`check_unsigned_op`, ops.dtypes.refuse_unsigned)
 WIDE_UNSIGNED = frozenset((np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64)))
 
 
@@ -96,7 +96,7 @@ def result_type(*operands):
 # and joining them, mul, the products and scans (which widen to int64), the roundings (which
 # keep them) and the float functions (which compute in float32). Function.apply refuses every
 # other op on these dtypes before it computes; a public op that computes without a Function
-# calls `refuse_unsigned` itself. tests/ops/test_unsigned.py holds both lists to torch.
+# calls ops.dtypes.refuse_unsigned itself. tests/ops/test_unsigned.py holds both lists to torch.
 UNSIGNED_OPS = frozenset((
     "sum", "reshape", "permute", "expand", "getitem", "setitem", "cat", "stack",
     "contiguous", "fill", "copy", "where", "roll", "repeat", "repeatinterleave", "diagonal",
@@ -108,21 +108,11 @@ UNSIGNED_OPS = frozenset((
 ))
 
 
-def refuse_unsigned(op, *operands):
-    """Raise torch's refusal when an operand (a tensor, an array or a dtype asked for) is uint16,
-    uint32 or uint64: `op` has no kernel for them. One line naming the op and the dtype, raised
-    before anything runs."""
-    for x in operands:
-        dtype = getattr(x, "_data", x).dtype if isinstance(x, (TensorBase, np.ndarray)) else x
-        if dtype in WIDE_UNSIGNED:
-            raise NotImplementedError(
-                f"{op}: not implemented for {dtype} tensors (as in torch, which runs few ops on "
-                f"uint16, uint32 and uint64); convert first, e.g. x.long() or x.float()")
-
-
 def check_unsigned_op(op, arrays):
     """Function.apply's check, before forward: an op (a Function class) not in UNSIGNED_OPS
-    refuses uint16/32/64 inputs."""
+    refuses uint16/32/64 inputs (ops.dtypes.refuse_unsigned says it for the other ops)."""
     for a in arrays:
         if a.dtype in WIDE_UNSIGNED and op.name() not in UNSIGNED_OPS:
-            refuse_unsigned(op.name(), a)
+            raise NotImplementedError(
+                f"{op.name()}: not implemented for {a.dtype} tensors (as in torch, which runs "
+                f"few ops on uint16, uint32 and uint64); convert first, e.g. x.long() or x.float()")

@@ -312,8 +312,9 @@ class MaskedFill(Function):
             # np.where would silently grow the output to the mask's shape; PyTorch refuses
             raise OpError(f"mask of shape {mask.shape} does not broadcast to the input shape "
                           f"{x.shape} (the output keeps the input's shape)")
-        self.mask = mask
-        return np.where(mask, np.asarray(value, dtype=x.dtype), x)
+        self.mask, out = mask, x.copy()          # x, with value written where mask holds
+        np.copyto(out, np.asarray(value, dtype=x.dtype), where=mask)
+        return out
 
     @classmethod
     def explain(cls, arrays, kwargs, err):

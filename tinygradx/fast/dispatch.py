@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernels, parallel, pool
+from ..core import fastpath
 
 FLOAT32 = (np.dtype(np.float32),)
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -118,7 +119,8 @@ def _compile(v, nargs):
     call, and a token of generation makes ~25 such calls, so the generic loop of why_not (its
     reasons are for `explain`) would cost more than some of the versions save."""
     lines = ["def takes(args):", "    if v.off: return False", "    d = f = None"]
-    checked = range(nargs) if v.arrays is None else v.arrays
+    # an index past the call's arguments is a trailing default left out: None, not checked
+    checked = range(nargs) if v.arrays is None else [i for i in v.arrays if i < nargs]
     for i in checked:
         lines.append(f"    a = args[{i}]")
         if v.arrays is None:
@@ -136,7 +138,7 @@ def _compile(v, nargs):
         lines.append("    if d not in dtypes: return False")
     if v.min_size > 1:
         lines.append(f"    if f.size < {int(v.min_size)}: return False")
-    for i in v.outputs:
+    for i in (i for i in v.outputs if i < nargs):
         lines.append(f"    o = args[{i}]")
         lines.append("    if o is not None:")
         lines.append("        if not o.flags.writeable: return False")
@@ -193,7 +195,7 @@ def why_not(v, args):
     """None when version v takes this call, else the reason it does not (a short phrase)."""
     if v.off:
         return "switched off"
-    checked = (range(len(args)) if v.arrays is None else v.arrays)
+    checked = (range(len(args)) if v.arrays is None else [i for i in v.arrays if i < len(args)])
     first = None
     dtype = None
     for i in checked:
@@ -219,7 +221,7 @@ def why_not(v, args):
     if first.size < v.min_size:
         return f"{first.size} elements (from {v.min_size})"
     for i in v.outputs:
-        out = args[i]
+        out = args[i] if i < len(args) else None
         if out is None:
             continue
         if not out.flags.writeable:
@@ -255,10 +257,23 @@ def run(name, reference, args):
     (Installed as the core's dispatcher: fastpath.dispatched functions call it.)"""
     versions = VERSIONS.get(name)
     if versions:
+        if len(args) < reference.__code__.co_argcount:
+            args = full_args(reference, args)    # versions are declared on every argument
+            if len(args) < reference.__code__.co_argcount:
+                return reference(*args)          # its own TypeError
         for v in versions:
             if v.takes(args):
                 return v.fn(*args)
     return reference(*args)
+
+
+def full_args(reference, args):
+    """args with the reference's trailing defaults filled in."""
+    n, defaults = reference.__code__.co_argcount, reference.__defaults__ or ()
+    missing = n - len(args)
+    if missing <= 0 or missing > len(defaults):
+        return args
+    return args + defaults[len(defaults) - missing:]
 
 
 def backward(ctx, g):
@@ -311,6 +326,12 @@ def _backward_ok(v, ctx, g):
 def explain(name, *args):
     """[(version name, None or why it declined), ...] for a call of kernel `name`: which
     version would run (the first with None) and why the others do not."""
+    reference = fastpath.REFERENCES.get(name)
+    if reference is not None:
+        args = full_args(reference, args)
+        n = reference.__code__.co_argcount
+        if len(args) < n:
+            raise TypeError(f"explain: {name} takes {n} arguments, got {len(args)}")
     return [(v.name, why_not(v, args)) for v in VERSIONS.get(name, ())]
 
 

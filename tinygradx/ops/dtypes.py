@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.dtypes import (WIDE_UNSIGNED, int_scalar, promote_types,  # noqa: F401
-                           refuse_unsigned, result_type)                 # (the core's rule)
+                           result_type)                                  # (the core's rule)
 from ..core.tensor_base import TensorBase
 
 float32, float64, float16 = np.float32, np.float64, np.float16
@@ -31,6 +31,19 @@ SUPPORTED_DTYPES = (float32, float64, float16, int64, int32, int16, int8, uint8,
                     uint32, uint64)
 _SUPPORTED = frozenset(SUPPORTED_DTYPES)
 _SUPPORTED_NAMES = ", ".join(np.dtype(d).name for d in SUPPORTED_DTYPES)
+
+
+def refuse_unsigned(op, *operands):
+    """Raise torch's refusal when an operand (a tensor, an array or a dtype asked for) is uint16,
+    uint32 or uint64: `op` has no kernel for them. One line naming the op and the dtype, raised
+    before anything runs (Function.apply's check, core.dtypes.check_unsigned_op, says the same
+    for the graph ops)."""
+    for x in operands:
+        dtype = getattr(x, "_data", x).dtype if isinstance(x, (TensorBase, np.ndarray)) else x
+        if dtype in WIDE_UNSIGNED:
+            raise NotImplementedError(
+                f"{op}: not implemented for {dtype} tensors (as in torch, which runs few ops on "
+                f"uint16, uint32 and uint64); convert first, e.g. x.long() or x.float()")
 
 
 def _unsupported(dtype, where="Tensor"):

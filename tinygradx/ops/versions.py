@@ -19,6 +19,7 @@ the dispatcher and the speed layer's backward walk (fast/walk.py) into the core.
     Linear.backward     pool (dX = g W and dW = g^T X side by side, one per core)
     MatMul.backward     pool (the same for a batch times a shared 2-D weight)
     Getitem.backward    slice (the walk adds the pieces of a split into one buffer)
+    MaskedFill.backward copy (g copied, zeros written where the mask held)
     scatter_rows        sorted (the rows grouped by id, each group summed in one pass)
 """
 from __future__ import annotations
@@ -27,6 +28,7 @@ import math
 
 import numpy as np
 
+from ..core.elementwise import MaskedFill
 from ..core.linalg import Linear, MatMul
 from ..core.movement import Getitem, is_advanced
 from ..core.rows import LayerNorm, Softmax
@@ -128,6 +130,19 @@ def _layer_norm_backward_compiled(ctx, g):
 register(LayerNorm, Version(
     "compiled", _layer_norm_backward_compiled, backend="kernels", ulp=16,
     accepts=lambda ctx, g: g.dtype == ctx.x.dtype and all(a.dtype == g.dtype for a in ctx.wb)))
+
+
+def _masked_fill_backward_copy(ctx, g):
+    """g with zeros written where the mask held: a copy and one masked write (np.where with a
+    broadcast (T, T) mask walks the scores ~2.7x slower)."""
+    out = g.copy()
+    np.copyto(out, 0, where=ctx.mask)
+    return out
+
+
+register(MaskedFill, Version(
+    "copy", _masked_fill_backward_copy, ulp=0,
+    accepts=lambda ctx, g: np.broadcast_shapes(np.shape(ctx.mask), g.shape) == g.shape))
 
 
 # ------------------------------------------------------------------------------------------
