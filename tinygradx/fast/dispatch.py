@@ -93,6 +93,7 @@ def register(kernel, version):
     if isinstance(kernel, str):
         version.takes = _Takes(version)
     versions.append(version)
+    _PLANS.clear()
     return version.fn
 
 
@@ -106,10 +107,13 @@ class _Takes:
         self.v, self.by_arity = v, {}
 
     def __call__(self, args):
-        check = self.by_arity.get(len(args))
+        return self.for_arity(len(args))(args)
+
+    def for_arity(self, nargs):
+        check = self.by_arity.get(nargs)
         if check is None:
-            check = self.by_arity[len(args)] = _compile(self.v, len(args))
-        return check(args)
+            check = self.by_arity[nargs] = _compile(self.v, nargs)
+        return check
 
 
 def _compile(v, nargs):
@@ -252,18 +256,36 @@ def choose(kernel, args):
     return None
 
 
+# (kernel name, number of arguments) -> ((compiled check, version), ...) in registration order, or
+# _SHORT for a call that leaves a trailing default out: the plan a call of that shape follows,
+# made on its first call (a token of generation makes ~45 calls: no lookup more than needed)
+_PLANS = {}
+_SHORT = ("short",)
+
+
+def _plan(name, reference, nargs):
+    if nargs < reference.__code__.co_argcount and VERSIONS.get(name):
+        plan = _SHORT
+    else:
+        plan = tuple((v.takes.for_arity(nargs), v) for v in VERSIONS.get(name, ()))
+    _PLANS[name, nargs] = plan
+    return plan
+
+
 def run(name, reference, args):
     """Run `name` on args: the first registered version that takes them, else the reference.
     (Installed as the core's dispatcher: fastpath.dispatched functions call it.)"""
-    versions = VERSIONS.get(name)
-    if versions:
+    plan = _PLANS.get((name, len(args)))
+    if plan is None:
+        plan = _plan(name, reference, len(args))
+    if plan is _SHORT:
+        args = full_args(reference, args)        # versions are declared on every argument
         if len(args) < reference.__code__.co_argcount:
-            args = full_args(reference, args)    # versions are declared on every argument
-            if len(args) < reference.__code__.co_argcount:
-                return reference(*args)          # its own TypeError
-        for v in versions:
-            if v.takes(args):
-                return v.fn(*args)
+            return reference(*args)              # its own TypeError
+        plan = _PLANS.get((name, len(args))) or _plan(name, reference, len(args))
+    for check, v in plan:
+        if check(args):
+            return v.fn(*args)
     return reference(*args)
 
 
