@@ -2326,7 +2326,7 @@ NOT_OPS = {
     # classes and dtypes
     "tgx.Tensor", "tgx.Function", "tgx.GradcheckError", "tgx.OpError",
     "tgx.float16", "tgx.float32", "tgx.float64", "tgx.int32", "tgx.int64", "tgx.uint8",
-    "tgx.bool_",
+    "tgx.bool_", "tgx.uint16", "tgx.uint32", "tgx.uint64",
     # autograd machinery, switches and context managers (tests/autograd/test_engine.py and friends)
     "tgx.grad", "tgx.no_grad", "tgx.enable_grad", "tgx.is_grad_enabled", "tgx.detect_anomaly",
     "tgx.manual_seed", "tgx.get_rng_state", "tgx.set_rng_state", "tgx.default_rng",
