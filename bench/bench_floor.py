@@ -20,7 +20,9 @@ What a user's own code gets, each in a fresh process that imports only what its 
 imports (GPT CPU config only): `plain` is bench/plain_gpt.py, the GPT op by op with the public
 ops and AdamW and no setting called (`plain-nomalloc`: the same with TINYGRADX_MALLOC_TUNE=0,
 as such a script ran before the first backward applied the allocator setting; `plain-nopool`:
-with TINYGRADX_POOL=0, OpenBLAS's own threads instead of tinygradx's pool); `compat` is
+with TINYGRADX_POOL=0, OpenBLAS's own threads instead of tinygradx's pool; `plain-rev`: the
+same script on another checkout, BENCH_PLAIN_REV=DIR holding its tinygradx/, for a before and
+after in the same rounds, printed as plain / plain-rev); `compat` is
 bench/gpt_loop.py, a PyTorch script for the nanoGPT-style tests/compat_models/gpt.py, run
 through `python -m tinygradx.compat`, and `torch-script` the same file on PyTorch (its row
 prints compat / torch-script too):
