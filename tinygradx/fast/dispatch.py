@@ -123,8 +123,7 @@ def _compile(v, nargs):
     call, and a token of generation makes ~25 such calls, so the generic loop of why_not (its
     reasons are for `explain`) would cost more than some of the versions save."""
     lines = ["def takes(args):", "    if v.off: return False", "    d = f = None"]
-    # an index past the call's arguments is a trailing default left out: None, not checked
-    checked = range(nargs) if v.arrays is None else [i for i in v.arrays if i < nargs]
+    checked = range(nargs) if v.arrays is None else v.arrays
     for i in checked:
         lines.append(f"    a = args[{i}]")
         if v.arrays is None:
@@ -142,7 +141,7 @@ def _compile(v, nargs):
         lines.append("    if d not in dtypes: return False")
     if v.min_size > 1:
         lines.append(f"    if f.size < {int(v.min_size)}: return False")
-    for i in (i for i in v.outputs if i < nargs):
+    for i in v.outputs:
         lines.append(f"    o = args[{i}]")
         lines.append("    if o is not None:")
         lines.append("        if not o.flags.writeable: return False")
@@ -199,7 +198,7 @@ def why_not(v, args):
     """None when version v takes this call, else the reason it does not (a short phrase)."""
     if v.off:
         return "switched off"
-    checked = (range(len(args)) if v.arrays is None else [i for i in v.arrays if i < len(args)])
+    checked = (range(len(args)) if v.arrays is None else v.arrays)
     first = None
     dtype = None
     for i in checked:
@@ -225,7 +224,7 @@ def why_not(v, args):
     if first.size < v.min_size:
         return f"{first.size} elements (from {v.min_size})"
     for i in v.outputs:
-        out = args[i] if i < len(args) else None
+        out = args[i]
         if out is None:
             continue
         if not out.flags.writeable:

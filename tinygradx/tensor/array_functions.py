@@ -21,6 +21,7 @@ from ..ops import movement
 from ..ops.dtypes import as_dtype, refuse_unsigned, result_type
 from . import Tensor
 from .matrix_methods import MatrixMethods
+from .more_math import function_form
 
 
 def _tensors(name, tensors):
@@ -344,15 +345,7 @@ def unravel_index(indices, shape):
 # -- the function forms of MatrixMethods (torch.diag(x) is x.diag(), ...) ----------------------
 
 def _form(name):
-    def fn(input, *args, **kwargs):
-        if not isinstance(input, TensorBase):
-            raise TypeError(f"{name}(): argument 'input' must be a Tensor, not "
-                            f"{type(input).__name__}")
-        return getattr(input, name)(*args, **kwargs)
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"tgx.{name}(input, ...) = input.{name}(...): " + (
-        getattr(MatrixMethods, name).__doc__ or "").split("\n")[0]
-    return fn
+    return function_form(name, owner=MatrixMethods)
 
 
 diag, diag_embed, diagflat, trace = (_form("diag"), _form("diag_embed"), _form("diagflat"),

@@ -264,10 +264,11 @@ class MoreMathMethods:
         return self._op_class._from_op(np.ones(self.shape, bool), None)
 
 
-def function_form(name, method=None):
-    """torch's function form of the Tensor method `method` (default: name): input first."""
+def function_form(name, method=None, owner=None):
+    """torch's function form of the Tensor method `method` (default: name) of the mixin
+    `owner` (default: MoreMathMethods), input first: torch.diag(x) is x.diag()."""
     method = method or name
-    doc = (getattr(MoreMathMethods, method).__doc__ or "").split("\n")[0]
+    doc = (getattr(owner or MoreMathMethods, method).__doc__ or "").split("\n")[0]
 
     def fn(input, *args, **kwargs):
         if not isinstance(input, TensorBase):

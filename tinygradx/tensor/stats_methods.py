@@ -20,6 +20,7 @@ from ..core.node import Function
 from ..core.tensor_base import TensorBase
 from ..ops import movement
 from ..ops.dtypes import refuse_unsigned
+from .more_math import function_form
 
 ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
 MinMax = namedtuple("MinMax", ["min", "max"])
@@ -404,15 +405,7 @@ def var_mean(input, dim=None, *, correction=1, keepdim=False):
 
 
 def _method_form(name):
-    def fn(input, *args, **kwargs):
-        if not isinstance(input, TensorBase):
-            raise TypeError(f"{name}(): argument 'input' must be a Tensor, not "
-                            f"{type(input).__name__}")
-        return getattr(input, name)(*args, **kwargs)
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"tgx.{name}(input, ...) = input.{name}(...): " + (
-        getattr(StatsMethods, name).__doc__ or "").split("\n")[0]
-    return fn
+    return function_form(name, owner=StatsMethods)
 
 
 # torch's function forms of the methods above (torch.median(x) is x.median(), ...)
