@@ -46,7 +46,9 @@ OP_CLASSES = sorted((k for k in dispatch.VERSIONS if not isinstance(k, str)),
 RAN = Counter()          # (kernel, version) -> calls that version ran and passed the check
 DECLINED = Counter()
 CHECKED = set()          # kernels and op classes whose test ran in this session
-SLOW = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow,
+# more examples than the suite's profile gives (8 in CI): a call here costs milliseconds, and
+# a hostile combination (a layout, a dtype, an edge value) is found only by drawing many
+SLOW = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                        HealthCheck.data_too_large,
                                                        HealthCheck.filter_too_much])
 
@@ -466,8 +468,11 @@ def _attention_arrays(draw, with_grads=False):
             mask[0] = -np.inf
     elif masking == "per_head":
         mask = np.where(rng.random((B, h, m, n)) < 0.2, -np.inf, 0).astype(dtype)
-    if draw(st.booleans()):          # the heads as strided views of one (B, m, h*d) buffer
+    layout = draw(st.sampled_from(["c", "heads", "fortran"]))
+    if layout == "heads":            # the heads as strided views of one (B, m, h*d) buffer
         q = np.ascontiguousarray(q.transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3)
+    elif layout == "fortran":        # every dim reversed in memory (numpy's results follow Q's)
+        q, k, v = (np.asfortranarray(x) for x in (q, k, v))
     return q, k, v, mask, 1 / math.sqrt(d), dtype
 
 
@@ -493,10 +498,24 @@ def _weights_example(dtype=np.float32):
     return q, k, mask, 1 / math.sqrt(32), v, np.empty_like(q)
 
 
+def _token_example(dtype=np.float32, order="C"):
+    """A generated token's call: one query per head against K, V views of a cache buffer
+    (B, h, capacity, d) holding 100 positions, no mask; order "F": Q, K, V in Fortran order
+    (numpy then lays the scores out likewise, not in C order)."""
+    r = np.random.default_rng(4)
+    q = np.array(r.standard_normal((2, 4, 1, 32)), dtype, order=order)
+    k, v = (np.array(r.standard_normal((2, 4, 256, 32)), dtype, order=order)[:, :, :100]
+            for _ in range(2))
+    return q, k, None, 1 / math.sqrt(32), v, np.empty_like(q)
+
+
 @SLOW
 @given(attention_calls())
 @example(_weights_example())
 @example(_weights_example(np.float64))
+@example(_token_example())
+@example(_token_example(np.float64))
+@example(_token_example(order="F"))
 def test_attention_weights(call):
     check_kernel("attention_weights", call)
 

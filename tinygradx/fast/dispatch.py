@@ -15,19 +15,20 @@ The rules (docs/design.md, "The dispatcher"):
    units in the last place (0: bit for bit); tests/fast/test_differential.py holds every
    registered version to that over hostile inputs, with the compiled kernels on and off.
 2. A version runs only for a call it declares; anything else runs the reference. The fields
-   are checked here, the same way for every version: the array arguments' dtypes (`dtypes`,
-   all one dtype), C order (`contiguous`), at least one element each, sizes (`min_size`);
-   a caller's output (`outputs`) must be writable and must not overlap the inputs (only the
-   argument positions in `inplace` may be the very same array); then the
-   version's own `accepts(*args)` for what the fields cannot say (row widths, a mask layout).
-   A version that accepted runs to the end: none of them declines half-way.
+   are checked here, the same way for every version: the numbers of dims (`ndim`), the array
+   arguments' dtypes (`dtypes`, all one dtype), C order (`contiguous`), at least one element
+   each, sizes (`min_size`), the version's own `accepts(*args)` for what the fields cannot
+   say (row widths, a mask layout); a caller's output (`outputs`) must be writable and must
+   not overlap the inputs (only the argument positions in `inplace` may be the very same
+   array). A version that accepted runs to the end: none of them declines half-way.
 3. The choice depends on the call and the settings alone, never on what ran before in the
    process: whether a backend can run (`backend`: the compiled kernels, the C pool, a second
    thread) is settled once per process from the environment and the switches (settings.py),
    the first time a version of that backend is chosen (the kernels are built, the pool is
    started then, whatever op asked first), and a version's `accepts` reads only its arguments.
    So a run resumed from a checkpoint takes the same paths as the run it continues.
-4. Versions are tried in the order they were registered (the fastest first).
+4. Versions are tried in the order they were registered (the fastest first; where two
+   never take the same call, the one a frequent call takes first, as attention's one_query).
 
 `explain(name, *args)` says which version a call would run and why the others declined.
 """
@@ -54,6 +55,9 @@ class Version:
     contiguous positions that must be C-ordered (None: every checked array)
     outputs    positions of output arrays the caller gives: writable, C-ordered, no overlap
     inplace    positions an output may be the very same array as (an in-place call)
+    ndim       {position: (least, most)} numbers of dims of array arguments (most None: no
+               bound), checked first: the cheapest test, and the one that sends a generated
+               token's one-row products past a version for stacks
     min_size   least number of elements of the first array (below it the reference is faster)
     in_blocks  whether it may run inside a block of parallel.rows (the pool's may not: the
                other block already has the other core)
@@ -63,14 +67,17 @@ class Version:
     """
 
     __slots__ = ("name", "fn", "backend", "dtypes", "arrays", "contiguous", "outputs",
-                 "inplace", "min_size", "in_blocks", "accepts", "ulp", "kernel", "off", "takes")
+                 "inplace", "ndim", "min_size", "in_blocks", "accepts", "ulp", "kernel", "off",
+                 "takes")
 
     def __init__(self, name, fn, *, backend=None, dtypes=FLOATS, arrays=None, contiguous=None,
-                 outputs=(), inplace=(), min_size=1, in_blocks=True, accepts=None, ulp=0):
+                 outputs=(), inplace=(), ndim=None, min_size=1, in_blocks=True, accepts=None,
+                 ulp=0):
         self.name, self.fn, self.backend = name, fn, backend
         self.dtypes = None if dtypes is None else tuple(np.dtype(d) for d in dtypes)
         self.arrays, self.contiguous = arrays, contiguous
         self.outputs, self.inplace = tuple(outputs), tuple(inplace)
+        self.ndim = dict(ndim or {})
         self.min_size, self.in_blocks = min_size, in_blocks
         self.accepts, self.ulp = accepts, ulp
         self.kernel, self.off = None, False      # off: switched off (tests, benchmarks)
@@ -107,62 +114,88 @@ class _Takes:
         self.v, self.by_arity = v, {}
 
     def __call__(self, args):
-        return self.for_arity(len(args))(args)
-
-    def for_arity(self, nargs):
-        check = self.by_arity.get(nargs)
+        check = self.by_arity.get(len(args))
         if check is None:
-            check = self.by_arity[nargs] = _compile(self.v, nargs)
-        return check
+            check = self.by_arity[len(args)] = _compile([self.v], len(args), "takes")
+        return check(args)
 
 
-def _compile(v, nargs):
-    """v's declaration as one function takes(args) -> bool, the same answer as
+def _compile(versions, nargs, form):
+    """The declarations of `versions` for calls of nargs arguments written out as one function:
+    form "takes" gives takes(args) -> bool for one version, the same answer as
     `why_not(v, args) is None` (tests/fast/test_differential.py checks that on every call it
-    draws) with each check written out for this declaration: the dispatcher asks it on every
-    call, and a token of generation makes ~25 such calls, so the generic loop of why_not (its
-    reasons are for `explain`) would cost more than some of the versions save."""
-    lines = ["def takes(args):", "    if v.off: return False", "    d = f = None"]
+    draws); form "choose" gives choose(args) -> the fn of the first version that takes args,
+    or None, every version's checks inline. The dispatcher asks on every call, and a token of
+    generation makes ~45 calls: a generic loop (why_not's, whose reasons are for `explain`),
+    or a call per version, would cost more than some of the versions save."""
+    lines, scope = [f"def {form}(args):"], dict(ndarray=np.ndarray,
+                                                 may_share_memory=np.may_share_memory,
+                                                 in_block=parallel.in_block)
+    for n, v in enumerate(versions):
+        body = _checks(v, nargs, n, "return False" if form == "takes" else "break")
+        ok = f"ready_{n}()" if v.backend is not None else "True"
+        if form == "takes":
+            lines += ["    " + line for line in body] + [f"    return {ok}"]
+        else:                  # a one-pass loop, so that a failed check can `break` to the next
+            lines += ["    for _ in once:"] + ["        " + line for line in body]
+            lines += [f"        if {ok}: return v_{n}.fn"]
+        scope.update({f"v_{n}": v, f"dtypes_{n}": v.dtypes,
+                      f"accepts_{n}": v.accepts,
+                      f"ready_{n}": _READY.get(v.backend, lambda b=v.backend: backend_ready(b))})
+    if form == "choose":
+        lines.append("    return None")
+        scope["once"] = (None,)
+    exec("\n".join(lines), scope)
+    return scope[form]
+
+
+def _checks(v, nargs, n, fail):
+    """The lines that check version v (its objects named *_n in the scope), `fail` on a no,
+    the cheap checks first: the dims (`ndim`), the array arguments' type, dtype, size and
+    order, the sizes, the thread state, accepts(), then the outputs (each overlap test,
+    np.may_share_memory, costs ~0.25 us, more than the rest: a call accepts() declines, a
+    generated token's, skips them)."""
+    lines = [f"if v_{n}.off: {fail}"]
+    for i, (least, most) in v.ndim.items():
+        lines.append(f"a = args[{i}]")
+        test = f"a.ndim < {least}" + ("" if most is None else f" or a.ndim > {most}")
+        lines.append(f"if type(a) is not ndarray or {test}: {fail}")
+    lines.append("d = f = None")
     checked = range(nargs) if v.arrays is None else v.arrays
     for i in checked:
-        lines.append(f"    a = args[{i}]")
+        lines.append(f"a = args[{i}]")
         if v.arrays is None:
-            lines.append("    if type(a) is ndarray:")
+            lines.append("if type(a) is ndarray:")
         else:
-            lines.append("    if a is not None:")
-            lines.append("        if type(a) is not ndarray: return False")
-        lines.append("        if d is None: d, f = a.dtype, a")
-        lines.append("        elif a.dtype != d: return False")
-        lines.append("        if a.size == 0: return False")
+            lines.append("if a is not None:")
+            lines.append(f"    if type(a) is not ndarray: {fail}")
+        lines.append("    if d is None: d, f = a.dtype, a")
+        lines.append(f"    elif a.dtype != d: {fail}")
+        lines.append(f"    if a.size == 0: {fail}")
         if v.contiguous is None or i in v.contiguous:
-            lines.append("        if not a.flags.c_contiguous: return False")
-    lines.append("    if d is None: return False")
+            lines.append(f"    if not a.flags.c_contiguous: {fail}")
+    lines.append(f"if d is None: {fail}")
     if v.dtypes is not None:
-        lines.append("    if d not in dtypes: return False")
+        lines.append(f"if d not in dtypes_{n}: {fail}")
     if v.min_size > 1:
-        lines.append(f"    if f.size < {int(v.min_size)}: return False")
+        lines.append(f"if f.size < {int(v.min_size)}: {fail}")
+    if not v.in_blocks:
+        lines.append(f"if in_block(): {fail}")
+    if v.accepts is not None:
+        lines.append(f"if not accepts_{n}(*args): {fail}")
     for i in v.outputs:
-        lines.append(f"    o = args[{i}]")
-        lines.append("    if o is not None:")
-        lines.append("        if not o.flags.writeable: return False")
+        lines.append(f"o = args[{i}]")
+        lines.append("if o is not None:")
+        lines.append(f"    if not o.flags.writeable: {fail}")
         if v.contiguous is None or i in v.contiguous:
-            lines.append("        if not o.flags.c_contiguous: return False")
+            lines.append(f"    if not o.flags.c_contiguous: {fail}")
         for j in range(nargs):
             if j == i:
                 continue
             same = f"args[{j}] is o" if j in v.inplace else "False"
-            lines.append(f"        if type(args[{j}]) is ndarray and not ({same}) "
-                         f"and may_share_memory(args[{j}], o): return False")
-    if not v.in_blocks:
-        lines.append("    if in_block(): return False")
-    if v.accepts is not None:
-        lines.append("    if not accepts(*args): return False")
-    lines.append("    return ready()" if v.backend is not None else "    return True")
-    scope = dict(v=v, ndarray=np.ndarray, dtypes=v.dtypes, may_share_memory=np.may_share_memory,
-                 in_block=parallel.in_block, accepts=v.accepts,
-                 ready=_READY.get(v.backend, lambda: backend_ready(v.backend)))
-    exec("\n".join(lines), scope)
-    return scope["takes"]
+            lines.append(f"    if type(args[{j}]) is ndarray and not ({same}) "
+                         f"and may_share_memory(args[{j}], o): {fail}")
+    return lines
 
 
 # ------------------------------------------------------------------------------------------
@@ -198,6 +231,12 @@ def why_not(v, args):
     """None when version v takes this call, else the reason it does not (a short phrase)."""
     if v.off:
         return "switched off"
+    for i, (least, most) in v.ndim.items():
+        a = args[i]
+        if type(a) is not np.ndarray:
+            return f"argument {i} is a {type(a).__name__}, not an array"
+        if a.ndim < least or (most is not None and a.ndim > most):
+            return f"argument {i} has {a.ndim} dims (takes {least} to {most or 'any'})"
     checked = (range(len(args)) if v.arrays is None else v.arrays)
     first = None
     dtype = None
@@ -223,6 +262,10 @@ def why_not(v, args):
         return f"dtype {dtype} (takes {', '.join(map(str, v.dtypes))})"
     if first.size < v.min_size:
         return f"{first.size} elements (from {v.min_size})"
+    if not v.in_blocks and parallel.in_block():
+        return "inside a block of parallel.rows"
+    if v.accepts is not None and not v.accepts(*args):
+        return "its accepts() declines these arguments"
     for i in v.outputs:
         out = args[i]
         if out is None:
@@ -238,10 +281,6 @@ def why_not(v, args):
                 continue
             if np.may_share_memory(a, out):
                 return f"output {i} overlaps argument {j}"
-    if not v.in_blocks and parallel.in_block():
-        return "inside a block of parallel.rows"
-    if v.accepts is not None and not v.accepts(*args):
-        return "its accepts() declines these arguments"
     if not backend_ready(v.backend):
         return f"the {v.backend} backend is off ({_backend_status(v.backend)})"
     return None
@@ -255,18 +294,26 @@ def choose(kernel, args):
     return None
 
 
-# (kernel name, number of arguments) -> ((compiled check, version), ...) in registration order, or
-# _SHORT for a call that leaves a trailing default out: the plan a call of that shape follows,
-# made on its first call (a token of generation makes ~45 calls: no lookup more than needed)
+# (kernel name, number of arguments) -> the plan a call of that shape follows, made on its
+# first call: choose(args) -> the fn of the version that runs, or None (every version's
+# declaration checked inline, in registration order), or _SHORT for a call that leaves a
+# trailing default out
 _PLANS = {}
 _SHORT = ("short",)
 
 
+def _none(args):
+    return None
+
+
 def _plan(name, reference, nargs):
-    if nargs < reference.__code__.co_argcount and VERSIONS.get(name):
+    versions = VERSIONS.get(name)
+    if not versions:
+        plan = _none
+    elif nargs < reference.__code__.co_argcount:
         plan = _SHORT
     else:
-        plan = tuple((v.takes.for_arity(nargs), v) for v in VERSIONS.get(name, ()))
+        plan = _compile(versions, nargs, "choose")
     _PLANS[name, nargs] = plan
     return plan
 
@@ -282,10 +329,8 @@ def run(name, reference, args):
         if len(args) < reference.__code__.co_argcount:
             return reference(*args)              # its own TypeError
         plan = _PLANS.get((name, len(args))) or _plan(name, reference, len(args))
-    for check, v in plan:
-        if check(args):
-            return v.fn(*args)
-    return reference(*args)
+    fn = plan(args)
+    return reference(*args) if fn is None else fn(*args)
 
 
 def full_args(reference, args):

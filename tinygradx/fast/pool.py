@@ -308,10 +308,9 @@ def matmul_fits(a, b, out):
     if not (2 < a.ndim <= 6 and 2 < b.ndim <= 6):
         return False
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-    if b.shape[-2] != k or not 0 < m * n * k <= ONE_THREAD_GEMM:
+    if m == 1 or n == 1 or b.shape[-2] != k or not 0 < m * n * k <= ONE_THREAD_GEMM:
         return False
-    if m == 1 or n == 1 or (a.ctypes.data == b.ctypes.data
-                            and a.strides[-2:] == b.strides[-2:][::-1]):
+    if a.ctypes.data == b.ctypes.data and a.strides[-2:] == b.strides[-2:][::-1]:
         return False
     batch = _batch(a, b)
     if batch is None or len(batch) > 4 or math.prod(batch) * m * n < MIN_SPLIT:
@@ -423,7 +422,7 @@ def _small_heads(q, k, v):
     """Q (.., m, d), K (.., n, d), V (.., n, dv) of one batch shape, each head's products
     small enough for OpenBLAS to run them on one thread, and enough of them to pay for the
     hand-off; one query (a generated token's) stays with numpy."""
-    if q.ndim < 3 or not q.shape[:-2] == k.shape[:-2] == v.shape[:-2] \
+    if q.ndim < 3 or q.shape[-2] == 1 or not q.shape[:-2] == k.shape[:-2] == v.shape[:-2] \
             or k.shape[-2] != v.shape[-2]:
         return False
     m, n, d, dv = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]

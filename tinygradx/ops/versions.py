@@ -163,15 +163,16 @@ def _few_rows(a, b, out):
 
 
 def _few_rows_fit(a, b, out):
-    return (out is None and b.ndim == 2 and a.ndim >= 2 and b.flags.f_contiguous
-            and not b.flags.c_contiguous and 2 < a.size // a.shape[-1] <= _FEW_ROWS
-            and a.shape[-1] == b.shape[0])
+    """(a (..., k) of 3 to _FEW_ROWS rows, b (k, m) 2-D: the declaration's dims)"""
+    return (out is None and 2 < a.size // a.shape[-1] <= _FEW_ROWS and b.flags.f_contiguous
+            and not b.flags.c_contiguous and a.shape[-1] == b.shape[0])
 
 
 _PRODUCT = dict(arrays=(0, 1, 2), contiguous=(), outputs=(2,))   # matmul(a, b, out)
 register("matmul", Version("pool", pool.matmul, backend="pool", **_PRODUCT,
-                           accepts=pool.matmul_fits, ulp=0))
-register("matmul", Version("few_rows", _few_rows, accepts=_few_rows_fit, ulp=16, **_PRODUCT))
+                           ndim={0: (3, 6), 1: (3, 6)}, accepts=pool.matmul_fits, ulp=0))
+register("matmul", Version("few_rows", _few_rows, ndim={0: (2, None), 1: (2, 2)},
+                           accepts=_few_rows_fit, ulp=16, **_PRODUCT))
 
 
 def _linear_backward_pool(ctx, g):
