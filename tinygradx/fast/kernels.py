@@ -50,7 +50,7 @@ ENABLED = (process.env("TINYGRADX_KERNELS", True)
 FLAGS = {"reassoc", "contract", "nsz", "arcp"}      # no "nnan"/"ninf": NaN and inf stay exact
 BUILD_ERROR = None      # why the compiled module could not be had, when it could not
 _module = None
-_compiled = {}          # (loop, dtype) -> the compiled function
+_compiled = {}          # (loop, dtype) -> (the compiled function, its array arguments)
 _LOAD_LOCK = threading.Lock()
 
 
@@ -188,17 +188,19 @@ def _call(fn, dtype, *args):
     functions below only for arrays their declarations take (C-ordered, of one float dtype,
     outputs writable and apart from the inputs): a call that is not one of those is a bug of
     the caller, refused here before the loop, which trusts its arguments' layout, runs."""
-    compiled = _compiled.get((fn, dtype))
-    if compiled is None:
+    found = _compiled.get((fn, dtype))
+    if found is None:
         if _load() is None:
             raise RuntimeError(f"kernels.{fn.__name__[1:]}: the compiled kernels are off "
                                f"({BUILD_ERROR or 'switched off'})")
         compiled = getattr(_module, f"{fn.__name__[1:]}_{'f4' if dtype == np.float32 else 'f8'}")
-        _compiled[fn, dtype] = compiled
-    for a in args:
-        if isinstance(a, np.ndarray) and not a.flags.c_contiguous:
-            raise ValueError(f"kernels.{fn.__name__[1:]}: an argument of shape {a.shape} is "
-                             f"not C-ordered (the dispatcher checks this)")
+        arrays = tuple(i for i, kind in enumerate(LOOPS[fn].split()) if kind[0] in "aw")
+        found = _compiled[fn, dtype] = compiled, arrays
+    compiled, arrays = found
+    for i in arrays:                          # (the loop's array arguments, from LOOPS)
+        if not args[i].flags.c_contiguous:
+            raise ValueError(f"kernels.{fn.__name__[1:]}: an argument of shape "
+                             f"{args[i].shape} is not C-ordered (the dispatcher checks this)")
     compiled(*args)
     return True
 
