@@ -53,7 +53,9 @@ class Version:
     dtypes     the one dtype every checked array must have, among these (None: any)
     arrays     positions of the arguments checked as arrays (None: every ndarray argument)
     contiguous positions that must be C-ordered (None: every checked array)
-    outputs    positions of output arrays the caller gives: writable, C-ordered, no overlap
+    outputs    positions of output arrays the caller gives: writable, C-ordered, apart from
+               the other checked arrays (an argument a version does not declare, it never
+               reads: scratch only the reference uses)
     inplace    positions an output may be the very same array as (an in-place call)
     ndim       {position: (least, most)} numbers of dims of array arguments (most None: no
                bound), checked first: the cheapest test, and the one that sends a generated
@@ -189,12 +191,16 @@ def _checks(v, nargs, n, fail):
         lines.append(f"    if not o.flags.writeable: {fail}")
         if v.contiguous is None or i in v.contiguous:
             lines.append(f"    if not o.flags.c_contiguous: {fail}")
-        for j in range(nargs):
+        # two arrays that own their memory (no base) and are not the same array cannot
+        # overlap: the test every parameter, gradient and state array of an optimizer step
+        # passes in ~0.05 us; views go to np.may_share_memory
+        for j in checked:
             if j == i:
                 continue
-            same = f"args[{j}] is o" if j in v.inplace else "False"
-            lines.append(f"    if type(args[{j}]) is ndarray and not ({same}) "
-                         f"and may_share_memory(args[{j}], o): {fail}")
+            same = "a is o" if j in v.inplace else "False"
+            lines.append(f"    a = args[{j}]")
+            lines.append(f"    if type(a) is ndarray and not ({same}) and (a is o or a.base is not "
+                         f"None or o.base is not None) and may_share_memory(a, o): {fail}")
     return lines
 
 
@@ -274,7 +280,8 @@ def why_not(v, args):
             return f"output {i} is read-only"
         if (v.contiguous is None or i in v.contiguous) and not out.flags.c_contiguous:
             return f"output {i} is not C-ordered"
-        for j, a in enumerate(args):
+        for j in checked:
+            a = args[j]
             if j == i or type(a) is not np.ndarray:
                 continue
             if a is out and j in v.inplace:
