@@ -181,6 +181,9 @@ def check_kernel(name, args, *, others_off=True):
                 f"{name}:{v.name}: its compiled check and why_not disagree: "
                 f"{dispatch.why_not(v, mine)}")
             chosen = dispatch.choose(name, mine)
+            assert dispatch.picked(name, mine) is chosen, (
+                f"{name}:{v.name}: run()'s compiled plan picks {dispatch.picked(name, mine)}, "
+                f"the versions' own checks {chosen}")
             if chosen is not v:
                 DECLINED[name, v.name] += 1
                 continue
@@ -811,6 +814,34 @@ def test_the_issues_examples():
     r = F.rms_norm(tgx.tensor(np.array([[300, 400]], np.float16)), (2,)).numpy()
     assert r.dtype == np.float16 and np.allclose(r.astype(np.float32), [0.8486, 1.1318],
                                                  atol=2e-3)
+
+
+def test_the_decision_declines_what_it_must():
+    """The compiled decision, run()'s and each version's, refuses what the declarations
+    exclude, the same as why_not says: an output that is an input it may not be, a read-only
+    or overlapping output, too few dims; and takes the ordinary call."""
+    r = np.random.default_rng(6)
+    p, g, m, v = (r.standard_normal(64).astype(np.float32) for _ in range(4))
+    base = (p, g, m, np.abs(v), np.empty_like(p), np.empty_like(p), 2, 1e-3, 0.9, 0.999, 1e-8,
+            0.0, True)
+    ro = p.copy()
+    ro.setflags(write=False)
+    buf = r.standard_normal(128).astype(np.float32)
+    calls = {"ordinary": base, "m is v": base[:3] + (m,) + base[4:],
+             "read-only p": (ro,) + base[1:], "p overlaps g": (buf[:64], buf[32:96]) + base[2:]}
+    compiled = dispatch.VERSIONS["adam_update"][0]
+    for what, call in calls.items():
+        why = dispatch.why_not(compiled, call)
+        assert compiled.takes(call) == (why is None), what
+        assert (dispatch.picked("adam_update", call) is compiled) == (
+            why is None and dispatch.backend_ready("kernels")), what
+        if what == "ordinary":
+            assert why is None or "backend is off" in why, why
+        else:
+            assert why is not None and "backend" not in why, (what, why)
+    a, w = np.ones((1, 1, 8), np.float32), np.ones((8, 5), np.float32, order="F")
+    pool_version = dispatch.VERSIONS["matmul"][0]
+    assert dispatch.why_not(pool_version, (a, w, None)) == "argument 1 has 2 dims (takes 3 to 6)"
 
 
 def test_a_perturbed_version_fails_the_check():

@@ -340,6 +340,19 @@ def run(name, reference, args):
     return reference(*args) if fn is None else fn(*args)
 
 
+def picked(name, args):
+    """The version run() takes for a call of `name` with args, or None for the reference,
+    found by run()'s own compiled plan (tests hold it equal to `choose`, which asks each
+    version's `takes`)."""
+    reference = fastpath.REFERENCES[name]
+    args = full_args(reference, args)
+    plan = _PLANS.get((name, len(args))) or _plan(name, reference, len(args))
+    if plan is _SHORT:
+        return None
+    fn = plan(args)
+    return None if fn is None else next(v for v in VERSIONS[name] if v.fn is fn)
+
+
 def full_args(reference, args):
     """args with the reference's trailing defaults filled in."""
     n, defaults = reference.__code__.co_argcount, reference.__defaults__ or ()
