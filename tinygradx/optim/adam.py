@@ -102,11 +102,14 @@ def _plain(*args):
 
 
 # p, g, m, v, tmp, tmp2 are arrays; p, m, v (and the scratch) are written
+def _loop_form(*args):
+    """The compiled loop's form: weight decay decoupled or none (args 12, 11), and _plain."""
+    return (args[12] or not args[11]) and _plain(*args)
+
+
 register("adam_update", Version(
     "compiled", _adam_compiled, backend="kernels", arrays=(0, 1, 2, 3), outputs=(0, 2, 3),
-    ulp=4, accepts=lambda p, g, m, v, tmp, tmp2, step, lr, b1, b2, eps, wd, decoupled, *more:
-    (decoupled or not wd) and _plain(p, g, m, v, tmp, tmp2, step, lr, b1, b2, eps, wd,
-                                     decoupled, *more)))
+    ulp=4, accepts=_loop_form))
 register("adam_update", Version(
     "blocks", _adam_blocks, backend="threads", arrays=(0, 1, 2, 3, 4, 5),
     outputs=(0, 2, 3, 4, 5), min_size=parallel.MIN_ELEMENTS, ulp=0, accepts=_plain))

@@ -85,7 +85,8 @@ class Optimizer:
         self.defaults = dict(defaults)
         self.state = defaultdict(dict)
         self.param_groups = []
-        self._scratch = {}       # dtype -> flat work buffer shared by all parameters (not state)
+        self._scratch = {}       # dtype -> a work buffer shared by all parameters, and
+                                 # (dtype, shape, k) -> views of it (not state)
         self._hooks = {k: OrderedDict() for k in ("step_pre", "step_post", "sd_pre", "sd_post",
                                                   "load_pre", "load_post")}
         self._opt_called = False
@@ -255,14 +256,21 @@ class Optimizer:
                 yield p, self._grad_of(p)
 
     def _work(self, p, k=1):
-        """k scratch arrays shaped like p, views into one buffer reused across parameters."""
-        n, dt = p._data.size, p._data.dtype
+        """k scratch arrays shaped like p, views into one buffer reused across parameters
+        (the views of each shape made once per buffer: a step asks for them per parameter)."""
+        shape, dt = p._data.shape, p._data.dtype
+        views = self._scratch.get((dt, shape, k))
+        if views is not None:
+            return views
+        n = p._data.size
         buf = self._scratch.get(dt)
         if buf is None or buf.shape[1] < n or buf.shape[0] < k:
             rows = max(k, 0 if buf is None else buf.shape[0])
             cols = max(n, 0 if buf is None else buf.shape[1])
+            self._scratch.clear()              # views of the old buffer go with it
             buf = self._scratch[dt] = np.empty((rows, cols), dt)
-        return [buf[i, :n].reshape(p._data.shape) for i in range(k)]
+        views = self._scratch[dt, shape, k] = [buf[i, :n].reshape(shape) for i in range(k)]
+        return views
 
     @staticmethod
     def _grad_of(p):
@@ -280,8 +288,9 @@ class Optimizer:
     @staticmethod
     def _advance(st):
         """step += 1 in the state; the new count as a Python float."""
-        st["step"]._data += 1
-        return float(st["step"]._data)
+        count = st["step"]._data
+        count[()] = float(count) + 1          # (an item write: a ufunc call costs ~1 us more)
+        return float(count)
 
     @staticmethod
     def _zeros(p):
