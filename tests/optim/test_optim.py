@@ -529,3 +529,19 @@ def test_matches_torch_optim(name, kw):
 
 def grad_fn_any(x):
     return 0.5 * x + x ** 3 - 0.2
+
+
+def test_a_state_dict_with_a_negative_lr_loads_as_in_torch():
+    """torch's load_state_dict takes any number as lr (LinearLR to a factor of 0 rounds one to
+    -5.5e-19); its constructor, and ours, refuse a negative one; a non-number stays refused."""
+    p = tgx.nn.Parameter(tgx.ones(2))
+    opt = tgx.optim.SGD([p], lr=0.1)
+    saved = opt.state_dict()
+    saved["param_groups"][0]["lr"] = -5.551115123125785e-19
+    opt.load_state_dict(saved)
+    assert opt.param_groups[0]["lr"] == -5.551115123125785e-19
+    saved["param_groups"][0]["lr"] = "x"
+    with pytest.raises(ValueError, match="invalid learning rate lr='x'"):
+        opt.load_state_dict(saved)
+    with pytest.raises(ValueError, match="invalid learning rate lr=-1"):
+        tgx.optim.SGD([p], lr=-1)

@@ -396,7 +396,12 @@ class Optimizer:
                 merged["param_names"] = group["param_names"]
             for k, default in self.defaults.items():     # a dict from before a new option
                 merged.setdefault(k, default)
-            self._check_hyper(dict(merged), gi)
+            checked = dict(merged)
+            if _is_number(checked.get("lr")) and hyper_value(checked["lr"]) < 0:
+                # torch loads a negative lr (its schedulers round one to -5.5e-19: LinearLR
+                # to a factor of 0); a constructor still refuses it, as torch's does
+                checked["lr"] = 0.0
+            self._check_hyper(checked, gi)
             new_groups.append(merged)
         where = dict(params)
         new_state = defaultdict(dict)
