@@ -306,7 +306,10 @@ class Tensor(ShapeMethods, IndexMethods, ScatterMethods, StatsMethods, MatrixMet
         return self._inplace("masked_fill_", lambda t, v: t.masked_fill(mask, v), value)
 
     def fill_(self, value):
-        """Every element becomes value (a number or a one-element tensor), in place."""
+        """Every element becomes value (a number or a 0-d tensor, as torch), in place."""
+        if isinstance(value, core.tensor_base.TensorBase) and value.ndim != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
+                               f"with {value.ndim} dimensions (as torch)")
         if isinstance(value, int) and not isinstance(value, bool) and self._data.dtype.kind in "iu":
             value = int_scalar(value, self._data.dtype, "fill_")   # out of range: refused
         return self._inplace("fill_", lambda t, v: movement.Fill.apply(t, v), value)

@@ -254,7 +254,7 @@ class MatrixMethods:
         if self.ndim < min_dims:
             raise OpError(f"{name}: requires a tensor with at least {min_dims} dims, got "
                           f"{self.ndim}")
-        if isinstance(spec, (int, np.integer)) and self.shape[dim] % spec:
+        if isinstance(spec, (int, np.integer)) and (spec == 0 or self.shape[dim] % spec):
             raise OpError(f"{name}: dim {dim} of size {self.shape[dim]} is not divisible by "
                           f"the split size {spec}")
         return self.tensor_split(spec, dim)

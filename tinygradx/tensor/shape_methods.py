@@ -10,6 +10,7 @@ check arguments and call an op's `apply`; torch's names, argument names and sema
 from __future__ import annotations
 
 import math
+import warnings
 from collections import namedtuple
 
 import numpy as np
@@ -152,6 +153,13 @@ class ShapeMethods:
     def __setitem__(self, index, value):
         """self[index] = value: the gradient goes to value at index and to the old self
         elsewhere (in place, as PyTorch)."""
+        mask = index._data if isinstance(index, TensorBase) else index
+        if isinstance(mask, np.ndarray) and mask.dtype == np.uint8 and (
+                isinstance(value, (int, float, bool, np.number))
+                or (isinstance(value, TensorBase) and value.ndim == 0)):
+            # torch fills one value through masked_fill_, which takes bool masks only
+            raise RuntimeError("setitem: masked_fill_ only supports boolean masks, but got a "
+                               "mask of dtype uint8 (as torch; use a bool tensor)")
         index = _normalise_index(index, self.shape)
         self._inplace("setitem", lambda t, v: movement.Setitem.apply(t, v, index=index), value)
 
@@ -210,11 +218,11 @@ class ShapeMethods:
                     mask, value)
             except ValueError:
                 pass               # not broadcastable: MaskedFill's message below
+        if isinstance(value, TensorBase) and value.ndim != 0:
+            raise OpError(f"masked_fill: value must be a number or a 0-d tensor (as torch), got "
+                          f"shape {tuple(value.shape)}")
         if isinstance(value, TensorBase) and value.requires_grad:
             # a learned fill value: where() gives it the gradient of the filled positions
-            if value.ndim != 0:
-                raise OpError(f"masked_fill: value must be a number or a 0-d tensor, got "
-                              f"shape {value.shape}")
             if np.broadcast_shapes(m.shape, self.shape) != self.shape:
                 return ops.MaskedFill.apply(self, mask=m, value=0)     # raises the message
             return ops.Where.apply(value.to(self.dtype), self, cond=m)
@@ -439,8 +447,9 @@ _INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.uint8))
 
 
 def _normalise_index(index, shape):
-    """Tensors become arrays (a 0-d int tensor an int, as in torch); float indices are
-    refused with a clear message."""
+    """Tensors become arrays (a 0-d int tensor an int, as in torch); a uint8 tensor or array
+    is a bool mask, with torch's deprecation warning; float indices are refused with a clear
+    message."""
     items = index if isinstance(index, tuple) else (index,)
     out = []
     for i in items:
@@ -449,8 +458,12 @@ def _normalise_index(index, shape):
             if i.ndim and i.dtype.kind in "iu" and i.dtype not in _INDEX_DTYPES:
                 raise IndexError(f"getitem: tensors used as indices must be int64, int32, uint8 "
                                  f"or bool (as in torch), got {i.dtype}")
-            if i.ndim == 0 and i.dtype.kind in "iu":
+            if i.ndim == 0 and i.dtype.kind in "iu" and i.dtype != np.uint8:
                 i = int(i)
+        if isinstance(i, np.ndarray) and i.dtype == np.uint8:
+            warnings.warn("indexing with dtype uint8 is deprecated (as in torch): the index is "
+                          "read as a bool mask; use a bool tensor", UserWarning, stacklevel=3)
+            i = i.astype(bool)
         if isinstance(i, list):
             i = np.asarray(i)
         if isinstance(i, np.ndarray) and i.ndim == 0 and i.dtype.kind in "iu":
