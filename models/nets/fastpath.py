@@ -150,10 +150,10 @@ class _GPTBlock:
         k, v = cache.append_heads(k, v, arrays=True)             # (B, nh, t, hs)
         # the T new queries are the last T of the t positions: bottom-right mask
         mask = F.causal_mask(T, k.shape[2], q.dtype) if T > 1 else None
-        y = attention(q, k, v, mask)                   # (B, nh, T, hs)
+        y = attention(q, k, v, mask)                             # (B, nh, T, hs)
         y = y.transpose(0, 2, 1, 3).reshape(B, T, C)             # Concat(heads): (B, T, C)
         x = x + self.attn_proj(y)                                # u = x + MHA(LN(x))
-        h = gelu(self.c_fc(self.ln_2(x)), self.approximate)  # phi(LN(u) W_1 + b_1)
+        h = gelu(self.c_fc(self.ln_2(x)), self.approximate)      # phi(LN(u) W_1 + b_1)
         return x + self.mlp_proj(h)                              # u + MLP(LN(u)): (B, T, C)
 
 
@@ -226,7 +226,7 @@ class _FeedForward:
         self.w_1, self.w_2 = _Linear(ff.w_1), _Linear(ff.w_2)
 
     def __call__(self, x):
-        return self.w_2(relu(self.w_1(x), inplace=True))   # (B, n, d_ff) -> (B, n, d)
+        return self.w_2(relu(self.w_1(x), inplace=True))         # (B, n, d_ff) -> (B, n, d)
 
 
 class _Attention:
@@ -253,7 +253,7 @@ class _Attention:
         B, n, d = x.shape
         qkv = self.qkv(x).reshape(B, n, 3, self.h, d // self.h)  # (B, n, 3, h, d_k)
         q, k, v = np.ascontiguousarray(qkv.transpose(2, 0, 3, 1, 4))  # 3 x (B, h, n, d_k)
-        return self.merge(attention(q, k, v, mask))    # (B, n, d)
+        return self.merge(attention(q, k, v, mask))              # (B, n, d)
 
     def cached_self_attention(self, x, cache):
         """The decoder's self-attention of the n new positions x (B, n, d): K and V written
@@ -264,7 +264,7 @@ class _Attention:
         q, k, v = (qkv[:, :, j].transpose(0, 2, 1, 3) for j in range(3))  # (B, h, n, d_k) views
         k, v = cache.append_heads(k, v, arrays=True)             # (B, h, t, d_k)
         mask = F.causal_mask(n, k.shape[2], x.dtype) if n > 1 else None
-        return self.merge(attention(q, k, v, mask))    # (B, n, d)
+        return self.merge(attention(q, k, v, mask))              # (B, n, d)
 
     def cross_attention(self, x, cache, memory, src_pad):
         """The decoder's cross-attention of x (B, n, d), K, V of H projected on the first
@@ -274,7 +274,7 @@ class _Attention:
         k, v, mask = cache.static                                # 2 x (B, h, S, d_k), M
         B, n, d = x.shape
         q = self.q(x).reshape(B, n, self.h, d // self.h).transpose(0, 2, 1, 3)  # (B, h, n, d_k)
-        return self.merge(attention(q, k, v, mask))    # (B, n, d)
+        return self.merge(attention(q, k, v, mask))              # (B, n, d)
 
     def static_kv(self, memory, key_padding_mask, dtype):
         """K = H W^K, V = H W^V as contiguous (B, h, S, d_k) arrays (every step's batched
