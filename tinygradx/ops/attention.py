@@ -108,9 +108,10 @@ def _weights_one_query(q, k, mask, scale, v, out):
 
 
 def _one_query(q, k, mask, scale, v, out):
-    """One query, no mask, and scores too few for the blocks (parallel.MIN_ELEMENTS)."""
+    """One query, no mask, and a batch the blocks would not cut (_split_batch: a decoding
+    batch of thousands of heads goes to them)."""
     return (q.shape[-2] == 1 and mask is None and k.shape[:-2] == q.shape[:-2]
-            and q.size // q.shape[-1] * k.shape[-2] < parallel.MIN_ELEMENTS)
+            and not _split_batch(q, k))
 
 
 register("attention_weights", Version(    # first: the others never take one query

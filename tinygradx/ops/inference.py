@@ -46,13 +46,17 @@ def layer_norm(x, weight, bias, eps=1e-5):
     """LayerNorm over the last axis of x (..., n); weight, bias (n,) or None: F.layer_norm's
     forward."""
     n = x.shape[-1] if x.ndim else 0
-    if (weight is not None and weight.shape != (n,)) or (bias is not None and bias.shape != (n,)):
-        name, p = ("weight", weight) if weight is not None and weight.shape != (n,) else \
-            ("bias", bias)
-        raise OpError(f"inference.layer_norm: {name} has shape {p.shape}, expected ({n},) "
-                      f"for an input of shape {x.shape}")
+    if weight is not None and weight.shape != (n,):
+        _wrong_affine("weight", weight, x)
+    if bias is not None and bias.shape != (n,):
+        _wrong_affine("bias", bias, x)
     rows2 = x.reshape(math.prod(x.shape[:-1]), n)
     return layer_norm_rows(rows2, weight, bias, eps).reshape(x.shape)
+
+
+def _wrong_affine(name, p, x):
+    raise OpError(f"inference.layer_norm: {name} has shape {p.shape}, expected "
+                  f"({x.shape[-1] if x.ndim else 0},) for an input of shape {x.shape}")
 
 
 def gelu(x, approximate="none"):
