@@ -641,6 +641,43 @@ def test_adam_update(call):
 
 
 @st.composite
+def masked_fill_calls(draw):
+    """x (..., T, T) with a mask of its trailing shape (a causal one, a random one, with
+    leading 1s, of a non-bool dtype, non-C-ordered) and a fill value of x's dtype."""
+    dtype = draw(st.sampled_from(DTYPES))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 16)))
+    lead = tuple(draw(st.lists(st.integers(0, 4), max_size=2)))
+    T = draw(st.sampled_from([0, 1, 5, 64]))
+    x = layout(values(rng, lead + (T, T), dtype, draw(st.sampled_from(SPECIALS))),
+               draw(st.sampled_from(LAYOUTS)))
+    kind = draw(st.sampled_from(["causal", "random", "leading_ones", "full", "uint8",
+                                 "transposed"]))
+    mask = np.triu(np.ones((T, T), bool), 1)
+    if kind == "random":
+        mask = rng.random((T, T)) < 0.5
+    elif kind == "leading_ones":
+        mask = mask[None, None]
+    elif kind == "full":
+        mask = np.broadcast_to(mask, x.shape).copy()
+    elif kind == "uint8":
+        mask = mask.astype(np.uint8)
+    elif kind == "transposed":
+        mask = mask.T
+    with np.errstate(over="ignore"):                # 1e30 is inf in float16, as torch's
+        value = np.asarray(draw(st.sampled_from([-np.inf, np.nan, 0.0, -0.0, 1e30, 2.5])),
+                           dtype)
+    return x, mask, value
+
+
+@SLOW
+@given(masked_fill_calls())
+@example((_f32(12, 4, 64, 64), np.triu(np.ones((64, 64), bool), 1),
+          np.asarray(-np.inf, np.float32)))                       # the compiled loop's
+def test_masked_fill_array(call):
+    check_kernel("masked_fill_array", call)
+
+
+@st.composite
 def scatter_calls(draw):
     dtype = draw(st.sampled_from(DTYPES))
     rows = draw(st.sampled_from([1, 65, 2000]))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .dtypes import int_scalar, result_type
+from .fastpath import dispatched
 from .node import STATE, Function, OpError
 from .tensor_base import TensorBase, result_class
 from .xp import of, value
@@ -303,6 +304,14 @@ class Where(Binary):
         return ga, gb
 
 
+@dispatched
+def masked_fill_array(x, mask, value):
+    """x with `value` (0-d, of x's dtype) written where `mask` (broadcast to x) holds."""
+    out = x.copy()
+    np.copyto(out, value, where=mask)
+    return out
+
+
 class MaskedFill(Function):
     """Filled positions are constants: their gradient is zero."""
     op_name = "masked_fill"
@@ -312,9 +321,8 @@ class MaskedFill(Function):
             # np.where would silently grow the output to the mask's shape; PyTorch refuses
             raise OpError(f"mask of shape {mask.shape} does not broadcast to the input shape "
                           f"{x.shape} (the output keeps the input's shape)")
-        self.mask, out = mask, x.copy()          # x, with value written where mask holds
-        np.copyto(out, np.asarray(value, dtype=x.dtype), where=mask)
-        return out
+        self.mask = mask
+        return masked_fill_array(x, mask, np.asarray(value, dtype=x.dtype))
 
     @classmethod
     def explain(cls, arrays, kwargs, err):

@@ -147,7 +147,7 @@ def compiler():
 def build_notice(where):
     """What the first build says, once: what it builds, with what, and what happens without."""
     return (f"building the compiled kernels for this CPU, once (about 20 s, cached in {where}): "
-            f"LayerNorm, softmax, GELU and AdamW loops with numba's ahead-of-time compiler, and "
+            f"LayerNorm, softmax, GELU, masked_fill and AdamW loops with numba's ahead-of-time compiler, and "
             f"the thread pool (pool.c) with the C compiler {compiler()}; without numba or a C "
             f"compiler tinygradx runs its numpy code, with the same results "
             f"(TINYGRADX_KERNELS=0 skips the build)")
@@ -194,7 +194,7 @@ def _call(fn, dtype, *args):
             raise RuntimeError(f"kernels.{fn.__name__[1:]}: the compiled kernels are off "
                                f"({BUILD_ERROR or 'switched off'})")
         compiled = getattr(_module, f"{fn.__name__[1:]}_{'f4' if dtype == np.float32 else 'f8'}")
-        arrays = tuple(i for i, kind in enumerate(LOOPS[fn].split()) if kind[0] in "aw")
+        arrays = tuple(i for i, kind in enumerate(LOOPS[fn].split()) if kind[0] in "awm")
         found = _compiled[fn, dtype] = compiled, arrays
     compiled, arrays = found
     for i in arrays:                          # (the loop's array arguments, from LOOPS)
@@ -486,13 +486,36 @@ def softmax(x, out, inplace=False):
     _call(_softmax_normalize, x.dtype, out)
 
 
+# ------------------------------------------------------------------------------------------
+# masked_fill: a value where a mask holds, the mask repeated over the leading dims (a causal
+# (T, T) mask over (B, heads, T, T) scores); numpy's copy and masked write over a broadcast
+# mask take ~4x as long as this one pass
+# ------------------------------------------------------------------------------------------
+
+def _masked_fill(x, m, value, out):
+    outer, inner = x.shape
+    for o in range(outer):
+        for i in range(inner):
+            out[o, i] = value if m[i] else x[o, i]
+
+
+def masked_fill(x, mask, value):
+    """x with `value` (0-d, of x's dtype) where `mask` holds: x C-ordered, mask a C-ordered
+    bool array of x's trailing shape (the declaration's)."""
+    inner = mask.size
+    out = np.empty(x.shape, x.dtype)
+    _call(_masked_fill, x.dtype, x.reshape(x.size // inner, inner), mask.reshape(inner),
+          value.item(), out.reshape(x.size // inner, inner))
+    return out
+
+
 # Row helpers that two loops share: the build compiles them first, inlined into the loops
 # that call them (the two-array and the in-place loops differ only in where they write).
 HELPERS = (_row_dot, _row_top, _row_stats)
 
 # The loops and their arguments, for the ahead-of-time build (kernels_build.py): "a" an array
 # of the kernel's dtype with that many dims, "s" a scalar of it, "d" a float64 scalar, "w1" a
-# 1-D float64 array.
+# 1-D float64 array, "m1" a 1-D bool array.
 LOOPS = {
     _ln_forward: "a2 a1 a1 d a2",
     _ln_backward: "a2 a2 a1 d a2 w1 w1",
@@ -508,4 +531,5 @@ LOOPS = {
     _softmax_shift: "a2 a2",
     _softmax_shift_inplace: "a2",
     _softmax_normalize: "a2",
+    _masked_fill: "a2 m1 s a2",
 }

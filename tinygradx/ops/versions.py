@@ -19,7 +19,8 @@ the dispatcher and the speed layer's backward walk (fast/walk.py) into the core.
     Linear.backward     pool (dX = g W and dW = g^T X side by side, one per core)
     MatMul.backward     pool (the same for a batch times a shared 2-D weight)
     Getitem.backward    slice (the walk adds the pieces of a split into one buffer)
-    MaskedFill.backward copy (g copied, zeros written where the mask held)
+    masked_fill_array   compiled (one pass, the mask repeated over the leading dims)
+    MaskedFill.backward fill (masked_fill_array of g with 0)
     scatter_rows        sorted (the rows grouped by id, each group summed in one pass)
 """
 from __future__ import annotations
@@ -28,7 +29,7 @@ import math
 
 import numpy as np
 
-from ..core.elementwise import MaskedFill
+from ..core.elementwise import MaskedFill, masked_fill_array
 from ..core.linalg import Linear, MatMul
 from ..core.movement import Getitem, is_advanced
 from ..core.rows import LayerNorm, Softmax
@@ -132,16 +133,23 @@ register(LayerNorm, Version(
     accepts=lambda ctx, g: g.dtype == ctx.x.dtype and all(a.dtype == g.dtype for a in ctx.wb)))
 
 
-def _masked_fill_backward_copy(ctx, g):
-    """g with zeros written where the mask held: a copy and one masked write (np.where with a
-    broadcast (T, T) mask walks the scores ~2.7x slower)."""
-    out = g.copy()
-    np.copyto(out, 0, where=ctx.mask)
-    return out
+def _trailing_mask(x, mask, value):
+    """mask, a C-ordered bool array, without its leading 1s is x's trailing shape (a causal
+    (T, T) mask over (B, heads, T, T) scores): the compiled loop repeats it over the rest."""
+    shape = mask.shape[next((i for i, n in enumerate(mask.shape) if n != 1), mask.ndim):]
+    return (mask.dtype == np.bool_ and mask.flags.c_contiguous and mask.ndim <= x.ndim
+            and 0 < len(shape) and x.shape[x.ndim - len(shape):] == shape)
 
 
+register("masked_fill_array", Version(
+    "compiled", kernels.masked_fill, backend="kernels", arrays=(0,), accepts=_trailing_mask,
+    ulp=0))
+
+# the derivative: g with zeros where the mask held, as the forward writes its value (the
+# dispatched function above: the compiled loop when it takes g, else a copy and a masked
+# write; np.where with a broadcast (T, T) mask walks the scores ~2.7x slower)
 register(MaskedFill, Version(
-    "copy", _masked_fill_backward_copy, ulp=0,
+    "fill", lambda ctx, g: masked_fill_array(g, ctx.mask, np.zeros((), g.dtype)), ulp=0,
     accepts=lambda ctx, g: np.broadcast_shapes(np.shape(ctx.mask), g.shape) == g.shape))
 
 
