@@ -684,11 +684,20 @@ def scatter_calls(draw):
     n = draw(st.integers(0, 40))
     rng = np.random.default_rng(draw(st.integers(0, 99)))
     g2 = values(rng, (n, 8), dtype, draw(st.sampled_from(["none", "nan", "huge"])))
-    return g2, rng.integers(0, rows, n), rows
+    ids = rng.integers(0, rows, n)
+    kind = draw(st.sampled_from(["int64", "int32", "negative", "strided"]))
+    if kind == "int32":
+        ids = ids.astype(np.int32)
+    elif kind == "negative":                     # np.add.at counts them from the end
+        ids = ids - rows
+    elif kind == "strided":
+        ids = np.repeat(ids, 2)[::2]
+    return layout(g2, draw(st.sampled_from(LAYOUTS))), ids, rows
 
 
 @SLOW
 @given(scatter_calls())
+@example((_f32(768, 128), np.random.default_rng(0).integers(0, 65, 768), 65))   # compiled
 def test_scatter_rows(call):
     check_kernel("scatter_rows", call)
 

@@ -147,8 +147,9 @@ def compiler():
 def build_notice(where):
     """What the first build says, once: what it builds, with what, and what happens without."""
     return (f"building the compiled kernels for this CPU, once (about 20 s, cached in {where}): "
-            f"LayerNorm, softmax, GELU, masked_fill and AdamW loops with numba's ahead-of-time compiler, and "
-            f"the thread pool (pool.c) with the C compiler {compiler()}; without numba or a C "
+            f"LayerNorm, softmax, GELU, masked_fill, the embedding's scatter and AdamW loops "
+            f"with numba's ahead-of-time compiler, and the thread pool (pool.c) with the C "
+            f"compiler {compiler()}; without numba or a C "
             f"compiler tinygradx runs its numpy code, with the same results "
             f"(TINYGRADX_KERNELS=0 skips the build)")
 
@@ -194,7 +195,7 @@ def _call(fn, dtype, *args):
             raise RuntimeError(f"kernels.{fn.__name__[1:]}: the compiled kernels are off "
                                f"({BUILD_ERROR or 'switched off'})")
         compiled = getattr(_module, f"{fn.__name__[1:]}_{'f4' if dtype == np.float32 else 'f8'}")
-        arrays = tuple(i for i, kind in enumerate(LOOPS[fn].split()) if kind[0] in "awm")
+        arrays = tuple(i for i, kind in enumerate(LOOPS[fn].split()) if kind[0] in "awmi")
         found = _compiled[fn, dtype] = compiled, arrays
     compiled, arrays = found
     for i in arrays:                          # (the loop's array arguments, from LOOPS)
@@ -509,13 +510,34 @@ def masked_fill(x, mask, value):
     return out
 
 
+# ------------------------------------------------------------------------------------------
+# the embedding's scatter: each row of g added into the table row its id names, in order
+# ------------------------------------------------------------------------------------------
+
+def _scatter_rows(g, ids, out):
+    n, c = g.shape
+    for i in range(n):
+        r = ids[i]
+        for j in range(c):
+            out[r, j] += g[i, j]
+
+
+def scatter_rows(g2, ids, rows):
+    """A (rows, C) table of zeros with each row g2[i] added into row ids[i], one add at a time
+    in the order of i, as np.add.at adds them (the same bits): g2 C-ordered, ids int64 in
+    [0, rows) (the declaration's)."""
+    out = np.zeros((rows, g2.shape[1]), g2.dtype)
+    _call(_scatter_rows, g2.dtype, g2, ids, out)
+    return out
+
+
 # Row helpers that two loops share: the build compiles them first, inlined into the loops
 # that call them (the two-array and the in-place loops differ only in where they write).
 HELPERS = (_row_dot, _row_top, _row_stats)
 
 # The loops and their arguments, for the ahead-of-time build (kernels_build.py): "a" an array
 # of the kernel's dtype with that many dims, "s" a scalar of it, "d" a float64 scalar, "w1" a
-# 1-D float64 array, "m1" a 1-D bool array.
+# 1-D float64 array, "m1" a 1-D bool array, "i1" a 1-D int64 array.
 LOOPS = {
     _ln_forward: "a2 a1 a1 d a2",
     _ln_backward: "a2 a2 a1 d a2 w1 w1",
@@ -532,4 +554,5 @@ LOOPS = {
     _softmax_shift_inplace: "a2",
     _softmax_normalize: "a2",
     _masked_fill: "a2 m1 s a2",
+    _scatter_rows: "a2 i1 a2",
 }

@@ -26,7 +26,7 @@ def _signature(kinds, t):
         if k.startswith("a"):
             parts.append(f"{t}[{', '.join([':'] * (int(k[1]) - 1) + ['::1'])}]")
         else:
-            parts.append({"s": t, "d": "f8", "w1": "f8[::1]", "m1": "b1[::1]"}[k])
+            parts.append({"s": t, "d": "f8", "w1": "f8[::1]", "m1": "b1[::1]", "i1": "i8[::1]"}[k])
     return f"void({', '.join(parts)})"
 
 

@@ -21,7 +21,8 @@ the dispatcher and the speed layer's backward walk (fast/walk.py) into the core.
     Getitem.backward    slice (the walk adds the pieces of a split into one buffer)
     masked_fill_array   compiled (one pass, the mask repeated over the leading dims)
     MaskedFill.backward fill (masked_fill_array of g with 0)
-    scatter_rows        sorted (the rows grouped by id, each group summed in one pass)
+    scatter_rows        compiled (one add a row, in order: np.add.at's bits), sorted (the rows
+                        grouped by id, each group summed in one pass)
 """
 from __future__ import annotations
 
@@ -252,6 +253,14 @@ def _scatter_sorted(g2, ids, rows):
     return out
 
 
+def _ids_in_range(g2, ids, rows):
+    """int64 ids, each a row of the table (np.add.at would wrap a negative one or raise)."""
+    return (ids.dtype == np.int64 and ids.ndim == 1 and ids.flags.c_contiguous
+            and 0 <= ids.min() and ids.max() < rows)
+
+
+register("scatter_rows", Version("compiled", kernels.scatter_rows, backend="kernels",
+                                 arrays=(0,), accepts=_ids_in_range, ulp=0))
 register("scatter_rows", Version("sorted", _scatter_sorted, arrays=(0,), contiguous=(),
                                  ulp=4))
 
