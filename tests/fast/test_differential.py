@@ -104,6 +104,9 @@ def assert_within(got, want, ulp, what, floor=0.0):
         fin = ~(nb | ib)
         if not fin.any():
             continue
+        if ulp == 0:                                 # the same bits: the same signed zeros
+            assert np.array_equal(np.signbit(a[fin]), np.signbit(b[fin])), \
+                f"{what}[{i}]: the sign of a zero differs from the reference"
         eps = np.finfo(b.dtype).eps
         scale = max(float(np.abs(b[fin]).max()), floor, float(np.finfo(b.dtype).tiny))
         err = np.abs(a[fin].astype(np.float64) - b[fin].astype(np.float64))
@@ -666,6 +669,11 @@ def masked_fill_calls(draw):
     with np.errstate(over="ignore"):                # 1e30 is inf in float16, as torch's
         value = np.asarray(draw(st.sampled_from([-np.inf, np.nan, 0.0, -0.0, 1e30, 2.5])),
                            dtype)
+    how = draw(st.sampled_from(["0-d", "0-d", "0-d", "row", "float64"]))
+    if how == "row":                               # one value a column: the reference broadcasts
+        value = np.full(T, value, dtype)
+    elif how == "float64":
+        value = value.astype(np.float64)
     return x, mask, value
 
 
@@ -685,13 +693,20 @@ def scatter_calls(draw):
     rng = np.random.default_rng(draw(st.integers(0, 99)))
     g2 = values(rng, (n, 8), dtype, draw(st.sampled_from(["none", "nan", "huge"])))
     ids = rng.integers(0, rows, n)
-    kind = draw(st.sampled_from(["int64", "int32", "negative", "strided"]))
+    kind = draw(st.sampled_from(["int64", "int32", "negative", "mixed", "strided", "one_row",
+                                 "too_many_rows"]))
     if kind == "int32":
         ids = ids.astype(np.int32)
     elif kind == "negative":                     # np.add.at counts them from the end
         ids = ids - rows
+    elif kind == "mixed":                        # -1 and rows - 1: the same row
+        ids = np.where(np.arange(n) % 2 == 0, ids - rows, ids)
     elif kind == "strided":
         ids = np.repeat(ids, 2)[::2]
+    elif kind == "one_row" and n:                # np.add.at adds the one row at every id
+        g2 = g2[:1].copy()
+    elif kind == "too_many_rows":                # more rows than ids: the reference refuses
+        g2 = np.concatenate([g2, g2[:1]])
     return layout(g2, draw(st.sampled_from(LAYOUTS))), ids, rows
 
 

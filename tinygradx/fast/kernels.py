@@ -186,9 +186,10 @@ def _built(where, name):
 
 def _call(fn, dtype, *args):
     """Run loop `fn` compiled for `dtype` on args. The dispatcher (dispatch.py) calls the
-    functions below only for arrays their declarations take (C-ordered, of one float dtype,
-    outputs writable and apart from the inputs): a call that is not one of those is a bug of
-    the caller, refused here before the loop, which trusts its arguments' layout, runs."""
+    functions below only for arrays their declarations take (C-ordered, the float arrays of
+    one dtype, a mask bool and ids int64, outputs writable and apart from the inputs): a call
+    that is not one of those is a bug of the caller, refused here before the loop, which
+    trusts its arguments' layout, runs."""
     found = _compiled.get((fn, dtype))
     if found is None:
         if _load() is None:

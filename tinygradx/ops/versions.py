@@ -2,7 +2,8 @@
 
 The core (tinygradx/core) is the reference and knows nothing of these: it marks the array
 functions a version may replace `@fastpath.dispatched` (softmax's and layer_norm's rows, a
-product of arrays, the embedding's row scatter), and its ops' formulas are their derivatives.
+product of arrays, the embedding's row scatter, masked_fill's written value), and its ops'
+formulas are their derivatives.
 Here each faster version is registered with `dispatch.register` (fast/dispatch.py, which
 decides which one runs); versions of the fused ops beyond the core's sit beside those ops in
 fused.py and attention.py, the Adam update's in optim/adam.py. Importing this module installs
@@ -22,7 +23,7 @@ the dispatcher and the speed layer's backward walk (fast/walk.py) into the core.
     masked_fill_array   compiled (one pass, the mask repeated over the leading dims)
     MaskedFill.backward fill (masked_fill_array of g with 0)
     scatter_rows        compiled (one add a row, in order: np.add.at's bits), sorted (the rows
-                        grouped by id, each group summed in one pass)
+                        grouped by id, each group summed in one pass); both one id a row
 """
 from __future__ import annotations
 
@@ -136,10 +137,14 @@ register(LayerNorm, Version(
 
 def _trailing_mask(x, mask, value):
     """mask, a C-ordered bool array, without its leading 1s is x's trailing shape (a causal
-    (T, T) mask over (B, heads, T, T) scores): the compiled loop repeats it over the rest."""
+    (T, T) mask over (B, heads, T, T) scores): the compiled loop repeats it over the rest; the
+    value is one number of x's dtype (the reference would broadcast an array of them)."""
+    if type(mask) is not np.ndarray or type(value) is not np.ndarray:
+        return False
     shape = mask.shape[next((i for i, n in enumerate(mask.shape) if n != 1), mask.ndim):]
     return (mask.dtype == np.bool_ and mask.flags.c_contiguous and mask.ndim <= x.ndim
-            and 0 < len(shape) and x.shape[x.ndim - len(shape):] == shape)
+            and 0 < len(shape) and x.shape[x.ndim - len(shape):] == shape
+            and value.ndim == 0 and value.dtype == x.dtype)
 
 
 register("masked_fill_array", Version(
@@ -246,6 +251,7 @@ def _scatter_sorted(g2, ids, rows):
     one pass), 3-4x faster than np.add.at on a GPT step's 768 x 128 gradient; the same sums,
     rounded as numpy's reduction rounds them (within a few ulp of the largest partial sum)."""
     out = np.zeros((rows, g2.shape[1]), dtype=g2.dtype)
+    ids = np.where(ids < 0, ids + rows, ids)       # -1 and rows - 1 are one group, as in add.at
     order = np.argsort(ids, kind="stable")
     sorted_ids = ids[order]
     starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])
@@ -254,15 +260,17 @@ def _scatter_sorted(g2, ids, rows):
 
 
 def _ids_in_range(g2, ids, rows):
-    """int64 ids, each a row of the table (np.add.at would wrap a negative one or raise)."""
-    return (ids.dtype == np.int64 and ids.ndim == 1 and ids.flags.c_contiguous
-            and 0 <= ids.min() and ids.max() < rows)
+    """One int64 id a row of g2, each a row of the table (np.add.at would wrap a negative id,
+    raise on a large one, and broadcast g2's rows to the ids)."""
+    return (type(ids) is np.ndarray and ids.dtype == np.int64 and ids.shape == g2.shape[:1]
+            and ids.flags.c_contiguous and 0 <= ids.min() and ids.max() < rows)
 
 
 register("scatter_rows", Version("compiled", kernels.scatter_rows, backend="kernels",
-                                 arrays=(0,), accepts=_ids_in_range, ulp=0))
-register("scatter_rows", Version("sorted", _scatter_sorted, arrays=(0,), contiguous=(),
-                                 ulp=4))
+                                 arrays=(0,), ndim={0: (2, 2)}, accepts=_ids_in_range, ulp=0))
+register("scatter_rows", Version(
+    "sorted", _scatter_sorted, arrays=(0,), contiguous=(), ndim={0: (2, 2)}, ulp=4,
+    accepts=lambda g2, ids, rows: type(ids) is np.ndarray and ids.shape == g2.shape[:1]))
 
 
 walk.install()
