@@ -55,7 +55,7 @@ from .tensor.math_methods import (expm1, log1p, neg, negative, reciprocal, rsqrt
 from .tensor.creation import linspace, logspace  # noqa: E402
 from .autograd.grad_mode import inference_mode, set_grad_enabled  # noqa: E402
 from .ops.dtypes import finfo, get_default_dtype, iinfo, set_default_dtype  # noqa: E402
-from .core.dims import Size  # noqa: E402
+from .shapes import Size  # noqa: E402
 from .tensor.creation import Generator, bernoulli, randint_like, randperm  # noqa: E402
 from .tensor.saving import load, save  # noqa: E402
 from . import data  # noqa: E402

@@ -16,7 +16,7 @@ each is named where it is used):
   movement.py     reshape, permute, expand, indexing
   rows.py         softmax and layer_norm
   tensor.py       the Tensor users call: one line per method, calling the ops above
-The rest is met on the way: dtypes.py (torch's promotion rule), dims.py (dim arguments, Size),
+The rest is met on the way: dtypes.py (torch's promotion rule), dims.py (dim arguments),
 versions.py (in-place safety, which tinygradx.Tensor's in-place ops need) and fastpath.py (the
 two hooks where the library's speed layer plugs in; the core alone registers nothing).
 

@@ -19,7 +19,7 @@ import numbers
 
 import numpy as np
 
-from .dims import Shape, check_dim
+from .dims import check_dim
 from .elementwise import Add, Div, Exp, Log, MaskedFill, Mul, Neg, PowScalar, Relu, Sqrt, Sub, Tanh
 from .linalg import Embedding, Linear, MatMul
 from .movement import Expand, Getitem, Permute, Reshape
@@ -49,7 +49,7 @@ class Tensor(TensorBase):
     # -- what it is ----------------------------------------------------------------------
     @property
     def shape(self):
-        return Shape.of(self._data.shape)
+        return self._data.shape
 
     @property
     def ndim(self):

@@ -12,7 +12,7 @@ import pickle
 
 import numpy as np
 
-from ..core.dims import Size
+from ..shapes import Size
 from ..io import CheckpointError
 
 

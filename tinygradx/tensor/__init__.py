@@ -21,7 +21,8 @@ from .. import core
 from ..ops import fused, movement
 from ..fast import process
 from ..autograd import OpError
-from ..core.dims import Shape, check_dim, normalize_dims
+from ..core.dims import check_dim, normalize_dims
+from ..shapes import Shape
 from ..ops.dtypes import (WIDE_UNSIGNED, as_dtype, int_scalar, refuse_unsigned, result_type,
                           to_array)
 from .math_methods import MathMethods
@@ -96,6 +97,11 @@ class Tensor(ShapeMethods, IndexMethods, ScatterMethods, StatsMethods, MatrixMet
     @property
     def mT(self):
         return self.transpose(-2, -1)
+
+    @property
+    def shape(self):
+        """The shape as torch.Size (the core's Tensor gives numpy's plain tuple)."""
+        return Shape.of(self._data.shape)
 
     def size(self, dim=None):
         if dim is None:

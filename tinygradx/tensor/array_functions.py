@@ -15,7 +15,8 @@ import itertools
 import numpy as np
 
 from ..autograd import OpError
-from ..core.dims import Size, check_dim
+from ..core.dims import check_dim
+from ..shapes import Size
 from ..core.tensor_base import TensorBase
 from ..ops import movement
 from ..ops.dtypes import as_dtype, refuse_unsigned, result_type

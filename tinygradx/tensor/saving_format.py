@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from ..core.dims import Size
+from ..shapes import Size
 from ..ops.dtypes import SUPPORTED_DTYPES
 from . import Tensor
 from .devices import device
