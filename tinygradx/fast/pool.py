@@ -300,13 +300,12 @@ def _batch(a, b):
 
 
 def matmul_fits(a, b, out):
-    """Whether `matmul` takes a @ b (into out, or None): stacks (both at least 3-D, at most 4
-    batch dims) of products small enough for OpenBLAS to run each on one thread and together
-    large enough to pay for the hand-off, layouts BLAS takes, an `out` of row-major rows and of
-    the result's shape. Vectors (m or n of 1) and X @ X^T stay with numpy, which calls gemv and
-    syrk there, not GEMM, so the numbers stay numpy's."""
-    if not (2 < a.ndim <= 6 and 2 < b.ndim <= 6):
-        return False
+    """Whether `matmul` takes a @ b (into out, or None): stacks (both 3-D to 6-D, which the
+    version's `ndim` declares and the dispatcher checks first) of products small enough for
+    OpenBLAS to run each on one thread and together large enough to pay for the hand-off,
+    layouts BLAS takes, an `out` of row-major rows and of the result's shape. Vectors (m or n
+    of 1) and X @ X^T stay with numpy, which calls gemv and syrk there, not GEMM, so the
+    numbers stay numpy's."""
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     if m == 1 or n == 1 or b.shape[-2] != k or not 0 < m * n * k <= ONE_THREAD_GEMM:
         return False
@@ -422,7 +421,7 @@ def _small_heads(q, k, v):
     """Q (.., m, d), K (.., n, d), V (.., n, dv) of one batch shape, each head's products
     small enough for OpenBLAS to run them on one thread, and enough of them to pay for the
     hand-off; one query (a generated token's) stays with numpy."""
-    if q.ndim < 3 or q.shape[-2] == 1 or not q.shape[:-2] == k.shape[:-2] == v.shape[:-2] \
+    if q.ndim < 3 or not q.shape[:-2] == k.shape[:-2] == v.shape[:-2] \
             or k.shape[-2] != v.shape[-2]:
         return False
     m, n, d, dv = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]

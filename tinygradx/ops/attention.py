@@ -80,7 +80,7 @@ def _blockable(q, k, mask, scale, v, out):
     """Whether the batch may be cut: blocks that pay (_split_batch), the same batch dims for
     Q, K (V, Z), and a mask that broadcasts to the scores without adding dims."""
     batch = q.shape[:-2]
-    if q.ndim < 3 or k.shape[:-2] != batch or not _split_batch(q, k):
+    if k.shape[:-2] != batch or not _split_batch(q, k):     # (q has 3+ dims: _WEIGHTS' ndim)
         return False
     if v is not None and (v.shape[:-2] != batch or out.shape[:-2] != batch):
         return False

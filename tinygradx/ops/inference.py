@@ -47,16 +47,16 @@ def layer_norm(x, weight, bias, eps=1e-5):
     forward."""
     n = x.shape[-1] if x.ndim else 0
     if weight is not None and weight.shape != (n,):
-        _wrong_affine("weight", weight, x)
+        _wrong_affine("weight", weight, n, x)
     if bias is not None and bias.shape != (n,):
-        _wrong_affine("bias", bias, x)
+        _wrong_affine("bias", bias, n, x)
     rows2 = x.reshape(math.prod(x.shape[:-1]), n)
     return layer_norm_rows(rows2, weight, bias, eps).reshape(x.shape)
 
 
-def _wrong_affine(name, p, x):
-    raise OpError(f"inference.layer_norm: {name} has shape {p.shape}, expected "
-                  f"({x.shape[-1] if x.ndim else 0},) for an input of shape {x.shape}")
+def _wrong_affine(name, p, n, x):
+    raise OpError(f"inference.layer_norm: {name} has shape {p.shape}, expected ({n},) for an "
+                  f"input of shape {x.shape}")
 
 
 def gelu(x, approximate="none"):

@@ -236,12 +236,10 @@ class Reader:
         if not isinstance(requires_grad, bool):
             raise Fail("a tensor's requires_grad is not a bool")
         array = storage.array
-        if dtype is not None:                # v3: an untyped storage and its dtype
-            if isinstance(dtype, Global):
-                name = dtype_name(dtype.name)
-            else:                            # a dtype global read as a value: its numpy type
-                name = (np.dtype(dtype).name if isinstance(dtype, type)
-                        and issubclass(dtype, np.generic) else None)
+        if dtype is not None:                # v3: an untyped storage and its dtype, a global
+            # that value_of read as its numpy type (any other global is not a dtype)
+            name = (np.dtype(dtype).name if isinstance(dtype, type)
+                    and issubclass(dtype, np.generic) else None)
             if name is None:
                 raise Fail("a tensor's dtype is not a torch dtype")
             if name == "bfloat16":
