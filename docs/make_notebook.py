@@ -215,6 +215,10 @@ def run(nb, lang):
     out = json.loads(nbformat.writes(node))
     for c in out["cells"]:                                 # no per-run timestamps in the file
         c.get("metadata", {}).pop("execution", None)
+    # the speed settings the kernel ran with (inherited from this process's environment): the
+    # training cell's last figures hold for these; other settings may move them a little
+    from tinygradx.fast.dispatch import settings
+    out["metadata"]["tinygradx"] = {"speed_settings": settings()}
     return out
 
 

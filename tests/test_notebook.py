@@ -148,8 +148,15 @@ def test_notebook_runs_top_to_bottom(lang):
         svgs = [o["data"]["image/svg+xml"] for o in cell["outputs"]
                 if "image/svg+xml" in o.get("data", {})]
         return [svg_fingerprint("".join(s) if isinstance(s, list) else s) for s in svgs]
+    # The training cell's 1,500 float32 steps are bit for bit the committed run's only under the
+    # speed settings it was made with (the kernels, the pool, the thread count: with others the
+    # faster versions agree with the reference within their ulp bounds, and training carries
+    # that into a held-out string or two). Under other settings it is held to what its page
+    # says of it (check_training_cell), every other cell still to the committed bytes.
+    same = nb["metadata"]["tinygradx"] == old["metadata"]["tinygradx"]
     for fresh, kept in zip(nb["cells"], old["cells"], strict=True):
         if fresh["cell_type"] == "code":
-            assert stdout_of(fresh) == stdout_of(kept), (fresh["source"], stdout_of(fresh))
+            if same or not fresh["metadata"].get("trains"):
+                assert stdout_of(fresh) == stdout_of(kept), (fresh["source"], stdout_of(fresh))
             assert graphs(fresh) == graphs(kept), fresh["source"]
     check_training_cell(nb, lang)

@@ -219,6 +219,16 @@ def _threads_ready():
 _READY = {"kernels": kernels.ready, "pool": _pool_ready, "threads": _threads_ready}
 
 
+def settings():
+    """The settings a result's last bits may depend on (rule 3 in docs/design.md): whether the
+    compiled kernels and the pool are allowed (numba installed, TINYGRADX_KERNELS,
+    TINYGRADX_POOL) and the thread count. Two processes with equal settings take the same
+    version for the same call; with different settings the versions agree within their ulp
+    bounds, which a long training run can carry into its last printed digits."""
+    return {"kernels": bool(kernels.ENABLED), "pool": bool(kernels.ENABLED and pool.ENABLED),
+            "threads": parallel.THREADS}
+
+
 def backend_ready(backend):
     """Whether a backend can run now: decided from the settings (and, the first time, by
     building the kernels or starting the pool), never by which op asked first."""
