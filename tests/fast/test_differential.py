@@ -920,6 +920,27 @@ def test_a_perturbed_version_fails_the_check():
         v.fn = fn
 
 
+def test_a_version_one_ulp_off_a_0_ulp_bound_fails_the_check():
+    """The numpy-only version of the embedding's scatter (it runs with the kernels on or off,
+    so this runs in every CI configuration) is held at 0 ulp: one entry one ulp off fails."""
+    v = next(v for v in dispatch.VERSIONS["scatter_rows"] if v.name == "flat")
+    fn = v.fn
+
+    def off(g2, ids, rows):
+        out = fn(g2, ids, rows)
+        out.flat[0] = np.nextafter(out.flat[0], np.inf)
+        return out
+    v.fn = off
+    try:
+        rng = np.random.default_rng(2)
+        call = (rng.standard_normal((6, 3)), rng.integers(0, 4, 6), 4)
+        with pytest.raises(AssertionError, match=r"scatter_rows:flat\[0\]: off by .* above its "
+                                                 r"bound of 0 ulp"):
+            check_kernel("scatter_rows", call)
+    finally:
+        v.fn = fn
+
+
 def test_every_version_was_exercised():
     """Each version whose backend runs here ran at least once above and passed; with the
     compiled kernels or the pool off, theirs declined every time (also checked above)."""
