@@ -43,10 +43,10 @@ def measured_ranges():
     steps = _rows(section, "(Trainer's model) / torch")
     trainer = [_first_number(r[1]) for r in steps]
     plain = [_first_number(r[2]) for r in steps]
-    alone = re.search(r"tinygradx / torch (\d\.\d\d) \[[^\]]*\], plain\s+(\d\.\d\d)", section)
+    alone = re.findall(r"tinygradx / torch (\d\.\d\d) \[[^\]]*\],\s+plain\s+(\d\.\d\d)", section)
     assert alone, "the each-arm-alone sentence (tinygradx / torch ..., plain ...) is missing"
-    trainer.append(float(alone.group(1)))
-    plain.append(float(alone.group(2)))
+    trainer += [float(t) for t, _ in alone]
+    plain += [float(p) for _, p in alone]
     return {name: f"{min(v):.2f}-{max(v):.2f}" for name, v in
             (("generation", generation), ("trainer", trainer), ("plain", plain))}
 
