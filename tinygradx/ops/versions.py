@@ -259,18 +259,19 @@ def _scatter_flat(g2, ids, rows):
     return out.reshape(rows, c)
 
 
-def _one_id_a_row(g2, ids, rows):
-    """An integer id for each row of g2, each naming a row of the table (np.add.at would
-    raise on a larger one, and broadcast g2's rows to the ids)."""
+def _one_id_a_row(g2, ids, rows, lowest=None):
+    """An integer id for each row of g2, each naming a row of the table: from -rows (np.add.at
+    counts a negative id from the end), or from `lowest`, to rows - 1 (np.add.at would raise
+    on a larger one, and broadcast g2's rows to the ids)."""
+    lowest = -rows if lowest is None else lowest
     return (type(ids) is np.ndarray and ids.dtype.kind in "iu" and ids.shape == g2.shape[:1]
-            and (not len(ids) or -rows <= ids.min() and ids.max() < rows))
+            and (not len(ids) or lowest <= ids.min() and ids.max() < rows))
 
 
 def _ids_in_range(g2, ids, rows):
-    """The compiled loop's ids: C-ordered int64, none negative (np.add.at counts those from
-    the end)."""
-    return (_one_id_a_row(g2, ids, rows) and ids.dtype == np.int64 and ids.flags.c_contiguous
-            and (not len(ids) or 0 <= ids.min()))
+    """The compiled loop's ids: C-ordered int64, none negative."""
+    return (type(ids) is np.ndarray and ids.dtype == np.int64 and ids.flags.c_contiguous
+            and _one_id_a_row(g2, ids, rows, lowest=0))
 
 
 register("scatter_rows", Version("compiled", kernels.scatter_rows, backend="kernels",
