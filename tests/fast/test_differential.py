@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -939,6 +940,21 @@ def test_a_version_one_ulp_off_a_0_ulp_bound_fails_the_check():
             check_kernel("scatter_rows", call)
     finally:
         v.fn = fn
+
+
+@pytest.mark.parametrize("page", ["docs/design.md", "docs/zh/design.md"])
+def test_the_design_pages_list_the_exact_versions(page):
+    """docs/design.md's rule 3 names the versions held at 0 ulp (the same bits under any speed
+    settings): the list is every registered version whose bound is 0, and no other."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, page), encoding="utf-8") as f:
+        text = f.read()
+    listed = re.search(r"(?:Versions held at 0 ulp \(|误差界为 0 ulp 的版本（)([^)）]*)", text)
+    assert listed, f"{page}: the sentence naming the versions held at 0 ulp is missing"
+    named = set(re.findall(r"`(\w+:\w+)`", listed.group(1)))
+    exact = {f"{getattr(k, '__name__', k)}:{v.name}"
+             for k, vs in dispatch.VERSIONS.items() for v in vs if v.ulp == 0}
+    assert named == exact, (page, sorted(named ^ exact))
 
 
 def test_every_version_was_exercised():
