@@ -23,6 +23,7 @@ ran. `test_a_perturbed_version_fails_the_check` shows the check is not vacuous.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import re
@@ -281,8 +282,13 @@ def layout(x, how):
 _TMP = tempfile.mkdtemp(prefix="tgx-diff-")
 
 
+_FILES = itertools.count()
+
+
 def _memmap(x, mode):
-    path = os.path.join(_TMP, f"{os.getpid()}-{threading.get_ident()}-{id(x)}.npy")
+    # a new file each time: np.save over a file another live memmap still maps would cut it
+    # short under that mapping (a read past the new end is a bus error), as id(x) reused did
+    path = os.path.join(_TMP, f"{os.getpid()}-{threading.get_ident()}-{next(_FILES)}.npy")
     np.save(path, x)
     return np.load(path, mmap_mode=mode)
 
@@ -393,6 +399,7 @@ def layer_norm_calls(draw):
 @given(layer_norm_calls())
 @example((np.array([[1e30] + [0.0] * 63], np.float32), None, None, 1e-5))
 @example((np.array([[300, 0, -300]], np.float16), None, None, 1e-5))
+@example((_f32(768, 128), _f32(128, seed=8), _f32(128, seed=9), 1e-5))       # the pool's
 def test_layer_norm_rows(call):
     check_kernel("layer_norm_rows", call)
 
@@ -436,6 +443,32 @@ def matmul_calls(draw):
 @example((_f32(8, 32), _f32(48, 32, seed=8).T, None))                      # few rows
 def test_matmul(call):
     check_kernel("matmul", call)
+
+
+@st.composite
+def linear_forward_calls(draw):
+    """x W^T + b: the pool's sizes (more than 64 rows, k up to 256) and others (k past one
+    panel, few rows, no bias, one output column), every layout, hostile values in x and b."""
+    dtype = draw(st.sampled_from(DTYPES))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 16)))
+    lead = draw(st.sampled_from([(2, 48), (96,), (3, 1, 30), (8,), (0, 5)]))
+    k, n = draw(st.sampled_from([128, 256, 512, 3])), draw(st.sampled_from([1, 65, 128]))
+    x = layout(values(rng, lead + (k,), dtype, draw(st.sampled_from(SPECIALS))),
+               draw(st.sampled_from(LAYOUTS)))
+    w = layout(rng.standard_normal((n, k)).astype(dtype), draw(st.sampled_from(LAYOUTS)))
+    b = None if draw(st.booleans()) and draw(st.booleans()) else \
+        layout(values(rng, (n,), dtype, draw(st.sampled_from(["none", "nan", "huge"]))),
+               draw(st.sampled_from(LAYOUTS)))
+    return x, w, b
+
+
+@SLOW
+@given(linear_forward_calls())
+@example((_f32(12, 64, 128), _f32(384, 128, seed=8), _f32(384, seed=9)))   # the pool's
+@example((_f32(12, 64, 128).astype(np.float64), _f32(65, 128, seed=8).astype(np.float64),
+          _f32(65, seed=9).astype(np.float64)))
+def test_linear_forward(call):
+    check_kernel("linear_forward", call)
 
 
 @st.composite
@@ -791,8 +824,8 @@ def _build(op, dtype, big, rng, special):
         x = _tensor(v(*((300, 64) if big else (3, 5))))
         return F.softmax(x, dim=-1), x
     if op == "layer_norm":
-        n = 128 if big else 7
-        x, w, b = _tensor(v(4, n)), _tensor(v(n, s="none")), _tensor(v(n, s="none"))
+        n, rows = (128, 64) if big else (7, 4)
+        x, w, b = _tensor(v(rows, n)), _tensor(v(n, s="none")), _tensor(v(n, s="none"))
         return F.layer_norm(x, (n,), w, b), x
     if op in ("gelu", "gelu_tanh"):
         x = _tensor(v(*((128, 256) if big else (3, 4))))
@@ -813,7 +846,8 @@ def _build(op, dtype, big, rng, special):
         rows, n_in, n_out = (256, 256, 256) if big else (3, 4, 5)
         x = _tensor(v(2, rows // 2 or 1, n_in, s="none"))
         w = _tensor(v(n_out, n_in, s="none"))
-        return (F.linear(x, w) if op == "linear" else x @ w.T), x
+        b = _tensor(v(n_out, s="none")) if big else None      # db: the pair's column sums
+        return (F.linear(x, w, b) if op == "linear" else x @ w.T), x
     if op == "masked_fill":                      # a causal mask broadcast over the scores
         T = 0 if empty else 64 if big else 5
         x = _tensor(values(rng, (2, 3, T, T), dtype, "none" if empty else special))
@@ -827,7 +861,8 @@ def _build(op, dtype, big, rng, special):
 @given(data=st.data())
 def test_derivatives(op, data):
     call = data.draw(derivative_calls(op))
-    if op in ("gelu_tanh", "attention", "packed", "linear", "matmul", "softmax", "masked_fill"):
+    if op in ("gelu_tanh", "attention", "packed", "linear", "matmul", "softmax", "masked_fill",
+              "layer_norm"):
         _check_op(op, np.float32, True, np.random.default_rng(0), "none")   # the pool's sizes
     _check_op(op, np.float32, False, np.random.default_rng(1), "none")
     _check_op(*call)
@@ -891,7 +926,7 @@ def test_the_decision_declines_what_it_must():
     buf = r.standard_normal(128).astype(np.float32)
     calls = {"ordinary": base, "m is v": base[:3] + (m,) + base[4:],
              "read-only p": (ro,) + base[1:], "p overlaps g": (buf[:64], buf[32:96]) + base[2:]}
-    compiled = dispatch.VERSIONS["adam_update"][0]
+    compiled = next(v for v in dispatch.VERSIONS["adam_update"] if v.name == "compiled")
     for what, call in calls.items():
         why = dispatch.why_not(compiled, call)
         assert compiled.takes(call) == (why is None), what

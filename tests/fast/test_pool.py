@@ -241,6 +241,53 @@ def test_a_pair_equals_the_two_products_on_one_thread_each():
     assert pair(small, small, small, small) is None           # below MIN_PAIR
 
 
+@pytest.mark.parametrize("rows, n, dtype", [(768, 384, np.float32), (768, 65, np.float32),
+                                            (300, 50, np.float64), (2, 17, np.float32)])
+def test_a_pairs_column_sums_are_numpys_sum_bit_for_bit(rows, n, dtype):
+    # db of a linear layer: added down each column in numpy's order, half the columns on each
+    # thread, so g.sum(0)'s bits; the products are the pair's own
+    rng = np.random.default_rng(4)
+    g = (rng.standard_normal((rows, n)) * rng.uniform(1e-3, 1e3, n)).astype(dtype)
+    w = rng.standard_normal((n, 300)).astype(dtype)
+    x = rng.standard_normal((rows, 300)).astype(dtype)
+    dx, dw, db = pool.pair(g, w, g.T, x, column_sums_of=g)
+    np.testing.assert_array_equal(db, g.sum(0))
+    assert db.dtype == dtype
+    np.testing.assert_array_equal(dx, pool.pair(g, w, g.T, x)[0])
+
+
+def test_a_linear_with_its_bias_in_the_gemm_is_the_references_bits():
+    # beta = 1 into rows holding b: OpenBLAS adds its whole sum to b once, the reference adds b
+    # to the rounded sum once: the same, while k fits one panel (linear_fits takes k <= 256)
+    from tinygradx.core.linalg import linear_forward
+    rng = np.random.default_rng(5)
+    for rows, k, n, dtype in [(768, 128, 384, np.float32), (768, 256, 65, np.float32),
+                              (200, 100, 30, np.float64)]:
+        x = rng.standard_normal((rows, k)).astype(dtype)
+        w = rng.standard_normal((n, k)).astype(dtype)
+        b = (rng.standard_normal(n) * 100).astype(dtype)
+        assert _takes("linear_forward", x, w, b)
+        np.testing.assert_array_equal(pool.linear(x, w, b), linear_forward.reference(x, w, b))
+    x, w, b = (np.ones(s, np.float32) for s in ((768, 512), (128, 512), (128,)))
+    assert not _takes("linear_forward", x, w, b)            # k past one panel: the reference
+    assert not _takes("linear_forward", x[:64, :128], w[:, :128].copy(), b)   # few rows
+
+
+def test_adam_on_the_pool_is_the_compiled_loops_formula():
+    from tinygradx.fast import kernels
+    rng = np.random.default_rng(7)
+    p, g, m = (rng.standard_normal(50_000).astype(np.float32) for _ in range(3))
+    v = np.abs(rng.standard_normal(50_000)).astype(np.float32)
+    hyper = (0.9, 0.95, 1 - 1e-4, 1e-8, -1e-3)
+    a = [t.copy() for t in (p, g, m, v)]
+    b = [t.copy() for t in (p, g, m, v)]
+    pool.adam(*a, *hyper)
+    kernels.adam(*b, *hyper)
+    for x, y in zip(a, b, strict=True):       # (the compiler may fuse a multiply-add)
+        np.testing.assert_allclose(x, y, rtol=2e-7, atol=1e-9)
+    np.testing.assert_array_equal(a[1], g)    # g is read, never written
+
+
 def _big_gemm(seed=2):
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((512, 256)).astype(np.float32)

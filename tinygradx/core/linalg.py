@@ -35,6 +35,7 @@ def _matmul(xp, a, b):
     return _mm(a, b) if xp is ARRAYS else a @ b
 
 
+@dispatched
 def linear_forward(x, w, b=None):
     """x W^T + b on arrays, W (out, in): Linear's forward."""
     y = _mm(x, w.T)

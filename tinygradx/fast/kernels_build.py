@@ -81,10 +81,11 @@ def _build_pool(tmp, name):
     toolchain = Toolchain()
     source = os.path.join(os.path.dirname(os.path.abspath(kernels.__file__)), "pool.c")
     # for this CPU (the cache is per CPU, as the loops above): attention's softmax loops
-    # vectorise (`#pragma omp simd`) only so; a compiler without these flags builds it plain
+    # vectorise (`#pragma omp simd`) only so, and the Adam loop's sqrtf only without errno
+    # (nothing here reads errno); a compiler without these flags builds it plain
     try:
         objects = toolchain.compile_objects([source], tmp, extra_cflags=[
-            "-O3", "-march=native", "-fopenmp-simd", "-pthread"])
+            "-O3", "-march=native", "-fopenmp-simd", "-fno-math-errno", "-pthread"])
     except Exception:                  # distutils' CompileError, from whichever distutils
         objects = toolchain.compile_objects([source], tmp, extra_cflags=["-O2", "-pthread"])
     toolchain.link_shared(os.path.join(tmp, name + "_pool.so"), objects,

@@ -149,6 +149,18 @@ static int run_parts(part_fn fn, int parts, void *arg)
     return 1;
 }
 
+/* part's share of n, cut at multiples of 16 floats (64 bytes: no cache line shared) */
+static void share(int64_t n, int part, int parts, int64_t *lo, int64_t *hi)
+{
+    int64_t lines = (n + 15) / 16;
+    *lo = lines * part / parts * 16;
+    *hi = lines * (part + 1) / parts * 16;
+    if (*hi > n)
+        *hi = n;
+    if (*lo > n)
+        *lo = n;
+}
+
 /* Idle workers stop polling and sleep until the next task: for work about to run on other
  * threads (tinygradx.parallel's Python threads), which a polling worker would keep from the
  * core the scheduler gives them. */
@@ -294,30 +306,68 @@ void tgx_stack(const struct stack *s, int parts)
         stack_part(0, 1, (void *)s);
 }
 
+/* The column sums of g (rows, n), in order down each column: out[j] = ((g[0][j] + g[1][j]) +
+ * g[2][j]) + ..., the additions numpy's g.sum(0) makes on a C-ordered array (a linear layer's
+ * db), so the same bits; columns [lo, hi) only. */
+struct colsums { const void *g; void *out; int64_t rows, n, is_double; };
+
+static void column_sums(const struct colsums *c, int64_t lo, int64_t hi)
+{
+    if (c->is_double) {
+        const double *g = c->g;
+        double *out = c->out;
+        memcpy(out + lo, g + lo, (size_t)(hi - lo) * sizeof(double));
+        for (int64_t i = 1; i < c->rows; i++) {
+            const double *row = g + i * c->n;
+#pragma omp simd
+            for (int64_t j = lo; j < hi; j++)
+                out[j] += row[j];
+        }
+    } else {
+        const float *g = c->g;
+        float *out = c->out;
+        memcpy(out + lo, g + lo, (size_t)(hi - lo) * sizeof(float));
+        for (int64_t i = 1; i < c->rows; i++) {
+            const float *row = g + i * c->n;
+#pragma omp simd
+            for (int64_t j = lo; j < hi; j++)
+                out[j] += row[j];
+        }
+    }
+}
+
+struct pair { const struct stack *products[2]; const struct colsums *sums; };
+
 static void pair_part(int part, int parts, void *arg)
 {
-    (void)parts;
-    stack_part(0, 1, ((struct stack **)arg)[part]);
+    const struct pair *p = arg;
+    stack_part(0, 1, p->products[part]);
+    if (p->sums) {                      /* then this thread's half of the columns */
+        int64_t lo, hi;
+        share(p->sums->n, part, parts, &lo, &hi);
+        column_sums(p->sums, lo, hi);
+    }
 }
 
 /* Two independent products at once, one per thread, with OpenBLAS on one thread meanwhile
- * (a layer's dX = g W and dW = g^T X: the same FLOPs each). Two single-threaded GEMMs side
- * by side skip the hand-offs and the panel sharing of two two-threaded GEMMs; each gives the
- * numbers of OpenBLAS on one thread. One after the other when the pool is taken or BLAS is
- * held to one thread. */
-void tgx_pair(const struct stack *first, const struct stack *second)
+ * (a layer's dX = g W and dW = g^T X: the same FLOPs each), and with `sums` (or NULL) the
+ * column sums of g (db), half the columns on each thread after its product. Two
+ * single-threaded GEMMs side by side skip the hand-offs and the panel sharing of two
+ * two-threaded GEMMs; each gives the numbers of OpenBLAS on one thread. One after the other
+ * when the pool is taken or BLAS is held to one thread. */
+void tgx_pair(const struct stack *first, const struct stack *second, const struct colsums *sums)
 {
-    const struct stack *both[2] = {first, second};
+    struct pair both = {{first, second}, sums};
     int threads = blas_threads();
     if (threads >= 2) {
         set_blas_threads(1);
-        int ran = run_parts(pair_part, 2, (void *)both);
+        int ran = run_parts(pair_part, 2, &both);
         set_blas_threads(threads);
         if (ran)
             return;
     }
-    stack_part(0, 1, (void *)first);
-    stack_part(0, 1, (void *)second);
+    pair_part(0, 2, &both);
+    pair_part(1, 2, &both);
 }
 
 /* ---- attention, one head at a time ----------------------------------------------------- */
@@ -580,18 +630,6 @@ struct gelu { const float *x, *t, *g; float *out, *out2; int64_t n; };
 #define GELU_C1 0.7978845608028654f                 /* sqrt(2 / pi) */
 #define GELU_C3 (0.044715f * GELU_C1)
 
-/* part's share of n, cut at multiples of 16 floats (64 bytes: no cache line shared) */
-static void share(int64_t n, int part, int parts, int64_t *lo, int64_t *hi)
-{
-    int64_t lines = (n + 15) / 16;
-    *lo = lines * part / parts * 16;
-    *hi = lines * (part + 1) / parts * 16;
-    if (*hi > n)
-        *hi = n;
-    if (*lo > n)
-        *lo = n;
-}
-
 static void gelu_forward_part(int part, int parts, void *arg)
 {
     const struct gelu *s = arg;
@@ -672,6 +710,40 @@ void tgx_softmax(const float *x, const float *s, float *out, int64_t rows, int64
         parts = (int)rows;
     if (!run_parts(softmax_part, parts, &j))
         softmax_part(0, 1, &j);
+}
+
+/* ---- the Adam update, element-wise on both cores ----------------------------------------- */
+
+/* One Adam/AdamW step in place over n float32 values, the numba loop's formula and
+ * coefficients (optim/adam.py holds the reference, numpy passes): m <- b1 m + c1 g,
+ * v <- b2 v + c2 g^2, p <- shrink p + step m / (sqrt(v) + eps), each value on one thread,
+ * the values cut between the threads. */
+struct adam { float *p, *m, *v; const float *g; int64_t n; float b1, c1, b2, c2, shrink, eps, step; };
+
+static void adam_part(int part, int parts, void *arg)
+{
+    const struct adam *a = arg;
+    int64_t lo, hi;
+    share(a->n, part, parts, &lo, &hi);
+    float *restrict p = a->p, *restrict m = a->m, *restrict v = a->v;
+    const float *restrict g = a->g;
+#pragma omp simd
+    for (int64_t i = lo; i < hi; i++) {
+        float gi = g[i];
+        float mi = m[i] * a->b1 + gi * a->c1;
+        float vi = v[i] * a->b2 + gi * gi * a->c2;
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = p[i] * a->shrink + mi / (sqrtf(vi) + a->eps) * a->step;
+    }
+}
+
+void tgx_adam(float *p, const float *g, float *m, float *v, int64_t n, const float *k,
+              int parts)
+{
+    struct adam a = {p, m, v, g, n, k[0], k[1], k[2], k[3], k[4], k[5], k[6]};
+    if (!run_parts(adam_part, capped(parts), &a))
+        adam_part(0, 1, &a);
 }
 
 /* ---- set-up --------------------------------------------------------------------------- */

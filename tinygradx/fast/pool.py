@@ -25,6 +25,9 @@ for what the declaration takes:
   (with pool.c's own tanh) cut between the threads (ops/fused.py's versions).
 - `softmax(x2, out2)` and `softmax_grad(g2, s2, out2)`: the last-axis softmax in float32, rows
   cut between the threads, with attention's row loops (ops/versions.py).
+- `linear(x, w, b)`: x W^T + b as one GEMM into rows that hold b (the bias costs no pass of
+  its own), and `pair(..., column_sums_of=g)`: a layer's db summed in the pair's threads.
+- `adam(...)`: the float32 Adam update, the values cut between the threads (optim/adam.py).
 
 A second pool beside OpenBLAS's own threads would fight them for the cores (a GPT step 3x
 slower, measured), so this one also runs OpenBLAS's parallel jobs: OpenBLAS >= 0.3.28 takes
@@ -61,6 +64,7 @@ POLL_US = process.env("TINYGRADX_POOL_POLL_US", 2000)
 ONE_THREAD_GEMM = 1 << 18
 MIN_SPLIT = 1 << 15          # a stack's output elements from which two blocks pay
 MIN_PAIR = 1 << 16           # m*n*k of each product from which a pair pays
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112           # CBLAS's constants
 
 _lib = None                  # pool.c's library, once started
 _blas = None                 # the OpenBLAS it drives (_Blas)
@@ -92,8 +96,22 @@ class _Blas:
             config.restype = ctypes.c_char_p
             self.config = config().decode(errors="replace")
             self.ilp64 = "USE64BITINT" in self.config
+            self.gemm_into = (self._typed(self.sgemm, ctypes.c_float),
+                              self._typed(self.dgemm, ctypes.c_double))
             return
         raise LookupError(f"no cblas_sgemm / openblas_get_num_threads in {path}")
+
+    def _typed(self, fn, real):
+        """cblas_?gemm as a ctypes function with its argument types (for pool.linear's calls
+        from Python), apart from the untyped one pool.c is handed"""
+        typed = ctypes.CFUNCTYPE(None, *[ctypes.c_int] * 3, *[self._int] * 3, real,
+                                 ctypes.c_void_p, self._int, ctypes.c_void_p, self._int, real,
+                                 ctypes.c_void_p, self._int)
+        return typed(ctypes.cast(fn, ctypes.c_void_p).value)
+
+    @property
+    def _int(self):
+        return ctypes.c_int64 if self.ilp64 else ctypes.c_int
 
 
 def _find_openblas():
@@ -344,14 +362,56 @@ def pair_fits(a1, b1, a2, b2):
     return True
 
 
-def pair(a1, b1, a2, b2):
+def pair(a1, b1, a2, b2, column_sums_of=None):
     """(a1 @ b1, a2 @ b2), side by side on two threads, OpenBLAS on one thread each (so each
-    is the product numpy computes on one thread)."""
+    is the product numpy computes on one thread). With `column_sums_of` g, a C-ordered
+    (rows, n) array of the products' dtype, also g.sum(0) (a linear layer's db), half the
+    columns on each thread after its product, added down each column in numpy's order (the
+    same bits): (o1, o2, sums)."""
     o1 = np.empty((a1.shape[0], b1.shape[1]), a1.dtype)
     o2 = np.empty((a2.shape[0], b2.shape[1]), a1.dtype)
     s1, s2 = _stack(a1, b1, o1, ()), _stack(a2, b2, o2, ())   # (alive until the call returns)
-    _lib.tgx_pair(_ptr(s1), _ptr(s2))
-    return o1, o2
+    if column_sums_of is None:
+        _lib.tgx_pair(_ptr(s1), _ptr(s2), None)
+        return o1, o2
+    g = column_sums_of
+    sums = np.empty(g.shape[1], g.dtype)
+    block = np.array([g.ctypes.data, sums.ctypes.data, g.shape[0], g.shape[1],
+                      g.dtype == np.float64], dtype=np.int64)   # pool.c's struct colsums
+    _lib.tgx_pair(_ptr(s1), _ptr(s2), _ptr(block))
+    return o1, o2, sums
+
+
+ONE_PANEL = 256              # the most inner-dimension a linear's GEMM-with-bias takes
+
+
+def linear_fits(x, w, b):
+    """Whether `linear` takes x W^T + b: a bias, x (..., k) over more rows than the few-row product
+    takes (ops/versions.py's few_rows), w (n, k), b (n,) with n > 1 (numpy calls gemv, not
+    GEMM, for one column), k at most ONE_PANEL (OpenBLAS adds a product's inner dimension in
+    panels of a few hundred: with more than one, the bias would join the first panel's sum
+    instead of the whole one, a last bit off), and at least MIN_PAIR multiply-adds."""
+    if b is None:
+        return False
+    k, n = w.shape[1], w.shape[0]
+    rows = x.size // k if k else 0
+    return (x.shape[-1] == k and b.shape == (n,) and 1 < n and 0 < k <= ONE_PANEL
+            and rows > 64 and rows * n * k >= MIN_PAIR)
+
+
+def linear(x, w, b):
+    """x W^T + b as one GEMM whose output starts as b in every row (beta = 1), instead of the
+    product into a zero-filled output and a pass adding b: OpenBLAS adds its whole sum to
+    each entry once either way, so the bits are the reference's (one panel: linear_fits).
+    The GEMM is numpy's call (the same operands, layouts and threads)."""
+    k, n = w.shape[1], w.shape[0]
+    rows = x.size // k
+    y = np.empty(x.shape[:-1] + (n,), x.dtype)
+    y.reshape(rows, n)[...] = b                            # (rows, n): b in every row
+    gemm = _blas.gemm_into[x.dtype == np.float64]
+    gemm(_ROW_MAJOR, _NO_TRANS, _TRANS, rows, n, k, 1.0, x.ctypes.data, k, w.ctypes.data, k,
+         1.0, y.ctypes.data, n)
+    return y
 
 
 # ------------------------------------------------------------------------------------------
@@ -479,6 +539,7 @@ def attention_backward(g, qs, k, v, a, scale, gq, gk, gv, keep=None):
 
 MIN_GELU = 1 << 14           # values from which the pool's threads share a GELU
 MIN_SOFTMAX = 1 << 14        # values from which the pool's threads share a softmax
+MIN_ADAM = 1 << 14           # values from which the pool's threads share an Adam update
 
 
 def gelu_tanh(x, t, y):
@@ -513,3 +574,11 @@ def softmax_grad(g2, s2, out2):
     (out2 may be g2): softmax's backward on the pool's threads."""
     _lib.tgx_softmax(_ptr(g2), _ptr(s2), _ptr(out2), ctypes.c_int64(g2.shape[0]),
                      ctypes.c_int64(g2.shape[1]), _parts)
+
+
+
+def adam(p, g, m, v, beta1, beta2, shrink, eps_s, step_size):
+    """One Adam step in place on 1-D float32 arrays (kernels.adam's formula and coefficients),
+    the values cut between the pool's threads."""
+    k = np.array([beta1, 1 - beta1, beta2, 1 - beta2, shrink, eps_s, step_size], np.float32)
+    _lib.tgx_adam(_ptr(p), _ptr(g), _ptr(m), _ptr(v), ctypes.c_int64(p.size), _ptr(k), _parts)

@@ -17,7 +17,9 @@ the dispatcher and the speed layer's backward walk (fast/walk.py) into the core.
     LayerNorm.backward  compiled (one loop a row, the statistics recomputed from x)
     matmul              pool (a stack of small products in batch blocks), few_rows (3-64 rows
                         times a transposed weight as (W x^T)^T)
-    Linear.backward     pool (dX = g W and dW = g^T X side by side, one per core)
+    linear_forward      pool (x W^T + b as one GEMM into rows holding b: no pass adding b)
+    Linear.backward     pool (dX = g W and dW = g^T X side by side, one per core, then db's
+                        column sums, half on each)
     MatMul.backward     pool (the same for a batch times a shared 2-D weight)
     Getitem.backward    slice (the walk adds the pieces of a split into one buffer)
     masked_fill_array   compiled (one pass, the mask repeated over the leading dims)
@@ -190,15 +192,23 @@ register("matmul", Version("few_rows", _few_rows, ndim={0: (2, None), 1: (2, 2)}
                            accepts=_few_rows_fit, ulp=16, **_PRODUCT))
 
 
+register("linear_forward", Version("pool", pool.linear, backend="pool", arrays=(0, 1, 2),
+                                   ndim={0: (2, None), 1: (2, 2), 2: (1, 1)},
+                                   accepts=pool.linear_fits, ulp=0))
+
+
 def _linear_backward_pool(ctx, g):
-    """dX = g W and dW = g^T X side by side, one per core; db = the column sums of g."""
+    """dX = g W and dW = g^T X side by side, one per core; db = the column sums of g, half
+    on each core after its product (numpy's additions in numpy's order: g2.sum(0)'s bits)."""
     g2 = _matrix(g)                                      # (rows, out)
     x = ctx.x
-    gx, gw = pool.pair(g2, ctx.w, g2.T, _matrix(x))      # (rows, in), (out, in)
-    gx = gx.reshape(x.shape)                             # (..., in)
     need = ctx.needs_input_grad
+    with_db = len(need) == 3 and need[2] and g2.flags.c_contiguous and g2.shape[0] > 0
+    gx, gw, *db = pool.pair(g2, ctx.w, g2.T, _matrix(x),      # (rows, in), (out, in)
+                            column_sums_of=g2 if with_db else None)
+    gx = gx.reshape(x.shape)                             # (..., in)
     if len(need) == 3:
-        return gx, gw, (g2.sum(0) if need[2] else None)
+        return gx, gw, (db[0] if with_db else g2.sum(0) if need[2] else None)
     return gx, gw
 
 

@@ -19,9 +19,10 @@ sqrt(1 - beta2^t) + eps). Adam(decoupled_weight_decay=True) is AdamW. A paramete
 PyTorch's: 'step' (a 0-d float32 Tensor), 'exp_avg', 'exp_avg_sq' (+ 'max_exp_avg_sq').
 
 The update runs in place on the parameters' arrays: `adam_update`'s numpy passes, the
-reference; its faster versions (one compiled loop, `kernels.adam`; the numpy passes in row
-blocks on both cores) are registered below with what they take (fast/dispatch.py), and
-decline amsgrad and maximize, which only the reference computes.
+reference; its faster versions (one loop in C on the pool's threads for float32, `pool.adam`;
+one compiled loop, `kernels.adam`; the numpy passes in row blocks on both cores) are
+registered below with what they take (fast/dispatch.py), and decline amsgrad and maximize,
+which only the reference computes.
 """
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ import math
 import numpy as np
 
 from ..core.fastpath import dispatched
-from ..fast import kernels, parallel
-from ..fast.dispatch import Version, register
+from ..fast import kernels, parallel, pool
+from ..fast.dispatch import FLOAT32, Version, register
 from .optimizer import Optimizer, hyper_value
 
 __all__ = ["Adam", "AdamW"]
@@ -90,6 +91,15 @@ def _adam_compiled(p, g, m, v, tmp, tmp2, step, lr, beta1, beta2, eps, weight_de
         min_elements=parallel.MIN_KERNEL_ELEMENTS)
 
 
+def _adam_pool(p, g, m, v, tmp, tmp2, step, lr, beta1, beta2, eps, weight_decay,
+               decoupled, vmax=None, maximize=False):
+    """The compiled loop's formula in C on the pool's threads (float32), the values cut
+    between them: a GPT's weights (16k to 65k values) are too small for Python threads."""
+    bias2_sqrt = math.sqrt(1 - beta2 ** step)
+    pool.adam(p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1), beta1, beta2,
+              1 - lr * weight_decay, eps * bias2_sqrt, -lr * bias2_sqrt / (1 - beta1 ** step))
+
+
 def _adam_blocks(p, g, m, v, tmp, tmp2, *hyper):
     """adam_update's numpy passes on row blocks of flat views, on both cores (the same bits)."""
     parallel.rows(lambda *blocks: adam_update.reference(*blocks, *hyper),
@@ -107,6 +117,9 @@ def _loop_form(*args):
     return (args[12] or not args[11]) and _plain(*args)
 
 
+register("adam_update", Version(
+    "pool", _adam_pool, backend="pool", dtypes=FLOAT32, arrays=(0, 1, 2, 3), outputs=(0, 2, 3),
+    min_size=pool.MIN_ADAM, in_blocks=False, ulp=4, accepts=_loop_form))
 register("adam_update", Version(
     "compiled", _adam_compiled, backend="kernels", arrays=(0, 1, 2, 3), outputs=(0, 2, 3),
     ulp=4, accepts=_loop_form))
