@@ -386,11 +386,12 @@ ONE_PANEL = 256              # the most inner-dimension a linear's GEMM-with-bia
 
 
 def linear_fits(x, w, b):
-    """Whether `linear` takes x W^T + b: a bias, x (..., k) over more rows than the few-row product
-    takes (ops/versions.py's few_rows), w (n, k), b (n,) with n > 1 (numpy calls gemv, not
-    GEMM, for one column), k at most ONE_PANEL (OpenBLAS adds a product's inner dimension in
-    panels of a few hundred: with more than one, the bias would join the first panel's sum
-    instead of the whole one, a last bit off), and at least MIN_PAIR multiply-adds."""
+    """Whether `linear` takes x W^T + b: a bias, x (..., k) over more rows than the few-row
+    product takes (ops/versions.py's few_rows), w (n, k), b (n,) with n > 1 (numpy calls
+    gemv, not GEMM, for one column), k at most ONE_PANEL (OpenBLAS adds a product's inner
+    dimension in panels of a few hundred: with more than one, the bias would join the first
+    panel's sum instead of the whole one, a last bit off), and at least MIN_PAIR
+    multiply-adds."""
     if b is None:
         return False
     k, n = w.shape[1], w.shape[0]
@@ -574,7 +575,6 @@ def softmax_grad(g2, s2, out2):
     (out2 may be g2): softmax's backward on the pool's threads."""
     _lib.tgx_softmax(_ptr(g2), _ptr(s2), _ptr(out2), ctypes.c_int64(g2.shape[0]),
                      ctypes.c_int64(g2.shape[1]), _parts)
-
 
 
 def adam(p, g, m, v, beta1, beta2, shrink, eps_s, step_size):
