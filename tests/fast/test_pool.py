@@ -273,6 +273,53 @@ def test_a_linear_with_its_bias_in_the_gemm_is_the_references_bits():
     assert not _takes("linear_forward", x[:64, :128], w[:, :128].copy(), b)   # few rows
 
 
+def test_layer_norm_on_the_pool_gives_the_same_bits_when_the_pool_is_taken():
+    # dw and db are summed per block of rows and the blocks added in order: the same split
+    # whether the blocks run at once or one after the other (OpenBLAS held to one thread)
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((768, 128)).astype(np.float32)
+    g = rng.standard_normal((768, 128)).astype(np.float32)
+    w = rng.standard_normal(128).astype(np.float32)
+    at_once = pool.layer_norm_backward(g, x, w, 1e-5)
+    blas = pool._find_openblas()
+    threads = blas.get_threads()
+    blas.set_threads(1)
+    try:
+        one_by_one = pool.layer_norm_backward(g, x, w, 1e-5)
+    finally:
+        blas.set_threads(threads)
+    for a, b in zip(at_once, one_by_one, strict=True):
+        np.testing.assert_array_equal(a, b)
+    x64, g64 = x.astype(np.float64), g.astype(np.float64)
+    xhat = (x64 - x64.mean(1, keepdims=True)) / np.sqrt(x64.var(1, keepdims=True) + 1e-5)
+    gh = g64 * w
+    dx = (gh - gh.mean(1, keepdims=True) - xhat * (gh * xhat).mean(1, keepdims=True)) / \
+        np.sqrt(x64.var(1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(at_once[0], dx, rtol=1e-4, atol=2e-5)
+    np.testing.assert_allclose(at_once[1], (g64 * xhat).sum(0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(at_once[2], g64.sum(0), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("row", ["near_equal", "huge", "tiny", "inf", "nan"])
+def test_layer_norm_on_the_pool_in_float32_is_the_float64_rows(row):
+    # the float32 sums with their correction keep a row of nearly equal values (x - mean tiny
+    # against x); a row whose float32 squares overflow takes the float64 path; inf and NaN
+    # give a NaN row, as the reference
+    from tinygradx.core.rows import layer_norm_rows
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((64, 128))
+    x = {"near_equal": 1000 + x * 1e-3, "huge": x * 1e25, "tiny": x * 1e-30,
+         "inf": np.where(np.arange(128) == 3, np.inf, x), "nan": np.where(x > 2, np.nan, x)}[row]
+    x = x.astype(np.float32)
+    w, b = rng.standard_normal(128).astype(np.float32), rng.standard_normal(128).astype(np.float32)
+    got, want = pool.layer_norm(x, w, b, 1e-5), layer_norm_rows.reference(x, w, b, 1e-5)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    fin = ~np.isnan(want)
+    if fin.any():
+        top = np.abs(want[fin]).max()
+        assert np.abs(got[fin] - want[fin]).max() <= 4 * np.spacing(top)
+
+
 def test_adam_on_the_pool_is_the_compiled_loops_formula():
     from tinygradx.fast import kernels
     rng = np.random.default_rng(7)

@@ -341,7 +341,7 @@ struct pair { const struct stack *products[2]; const struct colsums *sums; };
 static void pair_part(int part, int parts, void *arg)
 {
     const struct pair *p = arg;
-    stack_part(0, 1, p->products[part]);
+    stack_part(0, 1, (void *)p->products[part]);
     if (p->sums) {                      /* then this thread's half of the columns */
         int64_t lo, hi;
         share(p->sums->n, part, parts, &lo, &hi);
@@ -744,6 +744,224 @@ void tgx_adam(float *p, const float *g, float *m, float *v, int64_t n, const flo
     struct adam a = {p, m, v, g, n, k[0], k[1], k[2], k[3], k[4], k[5], k[6]};
     if (!run_parts(adam_part, capped(parts), &a))
         adam_part(0, 1, &a);
+}
+
+/* ---- LayerNorm over the last axis, rows cut between the threads ------------------------- */
+
+/* LayerNorm's rows and derivative in float32 (core/rows.py holds the formula and the
+ * reference, which computes a float32 row in float64 and rounds once; kernels.py the numba
+ * loops, float64 throughout, which run without the pool). float64 arithmetic runs at a
+ * quarter of float32's width here and made both slower than one numba thread (tried twice),
+ * so the statistics are float32 sums kept exact where it matters: m0 = sum(x)/n, then
+ * c = sum(x - m0)/n corrects it (x - m0 is exact for the values near m0, by Sterbenz's lemma:
+ * a row of nearly equal values keeps its digits), and xc = (x - m0) - c. A row whose float32
+ * squares overflow (|x| past ~1e18) is computed in float64 instead, as the reference does. */
+typedef float f16v __attribute__((vector_size(64)));    /* lowered to what the CPU has */
+
+static inline f16v load16(const float *x)
+{
+    f16v v;
+    memcpy(&v, x, sizeof v);
+    return v;
+}
+
+static inline void store16(float *x, f16v v)
+{
+    memcpy(x, &v, sizeof v);
+}
+
+static inline float hsum16(f16v v)
+{
+    float t = 0.0f;
+    for (int l = 0; l < 16; l++)
+        t += v[l];
+    return t;
+}
+
+#define SPLAT16(v) ((v) - (f16v){0})
+
+/* m0, c and rstd of a row (xc = (x - m0) - c, rstd = 1/sqrt(mean(xc^2) + eps)); 0 when the
+ * sum of squares overflowed (the caller then takes the float64 path) */
+static int ln_stats(const float *x, int64_t n, double eps, float *m0, float *c, float *rstd)
+{
+    f16v a0 = {0}, a1 = {0};
+    int64_t j = 0;
+    for (; j + 32 <= n; j += 32) {
+        a0 += load16(x + j);
+        a1 += load16(x + j + 16);
+    }
+    for (; j + 16 <= n; j += 16)
+        a0 += load16(x + j);
+    float s = hsum16(a0 + a1);
+    for (; j < n; j++)
+        s += x[j];
+    float m = s / (float)n;
+    f16v mv = SPLAT16(m);
+    a0 = a1 = (f16v){0};
+    for (j = 0; j + 32 <= n; j += 32) {
+        a0 += load16(x + j) - mv;
+        a1 += load16(x + j + 16) - mv;
+    }
+    for (; j + 16 <= n; j += 16)
+        a0 += load16(x + j) - mv;
+    float r = hsum16(a0 + a1);
+    for (; j < n; j++)
+        r += x[j] - m;
+    float cc = r / (float)n;
+    f16v cv = SPLAT16(cc);
+    a0 = a1 = (f16v){0};
+    for (j = 0; j + 32 <= n; j += 32) {
+        f16v d0 = (load16(x + j) - mv) - cv, d1 = (load16(x + j + 16) - mv) - cv;
+        a0 += d0 * d0;
+        a1 += d1 * d1;
+    }
+    for (; j + 16 <= n; j += 16) {
+        f16v d0 = (load16(x + j) - mv) - cv;
+        a0 += d0 * d0;
+    }
+    float v = hsum16(a0 + a1);
+    for (; j < n; j++) {
+        float d = (x[j] - m) - cc;
+        v += d * d;
+    }
+    *m0 = m;
+    *c = cc;
+    *rstd = (float)(1.0 / sqrt((double)v / (double)n + eps));
+    return !isinf(v) || isinf(s);      /* (an inf in the row: NaN, as the reference) */
+}
+
+/* the float64 statistics of a row whose float32 squares overflow */
+static void ln_stats_wide(const float *x, int64_t n, double eps, double *mean, double *rstd)
+{
+    double s = 0.0, v = 0.0;
+    for (int64_t j = 0; j < n; j++)
+        s += x[j];
+    double m = s / (double)n;
+    for (int64_t j = 0; j < n; j++)
+        v += (x[j] - m) * (x[j] - m);
+    *mean = m;
+    *rstd = 1.0 / sqrt(v / (double)n + eps);
+}
+
+struct ln {
+    const float *x, *w, *b, *g;    /* w, b NULL: none (the backward's w never); g: backward */
+    float *y;                      /* forward: y; backward: dx */
+    float *sums;                   /* backward: per part, dw (n) then db (n) */
+    int64_t rows, n;
+    double eps;
+};
+
+static void ln_forward_row(const struct ln *s, int64_t i)
+{
+    const float *x = s->x + i * s->n, *w = s->w, *b = s->b;
+    float *y = s->y + i * s->n;
+    int64_t n = s->n;
+    float m, c, r;
+    if (!ln_stats(x, n, s->eps, &m, &c, &r)) {
+        double mean, rstd;
+        ln_stats_wide(x, n, s->eps, &mean, &rstd);
+        for (int64_t j = 0; j < n; j++) {
+            double t = (x[j] - mean) * rstd * (w ? w[j] : 1.0);
+            y[j] = (float)(b ? t + b[j] : t);          /* (no + 0.0: a -0.0 stays -0.0) */
+        }
+        return;
+    }
+    if (w && b) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++)
+            y[j] = ((x[j] - m) - c) * r * w[j] + b[j];
+    } else if (w) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++)
+            y[j] = ((x[j] - m) - c) * r * w[j];
+    } else {
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++)
+            y[j] = ((x[j] - m) - c) * r;
+    }
+}
+
+static void ln_forward_part(int part, int parts, void *arg)
+{
+    const struct ln *s = arg;
+    for (int64_t i = s->rows * part / parts; i < s->rows * (part + 1) / parts; i++)
+        ln_forward_row(s, i);
+}
+
+/* dx = rstd (g w - mean(g w) - xhat mean(g w xhat)) a row at a time, the statistics
+ * recomputed from x while the row is in cache; dw += g xhat and db += g into this part's
+ * own sums (pool.py adds the parts in order) */
+static void ln_backward_part(int part, int parts, void *arg)
+{
+    const struct ln *s = arg;
+    const int64_t n = s->n;
+    const float *w = s->w;
+    float *gw = s->sums + (int64_t)part * 2 * n, *gb = gw + n;
+    for (int64_t i = s->rows * part / parts; i < s->rows * (part + 1) / parts; i++) {
+        const float *x = s->x + i * n, *g = s->g + i * n;
+        float *dx = s->y + i * n;
+        float m, c, r;
+        if (!ln_stats(x, n, s->eps, &m, &c, &r)) {
+            double mean, rstd, a = 0.0, k = 0.0;
+            ln_stats_wide(x, n, s->eps, &mean, &rstd);
+            for (int64_t j = 0; j < n; j++) {
+                a += (double)g[j] * w[j];
+                k += (double)g[j] * w[j] * ((x[j] - mean) * rstd);
+            }
+            a /= (double)n;
+            k /= (double)n;
+            for (int64_t j = 0; j < n; j++) {
+                double h = (x[j] - mean) * rstd;
+                dx[j] = (float)(rstd * ((double)g[j] * w[j] - a - h * k));
+                gw[j] += (float)(g[j] * h);
+                gb[j] += g[j];
+            }
+            continue;
+        }
+        f16v mv = SPLAT16(m), cv = SPLAT16(c), rv = SPLAT16(r), av = {0}, kv = {0};
+        int64_t j = 0;
+        for (; j + 16 <= n; j += 16) {
+            f16v gh = load16(g + j) * load16(w + j);
+            av += gh;
+            kv += gh * (((load16(x + j) - mv) - cv) * rv);
+        }
+        float a = hsum16(av), k = hsum16(kv);
+        for (; j < n; j++) {
+            float gh = g[j] * w[j];
+            a += gh;
+            k += gh * (((x[j] - m) - c) * r);
+        }
+        a /= (float)n;                                  /* mean(g w) */
+        k /= (float)n;                                  /* mean(g w xhat) */
+        f16v av2 = SPLAT16(a), kv2 = SPLAT16(k);
+        for (j = 0; j + 16 <= n; j += 16) {
+            f16v gg = load16(g + j), h = ((load16(x + j) - mv) - cv) * rv;
+            store16(dx + j, rv * (gg * load16(w + j) - av2 - h * kv2));
+            store16(gw + j, load16(gw + j) + gg * h);
+            store16(gb + j, load16(gb + j) + gg);
+        }
+        for (; j < n; j++) {
+            float h = ((x[j] - m) - c) * r;
+            dx[j] = r * (g[j] * w[j] - a - h * k);
+            gw[j] += g[j] * h;
+            gb[j] += g[j];
+        }
+    }
+}
+
+/* forward: y <- LayerNorm of each row of x (rows, n); backward (g given): dx into y and the
+ * column sums of g xhat and g into sums, (parts, 2, n) zeros, part by part. The rows are cut
+ * into `parts` blocks the same way whether the blocks run at once or, when the pool is taken
+ * or OpenBLAS held to fewer threads, one after the other here, so the sums' bits never
+ * depend on which. */
+void tgx_layer_norm(const float *x, const float *w, const float *b, const float *g, float *y,
+                    float *sums, int64_t rows, int64_t n, double eps, int parts)
+{
+    struct ln s = {x, w, b, g, y, sums, rows, n, eps};
+    part_fn fn = g ? ln_backward_part : ln_forward_part;
+    if (capped(parts) < parts || !run_parts(fn, parts, &s))
+        for (int p = 0; p < parts; p++)
+            fn(p, parts, &s);
 }
 
 /* ---- set-up --------------------------------------------------------------------------- */

@@ -27,7 +27,8 @@ for what the declaration takes:
   cut between the threads, with attention's row loops (ops/versions.py).
 - `linear(x, w, b)`: x W^T + b as one GEMM into rows that hold b (the bias costs no pass of
   its own), and `pair(..., column_sums_of=g)`: a layer's db summed in the pair's threads.
-- `adam(...)`: the float32 Adam update, the values cut between the threads (optim/adam.py).
+- `layer_norm(x2, w, b, eps)`, `layer_norm_backward(g2, x2, w, eps)` and `adam(...)`: float32
+  LayerNorm rows and the Adam update, cut between the threads (ops/versions.py, optim/adam.py).
 
 A second pool beside OpenBLAS's own threads would fight them for the cores (a GPT step 3x
 slower, measured), so this one also runs OpenBLAS's parallel jobs: OpenBLAS >= 0.3.28 takes
@@ -541,6 +542,7 @@ def attention_backward(g, qs, k, v, a, scale, gq, gk, gv, keep=None):
 MIN_GELU = 1 << 14           # values from which the pool's threads share a GELU
 MIN_SOFTMAX = 1 << 14        # values from which the pool's threads share a softmax
 MIN_ADAM = 1 << 14           # values from which the pool's threads share an Adam update
+MIN_LAYER_NORM = 1 << 12     # values from which the pool's threads share a LayerNorm
 
 
 def gelu_tanh(x, t, y):
@@ -575,6 +577,34 @@ def softmax_grad(g2, s2, out2):
     (out2 may be g2): softmax's backward on the pool's threads."""
     _lib.tgx_softmax(_ptr(g2), _ptr(s2), _ptr(out2), ctypes.c_int64(g2.shape[0]),
                      ctypes.c_int64(g2.shape[1]), _parts)
+
+
+def layer_norm(x2, w, b, eps):
+    """LayerNorm of each row of x2 (rows, n), float32 in C order, times w and plus b ((n,) or
+    None), rows cut between the pool's threads (pool.c says how its float32 statistics keep
+    a row of nearly equal values exact, and which rows it computes in float64)."""
+    y = np.empty(x2.shape, np.float32)
+    _lib.tgx_layer_norm(_ptr(x2), None if w is None else _ptr(w), None if b is None else _ptr(b),
+                        None, _ptr(y), None, ctypes.c_int64(x2.shape[0]),
+                        ctypes.c_int64(x2.shape[1]), ctypes.c_double(eps), _parts)
+    return y
+
+
+def layer_norm_backward(g2, x2, w, eps):
+    """dx (rows, n), dw (n,), db (n,) of LayerNorm from g2 and x2 (rows, n) and w ((n,) or
+    None), float32 in C order, rows cut between the threads. dw and db are summed per block
+    of rows and the blocks then added in order, so their bits depend on the thread count
+    only, never on whether the pool was free."""
+    rows, n = g2.shape
+    w = np.ones(n, np.float32) if w is None else w
+    dx = np.empty(g2.shape, np.float32)
+    sums = np.zeros((_parts, 2, n), np.float32)          # per block: dw, db
+    _lib.tgx_layer_norm(_ptr(x2), _ptr(w), None, _ptr(g2), _ptr(dx), _ptr(sums),
+                        ctypes.c_int64(rows), ctypes.c_int64(n), ctypes.c_double(eps), _parts)
+    total = sums[0]
+    for part in sums[1:]:                                # in order (np.sum's would pair them)
+        total = total + part
+    return dx, total[0], total[1]
 
 
 def adam(p, g, m, v, beta1, beta2, shrink, eps_s, step_size):

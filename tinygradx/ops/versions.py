@@ -13,8 +13,10 @@ the dispatcher and the speed layer's backward walk (fast/walk.py) into the core.
                         values), compiled (two loops around numpy's exp)
     softmax_grad_rows   pool, compiled (one loop a row)
     Softmax.backward    rows: softmax_grad_rows into a new array
-    layer_norm_rows     compiled (one loop a row, float64 sums)
-    LayerNorm.backward  compiled (one loop a row, the statistics recomputed from x)
+    layer_norm_rows     pool (float32 from 4k values: float32 sums with a correction, rows cut
+                        between the threads), compiled (one loop a row, float64 sums)
+    LayerNorm.backward  pool (the same), compiled (one loop a row); both with the statistics
+                        recomputed from x
     matmul              pool (a stack of small products in batch blocks), few_rows (3-64 rows
                         times a transposed weight as (W x^T)^T)
     linear_forward      pool (x W^T + b as one GEMM into rows holding b: no pass adding b)
@@ -116,26 +118,39 @@ register(Softmax, Version(
 # ------------------------------------------------------------------------------------------
 
 register("layer_norm_rows", Version(
+    "pool", pool.layer_norm, backend="pool", dtypes=FLOAT32, arrays=(0, 1, 2),
+    min_size=pool.MIN_LAYER_NORM, in_blocks=False, ulp=4))
+register("layer_norm_rows", Version(
     "compiled", kernels.layer_norm, backend="kernels", arrays=(0, 1, 2), ulp=4))
 
 
-def _layer_norm_backward_compiled(ctx, g):
-    """dx, dw, db in one compiled pass a row, the row's statistics recomputed from x."""
-    n = math.prod(ctx.wshape)
-    w = ctx.wb[0].reshape(n) if ctx.affine[0] else None
-    dx, gw, gb = kernels.layer_norm_backward(
-        np.ascontiguousarray(g.reshape(g.size // n, n)),
-        np.ascontiguousarray(ctx.x.reshape(ctx.x.size // n, n)),
-        None if w is None else np.ascontiguousarray(w), ctx.eps)
-    need = ctx.needs_input_grad
-    gw = gw.reshape(ctx.wshape) if ctx.affine[0] and need[1] else None
-    gb = gb.reshape(ctx.wshape) if ctx.affine[1] and need[-1] else None
-    return (dx.reshape(ctx.shape),) + (gw,) * ctx.affine[0] + (gb,) * ctx.affine[1]
+def _layer_norm_backward_with(rows_backward):
+    def backward(ctx, g):
+        """dx, dw, db in one pass a row, the row's statistics recomputed from x."""
+        n = math.prod(ctx.wshape)
+        w = ctx.wb[0].reshape(n) if ctx.affine[0] else None
+        dx, gw, gb = rows_backward(
+            np.ascontiguousarray(g.reshape(g.size // n, n)),            # (rows, n)
+            np.ascontiguousarray(ctx.x.reshape(ctx.x.size // n, n)),    # (rows, n)
+            None if w is None else np.ascontiguousarray(w), ctx.eps)
+        need = ctx.needs_input_grad
+        gw = gw.reshape(ctx.wshape) if ctx.affine[0] and need[1] else None
+        gb = gb.reshape(ctx.wshape) if ctx.affine[1] and need[-1] else None
+        return (dx.reshape(ctx.shape),) + (gw,) * ctx.affine[0] + (gb,) * ctx.affine[1]
+    return backward
+
+
+def _same_dtypes(ctx, g):
+    return g.dtype == ctx.x.dtype and all(a.dtype == g.dtype for a in ctx.wb)
 
 
 register(LayerNorm, Version(
-    "compiled", _layer_norm_backward_compiled, backend="kernels", ulp=16,
-    accepts=lambda ctx, g: g.dtype == ctx.x.dtype and all(a.dtype == g.dtype for a in ctx.wb)))
+    "pool", _layer_norm_backward_with(pool.layer_norm_backward), backend="pool",
+    dtypes=FLOAT32, in_blocks=False, ulp=16,
+    accepts=lambda ctx, g: g.size >= pool.MIN_LAYER_NORM and _same_dtypes(ctx, g)))
+register(LayerNorm, Version(
+    "compiled", _layer_norm_backward_with(kernels.layer_norm_backward), backend="kernels",
+    ulp=16, accepts=_same_dtypes))
 
 
 def _trailing_mask(x, mask, value):
