@@ -941,6 +941,32 @@ def test_the_decision_declines_what_it_must():
     assert dispatch.why_not(pool_version, (a, w, None)) == "argument 1 has 2 dims (takes 3 to 6)"
 
 
+def test_outputs_that_interleave_without_sharing_are_taken():
+    """A packed [Q K V] gradient's dQ, dK, dV are strided views into one buffer: their bounds
+    meet, their elements do not. The bounds test alone declined them (the pool's attention
+    backward never ran for packed attention); the exact test takes them, and still refuses
+    a view that does share an element."""
+    d = np.empty((2, 8, 3 * 2 * 4), np.float32)
+    q, k, v = (d.reshape(2, 8, 3, 2, 4)[:, :, j].transpose(0, 2, 1, 3) for j in range(3))
+    assert np.may_share_memory(q, k) and not dispatch.overlap(q, k)
+    assert dispatch.overlap(q, d) and dispatch.overlap(d[:, 1:], d[:, :-1])
+    buf = np.empty(10 ** 6)
+    assert dispatch.overlap(buf[::3], buf[::7])                 # too hard to decide: overlapping
+    rng = np.random.default_rng(0)
+    B, h, T, hd = 12, 4, 64, 32
+    qkv = rng.standard_normal((B, T, 3 * h * hd)).astype(np.float32)
+    out = tgx.tensor(qkv, requires_grad=True)
+    y = F.packed_attention(out, n_head=h, is_causal=True)
+    ctx = y._ctx
+    grads = np.empty_like(qkv)
+    args = (ctx._split(np.ones((B, T, h * hd), np.float32)), ctx.qs, ctx.k, ctx.v, ctx.a,
+            ctx.keep, ctx.scale, *ctx._views(grads))
+    chosen = dict(dispatch.explain("attention_grads", *args))
+    assert not any("overlaps" in (why or "") for why in chosen.values()), chosen
+    if dispatch.backend_ready("pool"):
+        assert chosen["pool"] is None, chosen
+
+
 def test_a_perturbed_version_fails_the_check():
     """A version that is off by more than its bound is caught: the check is not vacuous."""
     v = dispatch.VERSIONS["softmax_rows"][-1]
