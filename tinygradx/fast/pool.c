@@ -770,12 +770,17 @@ static inline void store16(float *x, f16v v)
     memcpy(x, &v, sizeof v);
 }
 
+/* the sum of the 16 lanes as a tree (four dependent additions, not sixteen: a row of 128
+ * takes three of these, and a chain of sixteen made them most of the row's time) */
 static inline float hsum16(f16v v)
 {
-    float t = 0.0f;
-    for (int l = 0; l < 16; l++)
-        t += v[l];
-    return t;
+    float t[16];
+    memcpy(t, &v, sizeof t);
+    for (int l = 0; l < 8; l++)
+        t[l] += t[l + 8];
+    for (int l = 0; l < 4; l++)
+        t[l] += t[l + 4];
+    return (t[0] + t[2]) + (t[1] + t[3]);
 }
 
 #define SPLAT16(v) ((v) - (f16v){0})
