@@ -465,6 +465,7 @@ def linear_forward_calls(draw):
 @SLOW
 @given(linear_forward_calls())
 @example((_f32(12, 64, 128), _f32(384, 128, seed=8), _f32(384, seed=9)))   # the pool's
+@example((_f32(1, 8, 128), _f32(384, 128, seed=8), _f32(384, seed=9)))     # few rows
 @example((_f32(12, 64, 128).astype(np.float64), _f32(65, 128, seed=8).astype(np.float64),
           _f32(65, seed=9).astype(np.float64)))
 def test_linear_forward(call):

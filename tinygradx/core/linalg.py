@@ -37,8 +37,9 @@ def _matmul(xp, a, b):
 
 @dispatched
 def linear_forward(x, w, b=None):
-    """x W^T + b on arrays, W (out, in): Linear's forward."""
-    y = _mm(x, w.T)
+    """x W^T + b on arrays, W (out, in): Linear's forward. Built on matmul's reference: its
+    faster versions are its own (one decision a call, which a generated token makes 17 times)."""
+    y = matmul.reference(x, w.T, None)
     if b is not None:
         y += b
     return y

@@ -179,6 +179,9 @@ def _checks(v, nargs, n, fail):
         lines.append(f"a = args[{i}]")
         test = f"a.ndim < {least}" + ("" if most is None else f" or a.ndim > {most}")
         lines.append(f"if type(a) is not ndarray or {test}: {fail}")
+    if v.min_size > 1 and v.arrays:          # the size first too: a small call (a generated
+        lines.append(f"a = args[{v.arrays[0]}]")   # token's) leaves after one test
+        lines.append(f"if type(a) is ndarray and a.size < {int(v.min_size)}: {fail}")
     lines.append("d = f = None")
     checked = range(nargs) if v.arrays is None else v.arrays
     for i in checked:

@@ -384,6 +384,7 @@ def pair(a1, b1, a2, b2, column_sums_of=None):
 
 
 ONE_PANEL = 256              # the most inner-dimension a linear's GEMM-with-bias takes
+MIN_LINEAR = 1 << 12         # values of x from which it is tried (a token's rows never are)
 
 
 def linear_fits(x, w, b):

@@ -19,7 +19,8 @@ the dispatcher and the speed layer's backward walk (fast/walk.py) into the core.
                         recomputed from x
     matmul              pool (a stack of small products in batch blocks), few_rows (3-64 rows
                         times a transposed weight as (W x^T)^T)
-    linear_forward      pool (x W^T + b as one GEMM into rows holding b: no pass adding b)
+    linear_forward      pool (x W^T + b as one GEMM into rows holding b: no pass adding b),
+                        few_rows (matmul's, then b)
     Linear.backward     pool (dX = g W and dW = g^T X side by side, one per core, then db's
                         column sums, half on each)
     MatMul.backward     pool (the same for a batch times a shared 2-D weight)
@@ -207,9 +208,20 @@ register("matmul", Version("few_rows", _few_rows, ndim={0: (2, None), 1: (2, 2)}
                            accepts=_few_rows_fit, ulp=16, **_PRODUCT))
 
 
+def _few_rows_linear(x, w, b):
+    y = _few_rows(x, w.T, None)
+    if b is not None:
+        y += b
+    return y
+
+
 register("linear_forward", Version("pool", pool.linear, backend="pool", arrays=(0, 1, 2),
                                    ndim={0: (2, None), 1: (2, 2), 2: (1, 1)},
-                                   accepts=pool.linear_fits, ulp=0))
+                                   min_size=pool.MIN_LINEAR, accepts=pool.linear_fits, ulp=0))
+register("linear_forward", Version("few_rows", _few_rows_linear, arrays=(0, 1, 2),
+                                   ndim={0: (2, None), 1: (2, 2)}, ulp=16,
+                                   min_size=256,       # a generated token's row leaves at once
+                                   accepts=lambda x, w, b: _few_rows_fit(x, w.T, None)))
 
 
 def _linear_backward_pool(ctx, g):
