@@ -300,7 +300,7 @@ def test_layer_norm_on_the_pool_gives_the_same_bits_when_the_pool_is_taken():
     np.testing.assert_allclose(at_once[2], g64.sum(0), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("row", ["near_equal", "huge", "tiny", "inf", "nan"])
+@pytest.mark.parametrize("row", ["near_equal", "huge", "sum_overflows", "tiny", "inf", "nan"])
 def test_layer_norm_on_the_pool_in_float32_is_the_float64_rows(row):
     # the float32 sums with their correction keep a row of nearly equal values (x - mean tiny
     # against x); a row whose float32 squares overflow takes the float64 path; inf and NaN
@@ -309,6 +309,7 @@ def test_layer_norm_on_the_pool_in_float32_is_the_float64_rows(row):
     rng = np.random.default_rng(8)
     x = rng.standard_normal((64, 128))
     x = {"near_equal": 1000 + x * 1e-3, "huge": x * 1e25, "tiny": x * 1e-30,
+         "sum_overflows": 3e37 + np.abs(x) * 1e36,
          "inf": np.where(np.arange(128) == 3, np.inf, x), "nan": np.where(x > 2, np.nan, x)}[row]
     x = x.astype(np.float32)
     w, b = rng.standard_normal(128).astype(np.float32), rng.standard_normal(128).astype(np.float32)

@@ -755,7 +755,8 @@ void tgx_adam(float *p, const float *g, float *m, float *v, int64_t n, const flo
  * so the statistics are float32 sums kept exact where it matters: m0 = sum(x)/n, then
  * c = sum(x - m0)/n corrects it (x - m0 is exact for the values near m0, by Sterbenz's lemma:
  * a row of nearly equal values keeps its digits), and xc = (x - m0) - c. A row whose float32
- * squares overflow (|x| past ~1e18) is computed in float64 instead, as the reference does. */
+ * sums leave float32's range (|x| past ~1e18 squared, ~1e36 summed) or hold an inf or NaN is
+ * computed in float64 instead, as the reference does. */
 typedef float f16v __attribute__((vector_size(64)));    /* lowered to what the CPU has */
 
 static inline f16v load16(const float *x)
@@ -832,10 +833,11 @@ static int ln_stats(const float *x, int64_t n, double eps, float *m0, float *c, 
     *m0 = m;
     *c = cc;
     *rstd = (float)(1.0 / sqrt((double)v / (double)n + eps));
-    return !isinf(v) || isinf(s);      /* (an inf in the row: NaN, as the reference) */
+    return isfinite(s) && isfinite(v);  /* else float64: a sum or a square past float32's
+                                           range, or an inf or NaN (NaN there too) */
 }
 
-/* the float64 statistics of a row whose float32 squares overflow */
+/* the float64 statistics of a row whose float32 sums leave float32's range */
 static void ln_stats_wide(const float *x, int64_t n, double eps, double *mean, double *rstd)
 {
     double s = 0.0, v = 0.0;
