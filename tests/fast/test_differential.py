@@ -40,7 +40,7 @@ import tinygradx as tgx
 import tinygradx.functional as F
 from tinygradx.core import fastpath
 from tinygradx.core.node import unbroadcast
-from tinygradx.fast import dispatch, pool
+from tinygradx.fast import dispatch, openblas, pool
 
 KERNEL_NAMES = sorted(k for k in dispatch.VERSIONS if isinstance(k, str))
 OP_CLASSES = sorted((k for k in dispatch.VERSIONS if not isinstance(k, str)),
@@ -59,7 +59,7 @@ SLOW = settings(max_examples=60, deadline=None, suppress_health_check=[HealthChe
 def pool_on():
     """The suite runs OpenBLAS on one thread (conftest.py), where the pool stays off; here it
     gets two, so the pool's versions are tested too (where the machine can run it)."""
-    blas = pool._find_openblas() if sys.platform.startswith("linux") else None
+    blas = openblas.find() if sys.platform.startswith("linux") else None
     old = blas.get_threads() if blas is not None else None
     if blas is not None:
         blas.set_threads(2)

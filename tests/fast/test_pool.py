@@ -25,7 +25,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import tinygradx as tgx
-from tinygradx.fast import dispatch, pool
+from tinygradx.fast import dispatch, openblas, pool
 
 # the suite runs OpenBLAS on one thread (conftest.py), where the pool stays off; these tests
 # give it two for their module, and their child processes two as well
@@ -34,7 +34,7 @@ ENV = dict(os.environ, OPENBLAS_NUM_THREADS="2")
 
 @pytest.fixture(autouse=True, scope="module")
 def two_blas_threads():
-    blas = pool._find_openblas() if sys.platform.startswith("linux") else None
+    blas = openblas.find() if sys.platform.startswith("linux") else None
     old = blas.get_threads() if blas is not None else None
     if blas is not None:
         blas.set_threads(2)
@@ -175,7 +175,7 @@ def test_a_stack_follows_openblas_thread_count_lowered_at_run_time():
     rng = np.random.default_rng(6)
     a = rng.standard_normal((48, 64, 32)).astype(np.float32)
     b = rng.standard_normal((48, 32, 64)).astype(np.float32)
-    blas = pool._find_openblas()
+    blas = openblas.find()
     blas.set_threads(1)                     # as threadpoolctl's limits do
     try:
         before = pool.counters()[0]
@@ -222,7 +222,7 @@ def test_a_pair_equals_the_two_products_on_one_thread_each():
     # each product of a pair is OpenBLAS's one-thread GEMM: the numbers of numpy on one
     # thread (a GEMM split over threads may round its edge columns differently)
     rng = np.random.default_rng(1)
-    blas = pool._find_openblas()
+    blas = openblas.find()
     for rows, n_in, n_out, dtype in [(768, 128, 384, np.float32), (300, 70, 50, np.float64)]:
         g = rng.standard_normal((rows, n_out)).astype(dtype)
         w = rng.standard_normal((n_out, n_in)).astype(dtype)
@@ -281,7 +281,7 @@ def test_layer_norm_on_the_pool_gives_the_same_bits_when_the_pool_is_taken():
     g = rng.standard_normal((768, 128)).astype(np.float32)
     w = rng.standard_normal(128).astype(np.float32)
     at_once = pool.layer_norm_backward(g, x, w, 1e-5)
-    blas = pool._find_openblas()
+    blas = openblas.find()
     threads = blas.get_threads()
     blas.set_threads(1)
     try:
