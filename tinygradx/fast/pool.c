@@ -311,29 +311,26 @@ void tgx_stack(const struct stack *s, int parts)
  * db), so the same bits; columns [lo, hi) only. */
 struct colsums { const void *g; void *out; int64_t rows, n, is_double; };
 
+/* one loop for both dtypes: T is float or double */
+#define COLUMN_SUMS(T, c, lo, hi)                                                 \
+    do {                                                                          \
+        const T *g_ = (c)->g;                                                     \
+        T *out_ = (c)->out;                                                       \
+        memcpy(out_ + (lo), g_ + (lo), (size_t)((hi) - (lo)) * sizeof(T));        \
+        for (int64_t i_ = 1; i_ < (c)->rows; i_++) {                              \
+            const T *row_ = g_ + i_ * (c)->n;                                     \
+            _Pragma("omp simd")                                                   \
+            for (int64_t j_ = (lo); j_ < (hi); j_++)                              \
+                out_[j_] += row_[j_];                                             \
+        }                                                                         \
+    } while (0)
+
 static void column_sums(const struct colsums *c, int64_t lo, int64_t hi)
 {
-    if (c->is_double) {
-        const double *g = c->g;
-        double *out = c->out;
-        memcpy(out + lo, g + lo, (size_t)(hi - lo) * sizeof(double));
-        for (int64_t i = 1; i < c->rows; i++) {
-            const double *row = g + i * c->n;
-#pragma omp simd
-            for (int64_t j = lo; j < hi; j++)
-                out[j] += row[j];
-        }
-    } else {
-        const float *g = c->g;
-        float *out = c->out;
-        memcpy(out + lo, g + lo, (size_t)(hi - lo) * sizeof(float));
-        for (int64_t i = 1; i < c->rows; i++) {
-            const float *row = g + i * c->n;
-#pragma omp simd
-            for (int64_t j = lo; j < hi; j++)
-                out[j] += row[j];
-        }
-    }
+    if (c->is_double)
+        COLUMN_SUMS(double, c, lo, hi);
+    else
+        COLUMN_SUMS(float, c, lo, hi);
 }
 
 struct pair { const struct stack *products[2]; const struct colsums *sums; };
